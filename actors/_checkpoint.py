@@ -1,0 +1,126 @@
+"""``Checkpoint``: a directory of files, local or on any fsspec storage.
+
+A checkpoint reported by a trainable is a local directory (or a dict, written to
+one) until the trial actor commits it to storage; from then on it names the
+committed directory by URL and downloads lazily when read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+_DICT_FILE = "dict_checkpoint.pkl"
+
+
+class Checkpoint:
+    """A saved training state (Ray Tune's ``Checkpoint``)."""
+
+    def __init__(self, path: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.storage_options = dict(storage_options or {})
+        self._dict: dict[str, Any] | None = None
+        self._owned_tmp: str | None = None
+
+    # -- constructors -------------------------------------------------------------
+    @classmethod
+    def from_directory(cls, path: str | os.PathLike[str]) -> Checkpoint:
+        p = os.path.abspath(os.fspath(path))
+        if not os.path.isdir(p):
+            raise ValueError(f"Checkpoint.from_directory({p!r}): no such directory; save your files there first")
+        return cls(p)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Checkpoint:
+        if not isinstance(data, dict):
+            raise TypeError(f"Checkpoint.from_dict expects a dict, got {type(data).__name__}")
+        tmp = tempfile.mkdtemp(prefix="audition_ckpt_")
+        try:
+            with open(os.path.join(tmp, _DICT_FILE), "wb") as f:
+                pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise TypeError(f"Checkpoint.from_dict: the dict cannot be pickled ({exc}); store plain data") from exc
+        ckpt = cls(tmp)
+        ckpt._dict = dict(data)
+        ckpt._owned_tmp = tmp
+        return ckpt
+
+    # -- readers --------------------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.path or self.path.startswith("file://")
+
+    def to_directory(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Copy the checkpoint's files into ``path`` (a new temp dir if None) and return it."""
+        dest = os.fspath(path) if path is not None else tempfile.mkdtemp(prefix="audition_ckpt_")
+        os.makedirs(dest, exist_ok=True)
+        if self.is_local:
+            src = self.path[len("file://"):] if self.path.startswith("file://") else self.path
+            if os.path.abspath(src) != os.path.abspath(dest):
+                shutil.copytree(src, dest, dirs_exist_ok=True)
+            return dest
+        from storage import StorageContext, download_checkpoint
+
+        ctx = StorageContext(self.path, self.storage_options)
+        download_checkpoint(ctx, ctx.root, dest)
+        return dest
+
+    @contextlib.contextmanager
+    def as_directory(self) -> Iterator[str]:
+        """A local directory with the checkpoint's files, valid inside the ``with`` block."""
+        if self.is_local:
+            yield self.path[len("file://"):] if self.path.startswith("file://") else self.path
+            return
+        tmp = self.to_directory()
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The dict given to :meth:`from_dict` (read back from storage if needed)."""
+        if self._dict is not None:
+            return dict(self._dict)
+        with self.as_directory() as d:
+            fname = os.path.join(d, _DICT_FILE)
+            if not os.path.exists(fname):
+                raise ValueError(
+                    f"checkpoint {self.path} was not made by Checkpoint.from_dict; use to_directory() to read it"
+                )
+            with open(fname, "rb") as f:
+                self._dict = pickle.load(f)
+        assert self._dict is not None
+        return dict(self._dict)
+
+    def _release(self) -> None:
+        """Remove the temp dir made by from_dict once the files were committed."""
+        if self._owned_tmp:
+            shutil.rmtree(self._owned_tmp, ignore_errors=True)
+            self._owned_tmp = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "storage_options": self.storage_options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self.storage_options = state["storage_options"]
+        self._dict = None
+        self._owned_tmp = None
+
+    def __repr__(self) -> str:
+        return f"Checkpoint(path={self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Checkpoint) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+
+__all__ = ["Checkpoint"]

@@ -1,0 +1,143 @@
+"""User-facing configuration objects (Ray Tune's names), validated eagerly.
+
+Validation happens in the driver, in ``Tuner(...)``, so a bad value never
+reaches an actor: the user gets one clear message and nothing is started.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors._errors import ConfigError
+
+SYSTEMS = ("multiproc", "simple")
+DEFAULT_STORAGE = "~/audition_results"
+
+
+def check_mode(mode: str | None, where: str) -> None:
+    if mode is not None and mode not in ("min", "max"):
+        raise ConfigError(f"{where}: mode must be 'min' or 'max', got {mode!r}")
+
+
+@dataclass
+class FailureConfig:
+    """How often a crashed trial is retried from its latest checkpoint (-1: forever)."""
+
+    max_failures: int = 0
+    fail_fast: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_failures, int) or self.max_failures < -1:
+            raise ConfigError(
+                f"FailureConfig(max_failures={self.max_failures!r}): use an int >= 0, or -1 to retry forever"
+            )
+
+
+@dataclass
+class CheckpointConfig:
+    """Which checkpoints to keep and when class trainables save one."""
+
+    num_to_keep: int | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_to_keep is not None and (not isinstance(self.num_to_keep, int) or self.num_to_keep < 1):
+            raise ConfigError(
+                f"CheckpointConfig(num_to_keep={self.num_to_keep!r}): use None (keep all) or an int >= 1"
+            )
+        if self.checkpoint_score_order not in ("min", "max"):
+            raise ConfigError(
+                f"CheckpointConfig(checkpoint_score_order={self.checkpoint_score_order!r}): use 'min' or 'max'"
+            )
+        if not isinstance(self.checkpoint_frequency, int) or self.checkpoint_frequency < 0:
+            raise ConfigError(
+                f"CheckpointConfig(checkpoint_frequency={self.checkpoint_frequency!r}): use an int >= 0"
+            )
+
+
+@dataclass
+class TuneConfig:
+    """What to optimise and how to search (Ray Tune's ``TuneConfig``)."""
+
+    metric: str | None = None
+    mode: str | None = None
+    num_samples: int = 1
+    scheduler: Any = None
+    search_alg: Any = None
+    max_concurrent_trials: int | None = None
+    seed: int | None = None
+    reuse_actors: bool = True
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode, "TuneConfig")
+        if self.mode is not None and self.metric is None:
+            raise ConfigError("TuneConfig: mode was given without metric; pass metric='<name>' too")
+        if not isinstance(self.num_samples, int) or self.num_samples < 1:
+            raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1")
+        if self.max_concurrent_trials is not None and (
+            not isinstance(self.max_concurrent_trials, int) or self.max_concurrent_trials < 1
+        ):
+            raise ConfigError(
+                f"TuneConfig(max_concurrent_trials={self.max_concurrent_trials!r}): use None or an int >= 1"
+            )
+
+
+@dataclass
+class RunConfig:
+    """Where results go, when trials stop, and which actor system runs them.
+
+    ``system``: "multiproc" (default: Thespian's TCP base bound to loopback on a
+    free port, one process per actor) or "simple" (everything in this process;
+    deterministic, for tests).
+    """
+
+    name: str | None = None
+    storage: str | None = None
+    storage_options: dict[str, Any] | None = None
+    stop: Mapping[str, Any] | Callable[..., Any] | Any = None
+    failure_config: FailureConfig = field(default_factory=FailureConfig)
+    checkpoint_config: CheckpointConfig = field(default_factory=CheckpointConfig)
+    system: str = "multiproc"
+    verbose: int = 1
+    callbacks: list[Any] | None = None
+    resources_per_trial: dict[str, float] | None = None
+    # seconds without a word from the controller before the driver gives up
+    controller_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
+            raise ConfigError(
+                f"RunConfig(system={self.system!r}): use 'multiproc' (default) or 'simple' (in-process)"
+            )
+        if self.name is not None and (not self.name or "/" in self.name or self.name in (".", "..")):
+            raise ConfigError(f"RunConfig(name={self.name!r}): use a non-empty name without '/'")
+        if self.verbose not in (0, 1, 2):
+            raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0, 1 or 2")
+
+
+def default_cpus() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def with_resources(trainable: Any, resources: Mapping[str, float]) -> Any:
+    """Attach per-trial resources (e.g. ``{"cpu": 2}``) to a trainable."""
+    bad = {k: v for k, v in resources.items() if not isinstance(v, (int, float)) or v < 0}
+    if bad:
+        raise ConfigError(f"with_resources: amounts must be numbers >= 0, got {bad}")
+    try:
+        trainable._audition_resources = dict(resources)
+        return trainable
+    except AttributeError:
+        def wrapped(config: dict[str, Any]) -> Any:
+            return trainable(config)
+        wrapped._audition_resources = dict(resources)  # type: ignore[attr-defined]
+        return wrapped
+
+
+__all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "TuneConfig", "with_resources"]

@@ -1,0 +1,418 @@
+"""ControllerActor: the supervisor that owns the trial table.
+
+It creates trial actors (so it hears ``ChildActorExited`` when one dies), feeds
+results to the scheduler actor, merges decisions through the pure
+``TrialTable`` and carries out the effects the table returns.  All user objects
+arrive cloudpickled in ``StartExperiment``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import traceback
+from typing import Any
+
+import cloudpickle
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited, PoisonMessage, WakeupMessage
+
+from actors._controller_io import ExperimentIO
+from actors._lifecycle import Effect, EffectKind, TrialTable
+from actors._reducer import Decision
+from actors._scheduler_actor import SchedulerActor
+from actors._sequencer import Sequencer
+from actors._spec import ExperimentSpec
+from actors._trial import TrialStatus
+from actors._trial_actor import TrialActor
+from actors.messages import (
+    AbortExperiment,
+    ActionKind,
+    EndReason,
+    ExperimentFinished,
+    ExperimentProgress,
+    HookKind,
+    RunTrial,
+    SchedulerAction,
+    SchedulerCall,
+    SchedulerFailed,
+    SchedulerReady,
+    SchedulerReply,
+    SchedulerSetup,
+    StartExperiment,
+    TrialEnded,
+    TrialProceed,
+    TrialResults,
+    TrialSave,
+    TrialSaved,
+    TrialStop,
+)
+
+
+class ControllerActor(ActorTypeDispatcher):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spec: ExperimentSpec | None = None
+        self.driver: Any = None
+        self.sched: Any = None
+        self.ready = False
+        self.finished = False
+        self.window = 1
+        self.seq = 0
+        self.calls: dict[int, tuple[HookKind, str | None, int, int]] = {}
+        self.choosing = False
+        self.choose_version = -1
+        self.actor_of: dict[str, Any] = {}
+        self.idle: list[Any] = []
+        self.searcher_done = False
+        self.suggested = 0
+        self.started_at = time.time()
+        self.error: str | None = None
+        self.inbox: dict[str, tuple[int, Sequencer[Any]]] = {}  # per trial run, restores send order
+        self.replies: Sequencer[Any] = Sequencer()
+
+    def receiveMessage(self, msg: Any, sender: Any) -> None:
+        # A bug here must end the experiment with a message, never leave the driver waiting.
+        try:
+            super().receiveMessage(msg, sender)
+        except Exception as exc:
+            self._abort(f"internal error in the controller handling {type(msg).__name__}: {exc!r}\n"
+                        f"{traceback.format_exc()}")
+
+    # ------------------------------------------------------------------ set-up
+    def receiveMsg_StartExperiment(self, msg: StartExperiment, sender: Any) -> None:
+        self.driver = sender
+        try:
+            spec: ExperimentSpec = cloudpickle.loads(msg.spec)
+            self.spec = spec
+            self.table = TrialTable(spec.max_failures)
+            self.io = ExperimentIO(spec)
+            self.trial_prefix = self.io.trial_prefix
+            self.suggested = self.io.restore_into(self.table, spec.searcher)
+            self.sched = self.createActor(SchedulerActor)
+            self.send(self.sched, SchedulerSetup(spec.scheduler, spec.metric, spec.mode,
+                                                 self.io.scheduler_state()))
+        except Exception as exc:
+            self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
+            return
+        self.wakeupAfter(datetime.timedelta(seconds=spec.progress_interval_s))
+
+    def receiveMsg_SchedulerReady(self, msg: SchedulerReady, sender: Any) -> None:
+        assert self.spec is not None
+        self.ready = True
+        # Stop criteria are checked here, in the controller, so they too need every result
+        # decided before the next step: with a stopper, a trial may not run ahead.
+        batching = msg.batching_allowed and self.spec.stopper is None
+        self.window = self.spec.batch_window if batching else 1
+        for rec in self.table.trials.values():
+            if not rec.status.is_finished:
+                self._call(HookKind.ADD, rec.trial_id)
+        self._fill()
+
+    def receiveMsg_SchedulerFailed(self, msg: SchedulerFailed, sender: Any) -> None:
+        self._abort(f"the scheduler failed: {msg.error}")
+
+    def receiveMsg_SchedulerReply(self, msg: SchedulerReply, sender: Any) -> None:
+        for reply in self.replies.push(msg.seq, msg):
+            if self.finished:
+                return
+            self._on_reply(reply)
+
+    # ------------------------------------------------------------------ scheduler calls
+    def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
+              run_id: int = 0, batch_seq: int = 0) -> None:
+        self.seq += 1
+        updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
+        self.table.changed.clear()
+        self.calls[self.seq] = (kind, trial_id, run_id, batch_seq)
+        self.send(self.sched, SchedulerCall(self.seq, kind, trial_id, results, updates))
+
+    def _on_reply(self, msg: SchedulerReply) -> None:
+        kind, trial_id, run_id, batch_seq = self.calls.pop(msg.seq)
+        effects: list[Effect] = []
+        # requests made inside the hook merge first, then the hook's own return value
+        # settles the slot: so pause_trial() + NOOP pauses (the Ray Tune hang).
+        for action in msg.actions:
+            effects += self._apply_action(action)
+        if kind is HookKind.RESULT and trial_id is not None:
+            effects += self.table.decided(trial_id, run_id, batch_seq, Decision(msg.decision))
+        if kind is HookKind.SAVE and msg.state is not None:
+            self.io.scheduler_saved(msg.state)
+        self._run(effects)
+        if kind is HookKind.CHOOSE:
+            self.choosing = False
+            if msg.chosen is not None:
+                self._run(self.table.start(msg.chosen))
+            elif (self.table.running == 0 and not self._busy() and not msg.actions
+                  and self.table.version == self.choose_version):
+                waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+                if waiting:
+                    self._abort(
+                        f"the scheduler chose no trial to run although nothing is running and "
+                        f"{len(waiting)} trial(s) wait ({', '.join(t.trial_id for t in waiting[:5])}); "
+                        "its choose_trial_to_run must return a PENDING or PAUSED trial eventually")
+                    return
+        self._fill()
+
+    def _apply_action(self, action: SchedulerAction) -> list[Effect]:
+        source = None
+        if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
+            source = self.table.get(action.source_id).checkpoint
+        return self.table.request(action, source)
+
+    def _busy(self) -> bool:
+        return any(k is not HookKind.CHOOSE for k, *_ in self.calls.values())
+
+    # ------------------------------------------------------------------ trial messages
+    def _in_order(self, msg: Any) -> list[Any]:
+        entry = self.inbox.get(msg.trial_id)
+        if entry is None or entry[0] != msg.run_id:
+            return []  # from an earlier run of the trial: stale
+        return entry[1].push(msg.seq, msg)
+
+    def receiveMsg_TrialResults(self, msg: TrialResults, sender: Any) -> None:
+        self._dispatch(msg)
+
+    def receiveMsg_TrialSaved(self, msg: TrialSaved, sender: Any) -> None:
+        self._dispatch(msg)
+
+    def receiveMsg_TrialEnded(self, msg: TrialEnded, sender: Any) -> None:
+        self._dispatch(msg)
+
+    def _dispatch(self, msg: Any) -> None:
+        for m in self._in_order(msg):
+            if self.finished:
+                return
+            if isinstance(m, TrialResults):
+                self._on_results(m)
+            elif isinstance(m, TrialSaved):
+                self._on_saved(m)
+            else:
+                self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
+
+    def _on_results(self, msg: TrialResults) -> None:
+        if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
+            return
+        assert self.spec is not None
+        err = self.io.on_results(self.table.get(msg.trial_id), msg.results, msg.checkpoint)
+        if err:
+            self._abort(err)
+            return
+        if self.spec.searcher is not None:
+            for r in msg.results:
+                self.spec.searcher.on_trial_result(msg.trial_id, r)
+        effects: list[Effect] = []
+        stopper = self.spec.stopper
+        if stopper is not None:
+            hits = [stopper(msg.trial_id, r) for r in msg.results]  # every result, no short-circuit
+            if any(hits):
+                effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
+            if stopper.stop_all():
+                self.searcher_done = True
+                for rec in self.table.trials.values():
+                    effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
+        self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
+        self._run(effects)
+
+    def _on_saved(self, msg: TrialSaved) -> None:
+        if msg.checkpoint is not None and msg.trial_id in self.table.trials:
+            self.io.on_checkpoint(self.table.get(msg.trial_id), msg.checkpoint)
+        self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
+
+    def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: Any = None,
+               error: str | None = None, tb: str | None = None) -> None:
+        rec = self.table.trials.get(trial_id)
+        if rec is None:
+            return
+        effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
+        if effects and reason is EndReason.FAILED:
+            self.io.on_error(rec, error or "", tb or "")
+        self._run(effects)
+        if rec.status.is_finished and self.spec is not None and self.spec.searcher is not None:
+            self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result),
+                                                 rec.status is TrialStatus.ERROR)
+        if rec.status is TrialStatus.ERROR and self.spec is not None and self.spec.fail_fast:
+            self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
+            return
+        self._fill()
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
+        addr = msg.childAddress
+        if addr == self.sched and not self.finished:
+            self._abort("the scheduler actor exited unexpectedly")
+            return
+        self.idle = [a for a in self.idle if a != addr]
+        trial_id = self._trial_of(addr)
+        if trial_id is None:
+            return
+        del self.actor_of[trial_id]
+        rec = self.table.get(trial_id)
+        if rec.status is TrialStatus.RUNNING:
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                        "the trial's actor process exited unexpectedly (killed, or crashed outside Python)",
+                        "ChildActorExited: the process running this trial is gone\n")
+
+    def _trial_of(self, addr: Any) -> str | None:
+        # Addresses are unhashable and a fresh one compares equal to its resolved form
+        # only through ==, so look them up by equality.
+        return next((t for t, a in self.actor_of.items() if a == addr), None)
+
+    def receiveMsg_PoisonMessage(self, msg: PoisonMessage, sender: Any) -> None:
+        trial_id = self._trial_of(sender)
+        if trial_id is not None:
+            rec = self.table.get(trial_id)
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                        f"the trial actor could not handle {type(msg.poisonMessage).__name__}", "")
+        elif sender == self.sched:
+            self._abort(f"the scheduler actor could not handle {type(msg.poisonMessage).__name__}")
+
+    def receiveMsg_AbortExperiment(self, msg: AbortExperiment, sender: Any) -> None:
+        self._abort(msg.reason)
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if self.finished or self.spec is None:
+            return
+        self.send(self.driver, self._progress())
+        if self.ready and self.io.state_due():
+            self._call(HookKind.SAVE, None)
+            self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
+        self.wakeupAfter(datetime.timedelta(seconds=self.spec.progress_interval_s))
+
+    def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
+        pass
+
+    # ------------------------------------------------------------------ effects
+    def _run(self, effects: list[Effect]) -> None:
+        assert self.spec is not None
+        for e in effects:
+            rec = self.table.get(e.trial_id)
+            actor = self.actor_of.get(e.trial_id)
+            if e.kind is EffectKind.START:
+                self._start(e.trial_id)
+            elif e.kind is EffectKind.PROCEED and actor is not None:
+                self.send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq))
+            elif e.kind is EffectKind.SAVE and actor is not None:
+                self.send(actor, TrialSave(e.trial_id, rec.run_id))
+            elif e.kind is EffectKind.STOP and actor is not None:
+                self.send(actor, TrialStop(e.trial_id, rec.run_id, self._save_at_end()))
+            elif e.kind is EffectKind.RELEASE:
+                self._release(e.trial_id, e.flag)
+            elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
+                self.io.on_finished(rec)
+                hook = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
+                        EffectKind.REMOVE: HookKind.REMOVE}[e.kind]
+                self._call(hook, e.trial_id, (dict(rec.last_result),))
+
+    def _save_at_end(self) -> bool:
+        return bool(self.spec and self.spec.checkpoint_at_end)
+
+    def _start(self, trial_id: str) -> None:
+        assert self.spec is not None
+        rec = self.table.get(trial_id)
+        self.io.on_start(rec)
+        actor = self.idle.pop() if self.idle else self.createActor(TrialActor)
+        self.actor_of[trial_id] = actor
+        self.inbox[trial_id] = (rec.run_id, Sequencer())
+        s = self.spec
+        extra = rec.extra_result
+        rec.extra_result = {}
+        self.send(actor, RunTrial(
+            trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
+            rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
+            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra))
+
+    def _release(self, trial_id: str, reusable: bool) -> None:
+        assert self.spec is not None
+        actor = self.actor_of.pop(trial_id, None)
+        if actor is None:
+            return
+        if reusable and self.spec.reuse_actors and len(self.idle) < self.spec.max_concurrent:
+            self.idle.append(actor)
+        else:
+            self.send(actor, ActorExitRequest())
+
+    # ------------------------------------------------------------------ scheduling loop
+    def _fill(self) -> None:
+        """Start trials while resources allow; finish when everything is done."""
+        if not self.ready or self.finished:
+            return
+        assert self.spec is not None
+        self._top_up()
+        free = self.spec.max_concurrent - self.table.running
+        waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+        if free > 0 and waiting and not self.choosing:
+            self.choosing = True
+            self.choose_version = self.table.version
+            self._call(HookKind.CHOOSE, None)
+            return
+        if self.searcher_done and self.table.all_finished() and not self.calls:
+            self._finish(None)
+        elif (not waiting and self.table.running == 0 and not self.calls and not self.searcher_done):
+            self._abort("the search algorithm suggested no configuration while no trial was running; "
+                        "it would wait forever (check its max_concurrent / suggest())")
+
+    def _top_up(self) -> None:
+        """Ask the searcher for new trials while fewer than one per free slot are pending."""
+        assert self.spec is not None
+        s = self.spec
+        while not self.searcher_done:
+            pending = len(self.table.with_status(TrialStatus.PENDING))
+            if pending >= max(1, s.max_concurrent - self.table.running):
+                return
+            if self.suggested >= s.num_samples and s.num_samples > 0:
+                self.searcher_done = True
+                return
+            trial_id = f"{self.trial_prefix}_{self.suggested:05d}"
+            config = s.searcher.suggest(trial_id)
+            if config is None:
+                return
+            if _is_finished(config):
+                self.searcher_done = True
+                return
+            self.suggested += 1
+            rec = self.table.add(trial_id, config)
+            self.io.on_add(rec)
+            self._call(HookKind.ADD, trial_id)
+
+    # ------------------------------------------------------------------ the end
+    def _progress(self) -> ExperimentProgress:
+        assert self.spec is not None
+        metric = self.spec.metric
+        counts: dict[str, int] = {}
+        rows = []
+        for rec in self.table.trials.values():
+            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+            if rec.status is TrialStatus.RUNNING and len(rows) < 50:
+                rows.append((rec.trial_id, rec.status.value, rec.iteration,
+                             rec.last_result.get(metric) if metric else None))
+        return ExperimentProgress(counts, tuple(rows), time.time() - self.started_at)
+
+    def _abort(self, reason: str) -> None:
+        if self.finished:
+            return
+        self.error = reason
+        self.searcher_done = True
+        self._run(self.table.abort_all())
+        self._finish(reason)
+
+    def _finish(self, error: str | None) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        summaries: tuple[Any, ...] = ()
+        try:
+            if self.spec is not None:
+                self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
+                self.io.close(final=True)
+                summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
+        except Exception as exc:
+            error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
+        self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at))
+        for actor in list(self.actor_of.values()) + self.idle:
+            self.send(actor, ActorExitRequest())
+
+
+def _is_finished(config: Any) -> bool:
+    return not isinstance(config, dict)
+
+
+__all__ = ["ControllerActor"]

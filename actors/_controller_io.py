@@ -1,0 +1,220 @@
+"""The controller's storage side: params, result logs, errors, retention, state.
+
+Kept out of the actor class so the controller reads as message handling only.
+Histories go to storage as they arrive; the controller keeps just the last
+result per trial, so its memory does not grow with the length of runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+import secrets
+
+import cloudpickle
+import time
+from collections.abc import Callable
+from typing import Any
+
+from actors._lifecycle import TrialRecord, TrialTable
+from actors._spec import ExperimentSpec
+from actors._trial import TrialStatus
+from actors.messages import CheckpointRef, TrialSummary
+from storage import (
+    ExperimentLayout,
+    ResultWriter,
+    StorageContext,
+    delete_checkpoint,
+    write_experiment_state,
+    write_json,
+    write_text,
+)
+
+STATE_VERSION = 1
+
+
+class ExperimentIO:
+    def __init__(self, spec: ExperimentSpec, clock: Callable[[], float] = time.monotonic) -> None:
+        self.spec = spec
+        self.clock = clock
+        self.ctx = StorageContext(spec.storage_url, spec.storage_options)
+        self.layout = ExperimentLayout(self.ctx, spec.name)
+        self.writers: dict[str, ResultWriter] = {}
+        self.logged_iter: dict[str, int] = {}
+        self.ckpts: dict[str, list[CheckpointRef]] = {}
+        self.max_index: dict[str, int] = {}
+        self.trial_prefix = secrets.token_hex(3)[:5]
+        self.sched_blob: bytes | None = None
+        self.pending_table: dict[str, Any] | None = None
+        self.last_state = -1e9
+
+    # ------------------------------------------------------------------ restore
+    def restore_into(self, table: TrialTable, searcher: Any) -> int:
+        """Load a saved trial table (Tuner.restore); returns how many trials were suggested."""
+        state = self.spec.restore_state
+        if not state:
+            return 0
+        self.trial_prefix = state["trial_prefix"]
+        self.sched_blob = _unb64(state.get("scheduler"))
+        if state.get("searcher") is not None and searcher is not None:
+            searcher.restore(pickle.loads(_unb64(state["searcher"]) or b""))
+        stopper = self.spec.stopper
+        if state.get("stopper") is not None and stopper is not None and hasattr(stopper, "restore"):
+            stopper.restore(pickle.loads(_unb64(state["stopper"]) or b""))
+        for row in state["trials"]:
+            rec = table.add(row["trial_id"], row["config"])
+            rec.status = TrialStatus(row["status"])
+            rec.last_result = row["last_result"]
+            rec.num_failures = row["num_failures"]
+            rec.error = row.get("error")
+            ck = row.get("checkpoint")
+            rec.checkpoint = CheckpointRef(**ck) if ck else None
+            rec.iteration = rec.checkpoint.iteration if rec.checkpoint else int(
+                rec.last_result.get("training_iteration", 0))
+            self.logged_iter[rec.trial_id] = int(row.get("logged_iteration", rec.iteration))
+            self.max_index[rec.trial_id] = int(row.get("max_index", -1))
+        return int(state["suggested"])
+
+    def scheduler_state(self) -> bytes | None:
+        return self.sched_blob
+
+    # ------------------------------------------------------------------ trial events
+    def on_add(self, rec: TrialRecord) -> None:
+        write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+
+    def on_start(self, rec: TrialRecord) -> None:
+        """A (re)start from ``rec.checkpoint``: drop logged iterations after it."""
+        logged = self.logged_iter.get(rec.trial_id, 0)
+        if logged > rec.iteration:
+            self._writer(rec.trial_id).truncate(rec.iteration)
+            self.logged_iter[rec.trial_id] = rec.iteration
+        if rec.clone is None and rec.extra_result.get("pbt_exploit"):
+            write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+
+    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...],
+                   ckpt: CheckpointRef | None) -> str | None:
+        metric = self.spec.metric
+        if metric is not None:
+            for r in results:
+                if metric not in r:
+                    user_keys = sorted(k for k in r if k not in _AUTO_KEYS)
+                    return (f"trial {rec.trial_id} reported a result without the metric {metric!r} "
+                            f"(it reported {user_keys}); report {metric!r} in every result or change "
+                            "TuneConfig(metric=...)")
+        self._writer(rec.trial_id).append(list(results))
+        self.logged_iter[rec.trial_id] = int(results[-1].get("training_iteration", 0))
+        if ckpt is not None:
+            self.on_checkpoint(rec, ckpt)
+        return None
+
+    def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
+        self.max_index[rec.trial_id] = max(self.max_index.get(rec.trial_id, -1), ckpt.index)
+        keep = self.spec.num_to_keep
+        if keep is None:
+            return
+        kept = [c for c in self.ckpts.get(rec.trial_id, []) if c.path != ckpt.path] + [ckpt]
+        attr = self.spec.checkpoint_score_attribute
+        if attr is not None:
+            sign = 1 if self.spec.checkpoint_score_order == "max" else -1
+            ranked = sorted(kept, key=lambda c: sign * float(c.metrics.get(attr, float("-inf") * sign)),
+                            reverse=True)
+        else:
+            ranked = sorted(kept, key=lambda c: c.index, reverse=True)
+        # never delete the checkpoint a pause or retry resumes from (the latest)
+        survivors = {c.path for c in ranked[:keep]} | {ckpt.path}
+        if rec.checkpoint is not None:
+            survivors.add(rec.checkpoint.path)
+        for c in kept:
+            if c.path not in survivors:
+                delete_checkpoint(self.ctx, c.path)
+        self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
+
+    def next_checkpoint_index(self, rec: TrialRecord) -> int:
+        return self.max_index.get(rec.trial_id, -1) + 1
+
+    def on_error(self, rec: TrialRecord, error: str, tb: str) -> None:
+        write_text(self.ctx, self.layout.error_file(rec.trial_id), f"{error}\n\n{tb}")
+
+    def on_finished(self, rec: TrialRecord) -> None:
+        w = self.writers.pop(rec.trial_id, None)
+        if w is not None:
+            w.close()
+        self.ckpts.pop(rec.trial_id, None)
+
+    def _writer(self, trial_id: str) -> ResultWriter:
+        w = self.writers.get(trial_id)
+        if w is None:
+            w = self.writers[trial_id] = ResultWriter(self.ctx, self.layout, trial_id)
+        return w
+
+    # ------------------------------------------------------------------ experiment state
+    def state_due(self) -> bool:
+        return self.clock() - self.last_state >= self.spec.state_interval_s and self.pending_table is None
+
+    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int) -> None:
+        """Capture the table now; written once the scheduler's matching state arrives."""
+        self.pending_table = {
+            "version": STATE_VERSION,
+            "name": self.spec.name,
+            "trial_prefix": self.trial_prefix,
+            "suggested": suggested,
+            # cloudpickle: saved searcher state may hold the user's sample_from functions
+            "searcher": _b64(cloudpickle.dumps(searcher.save())) if searcher is not None else None,
+            "stopper": _b64(cloudpickle.dumps(self.spec.stopper.save()))
+            if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
+            "trials": [self._row(r) for r in table.trials.values()],
+            "written_at": time.time(),
+        }
+        self.last_state = self.clock()
+
+    def scheduler_saved(self, blob: bytes) -> None:
+        self.sched_blob = blob
+        self._write_state()
+
+    def _write_state(self) -> None:
+        if self.pending_table is None:
+            return
+        state = dict(self.pending_table, scheduler=_b64(self.sched_blob))
+        self.pending_table = None
+        for w in self.writers.values():
+            w.flush()
+        write_experiment_state(self.ctx, self.layout, state)
+
+    def _row(self, r: TrialRecord) -> dict[str, Any]:
+        return {
+            "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
+            "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
+            "checkpoint": None if r.checkpoint is None else {
+                "path": r.checkpoint.path, "index": r.checkpoint.index, "iteration": r.checkpoint.iteration,
+                "time_total_s": r.checkpoint.time_total_s, "metrics": r.checkpoint.metrics},
+            "logged_iteration": self.logged_iter.get(r.trial_id, 0),
+            "max_index": self.max_index.get(r.trial_id, -1),
+        }
+
+    def close(self, final: bool) -> None:
+        for w in self.writers.values():
+            w.close()
+        self.writers.clear()
+        self._write_state()
+
+    def summary(self, r: TrialRecord) -> TrialSummary:
+        err = None
+        if r.status is TrialStatus.ERROR:
+            err = f"{r.error}\n{r.traceback or ''}"
+        return TrialSummary(r.trial_id, r.config, r.status, r.last_result, r.checkpoint, err,
+                            r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)))
+
+
+_AUTO_KEYS = {"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done",
+              "hostname", "pid", "pbt_exploit"}
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _unb64(data: str | None) -> bytes | None:
+    return None if data is None else base64.b64decode(data)
+
+
+__all__ = ["ExperimentIO"]

@@ -1,0 +1,252 @@
+"""Runs one trial's trainable in a worker thread of the trial actor.
+
+The thread owns the user's code; the actor's own thread owns the mailbox.  They
+talk through two queues: ``events`` (results, saves, the end) flow up to the
+actor, ``commands`` (proceed, save, stop) flow down.  Commands are acted on only
+inside ``report()``, between steps, so the user's state is never touched by two
+threads at once.  ``report()`` blocks while ``window`` results are unacknowledged:
+a window of 1 means the decision on result N is known before step N+1 starts.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import queue
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import cloudpickle
+
+from actors._checkpoint import Checkpoint
+from actors._session import _set_session
+from actors._trainable import Trainable
+from actors.messages import CheckpointRef, EndReason, RunTrial
+
+
+class Command(Enum):
+    PROCEED = "proceed"
+    SAVE = "save"
+    STOP = "stop"
+
+
+class EventKind(Enum):
+    RESULT = "result"
+    SAVED = "saved"
+    ENDED = "ended"
+
+
+@dataclass
+class Event:
+    kind: EventKind
+    result: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+    reason: EndReason | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+class _StopTrial(BaseException):
+    """Raised inside ``report()`` to unwind the user's function on STOP/PAUSE."""
+
+
+_HOST = socket.gethostname()
+
+
+class TrialRunner:
+    """One run of one trial (a fresh run after every pause/retry)."""
+
+    def __init__(self, msg: RunTrial, clock: Callable[[], float] = time.time) -> None:
+        from storage import ExperimentLayout, StorageContext
+
+        self.msg = msg
+        self.trial_id = msg.trial_id
+        self.clock = clock
+        self.events: queue.Queue[Event] = queue.Queue()
+        self.commands: queue.Queue[tuple[Command, int]] = queue.Queue()
+        self.lock = threading.Lock()
+        self.waiting = False
+        self.cmd_seen = 0
+        self.unacked = 0
+        self.iteration = msg.start_iteration
+        self.time_total = msg.start_time_total_s
+        self.next_index = msg.next_checkpoint_index
+        self.latest: CheckpointRef | None = msg.checkpoint
+        self.stop_requested = False
+        self.ctx = StorageContext(msg.storage_url, msg.storage_options)
+        self.layout = ExperimentLayout(self.ctx, msg.experiment_name)
+        self.restore_checkpoint: Checkpoint | None = (
+            Checkpoint(self.ctx.uri(msg.checkpoint.path), msg.storage_options) if msg.checkpoint else None
+        )
+        self._class_trainable: Trainable | None = None
+        self._extra = dict(msg.extra_result)
+        self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
+
+    # ------------------------------------------------------------------ actor side
+    def start(self) -> None:
+        self.thread.start()
+
+    def send_command(self, cmd: Command, arg: int = 0) -> None:
+        self.commands.put((cmd, arg))
+
+    def is_idle(self, cmd_sent: int) -> bool:
+        """True when the thread is blocked waiting for a command it has not got yet."""
+        with self.lock:
+            return self.waiting and self.cmd_seen == cmd_sent
+
+    # ------------------------------------------------------------------ thread side
+    def _main(self) -> None:
+        _set_session(self)
+        started = self.clock()
+        self._run_started = started
+        try:
+            trainable = cloudpickle.loads(self.msg.trainable)
+            if inspect.isclass(trainable) and issubclass(trainable, Trainable):
+                self._run_class(trainable)
+            else:
+                trainable(dict(self.msg.config))
+            ckpt = self._save_class() if self.msg.checkpoint_at_end and self._class_trainable else None
+            self._end(EndReason.COMPLETED, ckpt or self.latest)
+        except _StopTrial:
+            self._end(EndReason.STOPPED, self.latest)
+        except Exception as exc:  # the user's code raised: report it, the controller decides
+            self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        except BaseException as exc:  # SystemExit/KeyboardInterrupt inside user code
+            self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        finally:
+            if self._class_trainable is not None:
+                try:
+                    self._class_trainable.cleanup()
+                except Exception:
+                    pass
+            _set_session(None)
+
+    def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
+             tb: str | None = None) -> None:
+        self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb))
+        with self.lock:
+            self.waiting = True
+
+    def _run_class(self, cls: type[Trainable]) -> None:
+        t = cls(dict(self.msg.config))
+        self._class_trainable = t
+        t.setup(dict(self.msg.config))
+        if self.restore_checkpoint is not None:
+            with self.restore_checkpoint.as_directory() as d:
+                dict_file = os.path.join(d, "dict_checkpoint.pkl")
+                if os.path.exists(dict_file):
+                    t.load_checkpoint(self.restore_checkpoint.to_dict())
+                else:
+                    t.load_checkpoint(d)
+        t.iteration = self.iteration
+        freq = self.msg.checkpoint_frequency
+        while True:
+            metrics = t.step()
+            if not isinstance(metrics, dict):
+                raise TypeError(f"{cls.__name__}.step() must return a dict of metrics, got {type(metrics).__name__}")
+            t.iteration = self.iteration + 1
+            want_ckpt = bool(freq) and t.iteration % freq == 0
+            self._report(metrics, None, save_class=want_ckpt)
+            if metrics.get("done"):
+                return
+
+    def report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None) -> None:
+        self._report(metrics, checkpoint, save_class=False)
+
+    def _report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, save_class: bool) -> None:
+        if self.stop_requested:
+            raise _StopTrial()
+        now = self.clock()
+        self.iteration += 1
+        elapsed = now - self._run_started
+        self._run_started = now
+        self.time_total += elapsed
+        result = dict(metrics)
+        result.update(self._extra)
+        self._extra = {}
+        result.update(
+            trial_id=self.trial_id,
+            training_iteration=self.iteration,
+            time_this_iter_s=elapsed,
+            time_total_s=self.time_total,
+            timestamp=now,
+            done=bool(metrics.get("done", False)),
+            hostname=_HOST,
+            pid=os.getpid(),
+        )
+        ref = None
+        if checkpoint is not None:
+            ref = self._commit(checkpoint, result)
+        elif save_class:
+            ref = self._save_class(result)
+        self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
+        self.unacked += 1
+        self._serve(block=self.unacked >= self.msg.window)
+
+    def _serve(self, block: bool) -> None:
+        """Handle queued commands; while ``block``, wait for the window to open."""
+        while True:
+            if block:
+                with self.lock:
+                    self.waiting = True
+                cmd, arg = self.commands.get()
+            else:
+                try:
+                    cmd, arg = self.commands.get_nowait()
+                except queue.Empty:
+                    return
+            with self.lock:
+                self.waiting = False
+                self.cmd_seen += 1
+            if cmd is Command.PROCEED:
+                self.unacked -= arg
+            elif cmd is Command.SAVE:
+                ckpt = self._save_class() if self._class_trainable is not None else self.latest
+                self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
+            elif cmd is Command.STOP:
+                self.stop_requested = True
+                if arg and self._class_trainable is not None:
+                    self._save_class()
+                raise _StopTrial()
+            block = self.unacked >= self.msg.window
+
+    def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
+        t = self._class_trainable
+        assert t is not None
+        tmp = tempfile.mkdtemp(prefix="audition_save_")
+        try:
+            out = t.save_checkpoint(tmp)
+            if isinstance(out, dict):
+                ck = Checkpoint.from_dict(out)
+                return self._commit(ck, result)
+            return self._commit(Checkpoint(tmp), result)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _commit(self, checkpoint: Checkpoint, result: dict[str, Any] | None) -> CheckpointRef:
+        from storage import commit_checkpoint
+
+        index = self.next_index
+        self.next_index += 1
+        dest = self.layout.checkpoint_dir(self.trial_id, index)
+        metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
+        with checkpoint.as_directory() as local:
+            commit_checkpoint(
+                self.ctx, dest, local,
+                {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics},
+            )
+        checkpoint._release()
+        ref = CheckpointRef(dest, index, self.iteration, self.time_total, metrics)
+        self.latest = ref
+        return ref
+
+
+__all__ = ["Command", "Event", "EventKind", "TrialRunner"]

@@ -1,0 +1,39 @@
+"""What the driver hands the controller: one picklable description of the experiment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ExperimentSpec:
+    """Everything the controller needs; cloudpickled whole by the driver."""
+
+    name: str
+    trainable: bytes  # cloudpickled again separately: forwarded verbatim to trial actors
+    trainable_name: str
+    searcher: Any
+    scheduler: bytes
+    stopper: Any
+    metric: str | None
+    mode: str | None
+    num_samples: int
+    max_concurrent: int
+    resources_per_trial: dict[str, float]
+    total_resources: dict[str, float]
+    max_failures: int
+    fail_fast: bool
+    storage_url: str
+    storage_options: dict[str, Any]
+    num_to_keep: int | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: bool = False
+    batch_window: int = 256
+    progress_interval_s: float = 1.0
+    state_interval_s: float = 5.0
+    restore_state: dict[str, Any] | None = None
+    reuse_actors: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,101 @@
+"""Starting and always stopping Thespian actor systems.
+
+The multi-process default is Thespian's TCP base bound to loopback on a free
+port chosen per run: the queue base never reports a SIGKILLed child and its admin
+dies on one bad message (see ../shared/notes/thespian.md), and a fixed port lets
+a later run attach to a stale admin.  Thespian binds its sockets on every
+interface; ``_bind_loopback`` narrows that to the advertised address.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from actors._errors import ConfigError
+
+_patched = False
+log = logging.getLogger("audition")
+
+
+def _bind_loopback() -> None:
+    """Make Thespian's TCP sockets bind to THESPIAN_BASE_IPADDR instead of 0.0.0.0."""
+    global _patched
+    if _patched:
+        return
+    from thespian.system.transport import IPBase
+
+    original = IPBase.IPActorAddress.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        base = os.environ.get("AUDITION_BIND_ADDR")
+        if base and self.bindname and self.bindname[0] == "":
+            self.bindname = (base, self.bindname[1])
+
+    IPBase.IPActorAddress.__init__ = __init__  # type: ignore[method-assign]
+    _patched = True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _log_defs() -> dict[str, Any]:
+    """Thespian's own logging: warnings and above to stderr of the admin (not the user's root logger)."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "handlers": {"h": {"class": "logging.StreamHandler", "level": "WARNING"}},
+        "root": {"handlers": ["h"], "level": "WARNING"},
+    }
+
+
+@contextlib.contextmanager
+def actor_system(kind: str) -> Iterator[Any]:
+    """Yield a fresh actor system of ``kind``; it is shut down on every exit path."""
+    from thespian.actors import ActorSystem
+
+    if kind == "simple":
+        asys = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    elif kind == "multiproc":
+        os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
+        os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
+        _bind_loopback()
+        caps = {"Admin Port": free_port(), "Process Startup Method": "fork"}
+        asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+    else:
+        raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc' or 'simple'")
+    try:
+        with _sigterm_as_interrupt():
+            yield asys
+    finally:
+        asys.shutdown()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the driver so the system is shut down in ``finally``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+__all__ = ["actor_system", "free_port"]

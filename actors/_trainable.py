@@ -1,0 +1,44 @@
+"""The class trainable API (Ray Tune's ``Trainable``)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class Trainable(ABC):
+    """Subclass and implement :meth:`step`; the engine calls it in a loop.
+
+    The trial actor runs one instance in a worker thread: ``setup`` once, then
+    ``step`` until a stop criterion, a scheduler STOP, or a result with
+    ``done=True``.  ``save_checkpoint``/``load_checkpoint`` are called from the
+    same thread, only between steps, so no locking is needed in user code.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        self.config: dict[str, Any] = dict(config or {})
+        self.iteration = 0
+
+    def setup(self, config: dict[str, Any]) -> None:
+        """Build models/data for ``config`` (called once, before the first step)."""
+
+    @abstractmethod
+    def step(self) -> dict[str, Any]:
+        """Train one iteration and return its metrics."""
+
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
+        """Write the state into ``checkpoint_dir`` (or return a small dict to store)."""
+        return None
+
+    def load_checkpoint(self, checkpoint: str | dict[str, Any]) -> None:
+        """Restore from a directory written by :meth:`save_checkpoint` (or its dict)."""
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        """Switch to ``new_config`` in place (PBT); return False if unsupported."""
+        return False
+
+    def cleanup(self) -> None:
+        """Release resources; called once when the trial stops for any reason."""
+
+
+__all__ = ["Trainable"]

@@ -1,0 +1,151 @@
+"""TrialActor: one per running trial, a mailbox in front of a worker thread.
+
+The actor's thread never runs user code; it forwards the runner's events as
+messages (coalescing consecutive results into one ``TrialResults`` batch) and
+turns the controller's messages into runner commands.  While the worker thread
+computes, the actor polls its event queue with short blocking waits between
+wake-ups, so the mailbox stays live for STOP, SAVE and shutdown.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
+
+from actors._runner import Command, EventKind, TrialRunner
+from actors.messages import (
+    RunTrial,
+    TrialEnded,
+    TrialProceed,
+    TrialResults,
+    TrialSave,
+    TrialSaved,
+    TrialStop,
+)
+
+MAX_BATCH = 512
+
+
+class TrialActor(ActorTypeDispatcher):
+    """Runs trials handed to it by the controller, one at a time."""
+
+    poll_block_s = 0.02
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.runner: TrialRunner | None = None
+        self.controller: Any = None
+        self.cmd_sent = 0
+        self.seq = 0
+        self.batch_sizes: dict[int, int] = {}
+        self.wakeup_pending = False
+        self.ended = False
+
+    # ------------------------------------------------------------------ messages
+    def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
+        self.controller = sender
+        self.runner = TrialRunner(msg)
+        self.cmd_sent = 0
+        self.seq = 0
+        self.batch_sizes = {}
+        self.ended = False
+        self.runner.start()
+        self._pump(block=True)
+
+    def _current(self, trial_id: str, run_id: int) -> TrialRunner | None:
+        r = self.runner
+        if r is None or r.trial_id != trial_id or r.msg.run_id != run_id or self.ended:
+            return None
+        return r
+
+    def _command(self, r: TrialRunner, cmd: Command, arg: int = 0) -> None:
+        r.send_command(cmd, arg)
+        self.cmd_sent += 1
+        self._pump(block=True)
+
+    def receiveMsg_TrialProceed(self, msg: TrialProceed, sender: Any) -> None:
+        r = self._current(msg.trial_id, msg.run_id)
+        if r is not None:
+            self._command(r, Command.PROCEED, self.batch_sizes.pop(msg.seq, 0))
+
+    def receiveMsg_TrialSave(self, msg: TrialSave, sender: Any) -> None:
+        r = self._current(msg.trial_id, msg.run_id)
+        if r is not None:
+            self._command(r, Command.SAVE)
+
+    def receiveMsg_TrialStop(self, msg: TrialStop, sender: Any) -> None:
+        r = self._current(msg.trial_id, msg.run_id)
+        if r is not None:
+            r.stop_requested = True
+            self._command(r, Command.STOP, int(msg.save))
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        self.wakeup_pending = False
+        self._pump(block=True)
+
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        if self.runner is not None:
+            self.runner.stop_requested = True
+
+    def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
+        pass
+
+    # ------------------------------------------------------------------ event pump
+    def _pump(self, block: bool) -> None:
+        """Forward whatever the worker thread produced; keep polling while it computes."""
+        r = self.runner
+        if r is None or self.ended:
+            return
+        idle = r.is_idle(self.cmd_sent)
+        results: list[dict[str, Any]] = []
+        ckpt = None
+        first = True
+        while True:
+            try:
+                if first and block and not idle:
+                    ev = r.events.get(timeout=self.poll_block_s)
+                else:
+                    ev = r.events.get_nowait()
+            except Exception:
+                break
+            first = False
+            if ev.kind is EventKind.RESULT:
+                assert ev.result is not None
+                results.append(ev.result)
+                ckpt = ev.checkpoint or ckpt
+                if len(results) >= MAX_BATCH:
+                    self._flush(r, results, ckpt)
+                    results, ckpt = [], None
+                continue
+            self._flush(r, results, ckpt)
+            results, ckpt = [], None
+            self.seq += 1
+            if ev.kind is EventKind.SAVED:
+                self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint))
+            else:
+                assert ev.reason is not None
+                self.ended = True
+                self.send(
+                    self.controller,
+                    TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
+                               ev.traceback),
+                )
+                return
+        self._flush(r, results, ckpt)
+        # ``idle`` was read before draining: if the thread was blocked then, every
+        # event it will ever produce before our next command is already forwarded.
+        if not idle and not self.wakeup_pending:
+            self.wakeup_pending = True
+            self.wakeupAfter(datetime.timedelta(seconds=0))
+
+    def _flush(self, r: TrialRunner, results: list[dict[str, Any]], ckpt: Any) -> None:
+        if not results:
+            return
+        self.seq += 1
+        self.batch_sizes[self.seq] = len(results)
+        self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), ckpt))
+
+
+__all__ = ["TrialActor"]

@@ -1,0 +1,242 @@
+"""``Tuner``: the public entry point and the only module that wires everything.
+
+The driver validates every input before any actor starts, ships user objects as
+cloudpickle bytes, then only talks to the controller (never to trial actors:
+asking a killed actor stalls Thespian's external API for half a minute).
+"""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, default_cpus
+from actors._errors import TuneError
+from actors._plugins import load_scheduler
+from actors._result import Result, ResultGrid
+from actors._spec import ExperimentSpec
+from actors._system import actor_system
+from actors._trainable import Trainable
+from actors.messages import AbortExperiment, ExperimentFinished, ExperimentProgress, StartExperiment
+
+log = logging.getLogger("audition")
+
+
+def _dumps(obj: Any, what: str) -> bytes:
+    try:
+        data = cloudpickle.dumps(obj)
+        cloudpickle.loads(data)
+        return data
+    except Exception as exc:
+        raise ConfigError(
+            f"the {what} cannot be pickled ({type(exc).__name__}: {exc}); it must not capture locks, open "
+            "files, sockets or similar objects: create those inside the trainable instead"
+        ) from exc
+
+
+def _check_trainable(trainable: Any) -> str:
+    if inspect.isclass(trainable):
+        if not issubclass(trainable, Trainable):
+            raise ConfigError(f"trainable class {trainable.__name__} must subclass actors.Trainable")
+        return trainable.__name__
+    if not callable(trainable):
+        raise ConfigError(f"trainable must be a function taking a config dict or a Trainable subclass, "
+                          f"got {type(trainable).__name__}")
+    try:
+        params = inspect.signature(trainable).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    if params and len([p for p in params.values() if p.default is p.empty
+                       and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) > 1:
+        raise ConfigError(f"trainable {getattr(trainable, '__name__', trainable)!r} must take one argument "
+                          "(the config dict)")
+    return str(getattr(trainable, "__name__", type(trainable).__name__))
+
+
+class Tuner:
+    """Run a hyperparameter search (Ray Tune's ``Tuner``)."""
+
+    def __init__(self, trainable: Callable[..., Any] | type[Trainable], *,
+                 param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
+                 run_config: RunConfig | None = None) -> None:
+        from actors.search import BasicVariantGenerator, Searcher
+        from actors.stoppers import make_stopper
+        from storage import StorageContext, StorageError
+
+        self.tune_config = tc = tune_config or TuneConfig()
+        self.run_config = rc = run_config or RunConfig()
+        if param_space is not None and not isinstance(param_space, dict):
+            raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
+        self.trainable_name = _check_trainable(trainable)
+        self._trainable = _dumps(trainable, "trainable")
+        if tc.search_alg is None:
+            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed)
+            self._num_samples = searcher.total_trials
+        else:
+            searcher = tc.search_alg
+            if not isinstance(searcher, Searcher):
+                raise ConfigError("TuneConfig(search_alg=...) must be an actors.search.Searcher")
+            searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
+            self._num_samples = tc.num_samples
+        self._searcher = searcher
+        scheduler = load_scheduler(tc.scheduler)
+        scheduler.set_search_properties(tc.metric, tc.mode)
+        self._scheduler = _dumps(scheduler, "scheduler")
+        self._stopper = make_stopper(rc.stop)
+        _dumps((searcher, self._stopper), "search algorithm or stopper")
+        kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
+        self._system = kind
+        try:
+            self._ctx = StorageContext(rc.storage or DEFAULT_STORAGE, rc.storage_options)
+        except StorageError as exc:
+            raise ConfigError(str(exc)) from exc
+        if self._ctx.is_process_local and kind != "simple":
+            raise ConfigError(
+                f"storage {rc.storage!r} lives in one process's memory, so trial actors in other processes "
+                "cannot write to it; use a local path or s3:// URL, or RunConfig(system='simple')"
+            )
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        self.name = rc.name or f"{self.trainable_name}_{stamp}"
+        resources = dict(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
+                         or {"cpu": 1})
+        cpus = default_cpus()
+        need = float(resources.get("cpu", 1))
+        if need > cpus:
+            raise ConfigError(f"each trial asks for {need} CPUs but this machine has {cpus}; lower "
+                              "with_resources(..., {'cpu': N}) or add machines")
+        slots = max(1, int(cpus // need)) if need > 0 else cpus
+        if tc.max_concurrent_trials:
+            slots = min(slots, tc.max_concurrent_trials)
+        self._resources = resources
+        self._slots = slots
+        self._restore_state: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ run
+    def _restored(self, spec: ExperimentSpec, saved: dict[str, Any], ctx: Any) -> None:
+        """Initialise from a saved experiment (see actors._restore)."""
+        self.tune_config = saved["tune_config"]
+        self.run_config = saved["run_config"]
+        self.trainable_name = spec.trainable_name
+        self.name = spec.name
+        self._ctx = ctx
+        self._system = saved["system"]
+        self._prebuilt = spec
+
+    def _spec(self) -> ExperimentSpec:
+        if getattr(self, "_prebuilt", None) is not None:
+            return self._prebuilt
+        tc, rc = self.tune_config, self.run_config
+        cc = rc.checkpoint_config
+        return ExperimentSpec(
+            name=self.name, trainable=self._trainable, trainable_name=self.trainable_name,
+            searcher=self._searcher, scheduler=self._scheduler, stopper=self._stopper,
+            metric=tc.metric, mode=tc.mode, num_samples=self._num_samples, max_concurrent=self._slots,
+            resources_per_trial=self._resources, total_resources={"cpu": float(default_cpus())},
+            max_failures=rc.failure_config.max_failures, fail_fast=rc.failure_config.fail_fast,
+            storage_url=self._ctx.url, storage_options=dict(self._ctx.options),
+            num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
+            checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
+            checkpoint_at_end=bool(cc.checkpoint_at_end), restore_state=self._restore_state,
+            reuse_actors=tc.reuse_actors,
+        )
+
+    def fit(self) -> ResultGrid:
+        """Run the experiment to the end and return every trial's result."""
+        from actors._controller import ControllerActor
+        from storage import ExperimentLayout, StorageError
+
+        try:
+            self._ctx.check_usable()
+        except StorageError as exc:
+            raise TuneError(str(exc)) from None
+        spec = self._spec()
+        blob = cloudpickle.dumps(spec)
+        self._save_tuner(spec)
+        finished: ExperimentFinished | None = None
+        with actor_system(self._system) as asys:
+            controller = asys.createActor(ControllerActor)
+            asys.tell(controller, StartExperiment(blob))
+            try:
+                finished = self._wait(asys, controller)
+            except KeyboardInterrupt:
+                asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
+                self._wait(asys, controller, limit_s=10.0, quiet=True)
+                raise
+        assert finished is not None
+        layout = ExperimentLayout(self._ctx, self.name)
+        results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name) for s in finished.trials]
+        grid = ResultGrid(results, self.tune_config.metric, self.tune_config.mode,
+                          self._ctx.uri(layout.experiment_dir))
+        if finished.error:
+            raise TuneError(f"experiment {self.name!r} stopped: {finished.error.strip()}\n"
+                            f"what was written so far is in {grid.experiment_path}")
+        return grid
+
+    def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
+              quiet: bool = False) -> ExperimentFinished | None:
+        timeout = self.run_config.controller_timeout_s
+        last = time.monotonic()
+        deadline = None if limit_s is None else last + limit_s
+        while True:
+            msg = asys.listen(datetime.timedelta(seconds=0.5))
+            now = time.monotonic()
+            if isinstance(msg, ExperimentFinished):
+                return msg
+            if msg is not None:
+                last = now
+                if isinstance(msg, ExperimentProgress) and not quiet:
+                    self._show(msg)
+            if deadline is not None and now > deadline:
+                return None
+            if now - last > timeout:
+                raise TuneError(f"the controller sent nothing for {timeout:.0f}s; it is presumed dead. "
+                                "Partial results are in storage; try Tuner.restore()")
+
+    def _show(self, msg: ExperimentProgress) -> None:
+        if self.run_config.verbose >= 1:
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(msg.counts.items()))
+            log.info("[%s] %.0fs: %s", self.name, msg.elapsed_s, counts)
+
+    def _save_tuner(self, spec: ExperimentSpec) -> None:
+        """Store what Tuner.restore needs besides the trainable."""
+        from storage import ExperimentLayout, write_bytes
+
+        layout = ExperimentLayout(self._ctx, self.name)
+        if spec.restore_state is not None:
+            return  # the original tuner.pkl stays: it holds the searcher/scheduler as first built
+        data = {"tune_config": self.tune_config, "run_config": self.run_config, "system": self._system,
+                "spec": _without_trainable(spec)}
+        write_bytes(self._ctx, layout.tuner_file, cloudpickle.dumps(data))
+
+    # ------------------------------------------------------------------ restore
+    @classmethod
+    def can_restore(cls, path: str, storage_options: dict[str, Any] | None = None) -> bool:
+        from actors._restore import can_restore
+
+        return can_restore(path, storage_options)
+
+    @classmethod
+    def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable], *,
+                resume_unfinished: bool = True, resume_errored: bool = False, restart_errored: bool = False,
+                storage_options: dict[str, Any] | None = None) -> Tuner:
+        from actors._restore import restore_tuner
+
+        return restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
+                             storage_options)
+
+
+def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
+    import copy
+
+    out = copy.copy(spec)
+    out.trainable = b""
+    return out
+
+
+__all__ = ["Tuner"]

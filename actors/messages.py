@@ -1,0 +1,298 @@
+"""Every message exchanged between audition's actors (and the driver).
+
+Frozen dataclasses with unique class names: Thespian's ``ActorTypeDispatcher``
+dispatches on the bare class name (``receiveMsg_TrialResults``).  Fields are
+plain data or classes importable on every host; user objects (trainables,
+schedulers, searchers) travel as cloudpickle bytes made in the driver, so an
+unpicklable one fails there with a clear error instead of inside the transport.
+
+This module imports nothing from the actor runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from actors._reducer import Decision
+from actors._trial import TrialSnapshot, TrialStatus
+
+# --------------------------------------------------------------------------- shared values
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """A committed checkpoint on storage: its URL, index and the iteration it was taken at."""
+
+    path: str
+    index: int
+    iteration: int
+    time_total_s: float = 0.0
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class ActionKind(Enum):
+    """A request a scheduler made through its controller handle."""
+
+    PAUSE = "pause"
+    STOP = "stop"
+    RESUME = "resume"
+    CHECKPOINT = "checkpoint"
+    CLONE = "clone"
+
+
+@dataclass(frozen=True)
+class SchedulerAction:
+    """One recorded controller call from inside a scheduler hook."""
+
+    kind: ActionKind
+    trial_id: str
+    should_checkpoint: bool = True
+    source_id: str | None = None
+    new_config: dict[str, Any] | None = None
+    info: dict[str, Any] | None = None
+
+
+class HookKind(Enum):
+    """Which scheduler hook a ``SchedulerCall`` runs."""
+
+    ADD = "add"
+    RESULT = "result"
+    COMPLETE = "complete"
+    ERROR = "error"
+    REMOVE = "remove"
+    CHOOSE = "choose"
+    SAVE = "save"
+
+
+# --------------------------------------------------------------------------- driver <-> controller
+
+
+@dataclass(frozen=True)
+class StartExperiment:
+    """Driver -> controller: run the experiment described by ``spec`` (cloudpickled ExperimentSpec)."""
+
+    spec: bytes
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """The controller's final word on one trial (histories are read from storage)."""
+
+    trial_id: str
+    config: dict[str, Any]
+    status: TrialStatus
+    last_result: dict[str, Any]
+    checkpoint: CheckpointRef | None
+    error: str | None
+    num_failures: int
+    path: str
+
+
+@dataclass(frozen=True)
+class ExperimentProgress:
+    """Controller -> driver, about once a second: liveness and the status table."""
+
+    counts: dict[str, int]
+    rows: tuple[tuple[str, str, int, Any], ...]
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class ExperimentFinished:
+    """Controller -> driver: the experiment ended (``error`` set when it was aborted)."""
+
+    trials: tuple[TrialSummary, ...]
+    error: str | None
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class AbortExperiment:
+    """Driver -> controller: stop every trial now and report (Ctrl-C, driver error)."""
+
+    reason: str
+
+
+# --------------------------------------------------------------------------- controller <-> scheduler actor
+
+
+@dataclass(frozen=True)
+class SchedulerSetup:
+    """Controller -> scheduler actor: unpickle and configure the scheduler plugin."""
+
+    scheduler: bytes
+    metric: str | None
+    mode: str | None
+    state: bytes | None = None
+
+
+@dataclass(frozen=True)
+class SchedulerReady:
+    """Scheduler actor -> controller: plugin loaded; whether it tolerates batched results."""
+
+    batching_allowed: bool
+    name: str
+
+
+@dataclass(frozen=True)
+class SchedulerCall:
+    """Controller -> scheduler actor: run one hook.  ``updates`` refresh the actor's
+    mirror of the trial table first, so ``controller.get_trials()`` is current."""
+
+    seq: int
+    kind: HookKind
+    trial_id: str | None = None
+    results: tuple[dict[str, Any], ...] = ()
+    updates: tuple[TrialSnapshot, ...] = ()
+
+
+@dataclass(frozen=True)
+class SchedulerReply:
+    """Scheduler actor -> controller: the hook's decision and every controller call it made."""
+
+    seq: int
+    kind: HookKind
+    trial_id: str | None
+    decision: Decision
+    actions: tuple[SchedulerAction, ...]
+    chosen: str | None = None
+    state: bytes | None = None
+
+
+@dataclass(frozen=True)
+class SchedulerFailed:
+    """Scheduler actor -> controller: a hook raised; the experiment cannot go on safely."""
+
+    seq: int
+    kind: HookKind
+    error: str
+
+
+# --------------------------------------------------------------------------- controller <-> trial actor
+
+
+@dataclass(frozen=True)
+class RunTrial:
+    """Controller -> trial actor: run the trainable from ``checkpoint`` (or from scratch)."""
+
+    trial_id: str
+    run_id: int
+    config: dict[str, Any]
+    trainable: bytes
+    checkpoint: CheckpointRef | None
+    start_iteration: int
+    start_time_total_s: float
+    window: int
+    storage_url: str
+    storage_options: dict[str, Any]
+    experiment_name: str
+    next_checkpoint_index: int
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: bool = False
+    extra_result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrialResults:
+    """Trial actor -> controller: one or more results in order (a batch), and the
+    latest checkpoint committed among them.  ``seq`` numbers every message of one
+    run (results, saves, the end) because the TCP transport may reorder them."""
+
+    trial_id: str
+    run_id: int
+    seq: int
+    results: tuple[dict[str, Any], ...]
+    checkpoint: CheckpointRef | None
+
+
+@dataclass(frozen=True)
+class TrialProceed:
+    """Controller -> trial actor: batch ``seq`` was scheduled with CONTINUE."""
+
+    trial_id: str
+    run_id: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class TrialSave:
+    """Controller -> trial actor: commit a checkpoint now and answer ``TrialSaved``."""
+
+    trial_id: str
+    run_id: int
+
+
+@dataclass(frozen=True)
+class TrialSaved:
+    """Trial actor -> controller: the save finished (``checkpoint`` None if nothing to save)."""
+
+    trial_id: str
+    run_id: int
+    seq: int
+    checkpoint: CheckpointRef | None
+
+
+@dataclass(frozen=True)
+class TrialStop:
+    """Controller -> trial actor: end the trainable at its next report and answer ``TrialEnded``."""
+
+    trial_id: str
+    run_id: int
+    save: bool = False
+
+
+class EndReason(Enum):
+    """Why a trial actor's trainable stopped running."""
+
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class TrialEnded:
+    """Trial actor -> controller: the trainable is no longer running."""
+
+    trial_id: str
+    run_id: int
+    seq: int
+    reason: EndReason
+    checkpoint: CheckpointRef | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class ControllerTick:
+    """Controller -> itself (via wakeupAfter payload): periodic progress and state writes."""
+
+    n: int = 0
+
+
+__all__ = [
+    "AbortExperiment",
+    "ActionKind",
+    "CheckpointRef",
+    "ControllerTick",
+    "EndReason",
+    "ExperimentFinished",
+    "ExperimentProgress",
+    "HookKind",
+    "RunTrial",
+    "SchedulerAction",
+    "SchedulerCall",
+    "SchedulerFailed",
+    "SchedulerReady",
+    "SchedulerReply",
+    "SchedulerSetup",
+    "StartExperiment",
+    "TrialEnded",
+    "TrialProceed",
+    "TrialResults",
+    "TrialSave",
+    "TrialSaved",
+    "TrialStop",
+    "TrialSummary",
+]

@@ -1,0 +1,22 @@
+"""Trial schedulers: plugin objects hosted in the scheduler actor."""
+
+from __future__ import annotations
+
+from actors._reducer import Decision
+from actors.schedulers._asha import ASHAScheduler, AsyncHyperBandScheduler
+from actors.schedulers._base import FIFOScheduler, Scheduler, SchedulerController
+from actors.schedulers._hyperband import HyperBandScheduler
+from actors.schedulers._median import MedianStoppingRule
+from actors.schedulers._pbt import PopulationBasedTraining
+
+__all__ = [
+    "ASHAScheduler",
+    "AsyncHyperBandScheduler",
+    "Decision",
+    "FIFOScheduler",
+    "HyperBandScheduler",
+    "MedianStoppingRule",
+    "PopulationBasedTraining",
+    "Scheduler",
+    "SchedulerController",
+]

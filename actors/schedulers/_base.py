@@ -1,0 +1,154 @@
+"""The scheduler plugin contract.
+
+A :class:`Scheduler` lives inside the scheduler plugin actor, never in the
+controller: it is created there from a cloudpickled copy, its hooks are called
+one at a time from that actor's message loop, and it reaches the controller
+only through the ``controller`` handle passed to every hook.  The handle records
+requests (pause, stop, resume, checkpoint, clone); they travel back to the
+controller as one message per hook call and are merged into each trial's pending
+decision by the reducer, so no call can overwrite another.
+
+Hooks must not block for long: while a hook runs, no other trial's result is
+scheduled.  Trials are read-only :class:`~actors._trial.TrialSnapshot` values.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from actors._reducer import Decision
+from actors._trial import TrialSnapshot, TrialStatus
+
+
+class SchedulerController(ABC):
+    """What a scheduler may ask of the controller from inside a hook.
+
+    Requests are not applied immediately: they are collected while the hook runs
+    and merged into the target trials' pending decisions when the hook returns.
+    """
+
+    @abstractmethod
+    def pause_trial(self, trial: TrialSnapshot, should_checkpoint: bool = True) -> None:
+        """Pause ``trial`` (after saving a checkpoint unless told not to)."""
+
+    @abstractmethod
+    def stop_trial(self, trial: TrialSnapshot) -> None:
+        """Stop ``trial`` for good (it ends TERMINATED)."""
+
+    @abstractmethod
+    def resume_trial(self, trial: TrialSnapshot) -> None:
+        """Make a PAUSED trial runnable again; if its pause is still in flight the
+        resume is applied as soon as the pause completes, never dropped."""
+
+    @abstractmethod
+    def checkpoint_trial(self, trial: TrialSnapshot) -> None:
+        """Ask a running trial to save a checkpoint without pausing it."""
+
+    @abstractmethod
+    def clone_trial(
+        self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any]
+    ) -> None:
+        """Restart ``trial`` from ``source``'s latest checkpoint with ``new_config``
+        (PBT's exploit/explore); ``info`` is recorded in the trial's next result."""
+
+    @abstractmethod
+    def get_trials(self) -> list[TrialSnapshot]:
+        """Snapshots of every trial the scheduler has been told about."""
+
+
+class Scheduler(ABC):
+    """Base class of trial schedulers (Ray Tune's ``TrialScheduler`` hooks).
+
+    ``tolerates_batching``: ``True`` lets the engine deliver several results of
+    one trial in one batch and let the trial run ahead while its results are
+    scheduled (higher throughput, but a decision applies a few steps late).
+    ``None`` (the default) means: tolerate batching only if the subclass does not
+    override :meth:`on_trial_result`.  Every scheduler still sees every result,
+    in order.
+    """
+
+    tolerates_batching: bool | None = None
+    metric: str | None = None
+    mode: str | None = None
+
+    def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
+        """Take the experiment's metric/mode when the scheduler was built without them."""
+        if self.metric is None and metric is not None:
+            self.metric = metric
+        if self.mode is None and mode is not None:
+            self.mode = mode
+        return True
+
+    def batching_allowed(self) -> bool:
+        """Whether results may be batched for this scheduler.
+
+        A ``tolerates_batching`` declaration counts only if it is made by the class
+        that defines the effective ``on_trial_result`` or by a subclass of it: a
+        subclass of FIFOScheduler that overrides ``on_trial_result`` decides per
+        result unless it says otherwise.
+        """
+        mro = type(self).__mro__
+        hook_owner = next(i for i, c in enumerate(mro) if "on_trial_result" in c.__dict__)
+        declared = next((i for i, c in enumerate(mro) if c.__dict__.get("tolerates_batching") is not None),
+                        None)
+        if "tolerates_batching" in self.__dict__ and self.__dict__["tolerates_batching"] is not None:
+            return bool(self.__dict__["tolerates_batching"])
+        if declared is not None and declared <= hook_owner:
+            return bool(mro[declared].__dict__["tolerates_batching"])
+        return mro[hook_owner] is Scheduler
+
+    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        """A new trial was created (PENDING)."""
+
+    def on_trial_result(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> Decision:
+        """A RUNNING trial reported ``result``; return what it should do next."""
+        return Decision.CONTINUE
+
+    def on_trial_complete(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> None:
+        """The trial finished (trainable returned, or a STOP took effect)."""
+
+    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        """The trial ended in ERROR (no retries left)."""
+
+    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        """The trial was terminated by a decision other than its own completion."""
+
+    @abstractmethod
+    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+        """Pick a PENDING or PAUSED trial to start next, or ``None`` to wait."""
+
+    def save(self) -> dict[str, Any]:
+        """The scheduler's state, picklable, stored with the experiment."""
+        return dict(self.__dict__)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Reload what :meth:`save` returned (on experiment resume)."""
+        self.__dict__.update(state)
+
+    def debug_string(self) -> str:
+        return type(self).__name__
+
+
+class FIFOScheduler(Scheduler):
+    """Runs trials in the order they were added; never pauses or stops one.
+
+    Pending trials are chosen before paused ones.
+    """
+
+    tolerates_batching = True
+
+    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+        trials = controller.get_trials()
+        for status in (TrialStatus.PENDING, TrialStatus.PAUSED):
+            for t in trials:
+                if t.status is status:
+                    return t
+        return None
+
+
+__all__ = ["FIFOScheduler", "Scheduler", "SchedulerController"]

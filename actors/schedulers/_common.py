@@ -1,0 +1,192 @@
+"""Shared plumbing of the metric-driven schedulers: mode parsing, result
+validation, scoring and save/restore.
+
+Pure logic: nothing here touches the actor runtime.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from enum import StrEnum
+from numbers import Real
+from typing import Any, ClassVar
+
+from actors._reducer import Decision
+from actors._trial import TrialSnapshot, TrialStatus
+from actors.schedulers._base import FIFOScheduler, SchedulerController
+
+
+class Mode(StrEnum):
+    """Whether the metric is minimised or maximised (a ``str`` so ``Mode.MIN == "min"``)."""
+
+    MIN = "min"
+    MAX = "max"
+
+
+def parse_mode(value: Any, owner: str, *, allow_none: bool = True) -> Mode | None:
+    """Turn ``"min"``/``"max"`` (or a :class:`Mode`) into a :class:`Mode`, naming ``owner`` on error."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ValueError(f"{owner}: mode is required; pass mode='min' or mode='max'")
+    if isinstance(value, Mode):
+        return value
+    if isinstance(value, str) and value in ("min", "max"):
+        return Mode(value)
+    raise ValueError(f"{owner}: mode must be 'min' or 'max', got {value!r}")
+
+
+def check_number(owner: str, name: str, value: Any, *, minimum: float | None = None,
+                 strict: bool = False, integer: bool = False) -> Any:
+    """Return ``value`` if it is a real number within bounds, else raise naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
+        raise ValueError(f"{owner}: {name} must be a finite number, got {value!r}")
+    f = float(value)
+    if integer and not f.is_integer():
+        raise ValueError(f"{owner}: {name} must be a whole number, got {value!r}")
+    if minimum is not None and (f <= minimum if strict else f < minimum):
+        relation = ">" if strict else ">="
+        raise ValueError(f"{owner}: {name} must be {relation} {minimum}, got {value!r}")
+    if integer:
+        return int(f)
+    return value if isinstance(value, int | float) else f
+
+
+class MissingResultKeyError(KeyError):
+    """A result lacks a key a scheduler or stopper needs (message names it and the keys present)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def lookup(result: dict[str, Any], key: str, owner: str) -> Any:
+    """``result[key]``, or a clear error naming the key and the keys that are present."""
+    if key not in result:
+        raise MissingResultKeyError(
+            f"{owner}: the result has no {key!r} entry (keys present: {sorted(result)}); "
+            f"report {key!r} from the trainable or configure the scheduler with a key it reports"
+        )
+    return result[key]
+
+
+def signed(value: Any, mode: Mode, owner: str, key: str) -> float:
+    """Map a metric value to a score where higher is better; NaN becomes the worst score."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{owner}: metric {key!r} must be a number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if math.isnan(v):
+        return -math.inf
+    return v if mode is Mode.MAX else -v
+
+
+def choose_pending_then_paused(controller: SchedulerController) -> TrialSnapshot | None:
+    """FIFO choice: the first PENDING trial, else the first PAUSED one."""
+    trials = controller.get_trials()
+    for status in (TrialStatus.PENDING, TrialStatus.PAUSED):
+        for t in trials:
+            if t.status is status:
+                return t
+    return None
+
+
+class MetricScheduler(FIFOScheduler):
+    """Base of the schedulers that rank trials on ``metric``.
+
+    Subclasses list their constructor parameters in ``_PARAMS`` (checked on
+    restore so a state is never loaded into a differently-shaped scheduler) and
+    their evolving attributes in ``_STATE`` (deep-copied by :meth:`save`).
+    """
+
+    tolerates_batching = False
+    _PARAMS: ClassVar[tuple[str, ...]] = ()
+    _STATE: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, metric: str | None, mode: str | None) -> None:
+        name = type(self).__name__
+        if metric is not None and not isinstance(metric, str):
+            raise TypeError(f"{name}: metric must be a string naming a reported result key, got {metric!r}")
+        self.metric = metric
+        self.mode = parse_mode(mode, name)
+
+    def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
+        """Fill metric/mode from the experiment when they were not given here."""
+        parsed = parse_mode(mode, type(self).__name__)
+        if self.metric is None and metric is not None:
+            self.metric = metric
+        if self.mode is None and parsed is not None:
+            self.mode = parsed
+        return True
+
+    def _objective(self) -> tuple[str, Mode]:
+        """The metric and mode, or a clear error when neither place set them."""
+        name = type(self).__name__
+        if self.metric is None or self.mode is None:
+            missing = " and ".join(p for p, v in (("metric", self.metric), ("mode", self.mode)) if v is None)
+            raise ValueError(
+                f"{name}: {missing} not set; pass metric=/mode= to {name}(...) or to TuneConfig(...)"
+            )
+        mode = parse_mode(self.mode, name, allow_none=False)
+        assert mode is not None
+        return self.metric, mode
+
+    def _score(self, result: dict[str, Any]) -> float:
+        metric, mode = self._objective()
+        return signed(lookup(result, metric, type(self).__name__), mode, type(self).__name__, metric)
+
+    def _time(self, result: dict[str, Any], time_attr: str) -> float:
+        value = lookup(result, time_attr, type(self).__name__)
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TypeError(
+                f"{type(self).__name__}: time_attr {time_attr!r} must be a number, got {value!r}"
+            )
+        return float(value)
+
+    def on_trial_result(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> Decision:
+        return Decision.CONTINUE
+
+    def save(self) -> dict[str, Any]:
+        """Constructor parameters (for a consistency check) plus a deep copy of the evolving state."""
+        return {
+            "scheduler": type(self).__name__,
+            "params": {p: getattr(self, p) for p in self._PARAMS},
+            "metric": self.metric,
+            "mode": None if self.mode is None else Mode(self.mode).value,
+            "state": copy.deepcopy({s: getattr(self, s) for s in self._STATE}),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load a :meth:`save` result into a scheduler built with the same arguments."""
+        name = type(self).__name__
+        if not isinstance(state, dict) or "state" not in state or "params" not in state:
+            raise ValueError(
+                f"{name}.restore: expected the dict returned by {name}.save(), got {str(state)[:200]}"
+            )
+        if state.get("scheduler") != name:
+            raise ValueError(f"{name}.restore: the state was saved by {state.get('scheduler')!r}, not {name}")
+        for p, saved in state["params"].items():
+            if p in self._PARAMS and getattr(self, p) != saved:
+                raise ValueError(
+                    f"{name}.restore: {p}={getattr(self, p)!r} here but {saved!r} in the saved state; "
+                    f"rebuild the scheduler with the arguments of the original experiment"
+                )
+        if state.get("metric") is not None:
+            self.metric = state["metric"]
+        if state.get("mode") is not None:
+            self.mode = parse_mode(state["mode"], name)
+        for s, value in copy.deepcopy(state["state"]).items():
+            setattr(self, s, value)
+
+
+__all__ = [
+    "MetricScheduler",
+    "MissingResultKeyError",
+    "Mode",
+    "check_number",
+    "choose_pending_then_paused",
+    "lookup",
+    "parse_mode",
+    "signed",
+]

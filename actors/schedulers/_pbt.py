@@ -1,0 +1,301 @@
+"""Population Based Training: exploit better trials' checkpoints, explore their configs.
+
+Every ``perturbation_interval`` of ``time_attr`` (after ``burn_in_period``) a
+trial's score is recorded and the scored population is split into quantiles.
+A top-quantile trial is checkpointed so others can copy it; a bottom-quantile
+trial is restarted (``controller.clone_trial``) from a random top-quantile
+trial's checkpoint with a perturbed copy of that trial's config.
+
+Asynchronous mode (default): each trial perturbs on its own clock.  When other
+trials are waiting for a slot (population larger than the concurrency), a trial
+that was not cloned yields (PAUSE) at its perturbation point and the trial that
+is furthest behind runs next, so the population advances together.
+
+Synchronous mode (``synch=True``): a trial reaching the next sync point is
+paused there.  As soon as every live trial has reached it (the last one's
+pause may still be in flight) the quantiles are taken over the whole
+population at once, bottom trials are cloned, and everyone is resumed
+(``resume_trial``; a resume of a pause in flight lands after the pause).  A
+trial that ends before the sync point no longer holds the others back.
+
+All random choices use ``random.Random(seed)``; the RNG state is saved with
+the rest of the state.  The scheduler writes no files: ``exploit_log`` keeps
+one info dict per exploit (``log_config`` is kept for the engine's benefit).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from actors._reducer import Decision
+from actors._trial import TrialSnapshot, TrialStatus
+from actors.schedulers._base import SchedulerController
+from actors.schedulers._common import MetricScheduler, check_number
+from actors.schedulers._pbt_explore import ExploreFn, explore, validate_mutations
+
+
+@dataclass
+class _Member:
+    """What PBT remembers about one trial."""
+
+    config: dict[str, Any]
+    time: float | None = None  # latest time_attr seen (None: never reported)
+    last_perturbation: float = 0.0
+    score: float | None = None  # at the last perturbation point, higher is better
+    ended: bool = False
+    errored: bool = False
+    waiting: bool = False  # synch mode: parked at the sync point
+
+
+class PopulationBasedTraining(MetricScheduler):
+    """PBT with Ray Tune's parameters; see the module docstring for the protocol."""
+
+    _PARAMS: ClassVar[tuple[str, ...]] = (
+        "time_attr", "perturbation_interval", "burn_in_period", "quantile_fraction",
+        "resample_probability", "perturbation_factors", "log_config", "require_attrs", "synch",
+    )
+    _STATE: ClassVar[tuple[str, ...]] = ("_members", "_rng", "_next_sync", "_exploits")
+
+    def __init__(
+        self,
+        time_attr: str = "time_total_s",
+        metric: str | None = None,
+        mode: str | None = None,
+        perturbation_interval: float = 60.0,
+        burn_in_period: float = 0.0,
+        hyperparam_mutations: dict[str, Any] | None = None,
+        quantile_fraction: float = 0.25,
+        resample_probability: float = 0.25,
+        perturbation_factors: Sequence[float] = (1.2, 0.8),
+        custom_explore_fn: ExploreFn | None = None,
+        log_config: bool = True,
+        require_attrs: bool = True,
+        synch: bool = False,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(metric, mode)
+        name = type(self).__name__
+        if not isinstance(time_attr, str) or not time_attr:
+            raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
+        self.time_attr = time_attr
+        self.perturbation_interval = check_number(
+            name, "perturbation_interval", perturbation_interval, minimum=0, strict=True
+        )
+        self.burn_in_period = check_number(name, "burn_in_period", burn_in_period, minimum=0)
+        self.quantile_fraction = check_number(name, "quantile_fraction", quantile_fraction, minimum=0)
+        if self.quantile_fraction > 0.5:
+            raise ValueError(
+                f"{name}: quantile_fraction must be between 0 and 0.5 (top and bottom quantiles may not "
+                f"overlap), got {quantile_fraction!r}"
+            )
+        self.resample_probability = check_number(
+            name, "resample_probability", resample_probability, minimum=0
+        )
+        if self.resample_probability > 1:
+            raise ValueError(
+                f"{name}: resample_probability must be between 0 and 1, got {resample_probability!r}"
+            )
+        if isinstance(perturbation_factors, str | bytes) or not isinstance(perturbation_factors, Sequence) \
+                or not perturbation_factors:
+            raise ValueError(
+                f"{name}: perturbation_factors must be a non-empty sequence of numbers such as (1.2, 0.8), "
+                f"got {perturbation_factors!r}"
+            )
+        self.perturbation_factors = tuple(
+            check_number(name, "perturbation_factors item", f, minimum=0, strict=True)
+            for f in perturbation_factors
+        )
+        if hyperparam_mutations is None and custom_explore_fn is None:
+            raise ValueError(
+                f"{name}: give hyperparam_mutations (e.g. {{'lr': [1e-3, 1e-2]}}) or custom_explore_fn, "
+                "otherwise PBT has nothing to explore"
+            )
+        if hyperparam_mutations is not None:
+            validate_mutations(hyperparam_mutations, name)
+        if custom_explore_fn is not None and not callable(custom_explore_fn):
+            raise TypeError(
+                f"{name}: custom_explore_fn must be a function config -> config, got {custom_explore_fn!r}"
+            )
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"{name}: seed must be an int or None, got {seed!r}")
+        self.hyperparam_mutations = hyperparam_mutations or {}
+        self.custom_explore_fn = custom_explore_fn
+        self.log_config = bool(log_config)
+        self.require_attrs = bool(require_attrs)
+        self.synch = bool(synch)
+        self.seed = seed
+        self._members: dict[str, _Member] = {}
+        self._rng = random.Random(seed)
+        self._next_sync = max(self.perturbation_interval, self.burn_in_period)
+        self._exploits: list[dict[str, Any]] = []
+
+    @property
+    def exploit_log(self) -> list[dict[str, Any]]:
+        """One info dict per exploit, in order (a copy)."""
+        return copy.deepcopy(self._exploits)
+
+    def _member(self, trial: TrialSnapshot) -> _Member:
+        m = self._members.get(trial.trial_id)
+        if m is None:
+            m = self._members[trial.trial_id] = _Member(copy.deepcopy(dict(trial.config)))
+        return m
+
+    # ------------------------------------------------------------------ hooks
+
+    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        self._member(trial)
+
+    def on_trial_result(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> Decision:
+        metric, _ = self._objective()
+        if not self.require_attrs and (self.time_attr not in result or metric not in result):
+            return Decision.CONTINUE
+        t = self._time(result, self.time_attr)
+        score = self._score(result)
+        m = self._member(trial)
+        m.time = t
+        if trial.config:
+            m.config = copy.deepcopy(dict(trial.config))
+        if self.synch:
+            if t < self._next_sync:
+                return Decision.CONTINUE
+            if not m.waiting:
+                m.waiting, m.score, m.last_perturbation = True, score, t
+                self._maybe_sync(controller)
+            return Decision.PAUSE
+        if t < self.burn_in_period or t - m.last_perturbation < self.perturbation_interval:
+            return Decision.CONTINUE
+        m.last_perturbation, m.score = t, score
+        lower, upper = self._quantiles(
+            [tid for tid, mm in self._members.items() if mm.score is not None and not mm.errored]
+        )
+        if trial.trial_id in upper:
+            controller.checkpoint_trial(trial)
+        elif trial.trial_id in lower and self._exploit(controller, trial, upper, t):
+            return Decision.CONTINUE  # the clone restarts the trial
+        others_wait = any(
+            o.trial_id != trial.trial_id and o.status in (TrialStatus.PENDING, TrialStatus.PAUSED)
+            for o in controller.get_trials()
+        )
+        return Decision.PAUSE if others_wait else Decision.CONTINUE
+
+    def _ended(self, controller: SchedulerController, trial: TrialSnapshot, errored: bool) -> None:
+        m = self._member(trial)
+        m.ended, m.waiting = True, False
+        m.errored = m.errored or errored
+        if self.synch:
+            self._maybe_sync(controller)
+
+    def on_trial_complete(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> None:
+        self._ended(controller, trial, errored=False)
+
+    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        self._ended(controller, trial, errored=True)
+
+    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        self._ended(controller, trial, errored=False)
+
+    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+        """The waiting trial that is furthest behind (never-run trials first); in synch
+        mode trials parked at the sync point are skipped unless the sync happens now."""
+        if self.synch:
+            self._maybe_sync(controller)
+        candidates = []
+        for t in controller.get_trials():
+            m = self._members.get(t.trial_id)
+            if t.status is TrialStatus.PENDING or (
+                t.status is TrialStatus.PAUSED and (m is None or not m.waiting)
+            ):
+                candidates.append(t)
+        if not candidates:
+            return None
+
+        def progress(t: TrialSnapshot) -> float:
+            m = self._members.get(t.trial_id)
+            return -math.inf if m is None or m.time is None else m.time
+
+        return min(candidates, key=progress)
+
+    # ------------------------------------------------------------------ exploit / explore
+
+    def _quantiles(self, pool: list[str]) -> tuple[list[str], list[str]]:
+        """(bottom, top) trial ids of ``pool`` by score; both empty below two trials."""
+        def score(tid: str) -> float:
+            value = self._members[tid].score
+            return -math.inf if value is None else value
+
+        ranked = sorted(pool, key=score)  # stable: ties keep the order trials were added
+        n = len(ranked)
+        k = math.ceil(n * self.quantile_fraction)
+        k = min(k, n // 2)
+        if k == 0:
+            return [], []
+        return ranked[:k], ranked[-k:]
+
+    def _exploit(
+        self, controller: SchedulerController, trial: TrialSnapshot, upper: list[str], t: float
+    ) -> bool:
+        """Clone ``trial`` from a random top trial that has a checkpoint; False if none has."""
+        snaps = {s.trial_id: s for s in controller.get_trials()}
+        sources = [
+            u for u in upper
+            if u != trial.trial_id and u in snaps and snaps[u].checkpoint_iteration is not None
+        ]
+        if not sources:
+            return False
+        source = snaps[sources[self._rng.randrange(len(sources))]]
+        source_config = dict(source.config) or self._members[source.trial_id].config
+        new_config = explore(
+            source_config, self.hyperparam_mutations, self._rng, self.resample_probability,
+            self.perturbation_factors, self.custom_explore_fn, type(self).__name__,
+        )
+        info = {
+            "source": source.trial_id,
+            "trial_id": trial.trial_id,
+            "old_config": copy.deepcopy(dict(trial.config)),
+            "source_config": copy.deepcopy(source_config),
+            "new_config": copy.deepcopy(new_config),
+            "time": t,
+        }
+        controller.clone_trial(trial, source, new_config, info)
+        m = self._members[trial.trial_id]
+        m.config, m.last_perturbation = copy.deepcopy(new_config), t
+        self._exploits.append(copy.deepcopy(info))
+        return True
+
+    def _maybe_sync(self, controller: SchedulerController) -> bool:
+        """Synch mode: once every live trial waits at the sync point, exploit and resume all."""
+        live = [tid for tid, m in self._members.items() if not m.ended]
+        if not live or not all(self._members[tid].waiting for tid in live):
+            return False
+        snaps = {s.trial_id: s for s in controller.get_trials()}
+        for tid in live:
+            snaps.setdefault(tid, TrialSnapshot(tid, dict(self._members[tid].config), TrialStatus.PAUSED))
+        lower, upper = self._quantiles(live)
+        for tid in lower:
+            m = self._members[tid]
+            self._exploit(controller, snaps[tid], upper, m.time if m.time is not None else 0.0)
+        latest = max(self._members[tid].time or 0.0 for tid in live)
+        while self._next_sync <= latest:
+            self._next_sync += self.perturbation_interval
+        for tid in live:
+            self._members[tid].waiting = False
+            controller.resume_trial(snaps[tid])
+        return True
+
+    def debug_string(self) -> str:
+        return (
+            f"{type(self).__name__}: {len(self._members)} trials, {len(self._exploits)} exploits"
+            + (f", next sync at {self._next_sync}" if self.synch else "")
+        )
+
+
+__all__ = ["PopulationBasedTraining"]

@@ -1,0 +1,70 @@
+"""Search spaces and search algorithms (Ray Tune-compatible names and semantics).
+
+Importing this package is cheap (no thespian, no optuna): trial and scheduler
+actors import it to resolve configs.  Optuna is loaded only when an
+:class:`OptunaSearch` is created.
+"""
+
+from __future__ import annotations
+
+from actors.search._domain import (
+    Categorical,
+    Domain,
+    Float,
+    Function,
+    GridSearch,
+    Integer,
+    Normal,
+    SearchSpaceError,
+    choice,
+    grid_search,
+    lograndint,
+    loguniform,
+    qlograndint,
+    qloguniform,
+    qrandint,
+    qrandn,
+    quniform,
+    randint,
+    randn,
+    sample_from,
+    uniform,
+)
+from actors.search._optuna import OptunaSearch
+from actors.search._searcher import Searcher, SearcherSignal
+from actors.search._space import ConfigView, Spec, validate_param_space
+from actors.search._variant import BasicVariantGenerator
+from actors.search._wrappers import ConcurrencyLimiter, Repeater
+
+__all__ = [
+    "BasicVariantGenerator",
+    "Categorical",
+    "ConcurrencyLimiter",
+    "ConfigView",
+    "Domain",
+    "Float",
+    "Function",
+    "GridSearch",
+    "Integer",
+    "Normal",
+    "OptunaSearch",
+    "Repeater",
+    "SearchSpaceError",
+    "Searcher",
+    "SearcherSignal",
+    "Spec",
+    "choice",
+    "grid_search",
+    "lograndint",
+    "loguniform",
+    "qlograndint",
+    "qloguniform",
+    "qrandint",
+    "qrandn",
+    "quniform",
+    "randint",
+    "randn",
+    "sample_from",
+    "uniform",
+    "validate_param_space",
+]

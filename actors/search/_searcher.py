@@ -1,0 +1,123 @@
+"""The searcher contract between the controller actor and a search algorithm.
+
+The controller calls a searcher one method at a time from its message loop, so
+implementations need no locking but must return quickly: a slow ``suggest``
+stalls every trial's bookkeeping.  ``save``/``restore`` let a resumed experiment
+continue exactly where the interrupted one stopped.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal, TypeAlias
+
+_MODES = ("min", "max")
+
+
+class SearcherSignal(enum.Enum):
+    """Non-config answers of :meth:`Searcher.suggest` (an enum so it survives pickling by identity)."""
+
+    FINISHED = "finished"
+
+
+Suggestion: TypeAlias = "dict[str, Any] | Literal[SearcherSignal.FINISHED] | None"
+
+
+def check_mode(mode: Any) -> str | None:
+    """Validate a ``mode`` argument; ``None`` means "not decided yet"."""
+    if mode is not None and mode not in _MODES:
+        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+    return mode
+
+
+def check_metric(metric: Any) -> str | None:
+    if metric is not None and (not isinstance(metric, str) or not metric):
+        raise ValueError(f"metric must be a non-empty string naming a reported result key, got {metric!r}")
+    return metric
+
+
+class Searcher(ABC):
+    """Base class of search algorithms (Ray Tune's ``Searcher`` contract).
+
+    ``suggest`` returns a config dict, ``None`` ("nothing now, ask again after a
+    trial completes") or :attr:`FINISHED` ("no more trials, ever").
+    """
+
+    FINISHED: ClassVar[Literal[SearcherSignal.FINISHED]] = SearcherSignal.FINISHED
+
+    def __init__(self, metric: str | None = None, mode: str | None = None) -> None:
+        self._metric = check_metric(metric)
+        self._mode = check_mode(mode)
+
+    @property
+    def metric(self) -> str | None:
+        return self._metric
+
+    @property
+    def mode(self) -> str | None:
+        return self._mode
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
+    ) -> bool:
+        """Receive the experiment's metric, mode and param_space if the searcher lacks them.
+
+        Returns ``False`` when they conflict with what the searcher was built with,
+        so the controller can report the clash instead of silently picking one.
+        Subclasses that accept a space override this and call :meth:`_set_metric_mode`.
+        """
+        return self._set_metric_mode(metric, mode) and not config
+
+    def _set_metric_mode(self, metric: str | None, mode: str | None) -> bool:
+        metric, mode = check_metric(metric), check_mode(mode)
+        if (metric and self._metric and metric != self._metric) or (
+            mode and self._mode and mode != self._mode
+        ):
+            return False
+        self._metric = self._metric or metric
+        self._mode = self._mode or mode
+        return True
+
+    @abstractmethod
+    def suggest(self, trial_id: str) -> Suggestion:
+        """A config for new trial ``trial_id``, ``None`` for "not now", or :attr:`FINISHED`."""
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        """An intermediate result of a live trial (optional to use)."""
+        return None
+
+    @abstractmethod
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        """Trial ``trial_id`` ended: ``result`` is its last result, ``error`` says it failed."""
+
+    def save(self) -> dict[str, Any]:
+        """A picklable snapshot of the whole search state (not a live reference)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement save()/restore(), so experiments using it "
+            "cannot be resumed; override both to make it resumable"
+        )
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load a :meth:`save` snapshot so the next suggestions continue the saved run exactly."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement restore(); override save/restore"
+        )
+
+    def _base_state(self) -> dict[str, Any]:
+        return {"metric": self._metric, "mode": self._mode}
+
+    def _restore_base(self, state: dict[str, Any]) -> None:
+        self._metric, self._mode = state["metric"], state["mode"]
+
+
+def check_state(owner: str, state: Any, kind: str) -> dict[str, Any]:
+    """Reject snapshots taken from a different searcher type with a clear message."""
+    if not isinstance(state, dict) or state.get("kind") != kind:
+        found = state.get("kind") if isinstance(state, dict) else type(state).__name__
+        raise ValueError(
+            f"{owner}.restore(): state was saved by {found!r}, not {kind!r}; pass that searcher's save()"
+        )
+    return state

@@ -1,0 +1,191 @@
+"""Searchers that wrap another searcher: concurrency limits and repeated evaluation."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from actors.search._searcher import Searcher, Suggestion, check_state
+
+
+def _check_searcher(owner: str, searcher: Any) -> Searcher:
+    if not isinstance(searcher, Searcher):
+        raise TypeError(f"{owner}: searcher must be a Searcher instance, got {type(searcher).__name__}")
+    return searcher
+
+
+def _check_positive(owner: str, name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{owner}: {name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+class _Wrapper(Searcher):
+    """Forwards metric/mode and search properties to the wrapped searcher."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        super().__init__()
+        self.searcher = searcher
+
+    @property
+    def metric(self) -> str | None:
+        return self.searcher.metric
+
+    @property
+    def mode(self) -> str | None:
+        return self.searcher.mode
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
+    ) -> bool:
+        return self.searcher.set_search_properties(metric, mode, config, **spec)
+
+
+class ConcurrencyLimiter(_Wrapper):
+    """Caps live trials at ``max_concurrent``: :meth:`suggest` returns ``None`` while at the cap.
+
+    With ``batch=True`` results are held back and given to the inner searcher all
+    at once when every trial of the current batch has finished, and no new trial
+    starts before that: useful for searchers that update in rounds.
+    """
+
+    def __init__(self, searcher: Searcher, max_concurrent: int, batch: bool = False) -> None:
+        super().__init__(_check_searcher("ConcurrencyLimiter", searcher))
+        self.max_concurrent = _check_positive("ConcurrencyLimiter", "max_concurrent", max_concurrent)
+        self.batch = bool(batch)
+        self._live: list[str] = []
+        self._held: list[tuple[str, dict[str, Any] | None, bool]] = []
+
+    @property
+    def live_trials(self) -> list[str]:
+        """Trials counted against the limit (in batch mode, finished ones until the batch ends)."""
+        return list(self._live)
+
+    def suggest(self, trial_id: str) -> Suggestion:
+        if len(self._live) >= self.max_concurrent or self._held:
+            return None
+        if trial_id in self._live:
+            raise ValueError(
+                f"suggest(): trial_id {trial_id!r} is already live; every trial needs a fresh id"
+            )
+        suggestion = self.searcher.suggest(trial_id)
+        if isinstance(suggestion, dict):
+            self._live.append(trial_id)
+        return suggestion
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        if trial_id in self._live and all(held[0] != trial_id for held in self._held):
+            self.searcher.on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        if trial_id not in self._live:
+            return
+        if not self.batch:
+            self._live.remove(trial_id)
+            self.searcher.on_trial_complete(trial_id, result, error)
+            return
+        if all(held[0] != trial_id for held in self._held):
+            self._held.append((trial_id, result, error))
+        if len(self._held) == len(self._live):
+            held, self._held, self._live = self._held, [], []
+            for held_id, held_result, held_error in held:
+                self.searcher.on_trial_complete(held_id, held_result, held_error)
+
+    def save(self) -> dict[str, Any]:
+        return {
+            "kind": "ConcurrencyLimiter",
+            "searcher": self.searcher.save(),
+            "live": list(self._live),
+            "held": copy.deepcopy(self._held),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        check_state("ConcurrencyLimiter", state, "ConcurrencyLimiter")
+        self.searcher.restore(state["searcher"])
+        self._live = list(state["live"])
+        self._held = copy.deepcopy(state["held"])
+
+
+class Repeater(_Wrapper):
+    """Runs every config the inner searcher suggests ``repeat`` times, to average out noise.
+
+    The inner searcher sees one trial per group (the group's first trial id) and,
+    once all ``repeat`` trials finished, one result: the mean of the group's
+    ``metric`` over the trials that reported it (``error=True`` if none did).
+    With ``set_index`` each config gets ``__trial_index__`` = its position in the group.
+    """
+
+    def __init__(self, searcher: Searcher, repeat: int = 1, set_index: bool = True) -> None:
+        super().__init__(_check_searcher("Repeater", searcher))
+        self.repeat = _check_positive("Repeater", "repeat", repeat)
+        self.set_index = bool(set_index)
+        # group id (= its first trial id) -> {"config": ..., "members": {trial_id: index},
+        # "scores": {trial_id: score}}
+        self._groups: dict[str, dict[str, Any]] = {}
+        self._trial_group: dict[str, str] = {}
+        self._open: str | None = None
+
+    def _config_for(self, group_id: str, trial_id: str) -> dict[str, Any]:
+        group = self._groups[group_id]
+        index = len(group["members"])
+        group["members"][trial_id] = index
+        self._trial_group[trial_id] = group_id
+        self._open = group_id if index + 1 < self.repeat else None
+        config: dict[str, Any] = copy.deepcopy(group["config"])
+        if self.set_index:
+            config["__trial_index__"] = index
+        return config
+
+    def suggest(self, trial_id: str) -> Suggestion:
+        if trial_id in self._trial_group:
+            raise ValueError(
+                f"suggest(): trial_id {trial_id!r} was already used; every trial needs a fresh id"
+            )
+        if self._open is None:
+            if self.metric is None:
+                raise ValueError(
+                    "Repeater needs a metric to average: pass metric= to the inner searcher or to TuneConfig"
+                )
+            suggestion = self.searcher.suggest(trial_id)
+            if not isinstance(suggestion, dict):
+                return suggestion
+            self._groups[trial_id] = {"config": copy.deepcopy(suggestion), "members": {}, "scores": {}}
+            self._open = trial_id
+        return self._config_for(self._open, trial_id)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        group_id = self._trial_group.pop(trial_id, None)
+        if group_id is None:
+            return
+        group = self._groups[group_id]
+        score = None if error or not result else result.get(self.metric or "")
+        group["scores"][trial_id] = score
+        if len(group["scores"]) < self.repeat:
+            return
+        del self._groups[group_id]
+        values = [float(s) for s in group["scores"].values() if s is not None and not math.isnan(float(s))]
+        if values and self.metric is not None:
+            self.searcher.on_trial_complete(group_id, {self.metric: sum(values) / len(values)})
+        else:
+            self.searcher.on_trial_complete(group_id, None, error=True)
+
+    def save(self) -> dict[str, Any]:
+        return {
+            "kind": "Repeater",
+            "searcher": self.searcher.save(),
+            "groups": copy.deepcopy(self._groups),
+            "trial_group": dict(self._trial_group),
+            "open": self._open,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        check_state("Repeater", state, "Repeater")
+        self.searcher.restore(state["searcher"])
+        self._groups = copy.deepcopy(state["groups"])
+        self._trial_group = dict(state["trial_group"])
+        self._open = state["open"]

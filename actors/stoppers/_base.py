@@ -1,0 +1,110 @@
+"""The stopper contract and the stoppers that combine or wrap others.
+
+A stopper is consulted by the controller after every result: ``__call__``
+says whether that trial should stop, ``stop_all`` whether the whole experiment
+should.  Stoppers are pure and must be quick; their state is saved with the
+experiment through :meth:`Stopper.save` / :meth:`Stopper.restore`, which must
+stay picklable with the standard ``pickle`` (no functions inside).
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+
+class Stopper(ABC):
+    """Base class of stoppers (Ray Tune's ``Stopper`` interface)."""
+
+    @abstractmethod
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        """True if ``trial_id`` should stop after ``result``."""
+
+    def stop_all(self) -> bool:
+        """True if the whole experiment should stop (checked after every result)."""
+        return False
+
+    def save(self) -> dict[str, Any]:
+        """Picklable state for experiment resume; stateless stoppers return ``{}``."""
+        return {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load what :meth:`save` returned."""
+        if not isinstance(state, dict):
+            raise TypeError(
+                f"{type(self).__name__}.restore: expected the dict returned by save(), "
+                f"got {type(state).__name__}"
+            )
+
+
+class CombinedStopper(Stopper):
+    """Stops a trial (or the experiment) when any of ``stoppers`` says so.
+
+    Every stopper sees every result, even after an earlier one said stop, so
+    stateful stoppers (plateau detectors) never miss a result.
+    """
+
+    def __init__(self, *stoppers: Stopper) -> None:
+        for i, s in enumerate(stoppers):
+            if not isinstance(s, Stopper):
+                raise TypeError(
+                    f"CombinedStopper: argument {i} is {type(s).__name__}, not a Stopper; wrap dicts with "
+                    "DictStopper(...) and functions with FunctionStopper(...)"
+                )
+        self.stoppers = tuple(stoppers)
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        votes = [s(trial_id, result) for s in self.stoppers]
+        return any(votes)
+
+    def stop_all(self) -> bool:
+        votes = [s.stop_all() for s in self.stoppers]
+        return any(votes)
+
+    def save(self) -> dict[str, Any]:
+        return {"stoppers": [s.save() for s in self.stoppers]}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        saved = state.get("stoppers", [])
+        if len(saved) != len(self.stoppers):
+            raise ValueError(
+                f"CombinedStopper.restore: the state holds {len(saved)} stoppers but this one has "
+                f"{len(self.stoppers)}; rebuild it with the stoppers of the original experiment"
+            )
+        for s, st in zip(self.stoppers, saved, strict=True):
+            s.restore(st)
+
+
+def _accepts_two_args(fn: Callable[..., Any]) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True  # builtins without a signature: trust the caller
+    try:
+        sig.bind("trial_id", {})
+    except TypeError:
+        return False
+    return True
+
+
+class FunctionStopper(Stopper):
+    """Wraps ``fn(trial_id, result) -> bool``; never stops the whole experiment."""
+
+    def __init__(self, fn: Callable[[str, dict[str, Any]], bool]) -> None:
+        if not callable(fn):
+            raise TypeError(f"FunctionStopper: expected a function (trial_id, result) -> bool, got {fn!r}")
+        if not _accepts_two_args(fn):
+            raise TypeError(
+                f"FunctionStopper: {getattr(fn, '__name__', fn)!s} must accept two arguments "
+                "(trial_id, result), e.g. lambda trial_id, result: result['loss'] < 0.1"
+            )
+        self.fn = fn
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return bool(self.fn(trial_id, result))
+
+
+__all__ = ["CombinedStopper", "FunctionStopper", "Stopper"]

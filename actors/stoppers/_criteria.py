@@ -1,0 +1,95 @@
+"""``stop={...}`` dictionaries and the normaliser for every form ``stop=`` accepts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from numbers import Real
+from typing import Any
+
+from actors.schedulers._common import MissingResultKeyError
+from actors.stoppers._base import FunctionStopper, Stopper
+
+_MISSING = object()
+
+
+def _find(result: dict[str, Any], key: str) -> Any:
+    """``result[key]``, or a nested lookup for ``"a/b"`` keys; ``_MISSING`` if absent."""
+    if key in result:
+        return result[key]
+    node: Any = result
+    for part in key.split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+class DictStopper(Stopper):
+    """Stops a trial as soon as ``result[key] >= value`` for any ``key: value`` in ``criteria``.
+
+    Every threshold means "reached when the result is at least this", as in Ray
+    Tune.  To stop when a metric you minimise gets low enough, pass a function
+    instead, e.g. ``stop=lambda trial_id, result: result["loss"] <= 0.1``.
+    Nested result values are addressed with ``"a/b"``.  A result missing one of
+    the keys is an error (it would otherwise never stop).
+    """
+
+    def __init__(self, criteria: Mapping[str, Any]) -> None:
+        if not isinstance(criteria, Mapping):
+            raise TypeError(
+                f"DictStopper: criteria must be a dict of result key -> threshold, got {criteria!r}"
+            )
+        for key, value in criteria.items():
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"DictStopper: criterion keys must be result key names, got {key!r}")
+            if not isinstance(value, Real):
+                raise TypeError(
+                    f"DictStopper: the threshold for {key!r} must be a number, got {type(value).__name__} "
+                    f"{value!r}; for other conditions pass a function (trial_id, result) -> bool"
+                )
+        self.criteria = dict(criteria)
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        stop = False
+        for key, threshold in self.criteria.items():
+            value = _find(result, key)
+            if value is _MISSING:
+                raise MissingResultKeyError(
+                    f"stop criterion {key!r} is not in the result of trial {trial_id} "
+                    f"(keys present: {sorted(result)}); report {key!r} from the trainable "
+                    "or remove it from stop={...}"
+                )
+            if not isinstance(value, Real):
+                raise TypeError(
+                    f"stop criterion {key!r}: trial {trial_id} reported {type(value).__name__} {value!r}, "
+                    "which cannot be compared with a threshold; report a number"
+                )
+            stop = stop or value >= threshold
+        return stop
+
+
+def make_stopper(
+    stop: Mapping[str, Any] | Callable[[str, dict[str, Any]], bool] | Stopper | None,
+) -> Stopper | None:
+    """Normalise the ``stop=`` argument: a dict becomes a :class:`DictStopper`, a function
+    a :class:`FunctionStopper`; a :class:`Stopper` is returned as is; ``None`` or ``{}``
+    mean no stopper."""
+    if stop is None:
+        return None
+    if isinstance(stop, Stopper):
+        return stop
+    if isinstance(stop, type):
+        raise TypeError(
+            f"stop={stop.__name__} is a class; pass an instance, e.g. stop={stop.__name__}(...)"
+        )
+    if isinstance(stop, Mapping):
+        return DictStopper(stop) if stop else None
+    if callable(stop):
+        return FunctionStopper(stop)
+    raise TypeError(
+        f"stop must be a dict such as {{'training_iteration': 10}}, a function (trial_id, result) -> bool, "
+        f"a Stopper or None; got {type(stop).__name__} {stop!r}"
+    )
+
+
+__all__ = ["DictStopper", "make_stopper"]

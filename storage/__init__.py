@@ -1,0 +1,61 @@
+"""Persistence for audition: results, checkpoints and experiment state on any fsspec filesystem.
+
+Everything takes a :class:`StorageContext` so local disk, ``memory://`` and object stores such as
+S3 behave the same. Object stores have no rename and no append, so the design never needs either:
+checkpoints become visible through a manifest written last, experiment state through a pointer
+written after a complete new version. This package never imports the engine (``actors``).
+"""
+
+from __future__ import annotations
+
+from storage._checkpoint import (
+    CheckpointInfo,
+    cleanup_uncommitted,
+    commit_checkpoint,
+    delete_checkpoint,
+    download_checkpoint,
+    is_committed,
+    latest_committed_checkpoint,
+    list_checkpoints,
+    read_manifest,
+)
+from storage._context import DEFAULT_URL, StorageContext
+from storage._errors import StorageError
+from storage._io import exists, read_bytes, read_json, write_bytes, write_json, write_text
+from storage._layout import MANIFEST_NAME, ExperimentLayout
+from storage._results import ResultWriter, read_results
+from storage._retention import checkpoint_score, checkpoints_to_delete
+from storage._retry import classify, retrying
+from storage._state import list_experiment, read_experiment_state, write_experiment_state
+
+__all__ = [
+    "DEFAULT_URL",
+    "MANIFEST_NAME",
+    "CheckpointInfo",
+    "ExperimentLayout",
+    "ResultWriter",
+    "StorageContext",
+    "StorageError",
+    "checkpoint_score",
+    "checkpoints_to_delete",
+    "classify",
+    "cleanup_uncommitted",
+    "commit_checkpoint",
+    "delete_checkpoint",
+    "download_checkpoint",
+    "exists",
+    "is_committed",
+    "latest_committed_checkpoint",
+    "list_checkpoints",
+    "list_experiment",
+    "read_experiment_state",
+    "read_bytes",
+    "read_json",
+    "read_manifest",
+    "read_results",
+    "retrying",
+    "write_bytes",
+    "write_experiment_state",
+    "write_json",
+    "write_text",
+]

@@ -1,0 +1,287 @@
+"""Checkpoints that are either complete or invisible, on stores without rename.
+
+A checkpoint directory counts only once its manifest exists, and the manifest is written after every
+file it lists has been uploaded. Deleting goes the other way round (manifest first). So a crash at
+any moment leaves either a committed checkpoint or an uncommitted directory that
+``cleanup_uncommitted`` may remove.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import posixpath
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage._context import StorageContext
+from storage._errors import StorageError
+from storage._io import (
+    dumps,
+    list_dir,
+    parallel_map,
+    read_bytes,
+    remove_empty_dirs,
+    remove_file,
+    remove_tree,
+    upload_kwargs,
+    write_bytes,
+)
+from storage._layout import MANIFEST_NAME, ExperimentLayout, manifest_path
+from storage._retry import as_storage_error, retrying
+
+_log = logging.getLogger("storage")
+MANIFEST_FORMAT = 1
+
+# Which checkpoint directories may already exist, per (process, storage, trial dir). Committing into
+# a directory that may hold an older checkpoint first deletes its manifest; for the usual fresh index
+# that request is skipped (it costs as much as the manifest itself on a busy store). Entries only
+# grow, so the answer errs towards the safe side; only the trial's own process creates its dirs.
+_known_dirs: dict[tuple[int, str, str], set[str]] = {}
+_known_lock = threading.Lock()
+
+
+def _may_exist(ctx: StorageContext, dest_dir: str) -> bool:
+    parent, name = posixpath.split(dest_dir.rstrip("/"))
+    key = (os.getpid(), ctx.url, parent)
+    with _known_lock:
+        names = _known_dirs.get(key)
+    if names is None:
+        listed = {posixpath.basename(e["name"].rstrip("/")) for e in list_dir(ctx, parent)}
+        with _known_lock:
+            names = _known_dirs.setdefault(key, set())
+            names.update(listed)
+    with _known_lock:
+        return name in names
+
+
+def _remember(ctx: StorageContext, dest_dir: str) -> None:
+    parent, name = posixpath.split(dest_dir.rstrip("/"))
+    with _known_lock:
+        _known_dirs.setdefault((os.getpid(), ctx.url, parent), set()).add(name)
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """One ``checkpoint_NNNNNN`` directory of a trial; ``metadata`` is {} unless committed."""
+
+    index: int
+    path: str
+    committed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _local_files(local_dir: str) -> list[tuple[str, str, int]]:
+    """(relative posix path, absolute path, size) of every file below ``local_dir``."""
+    out: list[tuple[str, str, int]] = []
+    for dirpath, dirnames, filenames in os.walk(local_dir):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, local_dir).replace(os.sep, "/")
+            if rel == MANIFEST_NAME:
+                continue
+            out.append((rel, full, os.path.getsize(full)))
+    return out
+
+
+def _safe_relpath(rel: Any, url: str) -> str:
+    """Manifest paths come from storage: refuse ones that would write outside the target dir."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
+        raise StorageError(f"checkpoint manifest at {url} lists a bad file path {rel!r}: the manifest "
+                           "is corrupted; delete this checkpoint", url=url)
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        raise StorageError(f"checkpoint manifest at {url} lists a bad file path {rel!r}: the manifest "
+                           "is corrupted; delete this checkpoint", url=url)
+    return rel
+
+
+def commit_checkpoint(
+    ctx: StorageContext,
+    dest_dir: str,
+    local_dir: str,
+    metadata: dict[str, Any],
+    *,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Upload every file of ``local_dir`` into ``dest_dir``, then the manifest; return the manifest.
+
+    Transient errors are retried per file. On a permanent error whatever was uploaded is removed
+    (manifest first, best effort) and a StorageError is raised: a half checkpoint never counts.
+    Committing over an existing checkpoint first un-commits it (its manifest is deleted).
+    """
+    url = ctx.uri(dest_dir)
+    if not os.path.isdir(local_dir):
+        raise StorageError(f"cannot commit checkpoint to {url}: local directory {local_dir} does not "
+                           "exist or is not a directory; save the checkpoint files there first", url=url)
+    if not isinstance(metadata, dict):
+        raise StorageError(f"checkpoint metadata for {url} must be a dict, got {type(metadata).__name__}",
+                           url=url)
+    try:
+        json.dumps(metadata)
+    except (TypeError, ValueError) as exc:
+        raise StorageError(f"checkpoint metadata for {url} is not JSON-serializable ({exc}): pass only "
+                           "dicts, lists, strings, numbers, booleans and None", url=url) from exc
+    files = _local_files(local_dir)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "files": [{"path": rel, "size": size} for rel, _, size in files],
+        "metadata": metadata,
+        "committed_at": clock(),
+    }
+    manifest_file = manifest_path(dest_dir)
+    fs = ctx.fs
+    uploaded: list[str] = []
+
+    def upload(item: tuple[str, str, int]) -> None:
+        rel, full, size = item
+        target = posixpath.join(dest_dir, rel)
+        if ctx.has_directories:
+            fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        uploaded.append(target)
+        kwargs = upload_kwargs(ctx, size)
+        retrying(lambda: fs.put_file(full, target, **kwargs), what="uploading checkpoint file",
+                 url=ctx.uri(target))
+
+    try:
+        if _may_exist(ctx, dest_dir):
+            remove_file(ctx, manifest_file)  # un-commit whatever was there before touching its files
+        _remember(ctx, dest_dir)
+        if ctx.has_directories:
+            retrying(lambda: fs.makedirs(dest_dir, exist_ok=True), what="creating checkpoint dir", url=url)
+        parallel_map(upload, files)
+        write_bytes(ctx, manifest_file, dumps(manifest, indent=2).encode("utf-8"),
+                    what="writing checkpoint manifest")
+    except Exception as exc:
+        _discard(ctx, manifest_file, uploaded)
+        if isinstance(exc, StorageError):
+            raise
+        raise as_storage_error(exc, what="committing checkpoint", url=url) from exc
+    return manifest
+
+
+def _discard(ctx: StorageContext, manifest_file: str, uploaded: list[str]) -> None:
+    """Best-effort, single-attempt cleanup after a failed commit; leftovers stay uncommitted."""
+    for path in [manifest_file, *uploaded]:
+        try:
+            remove_file(ctx, path, attempts=1)
+        except Exception as exc:  # the store is failing: cleanup_uncommitted will finish later
+            _log.warning("could not remove %s after a failed checkpoint commit: %s", ctx.uri(path), exc)
+            if path == manifest_file:
+                return
+    try:
+        remove_empty_dirs(ctx, posixpath.dirname(manifest_file))
+    except Exception as exc:
+        _log.debug("could not remove empty dirs under %s: %s", ctx.uri(manifest_file), exc)
+
+
+def is_committed(ctx: StorageContext, ckpt_dir: str) -> bool:
+    """True once the manifest exists; a directory without one is not a checkpoint."""
+    fs = ctx.fs
+    path = manifest_path(ckpt_dir)
+    fs.invalidate_cache(ckpt_dir)
+    return bool(retrying(lambda: fs.isfile(path), what="checking checkpoint", url=ctx.uri(path)))
+
+
+def read_manifest(ctx: StorageContext, ckpt_dir: str) -> dict[str, Any]:
+    """The checkpoint's manifest; StorageError if it is missing or unreadable."""
+    path = manifest_path(ckpt_dir)
+    url = ctx.uri(ckpt_dir)
+    try:
+        data = read_bytes(ctx, path, what="reading checkpoint manifest")
+    except FileNotFoundError as exc:
+        raise StorageError(f"{url} is not a committed checkpoint (no {MANIFEST_NAME}): it is incomplete "
+                           "or was deleted; use the latest committed checkpoint instead", url=url) from exc
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+            raise ValueError("not a manifest object")
+        for entry in manifest["files"]:
+            _safe_relpath(entry["path"], url)
+            int(entry["size"])
+        if not isinstance(manifest.get("metadata", {}), dict):
+            raise ValueError("metadata is not an object")
+    except StorageError:
+        raise
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise StorageError(f"checkpoint manifest at {url} is corrupted ({exc}): delete this checkpoint "
+                           "and use an older one", url=url) from exc
+    return manifest
+
+
+def download_checkpoint(ctx: StorageContext, ckpt_dir: str, local_dir: str) -> dict[str, Any]:
+    """Fetch a committed checkpoint into ``local_dir``, checking every listed file and size."""
+    url = ctx.uri(ckpt_dir)
+    manifest = read_manifest(ctx, ckpt_dir)
+    fs = ctx.fs
+    os.makedirs(local_dir, exist_ok=True)
+
+    def fetch(entry: dict[str, Any]) -> None:
+        rel = _safe_relpath(entry["path"], url)
+        source = posixpath.join(ckpt_dir, rel)
+        target = os.path.join(local_dir, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            retrying(lambda: fs.get_file(source, target), what="downloading checkpoint file",
+                     url=ctx.uri(source))
+        except FileNotFoundError as exc:
+            raise StorageError(f"checkpoint {url} is damaged: {rel} is listed in its manifest but missing; "
+                               "use an older checkpoint", url=url) from exc
+        size = os.path.getsize(target)
+        if size != int(entry["size"]):
+            raise StorageError(f"checkpoint {url} is damaged: {rel} has {size} bytes, the manifest says "
+                               f"{entry['size']}; use an older checkpoint", url=url)
+
+    parallel_map(fetch, manifest["files"])
+    return dict(manifest.get("metadata") or {})
+
+
+def list_checkpoints(ctx: StorageContext, trial_dir: str) -> list[CheckpointInfo]:
+    """All checkpoint directories of a trial, committed or not, sorted by index."""
+    dirs: list[tuple[int, str]] = []
+    for entry in list_dir(ctx, trial_dir):
+        index = ExperimentLayout.parse_checkpoint_index(entry["name"])
+        if index is not None and entry.get("type") == "directory":
+            dirs.append((index, entry["name"].rstrip("/")))
+
+    def inspect(item: tuple[int, str]) -> CheckpointInfo:
+        index, path = item
+        try:
+            manifest = read_manifest(ctx, path)
+        except StorageError as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                return CheckpointInfo(index, path, False)
+            _log.warning("ignoring checkpoint: %s", exc)
+            return CheckpointInfo(index, path, False)
+        return CheckpointInfo(index, path, True, dict(manifest.get("metadata") or {}))
+
+    return sorted(parallel_map(inspect, sorted(dirs)), key=lambda info: info.index)
+
+
+def latest_committed_checkpoint(ctx: StorageContext, trial_dir: str) -> CheckpointInfo | None:
+    committed = [info for info in list_checkpoints(ctx, trial_dir) if info.committed]
+    return committed[-1] if committed else None
+
+
+def delete_checkpoint(ctx: StorageContext, ckpt_dir: str) -> None:
+    """Manifest first, then the files: a half-deleted checkpoint is never taken as committed."""
+    remove_file(ctx, manifest_path(ckpt_dir))
+    remove_tree(ctx, ckpt_dir)
+
+
+def cleanup_uncommitted(ctx: StorageContext, trial_dir: str) -> list[str]:
+    """Delete the trial's checkpoint directories that have no manifest; return their paths.
+
+    Call only while nothing is committing into this trial (e.g. before restoring it): a commit in
+    progress looks exactly like an abandoned one.
+    """
+    removed: list[str] = []
+    for info in list_checkpoints(ctx, trial_dir):
+        if not info.committed:
+            remove_tree(ctx, info.path)
+            removed.append(info.path)
+    return removed

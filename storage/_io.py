@@ -1,0 +1,215 @@
+"""Whole-object reads and writes, listings and deletes that behave the same on every fsspec backend.
+
+Rules kept here so no caller has to remember them:
+- whole-object writes are atomic: object stores replace a key atomically; on local disk we write a
+  temporary sibling and ``os.replace`` it, so a crash never leaves half a JSON file;
+- no call that expands globs is used, so paths may contain ``[ ] * ?``;
+- listings drop fsspec's directory cache first, because other processes write here too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import posixpath
+import secrets
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from storage._context import StorageContext
+from storage._errors import StorageError
+from storage._retry import retrying
+
+T = TypeVar("T")
+R = TypeVar("R")
+_log = logging.getLogger("storage")
+_MISSING: Any = object()
+MAX_PARALLEL = 8
+# Uploads to a stalled peer block forever: botocore's read_timeout only covers waiting for the
+# answer, not sending the body. So every upload gets an overall deadline: twice the read timeout
+# (botocore's default 60 s unless set in config_kwargs) plus the time the body takes at 1 MiB/s.
+MIN_UPLOAD_RATE = 2**20
+DEFAULT_READ_TIMEOUT = 60.0
+
+
+def json_default(value: Any) -> Any:
+    """Make numpy scalars/arrays, sets and other odd values storable instead of failing a report."""
+    if hasattr(value, "item") and callable(value.item):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            pass
+    if hasattr(value, "tolist") and callable(value.tolist):
+        return value.tolist()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def dumps(obj: Any, *, indent: int | None = None) -> str:
+    return json.dumps(obj, indent=indent, default=json_default, sort_keys=False)
+
+
+def parallel_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int = MAX_PARALLEL) -> list[R]:
+    """Run ``fn`` over ``items`` with a few threads (object stores are latency-bound)."""
+    todo = list(items)
+    if len(todo) <= 1:
+        return [fn(item) for item in todo]
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(todo)), thread_name_prefix="storage") as pool:
+        return list(pool.map(fn, todo))
+
+
+def upload_kwargs(ctx: StorageContext, nbytes: int) -> dict[str, Any]:
+    """``timeout=`` for fsspec's async backends (it cancels the request); {} where not supported."""
+    if not getattr(ctx.fs, "async_impl", False):
+        return {}
+    config = ctx.options.get("config_kwargs") or {}
+    stall = float(config.get("read_timeout") or DEFAULT_READ_TIMEOUT)
+    return {"timeout": 2 * stall + nbytes / MIN_UPLOAD_RATE}
+
+
+def write_bytes(ctx: StorageContext, path: str, data: bytes, *, what: str = "writing") -> None:
+    """Replace the object at ``path`` with ``data`` as one atomic step."""
+    url = ctx.uri(path)
+    if ctx.is_local:
+        def local_write() -> None:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+            try:
+                with open(tmp, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+        retrying(local_write, what=what, url=url)
+        return
+    fs = ctx.fs
+    kwargs = upload_kwargs(ctx, len(data))
+    retrying(lambda: fs.pipe_file(path, data, **kwargs), what=what, url=url)
+
+
+def read_bytes(ctx: StorageContext, path: str, *, what: str = "reading") -> bytes:
+    """Whole object; ``FileNotFoundError`` when absent (callers decide whether that is fine)."""
+    fs = ctx.fs
+    return bytes(retrying(lambda: fs.cat_file(path), what=what, url=ctx.uri(path)))
+
+
+def exists(ctx: StorageContext, path: str) -> bool:
+    """True if a file or directory is at ``path`` (fresh answer: caches are dropped first)."""
+    fs = ctx.fs
+    fs.invalidate_cache(path)
+    return bool(retrying(lambda: fs.exists(path), what="checking", url=ctx.uri(path)))
+
+
+def write_json(ctx: StorageContext, path: str, obj: Any) -> None:
+    """Write ``obj`` as one JSON document, replacing the file atomically."""
+    write_bytes(ctx, path, dumps(obj, indent=2).encode("utf-8"), what="writing JSON")
+
+
+def read_json(ctx: StorageContext, path: str, default: Any = _MISSING) -> Any:
+    """Parse a JSON file; return ``default`` if it is missing (StorageError if no default given)."""
+    try:
+        data = read_bytes(ctx, path, what="reading JSON")
+    except FileNotFoundError as exc:
+        if default is not _MISSING:
+            return default
+        raise StorageError(f"{ctx.uri(path)} does not exist: check the path or the experiment name",
+                           url=ctx.uri(path)) from exc
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StorageError(f"{ctx.uri(path)} is not valid JSON ({exc}): the file is corrupted; "
+                           "restore it from a backup or delete it", url=ctx.uri(path)) from exc
+
+
+def write_text(ctx: StorageContext, path: str, text: str) -> None:
+    """Write a text file (error.txt and friends), replacing it atomically."""
+    write_bytes(ctx, path, text.encode("utf-8"), what="writing text")
+
+
+def remove_file(ctx: StorageContext, path: str, *, attempts: int = 5) -> None:
+    """Delete one object; absent is fine."""
+    fs = ctx.fs
+
+    def rm() -> None:
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+    retrying(rm, what="deleting", url=ctx.uri(path), attempts=attempts)
+
+
+def list_dir(ctx: StorageContext, path: str) -> list[dict[str, Any]]:
+    """Immediate children as fsspec info dicts; [] if ``path`` does not exist."""
+    fs = ctx.fs
+    fs.invalidate_cache(path)
+
+    def ls() -> list[dict[str, Any]]:
+        try:
+            return list(fs.ls(path, detail=True))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            return []
+
+    entries = retrying(ls, what="listing", url=ctx.uri(path))
+    base = path.rstrip("/")
+    return [e for e in entries if e["name"].rstrip("/") != base]
+
+
+def find_files(ctx: StorageContext, path: str) -> dict[str, int]:
+    """Every file below ``path`` (recursive) mapped to its size; {} if ``path`` does not exist."""
+    fs = ctx.fs
+    fs.invalidate_cache(path)
+
+    def find() -> dict[str, Any]:
+        try:
+            return dict(fs.find(path, detail=True, withdirs=False))
+        except FileNotFoundError:
+            return {}
+
+    found = retrying(find, what="listing", url=ctx.uri(path))
+    return {
+        name: int(info.get("size") or 0) for name, info in found.items() if info.get("type") != "directory"
+    }
+
+
+def remove_tree(ctx: StorageContext, path: str, *, attempts: int = 5) -> None:
+    """Delete every file below ``path`` one by one (no globbing), then empty directories."""
+    files = sorted(find_files(ctx, path))
+    parallel_map(lambda name: remove_file(ctx, name, attempts=attempts), files)
+    remove_empty_dirs(ctx, path)
+
+
+def remove_empty_dirs(ctx: StorageContext, path: str) -> None:
+    """Where directories are real (local, memory), remove the now-empty ones bottom-up."""
+    if not ctx.has_directories:
+        return
+    fs = ctx.fs
+    fs.invalidate_cache(path)
+    try:
+        found = fs.find(path, withdirs=True, detail=True)
+    except FileNotFoundError:
+        return
+    dirs = [name for name, info in found.items() if info.get("type") == "directory"]
+    if fs.isdir(path):
+        dirs.append(path)
+    for name in sorted(set(dirs), key=lambda d: d.count("/"), reverse=True):
+        try:
+            fs.rmdir(name)
+        except (FileNotFoundError, OSError) as exc:
+            _log.debug("not removing directory %s: %s", ctx.uri(name), exc)
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def basename(path: str) -> str:
+    return posixpath.basename(path.rstrip("/"))

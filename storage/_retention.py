@@ -1,0 +1,67 @@
+"""Which checkpoints to delete: pure logic over CheckpointInfo, so it is testable without storage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from storage._checkpoint import CheckpointInfo
+from storage._io import is_finite_number
+
+
+def _lookup(mapping: dict[str, Any], key: str) -> Any:
+    if key in mapping:
+        return mapping[key]
+    value: Any = mapping
+    for part in key.split("/"):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def checkpoint_score(info: CheckpointInfo, score_attribute: str) -> float | None:
+    """The score in the checkpoint's metadata, or in its ``metrics`` sub-dict (where the engine puts
+    the reported result); nested keys may be written ``a/b``. None if absent or not a finite number.
+    """
+    value = _lookup(info.metadata, score_attribute)
+    metrics = info.metadata.get("metrics")
+    if value is None and isinstance(metrics, dict):
+        value = _lookup(metrics, score_attribute)
+    return float(value) if is_finite_number(value) else None
+
+
+def checkpoints_to_delete(
+    infos: Iterable[CheckpointInfo],
+    num_to_keep: int | None,
+    score_attribute: str | None,
+    score_order: str = "max",
+    protected: Iterable[str] = frozenset(),
+) -> list[CheckpointInfo]:
+    """Committed checkpoints beyond the ``num_to_keep`` best, sorted by index.
+
+    Best means highest (``score_order="max"``) or lowest score, or newest when no attribute is given;
+    checkpoints without a usable score rank last. The latest committed checkpoint and any path in
+    ``protected`` (e.g. the one a trial is restoring from) are always kept, so more than
+    ``num_to_keep`` may survive. Uncommitted directories are not considered here.
+    """
+    if num_to_keep is not None and (not isinstance(num_to_keep, int) or num_to_keep < 1):
+        raise ValueError(f"num_to_keep must be None or an int >= 1, got {num_to_keep!r}")
+    if score_order not in ("max", "min"):
+        raise ValueError(f"score_order must be 'max' or 'min', got {score_order!r}")
+    committed = sorted((i for i in infos if i.committed), key=lambda i: i.index)
+    if num_to_keep is None or not committed:
+        return []
+    keep = {committed[-1].path, *protected}
+
+    def rank(info: CheckpointInfo) -> tuple[int, float, int]:
+        # Sort key, best first: scored before unscored, then by score, then newer first.
+        if score_attribute is None:
+            return (0, 0.0, -info.index)
+        score = checkpoint_score(info, score_attribute)
+        if score is None:
+            return (1, 0.0, -info.index)
+        return (0, -score if score_order == "max" else score, -info.index)
+
+    keep.update(info.path for info in sorted(committed, key=rank)[:num_to_keep])
+    return [info for info in committed if info.path not in keep]

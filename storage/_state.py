@@ -1,0 +1,136 @@
+"""Experiment state that survives a crash at any point, without needing an atomic rename.
+
+Each save writes a new, never-overwritten version file and only then moves the small pointer
+``experiment_state.json`` to it. A crash before the pointer moves leaves the previous state in
+force; a lost or corrupt pointer falls back to the newest version that still parses.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from storage._context import StorageContext
+from storage._errors import StorageError
+from storage._io import basename, dumps, exists, list_dir, read_bytes, remove_file, write_bytes
+from storage._layout import STATE_DIR_NAME, STATE_POINTER_NAME, ExperimentLayout
+
+_log = logging.getLogger("storage")
+KEEP_VERSIONS = 3
+
+
+def _versions(ctx: StorageContext, layout: ExperimentLayout) -> list[tuple[int, str]]:
+    """(seq, path) of every state version, oldest first."""
+    found = []
+    for entry in list_dir(ctx, layout.state_dir):
+        seq = ExperimentLayout.parse_state_version(entry["name"])
+        if seq is not None and entry.get("type") != "directory":
+            found.append((seq, entry["name"]))
+    return sorted(found)
+
+
+def _read_object(ctx: StorageContext, path: str) -> dict[str, Any] | None:
+    """Parsed JSON object, or None when missing or unreadable (the caller falls back)."""
+    try:
+        data = read_bytes(ctx, path, what="reading experiment state")
+    except FileNotFoundError:
+        return None
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def write_experiment_state(
+    ctx: StorageContext,
+    layout: ExperimentLayout,
+    state: dict[str, Any],
+    *,
+    keep: int = KEEP_VERSIONS,
+    clock: Callable[[], float] = time.time,
+) -> str:
+    """Save ``state`` as a new version, point to it, prune old versions; return the version's path."""
+    if not isinstance(state, dict):
+        raise StorageError(f"experiment state for {ctx.uri(layout.experiment_dir)} must be a dict, got "
+                           f"{type(state).__name__}", url=ctx.uri(layout.experiment_dir))
+    if keep < 1:
+        raise ValueError(f"keep must be >= 1, got {keep}")
+    versions = _versions(ctx, layout)
+    pointer = _read_object(ctx, layout.state_pointer)
+    last = max([seq for seq, _ in versions] + [_pointer_seq(pointer)], default=-1)
+    seq = last + 1
+    path = layout.state_version(seq, secrets.token_hex(4))
+    write_bytes(ctx, path, dumps(state).encode("utf-8"), what="writing experiment state")
+    write_bytes(
+        ctx,
+        layout.state_pointer,
+        dumps({"latest": basename(path), "seq": seq, "written_at": clock()}, indent=2).encode("utf-8"),
+        what="writing experiment state pointer",
+    )
+    _prune(ctx, [*versions, (seq, path)], keep, current=path)
+    return path
+
+
+def _pointer_seq(pointer: dict[str, Any] | None) -> int:
+    seq = (pointer or {}).get("seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
+
+
+def _prune(ctx: StorageContext, versions: list[tuple[int, str]], keep: int, current: str) -> None:
+    """Drop all but the newest ``keep`` versions; failures only cost disk space, so just log them."""
+    for _, path in sorted(versions)[:-keep]:
+        if path == current:
+            continue
+        try:
+            remove_file(ctx, path, attempts=1)
+        except Exception as exc:
+            _log.warning("could not prune old experiment state %s: %s", ctx.uri(path), exc)
+
+
+def read_experiment_state(ctx: StorageContext, layout: ExperimentLayout) -> dict[str, Any] | None:
+    """The current state; None when no state was ever saved here.
+
+    Falls back (with a warning) to the newest readable version when the pointer or the version it
+    names is missing or corrupt. StorageError if versions exist but none is readable.
+    """
+    pointer = _read_object(ctx, layout.state_pointer)
+    latest = (pointer or {}).get("latest")
+    if isinstance(latest, str) and ExperimentLayout.parse_state_version(latest) is not None:
+        state = _read_object(ctx, f"{layout.state_dir}/{latest}")
+        if state is not None:
+            return state
+    versions = _versions(ctx, layout)
+    pointer_exists = pointer is not None or exists(ctx, layout.state_pointer)
+    if not versions and not pointer_exists:
+        return None
+    tried: list[str] = []
+    for _, path in reversed(versions):
+        state = _read_object(ctx, path)
+        if state is not None:
+            _log.warning("experiment state pointer %s is missing or names an unreadable version; "
+                         "using %s instead", ctx.uri(layout.state_pointer), ctx.uri(path))
+            return state
+        tried.append(basename(path))
+    where = ctx.uri(layout.experiment_dir)
+    names = ", ".join(tried) or "none"
+    raise StorageError(
+        f"corrupted experiment state at {where}: the pointer {STATE_POINTER_NAME} names {latest!r} and "
+        f"no version in {STATE_DIR_NAME}/ is readable (tried: {names}). "
+        "Restore the directory from a backup, or start a new experiment under another name",
+        url=where,
+    )
+
+
+def list_experiment(ctx: StorageContext, layout: ExperimentLayout) -> list[str]:
+    """Trial ids that have a directory in the experiment, sorted."""
+    trials = []
+    for entry in list_dir(ctx, layout.experiment_dir):
+        name = basename(entry["name"])
+        if entry.get("type") == "directory" and not name.startswith("."):
+            trials.append(name)
+    return sorted(trials)

@@ -1,0 +1,67 @@
+"""pytest plugin: S3 fixtures on a real moto server (listed in conftest.py's ``pytest_plugins``).
+
+Tests that use them are skipped only when s3fs itself is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests._s3 import MotoServer, start_moto_server
+from tests._tcp_proxy import TcpProxy
+
+
+def _require_s3() -> None:
+    pytest.importorskip("s3fs", reason="s3fs is not installed (pip install 'audition[s3]')")
+    pytest.importorskip("moto.server", reason="moto[server] is not installed")
+
+
+def _clear_s3fs_cache() -> None:
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """One moto S3 server for the whole session (no auth: any key/secret is accepted)."""
+    _require_s3()
+    server = start_moto_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_auth_server() -> Iterator[MotoServer]:
+    """A second server that checks credentials; only single-object calls work there (moto quirk)."""
+    _require_s3()
+    server = start_moto_server(auth=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_location(moto_server: MotoServer) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(``s3://fresh-bucket/results``, storage options) for one test."""
+    _clear_s3fs_cache()
+    yield moto_server.new_location()
+    _clear_s3fs_cache()
+
+
+@pytest.fixture
+def s3_proxy(moto_server: MotoServer) -> Iterator[TcpProxy]:
+    """A fault-injecting TCP proxy in front of the session's moto server."""
+    host, port = moto_server.endpoint.rsplit("//", 1)[1].split(":")
+    proxy = TcpProxy(host, int(port)).start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+        _clear_s3fs_cache()

@@ -1,0 +1,52 @@
+"""Shared fixtures: process-leak checks and helpers for end-to-end runs.
+
+Thespian's admin daemonizes (its parent becomes init), so leaks are found by
+looking for processes forked from this interpreter: same command line, started
+after this session began, not this process itself.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+pytest_plugins = ["tests._fixtures_s3"]
+
+_ME = psutil.Process(os.getpid())
+_CMDLINE = _ME.cmdline()
+_START = _ME.create_time()
+
+
+def forked_processes() -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
+        try:
+            if (p.pid != _ME.pid and p.info["cmdline"] == _CMDLINE and p.info["create_time"] >= _START
+                    and p.info["status"] != psutil.STATUS_ZOMBIE):
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+@pytest.fixture
+def no_leaks():
+    """Fail the test if a process forked during it (an actor system) outlives it."""
+    before = {p.pid for p in forked_processes()}
+    yield
+    deadline = time.monotonic() + 5.0
+    left: list[psutil.Process] = []
+    while time.monotonic() < deadline:
+        left = [p for p in forked_processes() if p.pid not in before]
+        if not left:
+            return
+        psutil.wait_procs(left, timeout=0.2)
+    raise AssertionError(f"processes left running after the test: {[p.pid for p in left]}")
+
+
+@pytest.fixture
+def storage_dir(tmp_path):
+    return str(tmp_path / "results")

@@ -1,0 +1,168 @@
+"""ASHA: rung placement, who stops where (expected outcomes reasoned by hand), save/restore."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from actors._reducer import Decision
+from actors.schedulers import ASHAScheduler, AsyncHyperBandScheduler
+from actors.schedulers._common import MissingResultKeyError
+from tests._fake_controller import Simulator
+
+C, S = Decision.CONTINUE, Decision.STOP
+
+
+def _sim(**kw: object) -> Simulator:
+    args = {"metric": "acc", "mode": "max", "max_t": 16, "grace_period": 1, "reduction_factor": 2}
+    args.update(kw)
+    sim = Simulator(ASHAScheduler(**args))  # type: ignore[arg-type]
+    for tid in "ABCD":
+        sim.add(tid)
+        sim.start(tid)
+    return sim
+
+
+def test_rungs_are_grace_times_powers_below_max_t() -> None:
+    assert ASHAScheduler(max_t=100, grace_period=1, reduction_factor=4).milestones() == [1, 4, 16, 64]
+    assert ASHAScheduler(max_t=64, grace_period=1, reduction_factor=4).milestones() == [1, 4, 16]
+    two = ASHAScheduler(max_t=16, grace_period=1, reduction_factor=2, brackets=2)
+    assert two.milestones(0) == [1, 2, 4, 8]
+    assert two.milestones(1) == [2, 4, 8]
+
+
+def test_alias_and_batching() -> None:
+    assert AsyncHyperBandScheduler is ASHAScheduler
+    assert ASHAScheduler().batching_allowed() is False
+
+
+def test_who_stops_at_which_rung() -> None:
+    # rf=2: at a rung with n recorded values (incl. the new one) the best ceil(n/2) go on.
+    sim = _sim()
+    # rung 1: A .5 (alone) ok; B .6 best of 2 ok; C .4 is third of 3, top 2 = {.6,.5} -> stop; D .7 ok
+    assert [sim.report(t, acc=a) for t, a in zip("ABCD", [0.5, 0.6, 0.4, 0.7], strict=True)] == [C, C, S, C]
+    # rung 2: A .55 alone ok; B .5 vs A .55, top 1 -> stop; D .9 top 2 of 3 -> ok
+    assert [sim.report(t, acc=a) for t, a in zip("ABD", [0.55, 0.5, 0.9], strict=True)] == [C, S, C]
+    assert [sim.report(t, acc=0.6) for t in "AD"] == [C, C]  # iteration 3: no rung
+    assert [sim.report(t, acc=a) for t, a in zip("AD", [0.6, 0.95], strict=True)] == [C, C]  # rung 4
+    for _ in range(3):  # iterations 5..7
+        assert [sim.report(t, acc=0.9) for t in "AD"] == [C, C]
+    # rung 8: D reports first (alone, ok), then A .5 loses to D .97 -> stop
+    assert sim.report("D", acc=0.97) is C
+    assert sim.report("A", acc=0.5) is S
+    for _ in range(9, 16):
+        assert sim.report("D", acc=0.97) is C
+    assert sim.report("D", acc=0.97) is S  # iteration 16 = max_t
+    stopped_at = {tid: it for tid, it, d in sim.decisions if d is S}
+    assert stopped_at == {"C": 1, "B": 2, "A": 8, "D": 16}
+
+
+def test_min_mode_mirrors_max_mode() -> None:
+    sim = _sim(metric="loss", mode="min")
+    out = [sim.report(t, loss=-a) for t, a in zip("ABCD", [0.5, 0.6, 0.4, 0.7], strict=True)]
+    assert out == [C, C, S, C]
+
+
+def test_ties_go_on_and_nan_is_worst() -> None:
+    sim = _sim()
+    assert sim.report("A", acc=0.5) is C
+    assert sim.report("B", acc=0.5) is C  # equal to the best: nothing is strictly better
+    assert sim.report("C", acc=float("nan")) is S
+
+
+def test_only_the_highest_rung_passed_is_judged() -> None:
+    sched = ASHAScheduler(time_attr="time_total_s", metric="acc", mode="max", max_t=16, grace_period=1,
+                          reduction_factor=2)
+    sim = Simulator(sched)
+    sim.add("A")
+    sim.start("A")
+    sim.report("A", t=0.5, acc=0.1)
+    sim.report("A", t=5, acc=0.2)  # jumps over rungs 1, 2 and 4
+    rec = sched.recorded()
+    assert rec[1] == {} and rec[2] == {} and rec[4] == {"A": 0.2}
+
+
+def test_brackets_are_assigned_round_robin() -> None:
+    sched = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, brackets=2)
+    sim = Simulator(sched)
+    for tid in ["t0", "t1", "t2", "t3"]:
+        sim.add(tid)
+    assert [sched.bracket_of(t) for t in ["t0", "t1", "t2", "t3"]] == [0, 1, 0, 1]
+
+
+def test_stop_last_trials_false_lets_trials_run_past_max_t() -> None:
+    sim = _sim(max_t=2, stop_last_trials=False)
+    assert sim.report("A", acc=1) is C
+    assert sim.report("A", acc=1) is C
+    assert sim.report("A", acc=1) is C
+
+
+def test_stopped_trial_keeps_getting_stop() -> None:
+    sim = _sim()
+    sim.report("A", acc=0.9)
+    assert sim.report("B", acc=0.1) is S
+    sched = sim.scheduler
+    assert sched.on_trial_result(sim.ctl, sim.ctl.get("B"), {"acc": 1.0, "training_iteration": 2}) is S
+
+
+def test_metric_and_mode_from_search_properties() -> None:
+    sched = ASHAScheduler()
+    sched.set_search_properties("acc", "max")
+    assert (sched.metric, sched.mode) == ("acc", "max")
+    with pytest.raises(ValueError, match="mode must be 'min' or 'max'"):
+        ASHAScheduler().set_search_properties("acc", "maximize")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"mode": "maximise"}, "mode must be 'min' or 'max'"),
+        ({"max_t": 0}, "max_t must be > 0"),
+        ({"grace_period": 0}, "grace_period must be > 0"),
+        ({"reduction_factor": 1}, "reduction_factor must be > 1"),
+        ({"brackets": 0}, "brackets must be >= 1"),
+        ({"brackets": 1.5}, "brackets must be a whole number"),
+        ({"grace_period": 200}, "grace_period=200 exceeds max_t=100"),
+        ({"time_attr": ""}, "time_attr"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        ASHAScheduler(**kwargs)  # type: ignore[arg-type]
+
+
+def test_missing_metric_or_objective_is_a_clear_error() -> None:
+    sim = _sim()
+    with pytest.raises(MissingResultKeyError, match=r"no 'acc' entry \(keys present: \[.*'loss'"):
+        sim.report("A", loss=1.0)
+    bare = Simulator(ASHAScheduler())
+    bare.add("A")
+    bare.start("A")
+    with pytest.raises(ValueError, match="metric and mode not set"):
+        bare.report("A", acc=1.0)
+
+
+SCRIPT = [(t, a) for a_row in [[0.5, 0.6, 0.4, 0.7], [0.55, 0.5, 0.45, 0.9], [0.6, 0.3, 0.2, 0.95]]
+          for t, a in zip("ABCD", a_row, strict=True)] + [(t, 0.9) for _ in range(13) for t in "ABCD"]
+
+
+def _play(sim: Simulator, steps: list[tuple[str, float]]) -> None:
+    for tid, acc in steps:
+        if sim.ctl.status(tid).value == "RUNNING":
+            sim.report(tid, acc=acc)
+
+
+def test_save_restore_continues_the_same_rungs() -> None:
+    full = _sim()
+    _play(full, SCRIPT)
+    part = _sim()
+    _play(part, SCRIPT[:9])
+    state = pickle.loads(pickle.dumps(part.scheduler.save()))
+    fresh = ASHAScheduler(metric="acc", mode="max", max_t=16, grace_period=1, reduction_factor=2)
+    fresh.restore(state)
+    part.scheduler = fresh
+    _play(part, SCRIPT[9:])
+    assert part.decisions == full.decisions
+    with pytest.raises(ValueError, match="max_t=32 here but 16 in the saved state"):
+        ASHAScheduler(metric="acc", mode="max", max_t=32, reduction_factor=2).restore(state)

@@ -1,0 +1,199 @@
+"""Synchronous HyperBand: bracket shapes, pause/promote/stop, no stranded trial, save/restore."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+
+from actors._reducer import Decision
+from actors._trial import TrialStatus
+from actors.schedulers import HyperBandScheduler
+from tests._fake_controller import Simulator
+
+C, P, S = Decision.CONTINUE, Decision.PAUSE, Decision.STOP
+
+
+def test_band_for_max_t_81_rf_3() -> None:
+    # s_max = 4; n = ceil(5 * 3**s / (s + 1)); first milestone = 81 / 3**s.
+    sched = HyperBandScheduler(max_t=81, reduction_factor=3)
+    assert sched.s_max == 4
+    assert sched.band() == [
+        (81, [1, 3, 9, 27, 81]),
+        (34, [3, 9, 27, 81]),
+        (15, [9, 27, 81]),
+        (8, [27, 81]),
+        (5, [81]),
+    ]
+
+
+def test_trials_fill_brackets_in_band_order() -> None:
+    sched = HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3)
+    sim = Simulator(sched)
+    for i in range(9 + 5 + 3 + 1):
+        sim.add(f"t{i}")
+    info = sched.bracket_info()
+    assert [(b["s"], b["capacity"], len(b["trials"]), b["closed"]) for b in info] == [
+        (2, 9, 9, True), (1, 5, 5, True), (0, 3, 3, True), (2, 9, 1, False),
+    ]
+
+
+def _nine() -> Simulator:
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3))
+    for i in range(9):
+        sim.add(f"t{i}")
+    return sim
+
+
+def test_pause_at_milestone_then_promote_top_third() -> None:
+    sim = _nine()
+    for i in range(9):
+        sim.start(f"t{i}")
+    # milestone 1: everyone but the last is parked
+    assert [sim.report(f"t{i}", acc=i / 10) for i in range(8)] == [P] * 8
+    assert all(sim.ctl.status(f"t{i}") is TrialStatus.PAUSED for i in range(8))
+    # the last arrival completes the rung: keep 9 // 3 = 3 (t8, t7, t6)
+    assert sim.report("t8", acc=0.8) is C
+    assert sorted(c[1] for c in sim.ctl.calls_of("resume")) == ["t6", "t7"]
+    assert sorted(c[1] for c in sim.ctl.calls_of("stop")) == [f"t{i}" for i in range(6)]
+    assert [sim.ctl.status(f"t{i}") for i in (6, 7)] == [TrialStatus.PENDING] * 2
+    assert ("remove", "t0") in sim.hooks
+    assert sim.choose() in ("t6", "t7") and sim.choose() in ("t6", "t7")
+    # milestone 3: keep 3 // 3 = 1
+    assert [sim.report("t8", acc=0.8), sim.report("t8", acc=0.2)] == [C, P]
+    assert [sim.report("t6", acc=0.9), sim.report("t6", acc=1.0)] == [C, P]
+    assert sim.report("t7", acc=0.5) is C
+    assert sim.report("t7", acc=0.1) is S  # last to arrive and not the best
+    assert sim.ctl.status("t8") is TrialStatus.TERMINATED
+    assert sim.ctl.status("t6") is TrialStatus.PENDING
+    sim.choose()
+    assert [sim.report("t6", acc=1.0) for _ in range(5)] == [C] * 5  # iterations 4..8
+    assert sim.report("t6", acc=1.0) is S  # 9 = max_t
+    assert sim.iteration["t6"] == 9
+
+
+def test_choose_prefers_pending_and_never_picks_a_parked_trial() -> None:
+    sim = _nine()
+    for i in range(8):
+        sim.start(f"t{i}")
+        sim.report(f"t{i}", acc=0.1 * i)
+    assert sim.scheduler.choose_trial_to_run(sim.ctl).trial_id == "t8"  # type: ignore[union-attr]
+    sim.start("t8")
+    assert sim.scheduler.choose_trial_to_run(sim.ctl) is None  # every paused trial waits at its rung
+
+
+def test_early_end_does_not_leave_the_bracket_waiting() -> None:
+    sim = _nine()
+    for i in range(9):
+        sim.start(f"t{i}")
+    for i in range(8):
+        sim.report(f"t{i}", acc=i / 10)
+    sim.error("t8")  # never reaches the milestone
+    # 8 waiting -> keep 8 // 3 = 2, promoted from inside on_trial_error
+    assert sorted(c[1] for c in sim.ctl.calls_of("resume")) == ["t6", "t7"]
+    assert len(sim.ctl.calls_of("stop")) == 6
+
+
+def test_trial_done_at_milestone_does_not_block() -> None:
+    sim = _nine()
+    for i in range(9):
+        sim.start(f"t{i}")
+    for i in range(8):
+        sim.report(f"t{i}", acc=i / 10)
+    assert sim.report("t8", acc=0.99, done=True) is C  # ends on its own: not a candidate
+    assert sorted(c[1] for c in sim.ctl.calls_of("resume")) == ["t6", "t7"]
+
+
+def test_bracket_that_never_fills_is_halved_when_nothing_else_can_run() -> None:
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3))
+    for i in range(4):  # bracket s=2 holds 9: it will never fill
+        sim.add(f"t{i}")
+    quality = {"t0": 0.3, "t1": 0.9, "t2": 0.1, "t3": 0.5}
+    sim.run(lambda tid, it: {"acc": quality[tid]}, slots=2, max_iter=20)
+    reached = dict(sim.iteration)
+    assert reached == {"t0": 1, "t1": 9, "t2": 1, "t3": 1}  # keep max(1, 4 // 3) = 1
+    assert all(s.status is TrialStatus.TERMINATED for s in sim.ctl.get_trials())
+
+
+def test_full_band_81_no_stranding_and_exact_promotions() -> None:
+    rng = random.Random(7)
+    quality = {f"t{i:03d}": rng.random() for i in range(81 + 34 + 5)}
+    sched = HyperBandScheduler(metric="acc", mode="max", max_t=81, reduction_factor=3)
+    sim = Simulator(sched)
+    for tid in quality:
+        sim.add(tid)
+    sim.run(lambda tid, it: {"acc": quality[tid] + it * 1e-6}, slots=4, max_iter=200)
+    assert all(s.status is TrialStatus.TERMINATED for s in sim.ctl.get_trials())
+    first = sorted(list(quality)[:81], key=quality.__getitem__, reverse=True)
+    for budget, survivors in ((1, 81), (3, 27), (9, 9), (27, 3), (81, 1)):
+        assert sum(sim.iteration[t] >= budget for t in first) == survivors
+    assert sim.iteration[first[0]] == 81  # the best trial is the one that ran to max_t
+    second = list(quality)[81:115]  # 34 trials from milestone 3: 34 -> 11 -> 3 -> 1
+    for budget, survivors in ((3, 34), (9, 11), (27, 3), (81, 1)):
+        assert sum(sim.iteration[t] >= budget for t in second) == survivors
+    third = list(quality)[115:]  # 5 trials in a 15-slot bracket: halved early, 5 -> 1
+    assert sorted(sim.iteration[t] for t in third) == [9, 9, 9, 9, 81]
+
+
+def test_stop_last_trials_false() -> None:
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=3, reduction_factor=3,
+                                       stop_last_trials=False))
+    # s_max = 1.  Bracket s=1 (3 trials, milestones 1, 3): t0..t2, only t2 passes 1.
+    # Bracket s=0 (2 trials, milestone 3): t3, t4, no halving.  t5 opens a new s=1 bracket
+    # that never fills and is halved alone.  Nobody is stopped at max_t = 3: winners run to 5.
+    for i in range(6):
+        sim.add(f"t{i}")
+    sim.run(lambda tid, it: {"acc": int(tid[1:])}, slots=3, max_iter=5)
+    assert sim.iteration == {"t0": 1, "t1": 1, "t2": 5, "t3": 5, "t4": 5, "t5": 5}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"mode": "best"}, "mode must be 'min' or 'max'"),
+        ({"max_t": -1}, "max_t must be > 0"),
+        ({"reduction_factor": 1}, "reduction_factor must be >= 2"),
+        ({"reduction_factor": 2.5}, "reduction_factor must be a whole number"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        HyperBandScheduler(**kwargs)  # type: ignore[arg-type]
+
+
+def _script(sim: Simulator, quality: dict[str, float], steps: int) -> None:
+    """Deterministic engine loop, cut after ``steps`` reports (so a save can be taken mid-way)."""
+    done = 0
+    while done < steps:
+        sim.fill(3)
+        running = sim.running()
+        if not running:
+            return
+        tid = running[0]
+        it = sim.iteration[tid] + 1
+        sim.report(tid, done=it >= 20, acc=quality[tid])
+        done += 1
+
+
+def test_save_restore_mid_stream_matches_uninterrupted_run() -> None:
+    quality = {f"t{i}": (i * 37 % 11) / 11 for i in range(14)}
+
+    def fresh() -> Simulator:
+        sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3))
+        for tid in quality:
+            sim.add(tid)
+        return sim
+
+    full = fresh()
+    _script(full, quality, 10_000)
+    part = fresh()
+    _script(part, quality, 12)
+    state = pickle.loads(pickle.dumps(part.scheduler.save()))
+    restored = HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3)
+    restored.restore(state)
+    part.scheduler = restored
+    _script(part, quality, 10_000)
+    assert part.decisions == full.decisions
+    assert part.ctl.calls == full.ctl.calls
+    assert part.iteration == full.iteration

@@ -1,0 +1,239 @@
+"""Stoppers: each rule, combination, the stop= normaliser, errors and save/restore."""
+
+from __future__ import annotations
+
+import datetime
+import pickle
+from typing import Any
+
+import pytest
+
+from actors.schedulers._common import MissingResultKeyError
+from actors.stoppers import (
+    CombinedStopper,
+    DictStopper,
+    ExperimentPlateauStopper,
+    FunctionStopper,
+    MaximumIterationStopper,
+    Stopper,
+    TimeoutStopper,
+    TrialPlateauStopper,
+    make_stopper,
+)
+
+
+def _roundtrip(stopper: Stopper, fresh: Stopper) -> Stopper:
+    fresh.restore(pickle.loads(pickle.dumps(stopper.save())))
+    return fresh
+
+
+# ---------------------------------------------------------------- iterations
+
+
+def test_maximum_iteration_uses_training_iteration() -> None:
+    s = MaximumIterationStopper(3)
+    assert [s("a", {"training_iteration": i}) for i in (1, 2, 3)] == [False, False, True]
+    assert s("b", {"training_iteration": 1}) is False  # per trial
+    assert s("b", {"training_iteration": 5}) is True  # resumed past the limit
+
+
+def test_maximum_iteration_counts_results_without_training_iteration() -> None:
+    s = MaximumIterationStopper(2)
+    assert [s("a", {}), s("a", {})] == [False, True]
+    r = _roundtrip(s, MaximumIterationStopper(2))
+    assert r("a", {}) is True
+    with pytest.raises(ValueError, match="max_iter must be >= 1"):
+        MaximumIterationStopper(0)
+
+
+# ---------------------------------------------------------------- timeout
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_timeout_counts_from_first_use_with_injected_clock() -> None:
+    clock = Clock(100.0)
+    s = TimeoutStopper(10, clock=clock)
+    clock.now = 500.0  # construction time does not count
+    assert s.stop_all() is False
+    clock.now = 505.0
+    assert s("a", {}) is False  # never stops a single trial
+    assert s.stop_all() is False
+    clock.now = 510.0
+    assert s.stop_all() is True
+
+
+def test_timeout_accepts_timedelta_and_resumes_with_the_remaining_budget() -> None:
+    clock = Clock(0.0)
+    s = TimeoutStopper(datetime.timedelta(minutes=1), clock=clock)
+    assert s.timeout == 60.0
+    s.stop_all()
+    clock.now = 45.0
+    state = pickle.loads(pickle.dumps(s.save()))
+    later = Clock(10_000.0)
+    r = TimeoutStopper(60, clock=later)
+    r.restore(state)
+    assert r.stop_all() is False
+    later.now += 14.0
+    assert r.stop_all() is False
+    later.now += 1.0
+    assert r.stop_all() is True
+
+
+@pytest.mark.parametrize("bad", [0, -5, float("inf"), "10"])
+def test_timeout_rejects_bad_values(bad: Any) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        TimeoutStopper(bad)
+
+
+# ---------------------------------------------------------------- trial plateau
+
+
+def test_trial_plateau() -> None:
+    s = TrialPlateauStopper("loss", std=0.01, num_results=3, grace_period=3)
+    out = [s("a", {"loss": v}) for v in (1.0, 0.5, 0.5, 0.5)]
+    assert out == [False, False, False, True]  # window [1, .5, .5] spreads; [.5, .5, .5] does not
+    assert s("b", {"loss": 0.5}) is False  # other trials keep their own window
+
+
+def test_trial_plateau_grace_period_and_threshold() -> None:
+    s = TrialPlateauStopper("loss", num_results=2, grace_period=4)
+    assert [s("a", {"loss": 1.0}) for _ in range(4)] == [False, False, False, True]
+    t = TrialPlateauStopper("loss", num_results=2, grace_period=0, metric_threshold=0.1, mode="min")
+    assert [t("a", {"loss": 0.5}) for _ in range(3)] == [False, False, False]  # flat but not good enough
+    assert [t("b", {"loss": 0.05}) for _ in range(2)] == [False, True]
+    u = TrialPlateauStopper("acc", num_results=2, grace_period=0, metric_threshold=0.9, mode="max")
+    assert [u("a", {"acc": 0.5}), u("a", {"acc": 0.5}), u("b", {"acc": 0.95}), u("b", {"acc": 0.95})] == [
+        False, False, False, True]
+
+
+def test_trial_plateau_errors_and_restore() -> None:
+    with pytest.raises(ValueError, match="metric_threshold needs mode"):
+        TrialPlateauStopper("loss", metric_threshold=0.1)
+    with pytest.raises(ValueError, match="mode must be 'min' or 'max'"):
+        TrialPlateauStopper("loss", mode="lowest")
+    s = TrialPlateauStopper("loss", num_results=2, grace_period=2)
+    with pytest.raises(MissingResultKeyError, match=r"no 'loss' entry \(keys present: \['acc'\]\)"):
+        s("a", {"acc": 1})
+    s("a", {"loss": 0.3})
+    r = _roundtrip(s, TrialPlateauStopper("loss", num_results=2, grace_period=2))
+    assert r("a", {"loss": 0.3}) is True
+
+
+# ---------------------------------------------------------------- experiment plateau
+
+
+def test_experiment_plateau_with_patience() -> None:
+    s = ExperimentPlateauStopper("loss", std=0.001, top=3, mode="min", patience=1)
+    assert s("a", {"loss": 1.0}) is False
+    assert s("b", {"loss": 0.5}) is False
+    assert s("a", {"loss": 0.5}) is False  # top 3 = [.5, .5, 1.0]: spread
+    assert s("c", {"loss": 0.5}) is False  # top 3 = [.5, .5, .5]: plateau #1, patience 1 not yet used up
+    assert s.stop_all() is False
+    assert s("b", {"loss": 0.7}) is True  # still [.5, .5, .5]: plateau #2
+    assert s.stop_all() is True
+
+
+def test_experiment_plateau_max_mode_resets_on_change() -> None:
+    s = ExperimentPlateauStopper("acc", top=2, mode="max", patience=0)
+    assert s("a", {"acc": 0.9}) is False
+    assert s("b", {"acc": 0.95}) is False  # [.95, .9]: spread
+    assert s("c", {"acc": 0.95}) is True  # [.95, .95]: plateau, patience 0
+    r = _roundtrip(s, ExperimentPlateauStopper("acc", top=2, mode="max"))
+    assert r.stop_all() is True
+    with pytest.raises(ValueError, match="mode is required"):
+        ExperimentPlateauStopper("acc", mode=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="top must be >= 1"):
+        ExperimentPlateauStopper("acc", top=0)
+
+
+# ---------------------------------------------------------------- combined / function / dict
+
+
+class Recorder(Stopper):
+    def __init__(self, stop_after: int, stop_everything: bool = False) -> None:
+        self.seen: list[int] = []
+        self.stop_after = stop_after
+        self.stop_everything = stop_everything
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        self.seen.append(result["i"])
+        return len(self.seen) >= self.stop_after
+
+    def stop_all(self) -> bool:
+        return self.stop_everything
+
+    def save(self) -> dict[str, Any]:
+        return {"seen": list(self.seen)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.seen = list(state["seen"])
+
+
+def test_combined_stopper_feeds_every_stopper() -> None:
+    first, second = Recorder(1), Recorder(3)
+    c = CombinedStopper(first, second)
+    assert [c("a", {"i": i}) for i in range(3)] == [True, True, True]
+    assert second.seen == [0, 1, 2]  # not short-circuited by the first one's "stop"
+    assert c.stop_all() is False
+    assert CombinedStopper(Recorder(9), Recorder(9, stop_everything=True)).stop_all() is True
+    r = _roundtrip(c, CombinedStopper(Recorder(1), Recorder(3)))
+    assert [s.seen for s in r.stoppers] == [[0, 1, 2], [0, 1, 2]]  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="holds 2 stoppers but this one has 1"):
+        CombinedStopper(Recorder(1)).restore(c.save())
+    with pytest.raises(TypeError, match="argument 1 is dict, not a Stopper"):
+        CombinedStopper(Recorder(1), {"x": 1})  # type: ignore[arg-type]
+
+
+def test_function_stopper() -> None:
+    s = FunctionStopper(lambda trial_id, result: result["loss"] < 0.1)
+    assert (s("a", {"loss": 0.5}), s("a", {"loss": 0.05}), s.stop_all()) == (False, True, False)
+    with pytest.raises(TypeError, match="must accept two arguments"):
+        FunctionStopper(lambda result: True)  # type: ignore[arg-type,misc]
+    with pytest.raises(TypeError, match="expected a function"):
+        FunctionStopper(3)  # type: ignore[arg-type]
+
+
+def test_dict_stopper_thresholds_are_reached_with_greater_or_equal() -> None:
+    s = DictStopper({"training_iteration": 3, "acc": 0.9})
+    assert s("a", {"training_iteration": 1, "acc": 0.5}) is False
+    assert s("a", {"training_iteration": 2, "acc": 0.9}) is True  # acc reached
+    assert s("a", {"training_iteration": 3, "acc": 0.1}) is True  # iterations reached
+    nested = DictStopper({"eval/acc": 0.8})
+    assert nested("a", {"eval": {"acc": 0.85}}) is True
+
+
+def test_dict_stopper_errors_name_the_problem() -> None:
+    s = DictStopper({"acc": 0.9})
+    with pytest.raises(MissingResultKeyError, match=r"'acc' is not in the result .*keys present: \['loss'"):
+        s("a", {"loss": 1.0, "training_iteration": 1})
+    with pytest.raises(TypeError, match="reported str 'high'"):
+        s("a", {"acc": "high"})
+    with pytest.raises(TypeError, match="threshold for 'acc' must be a number"):
+        DictStopper({"acc": "0.9"})
+
+
+def test_make_stopper_normalises_every_form() -> None:
+    assert make_stopper(None) is None
+    assert make_stopper({}) is None
+    assert isinstance(make_stopper({"training_iteration": 5}), DictStopper)
+    fs = make_stopper(lambda trial_id, result: False)
+    assert isinstance(fs, FunctionStopper)
+    m = MaximumIterationStopper(2)
+    assert make_stopper(m) is m
+    with pytest.raises(TypeError, match=r"is a class; pass an instance, e\.g\. stop=MaximumIterationStopper"):
+        make_stopper(MaximumIterationStopper)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="stop must be a dict"):
+        make_stopper(10)  # type: ignore[arg-type]
+
+
+def test_stateless_stoppers_save_empty_state() -> None:
+    assert DictStopper({"a": 1}).save() == {}
+    with pytest.raises(TypeError, match="expected the dict returned by save"):
+        DictStopper({"a": 1}).restore([])  # type: ignore[arg-type]
