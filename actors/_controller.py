@@ -22,6 +22,7 @@ from actors._reducer import Decision
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
 from actors._spec import ExperimentSpec
+from actors._system import pid_alive, shutdown_orphaned_system
 from actors._trial import TrialStatus
 from actors._trial_actor import TrialActor
 from actors.messages import (
@@ -271,6 +272,14 @@ class ControllerActor(ActorTypeDispatcher):
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         if self.finished or self.spec is None:
             return
+        if self.spec.driver_pid and not pid_alive(self.spec.driver_pid):
+            # The driver was killed (SIGKILL): nobody will shut this system down.
+            self.driver = None  # sending to a dead address would stall this actor's exit
+            self._abort(f"the driver process {self.spec.driver_pid} died; the experiment can be resumed "
+                        "with Tuner.restore()")
+            if self.spec.admin_port:
+                shutdown_orphaned_system(self.spec.admin_port)
+            return
         self.send(self.driver, self._progress())
         if self.ready and self.io.state_due():
             self._call(HookKind.SAVE, None)
@@ -406,7 +415,8 @@ class ControllerActor(ActorTypeDispatcher):
                 summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
         except Exception as exc:
             error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
-        self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at))
+        if self.driver is not None:
+            self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at))
         for actor in list(self.actor_of.values()) + self.idle:
             self.send(actor, ActorExitRequest())
 

@@ -36,4 +36,8 @@ class ExperimentSpec:
     state_interval_s: float = 5.0
     restore_state: dict[str, Any] | None = None
     reuse_actors: bool = True
+    # the driver's pid and admin port (multi-process only): if the driver dies without
+    # shutting the system down (SIGKILL), the controller shuts it down itself
+    driver_pid: int = 0
+    admin_port: int = 0
     extra: dict[str, Any] = field(default_factory=dict)

@@ -70,8 +70,10 @@ def actor_system(kind: str) -> Iterator[Any]:
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
         os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
         _bind_loopback()
-        caps = {"Admin Port": free_port(), "Process Startup Method": "fork"}
+        port = free_port()
+        caps = {"Admin Port": port, "Process Startup Method": "fork"}
         asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+        asys.audition_admin_port = port
     else:
         raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc' or 'simple'")
     try:
@@ -98,4 +100,34 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["actor_system", "free_port"]
+def shutdown_orphaned_system(admin_port: int) -> None:
+    """Shut down the system at ``admin_port`` from a fresh process (its driver is gone).
+
+    Called from inside an actor, which cannot use the external API itself; the new
+    process does exactly what the driver's ``shutdown()`` would have done.
+    """
+    import subprocess
+    import sys
+
+    code = ("from thespian.actors import ActorSystem; "
+            f"ActorSystem('multiprocTCPBase', {{'Admin Port': {int(admin_port)}}}).shutdown()")
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+__all__ = ["actor_system", "free_port", "pid_alive", "shutdown_orphaned_system"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import inspect
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -156,10 +157,12 @@ class Tuner:
         except StorageError as exc:
             raise TuneError(str(exc)) from None
         spec = self._spec()
-        blob = cloudpickle.dumps(spec)
         self._save_tuner(spec)
         finished: ExperimentFinished | None = None
         with actor_system(self._system) as asys:
+            port = getattr(asys, "audition_admin_port", 0)
+            spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
+            blob = cloudpickle.dumps(spec)
             controller = asys.createActor(ControllerActor)
             asys.tell(controller, StartExperiment(blob))
             try:

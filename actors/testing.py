@@ -85,6 +85,23 @@ class ActorTestKit:
         out = self.system.ask(self.probe, Drain(), datetime.timedelta(seconds=timeout_s))
         return tuple(out or ())
 
+    def wait_for(self, message_type: type, timeout_s: float = 5.0) -> tuple[Any, Any]:
+        """Collect messages until one of ``message_type`` arrives; returns (it, everything seen).
+
+        Actors driven by worker threads (trial actors) answer asynchronously, so this
+        keeps the in-process system running (its timers fire only inside ask/listen).
+        """
+        import time
+
+        seen: list[Any] = []
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            seen.extend(self.received(timeout_s=0.2))
+            for m in seen:
+                if isinstance(m, message_type):
+                    return m, tuple(seen)
+        raise AssertionError(f"no {message_type.__name__} within {timeout_s}s; got {seen!r}")
+
     def expect(self, message_type: type, timeout_s: float = 5.0) -> Any:
         """The single message of ``message_type`` received next (fails if absent)."""
         got = [m for m in self.received(timeout_s) if isinstance(m, message_type)]

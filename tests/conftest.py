@@ -50,3 +50,21 @@ def no_leaks():
 @pytest.fixture
 def storage_dir(tmp_path):
     return str(tmp_path / "results")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """After the whole suite, no process forked by it may still run."""
+    deadline = time.monotonic() + 15.0
+    left = forked_processes()
+    while left and time.monotonic() < deadline:
+        psutil.wait_procs(left, timeout=0.5)
+        left = forked_processes()
+    if left:
+        for p in left:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        print(f"\nLEAK: {len(left)} process(es) forked by the test session were still running: "
+              f"{[p.pid for p in left]}")
+        session.exitstatus = 1

@@ -121,12 +121,16 @@ class MedianStoppingRule(MetricScheduler):
             for other, h in self._results.items()
             if other != tid and h.latest >= t and (avg := h.mean(self.grace_period, t)) is not None
         ]
+        # A trial whose result says done ends now: pausing it would resume it past its end.
+        done = bool(result.get("done"))
         if len(averages) < self.min_samples_required:
-            return self._yield_if_useful(controller, tid, t)
+            return Decision.CONTINUE if done else self._yield_if_useful(controller, tid, t)
         median = statistics.median(averages)
         if history.best < median:
             self._stopped.add(tid)
-            return Decision.STOP if self.hard_stop else Decision.PAUSE
+            if self.hard_stop:
+                return Decision.STOP
+            return Decision.CONTINUE if done else Decision.PAUSE
         return Decision.CONTINUE
 
     def _yield_if_useful(self, controller: SchedulerController, tid: str, t: float) -> Decision:

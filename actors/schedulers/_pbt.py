@@ -162,6 +162,9 @@ class PopulationBasedTraining(MetricScheduler):
         m.time = t
         if trial.config:
             m.config = copy.deepcopy(dict(trial.config))
+        if result.get("done"):
+            # The trial ends with this result: pausing or cloning it would restart it past its end.
+            return Decision.CONTINUE
         if self.synch:
             if t < self._next_sync:
                 return Decision.CONTINUE

@@ -1,0 +1,23 @@
+"""Every example runs (small sizes) so none rots; the console script answers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_quickstart_prints_a_best_config(tmp_path, no_leaks):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "quickstart.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "best config: {'lr':" in out.stdout
+    assert len(list((tmp_path / "quick").glob("*/result.json"))) == 8
+
+
+def test_console_script_version():
+    out = subprocess.run([sys.executable, "-m", "actors._cli", "--version"], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.startswith("audition ")

@@ -1,0 +1,86 @@
+"""No actor-system process outlives its driver: Ctrl-C, SIGTERM and SIGKILL of the driver."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "_long_driver.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _family(storage: str) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmd = p.info["cmdline"] or []
+            if SCRIPT in cmd and storage in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def _wait_for(cond, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+@pytest.fixture
+def running_driver(tmp_path):
+    storage = str(tmp_path / "res")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, SCRIPT, storage], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: glob.glob(f"{storage}/long/*/result.json"), 30, "the first results")
+        yield proc, storage
+    finally:
+        for p in [proc, *_family(storage)]:
+            try:
+                p.kill()
+            except (psutil.NoSuchProcess, ProcessLookupError):
+                pass
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_driver_shuts_everything_down(running_driver, sig):
+    proc, storage = running_driver
+    assert len(_family(storage)) > 1  # the admin and actors are running
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in out
+    _wait_for(lambda: not _family(storage), 10, "the actor system's processes to exit")
+    # the abort wrote a final experiment state: unfinished trials stay resumable
+    import json
+
+    from actors import Tuner
+
+    pointer = json.load(open(f"{storage}/long/experiment_state.json"))
+    state = json.load(open(f"{storage}/long/.state/{pointer['latest']}"))
+    assert len(state["trials"]) == 2
+    assert all(t["last_result"].get("training_iteration", 0) > 0 for t in state["trials"])
+    assert Tuner.can_restore(f"{storage}/long")
+
+
+@pytest.mark.slow
+def test_sigkilled_driver_system_shuts_itself_down(running_driver):
+    proc, storage = running_driver
+    proc.kill()
+    proc.wait(timeout=10)
+    t0 = time.monotonic()
+    _wait_for(lambda: not _family(storage), 45, "the orphaned actor system to shut itself down")
+    print(f"orphaned system gone {time.monotonic() - t0:.1f}s after the driver's SIGKILL")
