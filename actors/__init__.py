@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "with_resources": "actors._config",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 def __getattr__(name: str) -> Any:

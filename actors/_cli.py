@@ -8,10 +8,27 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     from actors import __version__
+    from actors._errors import ConfigError
 
     parser = argparse.ArgumentParser(prog="audition", description="Hyperparameter tuning on Thespian actors.")
     parser.add_argument("--version", action="version", version=f"audition {__version__}")
-    parser.parse_args(argv)
+    sub = parser.add_subparsers(dest="verb")
+    w = sub.add_parser("worker", help="join a leader's convention and run trials placed on this machine")
+    w.add_argument("--leader", required=True, help="HOST:PORT of the driver's system (RunConfig(system='tcp://…'))")
+    w.add_argument("--bind", help="address to listen on (default: the one on the route to the leader)")
+    w.add_argument("--port", type=int, help="admin port of this member (default: a free one)")
+    w.add_argument("--cpus", type=float, help="CPUs to offer (default: all)")
+    w.add_argument("--resources", help='other resources as JSON, e.g. \'{"gpu": 1}\'')
+    w.add_argument("--id", dest="member_id", help="member identity (default: HOSTNAME-PORT)")
+    args = parser.parse_args(argv)
+    if args.verb == "worker":
+        from actors._worker import run_worker
+
+        try:
+            return run_worker(args.leader, args.bind, args.port, args.cpus, args.resources, args.member_id)
+        except ConfigError as exc:
+            print(f"audition worker: {exc}", file=sys.stderr)
+            return 2
     parser.print_help()
     return 0
 

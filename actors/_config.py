@@ -109,6 +109,10 @@ class RunConfig:
     resources_per_trial: dict[str, float] | None = None
     # seconds without a word from the controller before the driver gives up
     controller_timeout_s: float = 60.0
+    # multi-host (system="tcp://HOST:PORT"): does the driver's machine run trials too, and how
+    # long a member may stay silent before its trials restart elsewhere
+    leader_runs_trials: bool = True
+    heartbeat_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
@@ -117,6 +121,12 @@ class RunConfig:
             )
         if self.name is not None and (not self.name or "/" in self.name or self.name in (".", "..")):
             raise ConfigError(f"RunConfig(name={self.name!r}): use a non-empty name without '/'")
+        if str(self.system).startswith("tcp://"):
+            from actors._system import parse_host_port
+
+            parse_host_port(str(self.system)[len("tcp://"):], what=f"RunConfig(system={self.system!r})")
+        if not self.heartbeat_timeout_s > 0:
+            raise ConfigError(f"RunConfig(heartbeat_timeout_s={self.heartbeat_timeout_s!r}): use seconds > 0")
         if self.verbose not in (0, 1, 2):
             raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0, 1 or 2")
 

@@ -14,10 +14,18 @@ import traceback
 from typing import Any
 
 import cloudpickle
-from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited, PoisonMessage, WakeupMessage
+from thespian.actors import (
+    ActorExitRequest,
+    ActorTypeDispatcher,
+    ChildActorExited,
+    PoisonMessage,
+    WakeupMessage,
+)
 
+from actors._cluster import ClusterMixin
 from actors._controller_io import ExperimentIO
 from actors._lifecycle import Effect, EffectKind, TrialTable
+from actors._placement import MEMBER_CAP
 from actors._reducer import Decision
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
@@ -49,7 +57,7 @@ from actors.messages import (
 )
 
 
-class ControllerActor(ActorTypeDispatcher):
+class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.spec: ExperimentSpec | None = None
@@ -63,7 +71,7 @@ class ControllerActor(ActorTypeDispatcher):
         self.choosing = False
         self.choose_version = -1
         self.actor_of: dict[str, Any] = {}
-        self.idle: list[Any] = []
+        self.idle: list[tuple[Any, str]] = []  # reusable trial actors and their member
         self.searcher_done = False
         self.suggested = 0
         self.started_at = time.time()
@@ -85,6 +93,7 @@ class ControllerActor(ActorTypeDispatcher):
         try:
             spec: ExperimentSpec = cloudpickle.loads(msg.spec)
             self.spec = spec
+            self._cluster_init()
             self.table = TrialTable(spec.max_failures)
             self.io = ExperimentIO(spec)
             self.trial_prefix = self.io.trial_prefix
@@ -241,7 +250,7 @@ class ControllerActor(ActorTypeDispatcher):
         if addr == self.sched and not self.finished:
             self._abort("the scheduler actor exited unexpectedly")
             return
-        self.idle = [a for a in self.idle if a != addr]
+        self.idle = [(a, m) for a, m in self.idle if a != addr]
         trial_id = self._trial_of(addr)
         if trial_id is None:
             return
@@ -281,6 +290,9 @@ class ControllerActor(ActorTypeDispatcher):
                 shutdown_orphaned_system(self.spec.admin_port)
             return
         self.send(self.driver, self._progress())
+        if self.spec.multi_host:
+            self._check_members()
+            self._check_placeable()
         if self.ready and self.io.state_due():
             self._call(HookKind.SAVE, None)
             self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
@@ -314,30 +326,76 @@ class ControllerActor(ActorTypeDispatcher):
     def _save_at_end(self) -> bool:
         return bool(self.spec and self.spec.checkpoint_at_end)
 
+    def _need(self) -> dict[str, float]:
+        assert self.spec is not None
+        return {k: float(v) for k, v in (self.spec.resources_per_trial or {"cpu": 1}).items() if v > 0}
+
     def _start(self, trial_id: str) -> None:
         assert self.spec is not None
+        s = self.spec
         rec = self.table.get(trial_id)
+        member = self._choose_member(self._need())
+        if member is None:  # the room it was chosen for is gone (a member was lost meanwhile)
+            self.table.unstart(trial_id)
+            return
         self.io.on_start(rec)
-        actor = self.idle.pop() if self.idle else self.createActor(TrialActor)
+        pooled = next((i for i, (_, m) in enumerate(self.idle) if m == member), None)
+        if pooled is not None:
+            actor = self.idle.pop(pooled)[0]
+        elif s.multi_host:
+            actor = self.createActor(TrialActor, targetActorRequirements={MEMBER_CAP: member})
+        else:
+            actor = self.createActor(TrialActor)
+        self.placement.place(trial_id, member, self._need())
         self.actor_of[trial_id] = actor
         self.inbox[trial_id] = (rec.run_id, Sequencer())
-        s = self.spec
         extra = rec.extra_result
         rec.extra_result = {}
         self.send(actor, RunTrial(
             trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
             rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
-            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra))
+            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
+            member if s.multi_host else ""))
 
     def _release(self, trial_id: str, reusable: bool) -> None:
         assert self.spec is not None
+        member = self.placement.where.get(trial_id)
+        self.placement.release(trial_id, self._need())
         actor = self.actor_of.pop(trial_id, None)
         if actor is None:
             return
-        if reusable and self.spec.reuse_actors and len(self.idle) < self.spec.max_concurrent:
-            self.idle.append(actor)
+        if (reusable and member is not None and self.spec.reuse_actors and member not in self.lost
+                and len(self.idle) < self.spec.max_concurrent):
+            self.idle.append((actor, member))
         else:
             self.send(actor, ActorExitRequest())
+
+    def _host_lost(self, trial_id: str, member: str, why: str) -> None:
+        """The member running ``trial_id`` is unreachable: the trial fails and restarts elsewhere."""
+        rec = self.table.get(trial_id)
+        actor = self.actor_of.pop(trial_id, None)
+        if actor is not None:
+            self.send(actor, ActorExitRequest())  # delivered if the member comes back
+        self.placement.release(trial_id, self._need())
+        if rec.status is TrialStatus.RUNNING:
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                        f"lost contact with member {member!r} ({why})", "host lost\n")
+
+    def _check_placeable(self) -> None:
+        """A trial that no member can ever hold is an error, once members had time to join."""
+        assert self.spec is not None
+        need = self._need()
+        waiting = self.table.with_status(TrialStatus.PENDING)
+        if not waiting or self.table.running or self.placement.could_ever_fit(need):
+            self.waiting_since = None
+            return
+        now = time.monotonic()
+        if self.waiting_since is None:
+            self.waiting_since = now
+        elif now - self.waiting_since > self.spec.placement_grace_s:
+            members = self.placement.rows() or "no member has joined"
+            self._abort(f"no member can ever run a trial needing {need} (members: {members}); start "
+                        "workers with enough resources (audition worker --cpus N --resources JSON)")
 
     # ------------------------------------------------------------------ scheduling loop
     def _fill(self) -> None:
@@ -346,7 +404,7 @@ class ControllerActor(ActorTypeDispatcher):
             return
         assert self.spec is not None
         self._top_up()
-        free = self.spec.max_concurrent - self.table.running
+        free = min(self._free_slots(self._need()), self.spec.max_concurrent - self.table.running)
         waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
         if free > 0 and waiting and not self.choosing:
             self.choosing = True
@@ -365,7 +423,8 @@ class ControllerActor(ActorTypeDispatcher):
         s = self.spec
         while not self.searcher_done:
             pending = len(self.table.with_status(TrialStatus.PENDING))
-            if pending >= max(1, s.max_concurrent - self.table.running):
+            room = min(self._free_slots(self._need()), s.max_concurrent - self.table.running)
+            if pending >= max(1, room):
                 return
             if self.suggested >= s.num_samples and s.num_samples > 0:
                 self.searcher_done = True
@@ -387,7 +446,7 @@ class ControllerActor(ActorTypeDispatcher):
         assert self.spec is not None
         metric = self.spec.metric
         counts: dict[str, int] = {}
-        rows = []
+        rows: list[tuple[str, str, int, Any]] = []
         for rec in self.table.trials.values():
             counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
             if rec.status is TrialStatus.RUNNING and len(rows) < 50:
@@ -417,7 +476,7 @@ class ControllerActor(ActorTypeDispatcher):
             error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
         if self.driver is not None:
             self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at))
-        for actor in list(self.actor_of.values()) + self.idle:
+        for actor in [*self.actor_of.values(), *(a for a, _ in self.idle)]:
             self.send(actor, ActorExitRequest())
 
 

@@ -140,6 +140,12 @@ class TrialTable:
         rec.clone = None
         return [Effect(EffectKind.START, trial_id)]
 
+    def unstart(self, trial_id: str) -> None:
+        """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""
+        rec = self.trials[trial_id]
+        if rec.status is TrialStatus.RUNNING:
+            self._transition(rec, TrialStatus.PENDING)
+
     def results(self, trial_id: str, run_id: int, seq: int, results: tuple[dict[str, Any], ...],
                 checkpoint: CheckpointRef | None) -> bool:
         """Record a batch; True if it belongs to the current run (then ask the scheduler)."""
@@ -253,7 +259,7 @@ class TrialTable:
         if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and pending is not Decision.PAUSE):
             rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
-            return out + [Effect(EffectKind.COMPLETE, trial_id)]
+            return [*out, Effect(EffectKind.COMPLETE, trial_id)]
         if reason is EndReason.STOPPED:  # a PAUSE took effect
             resume = rec.resume_requested
             self._transition(rec, TrialStatus.PAUSED)
@@ -266,12 +272,12 @@ class TrialTable:
         rec.error, rec.traceback = error, traceback
         if pending is Decision.STOP:
             self._transition(rec, TrialStatus.TERMINATED)
-            return out + [Effect(EffectKind.COMPLETE, trial_id)]
+            return [*out, Effect(EffectKind.COMPLETE, trial_id)]
         if self.max_failures < 0 or rec.num_failures <= self.max_failures:
             self._transition(rec, TrialStatus.PENDING)
             return out
         self._transition(rec, TrialStatus.ERROR)
-        return out + [Effect(EffectKind.ERROR, trial_id)]
+        return [*out, Effect(EffectKind.ERROR, trial_id)]
 
     def _apply_clone(self, rec: TrialRecord) -> None:
         action = rec.clone

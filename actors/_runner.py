@@ -182,6 +182,8 @@ class TrialRunner:
             hostname=_HOST,
             pid=os.getpid(),
         )
+        if self.msg.member:
+            result["member"] = self.msg.member
         ref = None
         if checkpoint is not None:
             ref = self._commit(checkpoint, result)

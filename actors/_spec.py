@@ -33,11 +33,17 @@ class ExperimentSpec:
     checkpoint_at_end: bool = False
     batch_window: int = 256
     progress_interval_s: float = 1.0
-    state_interval_s: float = 5.0
+    state_interval_s: float = 1.0  # what a crash can lose; a write is cheap
     restore_state: dict[str, Any] | None = None
     reuse_actors: bool = True
     # the driver's pid and admin port (multi-process only): if the driver dies without
     # shutting the system down (SIGKILL), the controller shuts it down itself
     driver_pid: int = 0
     admin_port: int = 0
+    # multi-host (system="tcp://..."): members join Thespian's convention led by the driver
+    multi_host: bool = False
+    leader_resources: dict[str, float] = field(default_factory=dict)
+    heartbeat_interval_s: float = 1.0
+    heartbeat_timeout_s: float = 10.0
+    placement_grace_s: float = 30.0
     extra: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from actors._errors import ConfigError
+from actors._placement import MEMBER_CAP, RESOURCES_CAP
 
 _patched = False
 log = logging.getLogger("audition")
@@ -43,6 +44,23 @@ def _bind_loopback() -> None:
     _patched = True
 
 
+def parse_host_port(text: str, what: str) -> tuple[str, int]:
+    """'HOST:PORT' or ':PORT'/'PORT' (loopback): never silently every interface."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    if host in ("0.0.0.0", "::", "*"):
+        raise ConfigError(f"{what}: binding every interface ({host}) is refused; name the address peers use")
+    try:
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"{what}: {text!r} is not HOST:PORT with a port from 1 to 65535") from None
+    return host, number
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -60,7 +78,7 @@ def _log_defs() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def actor_system(kind: str) -> Iterator[Any]:
+def actor_system(kind: str, leader_resources: dict[str, float] | None = None) -> Iterator[Any]:
     """Yield a fresh actor system of ``kind``; it is shut down on every exit path."""
     from thespian.actors import ActorSystem
 
@@ -74,8 +92,21 @@ def actor_system(kind: str) -> Iterator[Any]:
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
         asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
         asys.audition_admin_port = port
+    elif kind.startswith("tcp://"):
+        host, port = parse_host_port(kind[len("tcp://"):], what="RunConfig(system=...)")
+        os.environ["THESPIAN_BASE_IPADDR"] = host
+        os.environ["AUDITION_BIND_ADDR"] = host
+        _bind_loopback()
+        caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
+                RESOURCES_CAP: dict(leader_resources or {})}
+        try:
+            asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+        except Exception as exc:
+            raise ConfigError(f"could not start the convention leader on {host}:{port} ({exc}); is the port "
+                              "free and the address one of this machine's?") from exc
+        asys.audition_admin_port = port
     else:
-        raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc' or 'simple'")
+        raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc', 'simple' or 'tcp://HOST:PORT'")
     try:
         with _sigterm_as_interrupt():
             yield asys

@@ -14,6 +14,7 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
+from actors._placement import MEMBER_CAP
 from actors._runner import Command, EventKind, TrialRunner
 from actors.messages import (
     RunTrial,
@@ -32,6 +33,12 @@ class TrialActor(ActorTypeDispatcher):
     """Runs trials handed to it by the controller, one at a time."""
 
     poll_block_s = 0.02
+
+    @staticmethod
+    def actorSystemCapabilityCheck(capabilities: dict[str, Any], requirements: dict[str, Any]) -> bool:
+        """Run only on the member the controller placed the trial on (multi-host)."""
+        want = (requirements or {}).get(MEMBER_CAP)
+        return want is None or capabilities.get(MEMBER_CAP) == want
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -92,7 +92,8 @@ class Tuner:
         self._stopper = make_stopper(rc.stop)
         _dumps((searcher, self._stopper), "search algorithm or stopper")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
-        self._system = kind
+        self._system = rc.system
+        self._multi_host = str(rc.system).startswith("tcp://")
         try:
             self._ctx = StorageContext(rc.storage or DEFAULT_STORAGE, rc.storage_options)
         except StorageError as exc:
@@ -108,6 +109,15 @@ class Tuner:
                          or {"cpu": 1})
         cpus = default_cpus()
         need = float(resources.get("cpu", 1))
+        if self._multi_host:
+            leader_host = str(rc.system)[len("tcp://"):].rpartition(":")[0] or "127.0.0.1"
+            if self._ctx.is_local and not leader_host.startswith(("127.", "localhost")):
+                log.warning("storage %s is a local path: trials on other hosts write their checkpoints to "
+                            "their own disk unless every host mounts it; prefer s3://", self._ctx.url)
+            self._resources = resources
+            self._slots = tc.max_concurrent_trials or 1_000_000
+            self._restore_state: dict[str, Any] | None = None
+            return
         if need > cpus:
             raise ConfigError(f"each trial asks for {need} CPUs but this machine has {cpus}; lower "
                               "with_resources(..., {'cpu': N}) or add machines")
@@ -116,7 +126,7 @@ class Tuner:
             slots = min(slots, tc.max_concurrent_trials)
         self._resources = resources
         self._slots = slots
-        self._restore_state: dict[str, Any] | None = None
+        self._restore_state = None
 
     # ------------------------------------------------------------------ run
     def _restored(self, spec: ExperimentSpec, saved: dict[str, Any], ctx: Any) -> None:
@@ -127,6 +137,7 @@ class Tuner:
         self.name = spec.name
         self._ctx = ctx
         self._system = saved["system"]
+        self._multi_host = str(self._system).startswith("tcp://")
         self._prebuilt = spec
 
     def _spec(self) -> ExperimentSpec:
@@ -144,7 +155,9 @@ class Tuner:
             num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
             checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
             checkpoint_at_end=bool(cc.checkpoint_at_end), restore_state=self._restore_state,
-            reuse_actors=tc.reuse_actors,
+            reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
+            leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
+            heartbeat_timeout_s=rc.heartbeat_timeout_s,
         )
 
     def fit(self) -> ResultGrid:
@@ -159,7 +172,7 @@ class Tuner:
         spec = self._spec()
         self._save_tuner(spec)
         finished: ExperimentFinished | None = None
-        with actor_system(self._system) as asys:
+        with actor_system(self._system, spec.leader_resources) as asys:
             port = getattr(asys, "audition_admin_port", 0)
             spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
             blob = cloudpickle.dumps(spec)

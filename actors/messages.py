@@ -192,6 +192,7 @@ class RunTrial:
     checkpoint_frequency: int = 0
     checkpoint_at_end: bool = False
     extra_result: dict[str, Any] = field(default_factory=dict)
+    member: str = ""
 
 
 @dataclass(frozen=True)
@@ -265,21 +266,34 @@ class TrialEnded:
 
 
 @dataclass(frozen=True)
-class ControllerTick:
-    """Controller -> itself (via wakeupAfter payload): periodic progress and state writes."""
+class ProbeStart:
+    """Controller -> member probe (an actor placed on each member system): heartbeat to me."""
 
-    n: int = 0
+    member_id: str
+    interval_s: float
+
+
+@dataclass(frozen=True)
+class MemberHeartbeat:
+    """Member probe -> controller, every ``interval_s``: this member (host) is alive and reachable.
+
+    Thespian reports a SIGKILLed or cut-off member late or never, so liveness is ours.
+    """
+
+    member_id: str
+    seq: int
 
 
 __all__ = [
     "AbortExperiment",
     "ActionKind",
     "CheckpointRef",
-    "ControllerTick",
     "EndReason",
     "ExperimentFinished",
     "ExperimentProgress",
     "HookKind",
+    "MemberHeartbeat",
+    "ProbeStart",
     "RunTrial",
     "SchedulerAction",
     "SchedulerCall",

@@ -9,8 +9,7 @@ import pytest
 from actors import RunConfig, TuneConfig, Tuner
 from actors._errors import ConfigError, TuneError
 from actors._trial import TrialStatus
-from actors.search import grid_search
-from actors.search import SearchSpaceError
+from actors.search import SearchSpaceError, grid_search
 from tests import _trainables as T
 
 SYSTEMS = ["simple", "multiproc"]
@@ -149,5 +148,5 @@ def test_missing_metric_in_results_is_a_clear_error(storage_dir, no_leaks):
         from actors import report
         report({"acc": 1.0})
 
-    with pytest.raises(TuneError, match="without the metric 'loss'.*'acc'"):
+    with pytest.raises(TuneError, match=r"without the metric 'loss'.*'acc'"):
         _fit(train, storage_dir, space={"x": 1})

@@ -21,3 +21,13 @@ def test_console_script_version():
     out = subprocess.run([sys.executable, "-m", "actors._cli", "--version"], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.startswith("audition ")
+
+
+def test_multi_host_example(tmp_path, no_leaks):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "multi_host.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.returncode == 0, out.stderr[-3000:]
+    members = {line.split(" ran on ")[1].split()[0] for line in out.stdout.splitlines() if " ran on " in line}
+    assert members == {"worker0", "worker1"}
+    assert "best config: {'lr': 0.1}" in out.stdout

@@ -1,0 +1,106 @@
+"""Which actor system (member) runs which trial: resource accounting, pure.
+
+A member is an actor system that joined the convention (or the driver's own
+system, "local"/"leader").  Each advertises resources; a trial needs a resource
+dict (default ``{"cpu": 1}``) and is placed on the member with the most room
+left, so load spreads.  Members are forgotten when they leave or go silent, and
+come back when they re-register.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MEMBER_CAP = "audition.member"
+RESOURCES_CAP = "audition.resources"
+LOCAL = "local"
+
+
+@dataclass
+class Member:
+    member_id: str
+    resources: dict[str, float]
+    address: Any = None
+    used: dict[str, float] = field(default_factory=dict)
+    trials: set[str] = field(default_factory=set)
+
+    def free(self, key: str) -> float:
+        return self.resources.get(key, 0.0) - self.used.get(key, 0.0)
+
+    def fits(self, need: dict[str, float]) -> bool:
+        return all(self.free(k) >= v for k, v in need.items() if v > 0)
+
+    def could_ever_fit(self, need: dict[str, float]) -> bool:
+        return all(self.resources.get(k, 0.0) >= v for k, v in need.items() if v > 0)
+
+
+class Placement:
+    """Members and their free resources; ``place``/``release`` keep the books."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, Member] = {}
+        self.where: dict[str, str] = {}  # trial id -> member id
+
+    def add(self, member_id: str, resources: dict[str, float], address: Any = None) -> None:
+        old = self.members.get(member_id)
+        if old is not None and old.trials:
+            old.resources, old.address = dict(resources), address  # re-registered: keep the books
+            return
+        self.members[member_id] = Member(member_id, dict(resources), address)
+
+    def remove(self, member_id: str) -> list[str]:
+        """Forget a member; returns the trials that were placed on it."""
+        m = self.members.pop(member_id, None)
+        if m is None:
+            return []
+        for t in m.trials:
+            self.where.pop(t, None)
+        return sorted(m.trials)
+
+    def choose(self, need: dict[str, float]) -> str | None:
+        """The member with room for ``need`` and the most free CPU, or None."""
+        ok = [m for m in self.members.values() if m.fits(need)]
+        if not ok:
+            return None
+        return max(ok, key=lambda m: (m.free("cpu"), m.member_id == LOCAL, m.member_id)).member_id
+
+    def place(self, trial_id: str, member_id: str, need: dict[str, float]) -> None:
+        m = self.members[member_id]
+        for k, v in need.items():
+            m.used[k] = m.used.get(k, 0.0) + v
+        m.trials.add(trial_id)
+        self.where[trial_id] = member_id
+
+    def release(self, trial_id: str, need: dict[str, float]) -> None:
+        member_id = self.where.pop(trial_id, None)
+        m = self.members.get(member_id) if member_id else None
+        if m is None:
+            return
+        for k, v in need.items():
+            m.used[k] = max(0.0, m.used.get(k, 0.0) - v)
+        m.trials.discard(trial_id)
+
+    def free_slots(self, need: dict[str, float]) -> int:
+        """How many more trials of size ``need`` fit right now, over all members."""
+        total = 0
+        for m in self.members.values():
+            n = min((int(m.free(k) // v) for k, v in need.items() if v > 0), default=0)
+            total += max(0, n)
+        return total
+
+    def could_ever_fit(self, need: dict[str, float]) -> bool:
+        return any(m.could_ever_fit(need) for m in self.members.values())
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"member": m.member_id, "resources": dict(m.resources),
+                 "free": {k: m.free(k) for k in m.resources}, "trials": sorted(m.trials)}
+                for m in self.members.values()]
+
+
+def parse_resources(caps: dict[str, Any]) -> dict[str, float]:
+    res = caps.get(RESOURCES_CAP) or {}
+    return {str(k): float(v) for k, v in dict(res).items()}
+
+
+__all__ = ["LOCAL", "MEMBER_CAP", "RESOURCES_CAP", "Member", "Placement", "parse_resources"]

@@ -1,0 +1,84 @@
+"""``audition worker``: a member actor system that joins a leader's convention.
+
+It advertises its identity and resources as Thespian capabilities; the leader's
+controller places trial actors on it and watches it with heartbeats.  It runs
+until SIGINT/SIGTERM and then shuts its actor system (and every actor on it) down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+from typing import Any
+
+from actors._errors import ConfigError
+from actors._placement import MEMBER_CAP, RESOURCES_CAP
+from actors._system import _bind_loopback, _log_defs, free_port, parse_host_port
+
+
+def _route_addr(host: str) -> str:
+    """This machine's address on the route to ``host`` (no packet is sent)."""
+    if host.startswith("127."):
+        return "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, 9))
+        return str(s.getsockname()[0])
+
+
+def parse_resources_arg(cpus: float | None, resources: str | None) -> dict[str, float]:
+    out: dict[str, float] = {"cpu": float(cpus if cpus is not None else (os.cpu_count() or 1))}
+    if resources:
+        try:
+            extra = json.loads(resources)
+            out.update({str(k): float(v) for k, v in dict(extra).items()})
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"--resources must be a JSON object of numbers like '{{\"gpu\": 1}}', "
+                              f"got {resources!r}") from exc
+    return out
+
+
+def run_worker(leader: str, bind: str | None = None, port: int | None = None, cpus: float | None = None,
+               resources: str | None = None, member_id: str | None = None,
+               stop: threading.Event | None = None) -> int:
+    """Join ``leader`` (HOST:PORT) and serve until interrupted."""
+    # Re-register with the leader every few seconds (Thespian's default is 7m22s), so a
+    # worker that lost its leader, or its link, rejoins quickly.  Read by Thespian at import.
+    os.environ.setdefault("CONVENTION_REREGISTRATION_PERIOD", "0:05")
+    from thespian.actors import ActorSystem
+
+    lhost, lport = parse_host_port(leader, what="--leader")
+    addr = bind or _route_addr(lhost)
+    os.environ["THESPIAN_BASE_IPADDR"] = addr
+    os.environ["AUDITION_BIND_ADDR"] = addr
+    _bind_loopback()
+    port = port or free_port(addr)
+    res = parse_resources_arg(cpus, resources)
+    ident = member_id or f"{socket.gethostname()}-{port}"
+    caps: dict[str, Any] = {
+        "Admin Port": port, "Convention Address.IPv4": (lhost, lport), "Process Startup Method": "fork",
+        MEMBER_CAP: ident, RESOURCES_CAP: res,
+    }
+    stop = stop or threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+    asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+    try:
+        print(f"audition worker {ident}: admin {addr}:{port}, resources {res}, leader {lhost}:{lport}",
+              flush=True)
+        while not stop.wait(0.5):
+            pass
+        print(f"audition worker {ident}: shutting down", flush=True)
+    finally:
+        asys.shutdown()
+    return 0
+
+
+__all__ = ["run_worker"]

@@ -1,0 +1,184 @@
+"""Multi-host runs on this machine: a leader (the driver) and worker systems as separate processes."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import psutil
+import pytest
+
+from actors import FailureConfig, RunConfig, TuneConfig, Tuner
+from actors._system import free_port
+from actors._trial import TrialStatus
+from actors.search import grid_search
+from tests import _trainables as T
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _wait_for(cond, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Cluster:
+    """Runs ``fit()`` as the leader in a thread and starts worker processes once it listens."""
+
+    def __init__(self, tag: str) -> None:
+        self.port = free_port()
+        self.tag = tag
+        self.workers: dict[str, subprocess.Popen] = {}
+
+    def start_worker(self, name: str, cpus: int = 1) -> None:
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        self.workers[name] = subprocess.Popen(
+            [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{self.port}",
+             "--cpus", str(cpus), "--id", f"{name}-{self.tag}"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def processes(self, name: str) -> list[psutil.Process]:
+        ident = f"{name}-{self.tag}"
+        out = []
+        for p in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if ident in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
+                    out.append(p)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        return out
+
+    def kill_worker(self, name: str) -> None:
+        for p in self.processes(name):
+            p.send_signal(signal.SIGKILL)
+
+    def stop(self) -> None:
+        for w in self.workers.values():
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+        for name, w in self.workers.items():
+            try:
+                w.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                w.kill()
+            _wait_for(lambda n=name: not self.processes(n), 20, f"worker {name} to exit")
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster(uuid.uuid4().hex[:8])
+    try:
+        yield c
+    finally:
+        for name in list(c.workers):
+            for p in c.processes(name):
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+        c.stop()
+
+
+def _fit_in_thread(tuner: Tuner, out: dict) -> threading.Thread:
+    def run() -> None:
+        try:
+            out["grid"] = tuner.fit()
+        except BaseException as exc:  # reported by the test
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _intervals_overlap(spans: list[tuple[float, float]]) -> bool:
+    spans = sorted(spans)
+    return any(b[0] < a[1] - 1e-3 for a, b in itertools.pairwise(spans))
+
+
+def test_trials_land_on_every_member_and_respect_resources(cluster, storage_dir, no_leaks):
+    tuner = Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), "steps": 5,
+                                               "slow_save": 0.05},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0))
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    cluster.start_worker("a")
+    cluster.start_worker("b")
+    thread.join(timeout=90)
+    assert not thread.is_alive(), "fit() did not finish"
+    assert "error" not in out, out.get("error")
+    grid = out["grid"]
+    assert [r.status for r in grid] == [TrialStatus.TERMINATED] * 6
+    members: dict[str, list[tuple[float, float]]] = {}
+    for r in grid:
+        h = r.metrics_history
+        assert [x["training_iteration"] for x in h] == [1, 2, 3, 4, 5]
+        (member,) = {x["member"] for x in h}
+        members.setdefault(member, []).append((h[0]["timestamp"] - h[0]["time_this_iter_s"], h[-1]["timestamp"]))
+    assert set(members) == {f"a-{cluster.tag}", f"b-{cluster.tag}"}
+    for spans in members.values():  # 1 CPU each: never two trials at once on one member
+        assert not _intervals_overlap(spans)
+    cluster.stop()
+
+
+@pytest.mark.slow
+def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks):
+    tuner = Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 30, "slow_save": 0.1},
+                  tune_config=TuneConfig(metric="loss", mode="min", scheduler=T.PerResultFIFO()),
+                  run_config=RunConfig(name="loss", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0, heartbeat_timeout_s=3.0,
+                                       failure_config=FailureConfig(max_failures=3)))
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    cluster.start_worker("a")
+    cluster.start_worker("b")
+    import glob
+    import json
+
+    def a_has_progress() -> bool:
+        for f in glob.glob(f"{storage_dir}/loss/*/result.json"):
+            rows = [json.loads(line) for line in open(f) if line.strip()]
+            if sum(1 for r in rows if r.get("member") == f"a-{cluster.tag}") >= 5:
+                return True
+        return False
+
+    _wait_for(a_has_progress, 60, "trials on worker a to make progress")
+    killed_at = time.time()
+    cluster.kill_worker("a")
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "fit() did not finish after the worker was killed"
+    assert "error" not in out, out.get("error")
+    grid = out["grid"]
+    moved = [r for r in grid if r.num_failures]
+    assert moved, "no trial was running on the killed worker"
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED
+        assert [x["training_iteration"] for x in r.metrics_history] == list(range(1, 31))
+    for r in moved:
+        after = [x for x in r.metrics_history if x["timestamp"] > killed_at]
+        assert after and {x["member"] for x in after} == {f"b-{cluster.tag}"}
+        assert after[0]["restored_from"] >= 4  # resumed from its checkpoint, not from scratch
+        print(f"kill -> first result elsewhere: {after[0]['timestamp'] - killed_at:.2f}s")
+    cluster.processes("a")  # nothing to stop: killed
+    cluster.workers.pop("a")
+    cluster.stop()
