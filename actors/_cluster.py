@@ -16,10 +16,13 @@ import logging
 import time
 from typing import Any
 
-from thespian.actors import ActorTypeDispatcher, WakeupMessage
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from actors._placement import LOCAL, MEMBER_CAP, Placement, parse_resources
-from actors.messages import MemberHeartbeat, ProbeStart
+from actors._sequencer import Sequencer
+from actors._trial import TrialStatus
+from actors._trial_actor import TrialActor
+from actors.messages import EndReason, MemberHeartbeat, ProbeStart, RunTrial
 
 log = logging.getLogger("audition.cluster")
 
@@ -58,9 +61,29 @@ class MemberProbe(ActorTypeDispatcher):
 
 
 class ClusterMixin:
-    """Mixed into ControllerActor; needs ``spec``, ``_host_lost`` and ``_fill``."""
+    """Mixed into ControllerActor: members, liveness, and placing/releasing trial actors.
+
+    Uses the controller's ``table``, ``io``, ``actor_of``, ``idle``, ``inbox`` and
+    ``window``, and calls back into its ``_ended``, ``_abort`` and ``_fill``.
+    """
 
     spec: Any
+    table: Any
+    io: Any
+    actor_of: dict[str, Any]
+    idle: list[tuple[Any, str]]
+    inbox: dict[str, Any]
+    window: int
+
+    def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: Any = None,
+               error: str | None = None, tb: str | None = None) -> None:
+        raise NotImplementedError
+
+    def _abort(self, reason: str) -> None:
+        raise NotImplementedError
+
+    def _fill(self) -> None:
+        raise NotImplementedError
 
     def _cluster_init(self) -> None:
         s = self.spec
@@ -93,7 +116,7 @@ class ClusterMixin:
                                      targetActorRequirements={MEMBER_CAP: member_id})
             self.probes[member_id] = probe
             self.send(probe, ProbeStart(member_id, self.spec.heartbeat_interval_s))  # type: ignore[attr-defined]
-            self._fill()  # type: ignore[attr-defined]
+            self._fill()
         else:
             self._member_gone(member_id, "it left the convention")
 
@@ -103,7 +126,7 @@ class ClusterMixin:
             # the link came back: the member gets work again
             self.lost.discard(msg.member_id)
             log.warning("member %s is reachable again", msg.member_id)
-            self._fill()  # type: ignore[attr-defined]
+            self._fill()
 
     def _member_gone(self, member_id: str, why: str) -> None:
         if member_id in self.lost:
@@ -112,8 +135,86 @@ class ClusterMixin:
         trials = sorted(self.placement.members[member_id].trials) if member_id in self.placement.members else []
         log.warning("member %s lost (%s); %d trial(s) restart elsewhere", member_id, why, len(trials))
         for trial_id in trials:
-            self._host_lost(trial_id, member_id, why)  # type: ignore[attr-defined]
-        self._fill()  # type: ignore[attr-defined]
+            self._host_lost(trial_id, member_id, why)
+        self._fill()
+
+    # ------------------------------------------------------------------ placing trial actors
+    def _need(self) -> dict[str, float]:
+        assert self.spec is not None
+        return {k: float(v) for k, v in (self.spec.resources_per_trial or {"cpu": 1}).items() if v > 0}
+
+    def _start(self, trial_id: str) -> None:
+        assert self.spec is not None
+        s = self.spec
+        rec = self.table.get(trial_id)
+        member = self._choose_member(self._need())
+        if member is None:  # the room it was chosen for is gone (a member was lost meanwhile)
+            self.table.unstart(trial_id)
+            return
+        self.io.on_start(rec)
+        pooled = next((i for i, (_, m) in enumerate(self.idle) if m == member), None)
+        if pooled is not None:
+            actor = self.idle.pop(pooled)[0]
+        elif s.multi_host:
+            actor = self.createActor(  # type: ignore[attr-defined]
+                TrialActor, targetActorRequirements={MEMBER_CAP: member})
+        else:
+            actor = self.createActor(  # type: ignore[attr-defined]
+                TrialActor)
+        self.placement.place(trial_id, member, self._need())
+        self.actor_of[trial_id] = actor
+        self.inbox[trial_id] = (rec.run_id, Sequencer())
+        extra = rec.extra_result
+        rec.extra_result = {}
+        self.send(  # type: ignore[attr-defined]
+            actor, RunTrial(
+            trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
+            rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
+            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
+            member if s.multi_host else ""))
+
+    def _release(self, trial_id: str, reusable: bool) -> None:
+        assert self.spec is not None
+        member = self.placement.where.get(trial_id)
+        self.placement.release(trial_id, self._need())
+        actor = self.actor_of.pop(trial_id, None)
+        if actor is None:
+            return
+        if (reusable and member is not None and self.spec.reuse_actors and member not in self.lost
+                and len(self.idle) < self.spec.max_concurrent):
+            self.idle.append((actor, member))
+        else:
+            self.send(  # type: ignore[attr-defined]
+            actor, ActorExitRequest())
+
+    def _host_lost(self, trial_id: str, member: str, why: str) -> None:
+        """The member running ``trial_id`` is unreachable: the trial fails and restarts elsewhere."""
+        rec = self.table.get(trial_id)
+        actor = self.actor_of.pop(trial_id, None)
+        if actor is not None:
+            self.send(  # type: ignore[attr-defined]
+            actor, ActorExitRequest())  # delivered if the member comes back
+        self.placement.release(trial_id, self._need())
+        if rec.status is TrialStatus.RUNNING:
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                        f"lost contact with member {member!r} ({why})", "host lost\n")
+
+    def _check_placeable(self) -> None:
+        """A trial that no member can ever hold is an error, once members had time to join."""
+        assert self.spec is not None
+        need = self._need()
+        waiting = self.table.with_status(TrialStatus.PENDING)
+        if not waiting or self.table.running or self.placement.could_ever_fit(need):
+            self.waiting_since = None
+            return
+        now = time.monotonic()
+        if self.waiting_since is None:
+            self.waiting_since = now
+        elif now - self.waiting_since > self.spec.placement_grace_s:
+            members = self.placement.rows() or "no member has joined"
+            self._abort(f"no member can ever run a trial needing {need} (members: {members}); start "
+                        "workers with enough resources (audition worker --cpus N --resources JSON)")
+
 
     def _check_members(self) -> None:
         """Called from the controller's tick: members whose heartbeats stopped are lost."""

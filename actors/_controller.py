@@ -25,14 +25,12 @@ from thespian.actors import (
 from actors._cluster import ClusterMixin
 from actors._controller_io import ExperimentIO
 from actors._lifecycle import Effect, EffectKind, TrialTable
-from actors._placement import MEMBER_CAP
 from actors._reducer import Decision
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
 from actors._spec import ExperimentSpec
 from actors._system import pid_alive, shutdown_orphaned_system
 from actors._trial import TrialStatus
-from actors._trial_actor import TrialActor
 from actors.messages import (
     AbortExperiment,
     ActionKind,
@@ -40,7 +38,6 @@ from actors.messages import (
     ExperimentFinished,
     ExperimentProgress,
     HookKind,
-    RunTrial,
     SchedulerAction,
     SchedulerCall,
     SchedulerFailed,
@@ -325,77 +322,6 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
 
     def _save_at_end(self) -> bool:
         return bool(self.spec and self.spec.checkpoint_at_end)
-
-    def _need(self) -> dict[str, float]:
-        assert self.spec is not None
-        return {k: float(v) for k, v in (self.spec.resources_per_trial or {"cpu": 1}).items() if v > 0}
-
-    def _start(self, trial_id: str) -> None:
-        assert self.spec is not None
-        s = self.spec
-        rec = self.table.get(trial_id)
-        member = self._choose_member(self._need())
-        if member is None:  # the room it was chosen for is gone (a member was lost meanwhile)
-            self.table.unstart(trial_id)
-            return
-        self.io.on_start(rec)
-        pooled = next((i for i, (_, m) in enumerate(self.idle) if m == member), None)
-        if pooled is not None:
-            actor = self.idle.pop(pooled)[0]
-        elif s.multi_host:
-            actor = self.createActor(TrialActor, targetActorRequirements={MEMBER_CAP: member})
-        else:
-            actor = self.createActor(TrialActor)
-        self.placement.place(trial_id, member, self._need())
-        self.actor_of[trial_id] = actor
-        self.inbox[trial_id] = (rec.run_id, Sequencer())
-        extra = rec.extra_result
-        rec.extra_result = {}
-        self.send(actor, RunTrial(
-            trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
-            rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
-            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
-            member if s.multi_host else ""))
-
-    def _release(self, trial_id: str, reusable: bool) -> None:
-        assert self.spec is not None
-        member = self.placement.where.get(trial_id)
-        self.placement.release(trial_id, self._need())
-        actor = self.actor_of.pop(trial_id, None)
-        if actor is None:
-            return
-        if (reusable and member is not None and self.spec.reuse_actors and member not in self.lost
-                and len(self.idle) < self.spec.max_concurrent):
-            self.idle.append((actor, member))
-        else:
-            self.send(actor, ActorExitRequest())
-
-    def _host_lost(self, trial_id: str, member: str, why: str) -> None:
-        """The member running ``trial_id`` is unreachable: the trial fails and restarts elsewhere."""
-        rec = self.table.get(trial_id)
-        actor = self.actor_of.pop(trial_id, None)
-        if actor is not None:
-            self.send(actor, ActorExitRequest())  # delivered if the member comes back
-        self.placement.release(trial_id, self._need())
-        if rec.status is TrialStatus.RUNNING:
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
-                        f"lost contact with member {member!r} ({why})", "host lost\n")
-
-    def _check_placeable(self) -> None:
-        """A trial that no member can ever hold is an error, once members had time to join."""
-        assert self.spec is not None
-        need = self._need()
-        waiting = self.table.with_status(TrialStatus.PENDING)
-        if not waiting or self.table.running or self.placement.could_ever_fit(need):
-            self.waiting_since = None
-            return
-        now = time.monotonic()
-        if self.waiting_since is None:
-            self.waiting_since = now
-        elif now - self.waiting_since > self.spec.placement_grace_s:
-            members = self.placement.rows() or "no member has joined"
-            self._abort(f"no member can ever run a trial needing {need} (members: {members}); start "
-                        "workers with enough resources (audition worker --cpus N --resources JSON)")
 
     # ------------------------------------------------------------------ scheduling loop
     def _fill(self) -> None:
