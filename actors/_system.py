@@ -44,6 +44,25 @@ def _bind_loopback() -> None:
     _patched = True
 
 
+def _start_authentication(host: str) -> None:
+    """Sign and verify every Thespian TCP frame if a cluster key is configured; call before ActorSystem().
+
+    Fork-started admin, logger and actors inherit the patch (see actors/_auth.py, docs/security.md).
+    """
+    from actors._auth import ENV_KEY, ENV_KEY_FILE, enable_from_environment
+
+    if enable_from_environment() or host.startswith("127."):
+        return
+    if os.environ.get("AUDITION_ALLOW_UNAUTHENTICATED") == "1":
+        log.warning("no cluster key ($%s or $%s): anyone who can reach %s can run code in this actor system; "
+                    "see docs/security.md", ENV_KEY, ENV_KEY_FILE, host)
+        return
+    raise ConfigError(
+        f"refusing to listen on {host} without a cluster key: Thespian unpickles whatever reaches its port, "
+        f"so anyone who can connect could run code here. Set ${ENV_KEY} (or ${ENV_KEY_FILE}) to the same secret "
+        "on every host, or set AUDITION_ALLOW_UNAUTHENTICATED=1 on a network you fully trust (docs/security.md)")
+
+
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
     """'HOST:PORT' or ':PORT'/'PORT' (loopback): never silently every interface."""
     host, sep, port = text.rpartition(":")
@@ -88,6 +107,7 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
         os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
         _bind_loopback()
+        _start_authentication(os.environ["THESPIAN_BASE_IPADDR"])
         port = free_port()
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
         asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
@@ -97,6 +117,7 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
         os.environ["THESPIAN_BASE_IPADDR"] = host
         os.environ["AUDITION_BIND_ADDR"] = host
         _bind_loopback()
+        _start_authentication(host)
         caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
                 RESOURCES_CAP: dict(leader_resources or {})}
         try:
@@ -140,9 +161,16 @@ def shutdown_orphaned_system(admin_port: int) -> None:
     import subprocess
     import sys
 
+    from actors._auth import authentication_enabled
+
     code = ("from thespian.actors import ActorSystem; "
             f"ActorSystem('multiprocTCPBase', {{'Admin Port': {int(admin_port)}}}).shutdown()")
-    subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+    env = dict(os.environ)
+    if authentication_enabled():  # the admin rejects unsigned frames: sign with the key from the environment
+        code = "from actors._auth import enable_from_environment; assert enable_from_environment(); " + code
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from actors._errors import ConfigError
 from actors._placement import MEMBER_CAP, RESOURCES_CAP
-from actors._system import _bind_loopback, _log_defs, free_port, parse_host_port
+from actors._system import _bind_loopback, _log_defs, _start_authentication, free_port, parse_host_port
 
 
 def _route_addr(host: str) -> str:
@@ -54,6 +54,7 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     os.environ["THESPIAN_BASE_IPADDR"] = addr
     os.environ["AUDITION_BIND_ADDR"] = addr
     _bind_loopback()
+    _start_authentication(addr)
     port = port or free_port(addr)
     res = parse_resources_arg(cpus, resources)
     ident = member_id or f"{socket.gethostname()}-{port}"

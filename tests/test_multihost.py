@@ -182,3 +182,15 @@ def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks
     cluster.processes("a")  # nothing to stop: killed
     cluster.workers.pop("a")
     cluster.stop()
+
+
+def test_non_loopback_leader_without_key_is_refused(monkeypatch):
+    from actors._errors import ConfigError
+    from actors._system import _start_authentication
+
+    monkeypatch.delenv("AUDITION_CLUSTER_KEY", raising=False)
+    monkeypatch.delenv("AUDITION_CLUSTER_KEY_FILE", raising=False)
+    monkeypatch.delenv("AUDITION_ALLOW_UNAUTHENTICATED", raising=False)
+    with pytest.raises(ConfigError, match="without a cluster key"):
+        _start_authentication("10.20.30.40")
+    _start_authentication("127.0.0.1")  # loopback-only clusters need no key
