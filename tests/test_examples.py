@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -23,10 +25,13 @@ def test_console_script_version():
     assert out.returncode == 0 and out.stdout.startswith("audition ")
 
 
-def test_multi_host_example(tmp_path, no_leaks):
+@pytest.mark.parametrize("key", [None, "0123456789abcdef0123456789abcdef"], ids=["open", "cluster-key"])
+def test_multi_host_example(tmp_path, key, no_leaks):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    if key:
+        env["AUDITION_CLUSTER_KEY"] = key  # leader and workers sign every frame
     out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "multi_host.py"), str(tmp_path)],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     members = {line.split(" ran on ")[1].split()[0] for line in out.stdout.splitlines() if " ran on " in line}
     assert members == {"worker0", "worker1"}
