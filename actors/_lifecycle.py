@@ -158,6 +158,7 @@ class TrialTable:
             rec.time_total_s = float(results[-1].get("time_total_s", rec.time_total_s))
         if checkpoint is not None:
             rec.checkpoint = checkpoint
+            self.changed.add(trial_id)  # schedulers pick clone sources by checkpoint_iteration (PBT)
         rec.inflight.append(seq)
         return True
 
@@ -240,6 +241,7 @@ class TrialTable:
             return []
         if checkpoint is not None:
             rec.checkpoint = checkpoint
+            self.changed.add(trial_id)
         rec.saves_inflight = max(0, rec.saves_inflight - 1)
         if rec.phase is Phase.SAVING and rec.saves_inflight == 0:
             rec.phase = Phase.STOPPING
@@ -256,7 +258,11 @@ class TrialTable:
         reusable = reason is not EndReason.FAILED
         out = [Effect(EffectKind.RELEASE, trial_id, flag=reusable)]
         pending = rec.pending
-        if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and pending is not Decision.PAUSE):
+        # A trainable whose last result said done has finished: a PAUSE (or clone) decided on that
+        # result must not park it, or it is resumed past its own end (paused every result: forever).
+        finished = bool(rec.last_result.get("done"))
+        parked = reason is EndReason.STOPPED and pending is Decision.PAUSE and not finished
+        if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
             rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]

@@ -19,7 +19,7 @@ def load_scheduler(spec: Any) -> Scheduler:
     if isinstance(spec, Scheduler):
         return spec
     if isinstance(spec, type) and issubclass(spec, Scheduler):
-        return spec()
+        return _instantiate(spec, spec.__name__)
     if isinstance(spec, str):
         return _instantiate(_resolve(spec), spec)
     raise ConfigError(
@@ -52,12 +52,17 @@ def _resolve(name: str) -> Any:
 def _instantiate(obj: Any, name: str) -> Scheduler:
     if isinstance(obj, Scheduler):
         return obj
-    if isinstance(obj, type) and issubclass(obj, Scheduler):
-        return obj()
-    if callable(obj):
+    if not callable(obj):
+        raise ConfigError(f"scheduler {name!r} does not name a Scheduler subclass or factory")
+    try:
         made = obj()
-        if isinstance(made, Scheduler):
-            return made
+    except Exception as exc:
+        raise ConfigError(
+            f"scheduler {name!r} could not be created without arguments ({type(exc).__name__}: {exc}); "
+            "give its parameters defaults, or pass an instance: TuneConfig(scheduler=MyScheduler(...))"
+        ) from exc
+    if isinstance(made, Scheduler):
+        return made
     raise ConfigError(f"scheduler {name!r} does not name a Scheduler subclass or factory")
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import cloudpickle
 from thespian.actors import ActorSystem, ActorTypeDispatcher
@@ -112,7 +112,7 @@ class ActorTestKit:
     def close(self) -> None:
         self.system.shutdown()
 
-    def __enter__(self) -> ActorTestKit:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: Any) -> None:

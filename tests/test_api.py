@@ -21,7 +21,7 @@ def test_checkpoint_dict_and_directory_round_trip(tmp_path) -> None:
     ck2 = Checkpoint.from_directory(d)
     out = ck2.to_directory(str(tmp_path / "copy"))
     assert open(os.path.join(out, "weights.bin"), "rb").read() == b"\x00\x01"
-    with pytest.raises(ValueError, match="not made by Checkpoint.from_dict"):
+    with pytest.raises(ValueError, match=r"not made by Checkpoint\.from_dict"):
         ck2.to_dict()
     with pytest.raises(ValueError, match="no such directory"):
         Checkpoint.from_directory(tmp_path / "missing")
