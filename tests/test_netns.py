@@ -161,7 +161,16 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
         _wait_for(a_running, 60, "a trial to run on host a")
         cut_at = time.time()
         net.link("a", up=False)
-        time.sleep(6)  # keep the link down past the 3 s heartbeat timeout (this is the scenario, not a wait)
+
+        def moved_off_a() -> bool:  # a trial that ran on a reports from b after the cut
+            for f in (tmp_path / "res" / "ns").glob("*/result.json"):
+                rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+                if any(r.get("member") == tag_a for r in rows) and any(
+                        r["timestamp"] > cut_at and r.get("member") != tag_a for r in rows):
+                    return True
+            return False
+
+        _wait_for(moved_off_a, 60, "the cut-off host's trial to run elsewhere")
         net.link("a", up=True)
         back_at = time.time()
         out, err = driver.communicate(timeout=180)
