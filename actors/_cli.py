@@ -20,7 +20,35 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--cpus", type=float, help="CPUs to offer (default: all)")
     w.add_argument("--resources", help='other resources as JSON, e.g. \'{"gpu": 1}\'')
     w.add_argument("--id", dest="member_id", help="member identity (default: HOSTNAME-PORT)")
+    c = sub.add_parser("cluster", help="inspect a running multi-host experiment")
+    csub = c.add_subparsers(dest="cluster_verb", required=True)
+    st = csub.add_parser("status", help="members, their free resources and the trial counts")
+    st.add_argument("--leader", required=True, help="HOST:PORT of the driver's system (run on the leader's machine)")
+    st.add_argument("--json", action="store_true", help="print JSON for scripts")
     args = parser.parse_args(argv)
+    if args.verb == "cluster":
+        import json
+
+        from actors._worker import cluster_status
+
+        try:
+            status = cluster_status(args.leader)
+        except ConfigError as exc:
+            print(f"audition cluster status: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps(status, indent=2, sort_keys=True))
+            return 0
+        if status["experiment"] is None:
+            print("no experiment is running on this leader")
+            return 0
+        print(f"experiment {status['experiment']}: " +
+              ", ".join(f"{n} {s}" for s, n in sorted(status["trials"].items())))
+        for m in status["members"]:
+            free = ", ".join(f"{k} {v:g}/{m['resources'][k]:g}" for k, v in sorted(m["free"].items()))
+            state = "LOST" if m.get("lost") else "ok"
+            print(f"  {m['member']:<24} {state:<5} free {free}  trials {len(m['trials'])}")
+        return 0
     if args.verb == "worker":
         from actors._worker import run_worker
 

@@ -34,6 +34,8 @@ from actors._trial import TrialStatus
 from actors.messages import (
     AbortExperiment,
     ActionKind,
+    ClusterStatus,
+    ClusterStatusRequest,
     EndReason,
     ExperimentFinished,
     ExperimentProgress,
@@ -271,6 +273,17 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
                         f"the trial actor could not handle {type(msg.poisonMessage).__name__}", "")
         elif sender == self.sched:
             self._abort(f"the scheduler actor could not handle {type(msg.poisonMessage).__name__}")
+
+    def receiveMsg_ClusterStatusRequest(self, msg: ClusterStatusRequest, sender: Any) -> None:
+        if self.spec is None:  # created just now by the status query itself: no experiment runs here
+            self.send(sender, ClusterStatus(None, (), {}))
+            self.send(self.myAddress, ActorExitRequest())
+            return
+        rows = tuple(dict(r, lost=r["member"] in self.lost) for r in self.placement.rows())
+        counts: dict[str, int] = {}
+        for rec in self.table.trials.values():
+            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+        self.send(sender, ClusterStatus(self.spec.name, rows, counts))
 
     def receiveMsg_AbortExperiment(self, msg: AbortExperiment, sender: Any) -> None:
         self._abort(msg.reason)

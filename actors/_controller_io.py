@@ -8,13 +8,14 @@ result per trial, so its memory does not grow with the length of runs.
 from __future__ import annotations
 
 import base64
+import copy
 import pickle
 import secrets
-
-import cloudpickle
 import time
 from collections.abc import Callable
 from typing import Any
+
+import cloudpickle
 
 from actors._lifecycle import TrialRecord, TrialTable
 from actors._spec import ExperimentSpec
@@ -43,18 +44,34 @@ class ExperimentIO:
         self.logged_iter: dict[str, int] = {}
         self.ckpts: dict[str, list[CheckpointRef]] = {}
         self.max_index: dict[str, int] = {}
-        self.trial_prefix = secrets.token_hex(3)[:5]
+        # a restored run keeps the prefix, so re-suggested trials get their old ids back
+        restored = spec.restore_state or {}
+        self.trial_prefix: str = restored.get("trial_prefix") or secrets.token_hex(3)[:5]
         self.sched_blob: bytes | None = None
         self.pending_table: dict[str, Any] | None = None
         self.last_state = -1e9
+        self.frozen = False
+        self.table: TrialTable | None = None
+        # checkpoint retention defers deleting what a saved (or about to be saved) state names
+        self.state_refs: set[str] = set()
+        self.pending_refs: set[str] = set()
+        self.deferred: list[CheckpointRef] = []
 
     # ------------------------------------------------------------------ restore
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
-        """Load a saved trial table (Tuner.restore); returns how many trials were suggested."""
+        """Load a saved trial table (Tuner.restore); returns how many trials were suggested.
+
+        Always called once at start: it also hands this object the live table, whose
+        checkpoints retention must never delete.
+        """
+        from actors._restore import prepare_storage
+
+        self.table = table
         state = self.spec.restore_state
         if not state:
             return 0
-        self.trial_prefix = state["trial_prefix"]
+        state = copy.deepcopy(state)
+        kept = prepare_storage(self.ctx, self.layout, state)
         self.sched_blob = _unb64(state.get("scheduler"))
         if state.get("searcher") is not None and searcher is not None:
             searcher.restore(pickle.loads(_unb64(state["searcher"]) or b""))
@@ -67,12 +84,17 @@ class ExperimentIO:
             rec.last_result = row["last_result"]
             rec.num_failures = row["num_failures"]
             rec.error = row.get("error")
+            rec.traceback = row.get("traceback")
             ck = row.get("checkpoint")
             rec.checkpoint = CheckpointRef(**ck) if ck else None
             rec.iteration = rec.checkpoint.iteration if rec.checkpoint else int(
                 rec.last_result.get("training_iteration", 0))
             self.logged_iter[rec.trial_id] = int(row.get("logged_iteration", rec.iteration))
             self.max_index[rec.trial_id] = int(row.get("max_index", -1))
+            if rec.checkpoint is not None:
+                self.state_refs.add(rec.checkpoint.path)
+            if self.spec.num_to_keep is not None and kept.get(rec.trial_id):
+                self.ckpts[rec.trial_id] = kept[rec.trial_id]
         return int(state["suggested"])
 
     def scheduler_state(self) -> bytes | None:
@@ -124,10 +146,26 @@ class ExperimentIO:
         survivors = {c.path for c in ranked[:keep]} | {ckpt.path}
         if rec.checkpoint is not None:
             survivors.add(rec.checkpoint.path)
-        for c in kept:
-            if c.path not in survivors:
-                delete_checkpoint(self.ctx, c.path)
         self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
+        self.deferred += [c for c in kept if c.path not in survivors]
+        self._delete_unreferenced()
+
+    def _delete_unreferenced(self) -> None:
+        """Delete retired checkpoints unless a trial or a saved state still names them.
+
+        A restore resumes from the checkpoint in the last written state, and a PBT clone
+        from another trial's checkpoint: deleting either would break that resume.
+        """
+        refs = self.state_refs | self.pending_refs
+        if self.table is not None:
+            refs |= {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
+        waiting = []
+        for c in self.deferred:
+            if c.path in refs:
+                waiting.append(c)
+            else:
+                delete_checkpoint(self.ctx, c.path)
+        self.deferred = waiting
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
         return self.max_index.get(rec.trial_id, -1) + 1
@@ -151,8 +189,23 @@ class ExperimentIO:
     def state_due(self) -> bool:
         return self.clock() - self.last_state >= self.spec.state_interval_s and self.pending_table is None
 
+    def freeze(self, table: TrialTable, searcher: Any, suggested: int) -> None:
+        """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
+
+        An aborted run (Ctrl-C, a dead driver, a scheduler bug) must stay resumable: its
+        unfinished trials are saved as they were, not as the TERMINATED the abort makes them.
+        """
+        if not self.frozen:
+            self.snapshot_table(table, searcher, suggested)
+            self.frozen = True
+
     def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int) -> None:
         """Capture the table now; written once the scheduler's matching state arrives."""
+        if self.frozen:
+            return
+        self.table = table
+        rows = [self._row(r) for r in table.trials.values()]
+        self.pending_refs = {r["checkpoint"]["path"] for r in rows if r["checkpoint"]}
         self.pending_table = {
             "version": STATE_VERSION,
             "name": self.spec.name,
@@ -162,7 +215,7 @@ class ExperimentIO:
             "searcher": _b64(cloudpickle.dumps(searcher.save())) if searcher is not None else None,
             "stopper": _b64(cloudpickle.dumps(self.spec.stopper.save()))
             if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
-            "trials": [self._row(r) for r in table.trials.values()],
+            "trials": rows,
             "written_at": time.time(),
         }
         self.last_state = self.clock()
@@ -177,13 +230,17 @@ class ExperimentIO:
         state = dict(self.pending_table, scheduler=_b64(self.sched_blob))
         self.pending_table = None
         for w in self.writers.values():
-            w.flush()
+            w.flush()  # rows first: a state never names results that are not in storage
         write_experiment_state(self.ctx, self.layout, state)
+        self.state_refs, self.pending_refs = self.pending_refs, set()
+        if self.deferred:
+            self._delete_unreferenced()
 
     def _row(self, r: TrialRecord) -> dict[str, Any]:
         return {
             "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
             "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
+            "traceback": r.traceback,
             "checkpoint": None if r.checkpoint is None else {
                 "path": r.checkpoint.path, "index": r.checkpoint.index, "iteration": r.checkpoint.iteration,
                 "time_total_s": r.checkpoint.time_total_s, "metrics": r.checkpoint.metrics},

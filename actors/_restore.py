@@ -3,14 +3,21 @@
 The experiment directory holds the original spec (``tuner.pkl``: searcher,
 scheduler and stopper as they were at the start) and the latest experiment
 state (trial table plus the searcher's and scheduler's saved state).  Restoring
-rebuilds the spec with the new trainable, rewinds unfinished trials to their
-latest committed checkpoint, and lets the controller continue.
+rebuilds the spec with the new trainable and rewinds the table (``_rewind``,
+in the driver).  When the controller starts, ``prepare_storage`` makes storage
+agree with that table: whatever the crashed run wrote after the state was
+saved (result rows, checkpoints, whole trial directories) is removed, because
+the restored searcher, scheduler and table have never seen it.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
+import os
 import posixpath
+import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import cloudpickle
@@ -18,29 +25,44 @@ import cloudpickle
 from actors._errors import ConfigError
 from actors._trial import TrialStatus
 
+log = logging.getLogger("audition")
 FORCE_TRUNCATE = 10**12
+STATE_KEYS = ("trial_prefix", "suggested", "trials")
+ROW_KEYS = ("trial_id", "config", "status", "last_result", "num_failures")
+
+# What restoring does to a trial (``row["restore"]``); rows without it are left as saved.
+RESUME = "resume"  # continue from the saved checkpoint (or from scratch without one)
+RESTART = "restart"  # run again from scratch (restart_errored)
+END = "end"  # unfinished, but resume_unfinished=False: ends TERMINATED as saved
 
 
 def _split(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
     from storage import ExperimentLayout, StorageContext, StorageError
 
-    p = path.rstrip("/")
-    parent, name = posixpath.split(p) if "://" in p else __import__("os").path.split(p)
-    if not name:
-        raise ConfigError(f"{path!r} is not an experiment directory; pass <storage>/<experiment name>")
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"restore path must be the experiment directory (a non-empty string), got {path!r}")
+    p = path.strip().rstrip("/")
+    parent, name = posixpath.split(p) if "://" in p else os.path.split(p)
+    if not name or not parent or parent.endswith("://"):
+        raise ConfigError(f"{path!r} is not an experiment directory; pass <storage>/<experiment name>, "
+                          "the experiment_path that fit() returned")
     try:
         ctx = StorageContext(parent, options)
-    except StorageError as exc:
-        raise ConfigError(str(exc)) from exc
-    return ctx, ExperimentLayout(ctx, name), name
+        return ctx, ExperimentLayout(ctx, name), name
+    except (StorageError, ValueError) as exc:
+        raise ConfigError(f"cannot restore from {path}: {exc}") from exc
 
 
 def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
+    """True if ``path`` holds a saved tuner and at least one experiment state version."""
     from storage import StorageError, exists
+    from storage._io import list_dir
 
     try:
         ctx, layout, _ = _split(path, options)
-        return exists(ctx, layout.tuner_file) and exists(ctx, layout.state_pointer)
+        if not exists(ctx, layout.tuner_file):
+            return False
+        return exists(ctx, layout.state_pointer) or bool(list_dir(ctx, layout.state_dir))
     except (ConfigError, StorageError):
         return False
 
@@ -51,23 +73,25 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     from storage import StorageError, read_bytes, read_experiment_state
 
     ctx, layout, name = _split(path, options)
+    where = ctx.uri(layout.experiment_dir)
     try:
         raw = read_bytes(ctx, layout.tuner_file)
         state = read_experiment_state(ctx, layout)
     except FileNotFoundError:
-        raise ConfigError(f"no audition experiment at {ctx.uri(layout.experiment_dir)} (tuner.pkl missing); "
-                          "pass the directory fit() printed as experiment_path") from None
+        raise ConfigError(f"no audition experiment at {where} (tuner.pkl missing); pass the directory "
+                          "fit() returned as experiment_path") from None
     except StorageError as exc:
-        raise ConfigError(f"cannot restore {path}: {exc}") from exc
+        raise ConfigError(f"cannot restore {where}: {exc}") from exc
     if state is None:
-        raise ConfigError(f"no experiment state under {ctx.uri(layout.experiment_dir)}: the run stopped "
-                          "before its first state write; start it again with fit()")
+        raise ConfigError(f"no experiment state under {where}: the run stopped before its first state "
+                          "write; start it again with fit()")
+    _check_state(state, where)
     try:
         saved = cloudpickle.loads(raw)
+        spec = copy.copy(saved["spec"])
     except Exception as exc:
-        raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is corrupted or was written by an "
-                          f"incompatible version ({exc!r}); start a new experiment") from exc
-    spec = copy.copy(saved["spec"])
+        raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is corrupted or was written "
+                          f"by an incompatible version ({exc!r}); start a new experiment") from exc
     spec.trainable_name = _check_trainable(trainable)
     spec.trainable = _dumps(trainable, "trainable")
     spec.storage_url, spec.storage_options, spec.name = ctx.url, dict(ctx.options), name
@@ -77,25 +101,131 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     return tuner
 
 
+def _check_state(state: dict[str, Any], where: str) -> None:
+    """A readable JSON state can still be from another program or a bug: refuse it clearly."""
+    from actors._controller_io import STATE_VERSION
+
+    problem = None
+    if state.get("version") != STATE_VERSION:
+        problem = f"state format version {state.get('version')!r}, this audition reads {STATE_VERSION}"
+    elif any(k not in state for k in STATE_KEYS) or not isinstance(state["trials"], list):
+        problem = f"it lacks {[k for k in STATE_KEYS if k not in state]} or its trial list"
+    else:
+        for row in state["trials"]:
+            if not isinstance(row, dict) or any(k not in row for k in ROW_KEYS):
+                problem = f"a trial row is incomplete ({str(row)[:80]})"
+                break
+            try:
+                TrialStatus(row["status"])
+            except ValueError:
+                problem = f"trial {row['trial_id']} has an unknown status {row['status']!r}"
+                break
+    if problem:
+        raise ConfigError(f"the experiment state at {where} cannot be restored: {problem}. "
+                          "Start a new experiment, or restore from a copy written by this version")
+
+
 def _rewind(state: dict[str, Any], resume_unfinished: bool, resume_errored: bool,
             restart_errored: bool) -> dict[str, Any]:
+    """Statuses after restore; each changed row is tagged with what ``prepare_storage`` must do."""
     state = copy.deepcopy(state)
     for row in state["trials"]:
         status = TrialStatus(row["status"])
         if status is TrialStatus.ERROR:
             if restart_errored:
-                row.update(status=TrialStatus.PENDING.value, checkpoint=None, num_failures=0, error=None)
+                row.update(status=TrialStatus.PENDING.value, checkpoint=None, num_failures=0, error=None,
+                           traceback=None, last_result={}, restore=RESTART)
             elif resume_errored:
-                row.update(status=TrialStatus.PENDING.value, error=None)
+                row.update(status=TrialStatus.PENDING.value, error=None, traceback=None, restore=RESUME)
         elif status is TrialStatus.RUNNING:
             row["status"] = (TrialStatus.PENDING if resume_unfinished else TrialStatus.TERMINATED).value
-        elif status in (TrialStatus.PENDING, TrialStatus.PAUSED) and not resume_unfinished:
-            row["status"] = TrialStatus.TERMINATED.value
-        if not TrialStatus(row["status"]).is_finished:
+            row["restore"] = RESUME if resume_unfinished else END
+        elif status in (TrialStatus.PENDING, TrialStatus.PAUSED):
+            if not resume_unfinished:
+                row["status"] = TrialStatus.TERMINATED.value
+            row["restore"] = RESUME if resume_unfinished else END
+        if row.get("restore") in (RESUME, RESTART):
             # the state may be older than the result log: drop everything after the checkpoint
             row["logged_iteration"] = FORCE_TRUNCATE
     state["restored"] = True
     return state
 
 
-__all__ = ["can_restore", "restore_tuner"]
+# ---------------------------------------------------------------------------------- storage side
+def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, list[Any]]:
+    """Make storage match the restored table; returns each touched trial's kept checkpoints.
+
+    Runs in the controller before any trial starts, so nothing else writes here. For every trial
+    that restoring resumes, restarts or ends: checkpoint directories the state does not know
+    (uncommitted, or committed after the state was saved) are deleted, a saved checkpoint that
+    has disappeared is replaced by an older committed one (or none), and result rows after the
+    point the trial continues from are truncated. Trial directories of the run's naming scheme
+    that are not in the table belong to trials suggested after the state was saved: the restored
+    searcher suggests them again, so they are deleted.
+    """
+    from storage._io import list_dir, remove_tree
+
+    rows = {r["trial_id"]: r for r in state["trials"]}
+    own = re.compile(rf"{re.escape(str(state['trial_prefix']))}_\d{{5,}}")
+    stale = [e["name"] for e in list_dir(ctx, layout.experiment_dir)
+             if e.get("type") == "directory" and own.fullmatch(posixpath.basename(e["name"].rstrip("/")))
+             and posixpath.basename(e["name"].rstrip("/")) not in rows]
+    touched = [r for r in rows.values() if r.get("restore")]
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="restore") as pool:
+        list(pool.map(lambda p: remove_tree(ctx, p), stale))
+        kept = dict(zip([r["trial_id"] for r in touched],
+                        pool.map(lambda r: _prepare_trial(ctx, layout, r), touched)))
+    if stale:
+        log.info("restore: removed %d trial dir(s) written after the last state save", len(stale))
+    return kept
+
+
+def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
+    from actors.messages import CheckpointRef
+    from storage import ResultWriter, delete_checkpoint, list_checkpoints
+    from storage._io import remove_tree
+
+    tid = row["trial_id"]
+    max_index = int(row.get("max_index", -1))
+    kept: list[CheckpointRef] = []
+    for info in list_checkpoints(ctx, layout.trial_dir(tid)):
+        if not info.committed:
+            remove_tree(ctx, info.path)
+        elif info.index > max_index:
+            delete_checkpoint(ctx, info.path)  # committed after the state: its results are unknown
+        else:
+            meta = info.metadata
+            kept.append(CheckpointRef(info.path, info.index, int(meta.get("iteration", 0)),
+                                      float(meta.get("time_total_s", 0.0)), dict(meta.get("metrics") or {})))
+    ck = row.get("checkpoint")
+    if row["restore"] == RESUME and ck is not None and not _still_there(ctx, ck["path"], kept):
+        older = [c for c in kept if c.iteration <= int(ck["iteration"])]
+        if older:
+            c = older[-1]
+            row["checkpoint"] = {"path": c.path, "index": c.index, "iteration": c.iteration,
+                                 "time_total_s": c.time_total_s, "metrics": c.metrics}
+        else:
+            row["checkpoint"] = None
+        log.warning("restore: checkpoint %s of trial %s is gone; continuing from %s", ctx.uri(ck["path"]),
+                    tid, ctx.uri(row["checkpoint"]["path"]) if row["checkpoint"] else "scratch")
+    if row["restore"] == END:
+        upto = int(row["last_result"].get("training_iteration", 0))
+    elif row.get("checkpoint"):
+        upto = int(row["checkpoint"]["iteration"])
+    else:
+        upto = 0
+    writer = ResultWriter(ctx, layout, tid)
+    writer.truncate(upto)
+    writer.close()
+    row["logged_iteration"] = upto
+    return kept
+
+
+def _still_there(ctx: Any, path: str, kept: list[Any]) -> bool:
+    """The saved checkpoint is usable: listed as kept, or (a PBT clone's) committed elsewhere."""
+    from storage import is_committed
+
+    return any(c.path == path for c in kept) or is_committed(ctx, path)
+
+
+__all__ = ["can_restore", "prepare_storage", "restore_tuner"]

@@ -27,6 +27,7 @@ from actors._trainable import Trainable
 from actors.messages import AbortExperiment, ExperimentFinished, ExperimentProgress, StartExperiment
 
 log = logging.getLogger("audition")
+CONTROLLER_NAME = "audition-controller"
 
 
 def _dumps(obj: Any, what: str) -> bytes:
@@ -176,7 +177,8 @@ class Tuner:
             port = getattr(asys, "audition_admin_port", 0)
             spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
             blob = cloudpickle.dumps(spec)
-            controller = asys.createActor(ControllerActor)
+            # a global name lets `audition cluster status` find the controller from outside
+            controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
             asys.tell(controller, StartExperiment(blob))
             try:
                 finished = self._wait(asys, controller)

@@ -83,3 +83,33 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
 
 
 __all__ = ["run_worker"]
+
+
+def cluster_status(leader: str, timeout_s: float = 10.0) -> dict[str, Any]:
+    """Ask the controller of the experiment led at ``leader`` (an address of this machine)."""
+    import datetime
+
+    from thespian.actors import ActorSystem
+
+    from actors._controller import ControllerActor
+    from actors._system import _start_authentication
+    from actors._tuner import CONTROLLER_NAME
+    from actors.messages import ClusterStatus, ClusterStatusRequest
+
+    host, port = parse_host_port(leader, what="--leader")
+    with socket.socket() as s:
+        s.settimeout(2.0)
+        if s.connect_ex((host, port)) != 0:
+            raise ConfigError(f"no audition leader listens on {host}:{port}; is the experiment running "
+                              "with RunConfig(system='tcp://HOST:PORT')?")
+    os.environ["THESPIAN_BASE_IPADDR"] = host
+    os.environ["AUDITION_BIND_ADDR"] = host
+    _bind_loopback()
+    _start_authentication(host)
+    # An external client of the running system: never call shutdown() on it (that would stop the leader).
+    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=_log_defs(), transientUnique=True)
+    controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME)
+    reply = asys.ask(controller, ClusterStatusRequest(), datetime.timedelta(seconds=timeout_s))
+    if not isinstance(reply, ClusterStatus):
+        raise ConfigError(f"the leader at {host}:{port} did not answer within {timeout_s:.0f}s")
+    return {"experiment": reply.experiment, "members": list(reply.members), "trials": reply.trials}

@@ -266,6 +266,20 @@ class TrialEnded:
 
 
 @dataclass(frozen=True)
+class ClusterStatusRequest:
+    """``audition cluster status`` -> controller: describe the members and the trials."""
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """Controller -> ``audition cluster status``: members with their resources, and trial counts."""
+
+    experiment: str | None
+    members: tuple[dict[str, Any], ...]
+    trials: dict[str, int]
+
+
+@dataclass(frozen=True)
 class ProbeStart:
     """Controller -> member probe (an actor placed on each member system): heartbeat to me."""
 
@@ -288,6 +302,8 @@ __all__ = [
     "AbortExperiment",
     "ActionKind",
     "CheckpointRef",
+    "ClusterStatus",
+    "ClusterStatusRequest",
     "EndReason",
     "ExperimentFinished",
     "ExperimentProgress",

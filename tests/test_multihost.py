@@ -194,3 +194,34 @@ def test_non_loopback_leader_without_key_is_refused(monkeypatch):
     with pytest.raises(ConfigError, match="without a cluster key"):
         _start_authentication("10.20.30.40")
     _start_authentication("127.0.0.1")  # loopback-only clusters need no key
+
+
+def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, no_leaks):
+    import glob
+    import json
+
+    tuner = Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 40, "slow_save": 0.05},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="st", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0))
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    cluster.start_worker("a", cpus=2)
+    _wait_for(lambda: len(glob.glob(f"{storage_dir}/st/*/result.json")) == 2, 30, "both trials to report")
+    res = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
+                          f"127.0.0.1:{cluster.port}", "--json"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    assert res.returncode == 0, res.stderr[-2000:]
+    status = json.loads(res.stdout)
+    assert status["experiment"] == "st"
+    (member,) = status["members"]
+    assert member["member"] == f"a-{cluster.tag}" and member["resources"] == {"cpu": 2.0}
+    assert member["free"] == {"cpu": 0.0} and len(member["trials"]) == 2 and not member["lost"]
+    thread.join(timeout=60)
+    assert "error" not in out, out.get("error")
+    cluster.stop()
+    bad = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
+                          f"127.0.0.1:{cluster.port}"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    assert bad.returncode == 2 and "no audition leader listens" in bad.stderr
