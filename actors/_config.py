@@ -136,18 +136,27 @@ def default_cpus() -> int:
 
 
 def with_resources(trainable: Any, resources: Mapping[str, float]) -> Any:
-    """Attach per-trial resources (e.g. ``{"cpu": 2}``) to a trainable."""
+    """Attach per-trial resources (e.g. ``{"cpu": 2, "gpu": 1}``) to a trainable.
+
+    Returns a new trainable (a wrapper function or a subclass); the original is not changed.
+    """
+    import functools
+    import inspect
+
     bad = {k: v for k, v in resources.items() if not isinstance(v, (int, float)) or v < 0}
     if bad:
         raise ConfigError(f"with_resources: amounts must be numbers >= 0, got {bad}")
-    try:
-        trainable._audition_resources = dict(resources)
-        return trainable
-    except AttributeError:
-        def wrapped(config: dict[str, Any]) -> Any:
-            return trainable(config)
-        wrapped._audition_resources = dict(resources)  # type: ignore[attr-defined]
-        return wrapped
+    res = {str(k): float(v) for k, v in resources.items()}
+    if inspect.isclass(trainable):
+        return type(trainable.__name__, (trainable,), {"_audition_resources": res,
+                                                       "__module__": trainable.__module__})
+
+    @functools.wraps(trainable)
+    def wrapped(config: dict[str, Any]) -> Any:
+        return trainable(config)
+
+    wrapped._audition_resources = res  # type: ignore[attr-defined]
+    return wrapped
 
 
 __all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "TuneConfig", "with_resources"]

@@ -119,6 +119,11 @@ class Tuner:
             self._slots = tc.max_concurrent_trials or 1_000_000
             self._restore_state: dict[str, Any] | None = None
             return
+        extra = sorted(k for k, v in resources.items() if k != "cpu" and v > 0)
+        if extra:
+            raise ConfigError(f"each trial asks for {extra} but a single-machine run offers only CPUs; run "
+                              "multi-host (RunConfig(system='tcp://HOST:PORT')) with workers that advertise "
+                              "them (audition worker --resources '{\"gpu\": 1}')")
         if need > cpus:
             raise ConfigError(f"each trial asks for {need} CPUs but this machine has {cpus}; lower "
                               "with_resources(..., {'cpu': N}) or add machines")

@@ -54,3 +54,13 @@ def test_results_as_dataframes(storage_dir, no_leaks) -> None:
     assert sorted(df["config/x"]) == [1.0, 2.0] and "loss" in df.columns
     assert list(grid[0].metrics_dataframe["training_iteration"]) == [1, 2, 3]
     assert grid.get_best_result(scope="all").config["x"] == 1.0
+
+
+def test_resources_that_can_never_fit_are_refused_at_start(storage_dir) -> None:
+    from actors import with_resources
+    from actors._errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"asks for \['gpu'\]"):
+        Tuner(with_resources(T.fn_trainable, {"cpu": 1, "gpu": 1}), run_config=RunConfig(storage=storage_dir))
+    with pytest.raises(ConfigError, match=r"asks for 64\.0 CPUs"):
+        Tuner(with_resources(T.fn_trainable, {"cpu": 64}), run_config=RunConfig(storage=storage_dir))
