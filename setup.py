@@ -20,7 +20,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=["actors", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
-    install_requires=["thespian>=4.0", "cloudpickle>=2.0", "fsspec>=2023.1"],
+    install_requires=["thespian>=4.0", "cloudpickle>=2.0", "fsspec>=2023.1", "rich>=13"],
     extras_require={
         "s3": S3,
         "optuna": ["optuna>=3.0"],

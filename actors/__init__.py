@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "actors._reducer",
     "TuneError": "actors._errors",
     "with_resources": "actors._config",
+    "Callback": "actors._callbacks",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]

@@ -22,7 +22,7 @@ from actors._placement import LOCAL, MEMBER_CAP, Placement, parse_resources
 from actors._sequencer import Sequencer
 from actors._trial import TrialStatus
 from actors._trial_actor import TrialActor
-from actors.messages import EndReason, MemberHeartbeat, ProbeStart, RunTrial
+from actors.messages import EndReason, EventType, MemberHeartbeat, ProbeStart, RunTrial
 
 log = logging.getLogger("audition.cluster")
 
@@ -83,6 +83,10 @@ class ClusterMixin:
         raise NotImplementedError
 
     def _fill(self) -> None:
+        raise NotImplementedError
+
+    def _event(self, kind: Any, rec: Any, result: dict[str, Any] | None = None,
+               checkpoint: str | None = None) -> None:
         raise NotImplementedError
 
     def _cluster_init(self) -> None:
@@ -164,6 +168,7 @@ class ClusterMixin:
         self.placement.place(trial_id, member, self._need())
         self.actor_of[trial_id] = actor
         self.inbox[trial_id] = (rec.run_id, Sequencer())
+        self._event(EventType.START, rec)
         extra = rec.extra_result
         rec.extra_result = {}
         self.send(  # type: ignore[attr-defined]

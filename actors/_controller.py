@@ -37,9 +37,11 @@ from actors.messages import (
     ClusterStatus,
     ClusterStatusRequest,
     EndReason,
+    EventType,
     ExperimentFinished,
     ExperimentProgress,
     HookKind,
+    ProgressRow,
     SchedulerAction,
     SchedulerCall,
     SchedulerFailed,
@@ -48,6 +50,8 @@ from actors.messages import (
     SchedulerSetup,
     StartExperiment,
     TrialEnded,
+    TrialEvent,
+    TrialEvents,
     TrialProceed,
     TrialResults,
     TrialSave,
@@ -77,6 +81,8 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         self.error: str | None = None
         self.inbox: dict[str, tuple[int, Sequencer[Any]]] = {}  # per trial run, restores send order
         self.replies: Sequencer[Any] = Sequencer()
+        self.events: list[TrialEvent] = []  # for the driver's callbacks, sent in batches
+        self.event_seq = 0
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:
         # A bug here must end the experiment with a message, never leave the driver waiting.
@@ -209,6 +215,12 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         if self.spec.searcher is not None:
             for r in msg.results:
                 self.spec.searcher.on_trial_result(msg.trial_id, r)
+        if self.spec.forward_events:
+            rec = self.table.get(msg.trial_id)
+            for r in msg.results:
+                self._event(EventType.RESULT, rec, result=r)
+            if msg.checkpoint is not None:
+                self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(msg.checkpoint.path))
         effects: list[Effect] = []
         stopper = self.spec.stopper
         if stopper is not None:
@@ -225,6 +237,8 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     def _on_saved(self, msg: TrialSaved) -> None:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
             self.io.on_checkpoint(self.table.get(msg.trial_id), msg.checkpoint)
+            self._event(EventType.CHECKPOINT, self.table.get(msg.trial_id),
+                        checkpoint=self.io.ctx.uri(msg.checkpoint.path))
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
 
     def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: Any = None,
@@ -300,6 +314,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
                 shutdown_orphaned_system(self.spec.admin_port)
             return
         self.send(self.driver, self._progress())
+        self._flush_events()
         if self.spec.multi_host:
             self._check_members()
             self._check_placeable()
@@ -329,6 +344,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
                 self._release(e.trial_id, e.flag)
             elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
                 self.io.on_finished(rec)
+                self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
                 hook = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
                         EffectKind.REMOVE: HookKind.REMOVE}[e.kind]
                 self._call(hook, e.trial_id, (dict(rec.last_result),))
@@ -383,15 +399,35 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     # ------------------------------------------------------------------ the end
     def _progress(self) -> ExperimentProgress:
         assert self.spec is not None
-        metric = self.spec.metric
+        metric, mode = self.spec.metric, self.spec.mode
         counts: dict[str, int] = {}
-        rows: list[tuple[str, str, int, Any]] = []
+        rows: list[ProgressRow] = []
+        best, best_trial = None, None
         for rec in self.table.trials.values():
             counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
-            if rec.status is TrialStatus.RUNNING and len(rows) < 50:
-                rows.append((rec.trial_id, rec.status.value, rec.iteration,
-                             rec.last_result.get(metric) if metric else None))
-        return ExperimentProgress(counts, tuple(rows), time.time() - self.started_at)
+            value = rec.last_result.get(metric) if metric else None
+            if isinstance(value, (int, float)) and value == value and (
+                    best is None or (value < best if mode == "min" else value > best)):
+                best, best_trial = value, rec.trial_id
+            if len(rows) < 40 and (rec.status is not TrialStatus.TERMINATED):
+                rows.append(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration, value,
+                                        str(rec.last_result.get("member") or self.placement.where.get(rec.trial_id)
+                                            or ""), (rec.error or "").splitlines()[0][:80] if rec.error else None))
+        return ExperimentProgress(counts, tuple(rows), time.time() - self.started_at, metric, best, best_trial)
+
+    def _event(self, kind: EventType, rec: Any, result: dict[str, Any] | None = None,
+               checkpoint: str | None = None) -> None:
+        if self.spec is None or not self.spec.forward_events:
+            return
+        self.events.append(TrialEvent(kind, rec.snapshot(), result, checkpoint))
+        if len(self.events) >= 500:
+            self._flush_events()
+
+    def _flush_events(self) -> None:
+        if self.events and self.driver is not None:
+            self.event_seq += 1
+            self.send(self.driver, TrialEvents(self.event_seq, tuple(self.events)))
+        self.events = []
 
     def _abort(self, reason: str) -> None:
         if self.finished:
@@ -414,9 +450,16 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         except Exception as exc:
             error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
         if self.driver is not None:
-            self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at))
+            self._flush_events()
+            self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at,
+                                                      self.event_seq))
         for actor in [*self.actor_of.values(), *(a for a, _ in self.idle)]:
             self.send(actor, ActorExitRequest())
+
+
+def _short(config: dict[str, Any]) -> dict[str, Any]:
+    """Scalar config values only, for the progress table."""
+    return {k: v for k, v in list(config.items())[:6] if isinstance(v, (int, float, str, bool))}
 
 
 def _is_finished(config: Any) -> bool:

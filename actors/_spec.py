@@ -46,4 +46,6 @@ class ExperimentSpec:
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 10.0
     placement_grace_s: float = 30.0
+    # send TrialEvents to the driver (only when callbacks are configured: it costs messages)
+    forward_events: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

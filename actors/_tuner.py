@@ -17,14 +17,22 @@ from typing import Any
 
 import cloudpickle
 
+from actors._callbacks import CallbackDispatcher
 from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, default_cpus
 from actors._errors import TuneError
 from actors._plugins import load_scheduler
+from actors._progress import ProgressReporter
 from actors._result import Result, ResultGrid
 from actors._spec import ExperimentSpec
 from actors._system import actor_system
 from actors._trainable import Trainable
-from actors.messages import AbortExperiment, ExperimentFinished, ExperimentProgress, StartExperiment
+from actors.messages import (
+    AbortExperiment,
+    ExperimentFinished,
+    ExperimentProgress,
+    StartExperiment,
+    TrialEvents,
+)
 
 log = logging.getLogger("audition")
 CONTROLLER_NAME = "audition-controller"
@@ -91,6 +99,12 @@ class Tuner:
         scheduler.set_search_properties(tc.metric, tc.mode)
         self._scheduler = _dumps(scheduler, "scheduler")
         self._stopper = make_stopper(rc.stop)
+        from actors._callbacks import Callback
+
+        for cb in rc.callbacks or []:
+            if not isinstance(cb, Callback):
+                raise ConfigError(f"RunConfig(callbacks=...) takes actors.Callback instances, got "
+                                  f"{type(cb).__name__}; subclass actors.Callback")
         _dumps((searcher, self._stopper), "search algorithm or stopper")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
         self._system = rc.system
@@ -168,7 +182,6 @@ class Tuner:
 
     def fit(self) -> ResultGrid:
         """Run the experiment to the end and return every trial's result."""
-        from actors._controller import ControllerActor
         from storage import ExperimentLayout, StorageError
 
         try:
@@ -178,20 +191,22 @@ class Tuner:
         spec = self._spec()
         self._save_tuner(spec)
         finished: ExperimentFinished | None = None
-        with actor_system(self._system, spec.leader_resources) as asys:
-            port = getattr(asys, "audition_admin_port", 0)
-            spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
-            blob = cloudpickle.dumps(spec)
-            # a global name lets `audition cluster status` find the controller from outside
-            controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
-            asys.tell(controller, StartExperiment(blob))
-            try:
-                finished = self._wait(asys, controller)
-            except KeyboardInterrupt:
-                asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
-                self._wait(asys, controller, limit_s=10.0, quiet=True)
-                raise
-        assert finished is not None
+        self._dispatcher = CallbackDispatcher(list(self.run_config.callbacks or []))
+        spec.forward_events = bool(self._dispatcher.callbacks)
+        self._reporter = ProgressReporter(self.name, self.run_config.verbose)
+        try:
+            with actor_system(self._system, spec.leader_resources) as asys:
+                finished = self._run_system(asys, spec)
+        finally:
+            self._reporter.close()
+        if finished is None:
+            raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
+        self._dispatcher.end()
+        counts: dict[str, int] = {}
+        for t in finished.trials:
+            counts[t.status.value] = counts.get(t.status.value, 0) + 1
+        self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
+                             + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
         layout = ExperimentLayout(self._ctx, self.name)
         results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name) for s in finished.trials]
         grid = ResultGrid(results, self.tune_config.metric, self.tune_config.mode,
@@ -201,30 +216,47 @@ class Tuner:
                             f"what was written so far is in {grid.experiment_path}")
         return grid
 
+    def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:
+        from actors._controller import ControllerActor
+
+        port = getattr(asys, "audition_admin_port", 0)
+        spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
+        blob = cloudpickle.dumps(spec)
+        # a global name lets `audition cluster status` find the controller from outside
+        controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
+        asys.tell(controller, StartExperiment(blob))
+        try:
+            return self._wait(asys, controller)
+        except KeyboardInterrupt:
+            asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
+            self._wait(asys, controller, limit_s=10.0, quiet=True)
+            raise
+
     def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
               quiet: bool = False) -> ExperimentFinished | None:
         timeout = self.run_config.controller_timeout_s
         last = time.monotonic()
         deadline = None if limit_s is None else last + limit_s
+        finished: ExperimentFinished | None = None
         while True:
-            msg = asys.listen(datetime.timedelta(seconds=0.5))
+            msg = asys.listen(datetime.timedelta(seconds=0.2 if finished else 0.5))
             now = time.monotonic()
             if isinstance(msg, ExperimentFinished):
-                return msg
+                finished = msg
+                deadline = min(deadline or now + 10.0, now + 10.0)  # collect the last event batches
+            elif isinstance(msg, TrialEvents):
+                self._dispatcher.push(msg)
+            elif isinstance(msg, ExperimentProgress) and not quiet:
+                self._reporter.update(msg)
             if msg is not None:
                 last = now
-                if isinstance(msg, ExperimentProgress) and not quiet:
-                    self._show(msg)
+            if finished is not None and self._dispatcher.received >= finished.event_batches:
+                return finished
             if deadline is not None and now > deadline:
-                return None
+                return finished
             if now - last > timeout:
                 raise TuneError(f"the controller sent nothing for {timeout:.0f}s; it is presumed dead. "
                                 "Partial results are in storage; try Tuner.restore()")
-
-    def _show(self, msg: ExperimentProgress) -> None:
-        if self.run_config.verbose >= 1:
-            counts = ", ".join(f"{n} {s}" for s, n in sorted(msg.counts.items()))
-            log.info("[%s] %.0fs: %s", self.name, msg.elapsed_s, counts)
 
     def _save_tuner(self, spec: ExperimentSpec) -> None:
         """Store what Tuner.restore needs besides the trainable."""
@@ -233,7 +265,11 @@ class Tuner:
         layout = ExperimentLayout(self._ctx, self.name)
         if spec.restore_state is not None:
             return  # the original tuner.pkl stays: it holds the searcher/scheduler as first built
-        data = {"tune_config": self.tune_config, "run_config": self.run_config, "system": self._system,
+        import dataclasses
+
+        # callbacks live in the driver only (they may hold open files): not part of the saved tuner
+        saved_rc = dataclasses.replace(self.run_config, callbacks=None)
+        data = {"tune_config": self.tune_config, "run_config": saved_rc, "system": self._system,
                 "spec": _without_trainable(spec)}
         write_bytes(self._ctx, layout.tuner_file, cloudpickle.dumps(data))
 

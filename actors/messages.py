@@ -91,21 +91,39 @@ class TrialSummary:
 
 
 @dataclass(frozen=True)
+class ProgressRow:
+    """One trial's line in the live table."""
+
+    trial_id: str
+    status: TrialStatus
+    config: dict[str, Any]
+    iteration: int
+    metric: Any
+    member: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ExperimentProgress:
     """Controller -> driver, about once a second: liveness and the status table."""
 
     counts: dict[str, int]
-    rows: tuple[tuple[str, str, int, Any], ...]
+    rows: tuple[ProgressRow, ...]
     elapsed_s: float
+    metric: str | None = None
+    best: Any = None
+    best_trial: str | None = None
 
 
 @dataclass(frozen=True)
 class ExperimentFinished:
-    """Controller -> driver: the experiment ended (``error`` set when it was aborted)."""
+    """Controller -> driver: the experiment ended (``error`` set when it was aborted).
+    ``event_batches``: how many ``TrialEvents`` were sent, so the driver can wait for all."""
 
     trials: tuple[TrialSummary, ...]
     error: str | None
     elapsed_s: float
+    event_batches: int = 0
 
 
 @dataclass(frozen=True)
@@ -265,6 +283,34 @@ class TrialEnded:
     traceback: str | None = None
 
 
+class EventType(Enum):
+    """What happened to a trial, for callbacks."""
+
+    START = "start"
+    RESULT = "result"
+    CHECKPOINT = "checkpoint"
+    COMPLETE = "complete"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """One thing that happened to one trial."""
+
+    kind: EventType
+    trial: TrialSnapshot
+    result: dict[str, Any] | None = None
+    checkpoint: str | None = None
+
+
+@dataclass(frozen=True)
+class TrialEvents:
+    """Controller -> driver: a batch of events for callbacks, numbered (the transport may reorder)."""
+
+    seq: int
+    events: tuple[TrialEvent, ...]
+
+
 @dataclass(frozen=True)
 class ClusterStatusRequest:
     """``audition cluster status`` -> controller: describe the members and the trials."""
@@ -305,11 +351,13 @@ __all__ = [
     "ClusterStatus",
     "ClusterStatusRequest",
     "EndReason",
+    "EventType",
     "ExperimentFinished",
     "ExperimentProgress",
     "HookKind",
     "MemberHeartbeat",
     "ProbeStart",
+    "ProgressRow",
     "RunTrial",
     "SchedulerAction",
     "SchedulerCall",
@@ -319,6 +367,8 @@ __all__ = [
     "SchedulerSetup",
     "StartExperiment",
     "TrialEnded",
+    "TrialEvent",
+    "TrialEvents",
     "TrialProceed",
     "TrialResults",
     "TrialSave",

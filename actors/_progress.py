@@ -1,0 +1,89 @@
+"""What the user sees while ``fit()`` runs.
+
+Rendering happens in the driver from ``ExperimentProgress`` messages (about one a
+second), off the controller's path.  In a terminal with ``rich`` installed it is a
+live table; otherwise (CI logs, notebooks, pipes) periodic plain lines.
+``RunConfig(verbose=0)`` is silent, 1 shows the table/status lines, 2 also prints
+every finished or failed trial.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from actors.messages import ExperimentProgress
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+class ProgressReporter:
+    def __init__(self, name: str, verbose: int, stream: TextIO | None = None, plain_every_s: float = 5.0,
+                 force_plain: bool = False) -> None:
+        self.name = name
+        self.verbose = verbose
+        self.stream = stream or sys.stdout
+        self.plain_every_s = plain_every_s
+        self.last_plain = -1e9
+        self.live: Any = None
+        self.console: Any = None
+        if verbose and not force_plain and getattr(self.stream, "isatty", lambda: False)():
+            try:
+                from rich.console import Console
+                from rich.live import Live
+
+                self.console = Console(file=self.stream)
+                self.live = Live(console=self.console, refresh_per_second=4, transient=False)
+                self.live.start()
+            except ImportError:
+                self.live = None
+
+    def update(self, msg: ExperimentProgress) -> None:
+        if not self.verbose:
+            return
+        if self.live is not None:
+            self.live.update(self._table(msg))
+            return
+        now = time.monotonic()
+        if now - self.last_plain >= self.plain_every_s or self.verbose >= 2:
+            self.last_plain = now
+            self.stream.write(self._line(msg) + "\n")
+            self.stream.flush()
+
+    def _counts(self, msg: ExperimentProgress) -> str:
+        return ", ".join(f"{n} {s}" for s, n in sorted(msg.counts.items()))
+
+    def _line(self, msg: ExperimentProgress) -> str:
+        best = f"; best {msg.metric}={_fmt(msg.best)} ({msg.best_trial})" if msg.best is not None else ""
+        return f"[{self.name}] {msg.elapsed_s:.0f}s: {self._counts(msg)}{best}"
+
+    def _table(self, msg: ExperimentProgress) -> Any:
+        from rich.table import Table
+
+        keys: list[str] = []
+        for r in msg.rows:
+            keys += [k for k in r.config if k not in keys]
+        keys = keys[:5]
+        t = Table(title=self._line(msg), title_justify="left")
+        for col in ("trial", "status", *keys, "iter", msg.metric or "metric", "member", "error"):
+            t.add_column(col)
+        for r in msg.rows:
+            t.add_row(r.trial_id, r.status.value, *(_fmt(r.config.get(k)) for k in keys), str(r.iteration),
+                      _fmt(r.metric), r.member, r.error or "")
+        return t
+
+    def close(self, final: str | None = None) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        if final and self.verbose:
+            self.stream.write(final + "\n")
+            self.stream.flush()
+
+
+__all__ = ["ProgressReporter"]

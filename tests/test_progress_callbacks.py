@@ -1,0 +1,117 @@
+"""Callbacks see every event once, in order per trial; progress shows in a terminal and in plain logs."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import time
+
+import pytest
+
+from actors import Callback, RunConfig, TuneConfig, Tuner
+from actors._errors import ConfigError
+from actors.search import grid_search
+from tests import _trainables as T
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Recorder(Callback):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int]] = []
+        self.ended = 0
+
+    def on_trial_start(self, iteration, trials, trial):
+        self.events.append(("start", trial.trial_id, 0))
+
+    def on_trial_result(self, iteration, trials, trial, result):
+        self.events.append(("result", trial.trial_id, result["training_iteration"]))
+
+    def on_checkpoint(self, iteration, trials, trial, checkpoint):
+        assert "checkpoint_" in checkpoint
+        self.events.append(("checkpoint", trial.trial_id, 0))
+
+    def on_trial_complete(self, iteration, trials, trial):
+        self.events.append(("complete", trial.trial_id, 0))
+
+    def on_trial_error(self, iteration, trials, trial):
+        self.events.append(("error", trial.trial_id, 0))
+
+    def on_experiment_end(self, trials):
+        self.ended += 1
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_callbacks_see_every_event_once_in_order(system, storage_dir, no_leaks):
+    rec = Recorder()
+    grid = Tuner(T.raiser, param_space={"fail": grid_search([False, True, False])},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
+                 run_config=RunConfig(storage=storage_dir, system=system, verbose=0, callbacks=[rec])).fit()
+    assert rec.ended == 1
+    for r in grid:
+        mine = [(k, it) for k, t, it in rec.events if t == r.trial_id]
+        results = [it for k, it in mine if k == "result"]
+        assert results == [h["training_iteration"] for h in r.metrics_history]  # every result once, in order
+        assert mine[0] == ("start", 0)
+        assert mine[-1] == ("error", 0) if r.config["fail"] else ("complete", 0)
+        assert sum(1 for k, _ in mine if k in ("complete", "error")) == 1
+
+
+def test_checkpoint_events(storage_dir, no_leaks):
+    rec = Recorder()
+    Tuner(T.fn_trainable, param_space={"x": 1.0, "steps": 3}, tune_config=TuneConfig(metric="loss", mode="min"),
+          run_config=RunConfig(storage=storage_dir, verbose=0, callbacks=[rec])).fit()
+    assert sum(1 for k, _, _ in rec.events if k == "checkpoint") == 3
+
+
+def test_non_callback_is_refused(storage_dir):
+    with pytest.raises(ConfigError, match=r"actors\.Callback instances"):
+        Tuner(T.fn_trainable, run_config=RunConfig(storage=storage_dir, callbacks=[object()]))
+
+
+SCRIPT = """
+import sys
+from actors import RunConfig, TuneConfig, Tuner
+from tests import _trainables as T
+from actors.search import grid_search
+Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 30, "slow_save": 0.06},
+      tune_config=TuneConfig(metric="loss", mode="min"),
+      run_config=RunConfig(name="prog", storage=sys.argv[1], verbose=int(sys.argv[2]))).fit()
+"""
+
+
+def test_plain_progress_lines_when_not_a_terminal(tmp_path, no_leaks):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), "2"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [x for x in out.stdout.splitlines() if x.startswith("[prog]")]
+    assert any("RUNNING" in x and "best loss=" in x for x in lines), out.stdout
+    assert lines[-1].startswith("[prog] finished in") and "2 TERMINATED" in lines[-1]
+    assert "\x1b[" not in out.stdout  # no terminal control codes in logs
+
+
+def test_live_table_in_a_terminal(tmp_path, no_leaks):
+    pytest.importorskip("rich")
+    pid, fd = pty.fork()
+    if pid == 0:  # child: the driver, with a pseudo-terminal as stdout
+        os.environ["PYTHONPATH"] = ROOT
+        os.chdir(ROOT)
+        os.execv(sys.executable, [sys.executable, "-c", SCRIPT, str(tmp_path), "1"])
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal: it exited
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text[-2000:]
+    assert "trial" in text and "status" in text and "RUNNING" in text  # the table's header and rows
+    assert "\x1b[" in text  # drawn with terminal control codes
+    assert "finished in" in text
