@@ -1,64 +1,295 @@
-"""The ``audition`` command line."""
+"""The ``audition`` command line.
+
+Every verb reports a problem it can explain as ``audition <verb>: <message>`` on stderr and exits
+2; a resumed experiment that fails while running exits 1. Tracebacks are kept for real bugs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import math
 import sys
+import time
+from typing import Any
+
+_STORAGE_HELP = ("fsspec options as JSON, e.g. '{\"client_kwargs\": {\"endpoint_url\": \"http://minio:9000\"}}'; "
+                 "without a key, S3 credentials come from the AWS_* environment")
+_URL_HELP = "the experiment directory: <storage>/<experiment name> (a local path or s3://bucket/prefix/name)"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     from actors import __version__
-    from actors._errors import ConfigError
 
     parser = argparse.ArgumentParser(prog="audition", description="Hyperparameter tuning on Thespian actors.")
     parser.add_argument("--version", action="version", version=f"audition {__version__}")
-    sub = parser.add_subparsers(dest="verb")
-    w = sub.add_parser("worker", help="join a leader's convention and run trials placed on this machine")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    w = sub.add_parser("worker", help="join a leader's convention and run trials placed on this machine",
+                       description="Join a leader's convention and run trials placed on this machine.")
     w.add_argument("--leader", required=True, help="HOST:PORT of the driver's system (RunConfig(system='tcp://…'))")
     w.add_argument("--bind", help="address to listen on (default: the one on the route to the leader)")
     w.add_argument("--port", type=int, help="admin port of this member (default: a free one)")
     w.add_argument("--cpus", type=float, help="CPUs to offer (default: all)")
     w.add_argument("--resources", help='other resources as JSON, e.g. \'{"gpu": 1}\'')
     w.add_argument("--id", dest="member_id", help="member identity (default: HOSTNAME-PORT)")
-    c = sub.add_parser("cluster", help="inspect a running multi-host experiment")
-    csub = c.add_subparsers(dest="cluster_verb", required=True)
-    st = csub.add_parser("status", help="members, their free resources and the trial counts")
+    c = sub.add_parser("cluster", help="inspect a running multi-host experiment",
+                       description="Inspect a running multi-host experiment.")
+    csub = c.add_subparsers(dest="cluster_verb", required=True, metavar="VERB")
+    st = csub.add_parser("status", help="members, their free resources and the trial counts",
+                         description="Members, their free resources and the trial counts.")
     st.add_argument("--leader", required=True, help="HOST:PORT of the driver's system (run on the leader's machine)")
     st.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    s = sub.add_parser("status", help="the trial table of an experiment in storage (runs nothing)",
+                       description="Show an experiment's trials from storage: status counts, the best trial and "
+                       "each trial's last metrics. Reads only; works while the experiment runs. It unpickles "
+                       "tuner.pkl for the metric and mode: only inspect experiments you trust.",
+                       epilog="example: audition status ~/audition_results/my_run --metric loss --mode min")
+    s.add_argument("url", metavar="URL", help=_URL_HELP)
+    s.add_argument("--json", action="store_true", help="print JSON for scripts")
+    s.add_argument("--metric", help="rank trials by this metric (default: the experiment's TuneConfig.metric)")
+    s.add_argument("--mode", choices=("min", "max"), help="with --metric: whether lower or higher is better")
+    s.add_argument("--storage-options", metavar="JSON", help=_STORAGE_HELP)
+
+    p = sub.add_parser("plot", help="learning curves of every trial, as a PNG",
+                       description="Plot a metric of every trial against training_iteration into a PNG, marking "
+                       "restarts (pause, retry, restore), PBT exploits, trials stopped early and errors. "
+                       "Needs matplotlib: pip install 'audition[plot]'.",
+                       epilog="example: audition plot s3://bucket/runs/my_run --metric loss --out loss.png")
+    p.add_argument("url", metavar="URL", help=_URL_HELP)
+    p.add_argument("--metric", required=True, help="the result key to plot")
+    p.add_argument("--out", default="curves.png", help="PNG file to write (default: curves.png)")
+    p.add_argument("--x", default="training_iteration", help="result key for the x axis (default: %(default)s)")
+    p.add_argument("--log-y", action="store_true", help="logarithmic y axis (non-positive values are left out)")
+    p.add_argument("--storage-options", metavar="JSON", help=_STORAGE_HELP)
+
+    r = sub.add_parser("resume", help="continue an interrupted experiment (Tuner.restore(...).fit())",
+                       description="Continue an experiment from its last saved state: finished trials stay, "
+                       "unfinished ones resume from their latest checkpoint. Make sure the old run has stopped.",
+                       epilog="example: audition resume ~/audition_results/my_run --trainable my_project.train:train "
+                       "--resume-errored")
+    r.add_argument("url", metavar="URL", help=_URL_HELP)
+    r.add_argument("--trainable", metavar="MODULE:NAME",
+                   help="the function or Trainable class to run, imported from the current directory or PYTHONPATH "
+                   "(default: the one the experiment recorded, if importable)")
+    errored = r.add_mutually_exclusive_group()
+    errored.add_argument("--resume-errored", action="store_true",
+                         help="run trials that ended in ERROR again, from their latest checkpoint")
+    errored.add_argument("--restart-errored", action="store_true",
+                         help="run trials that ended in ERROR again, from scratch")
+    r.add_argument("--no-resume-unfinished", action="store_true",
+                   help="end RUNNING, PENDING and PAUSED trials as TERMINATED instead of continuing them")
+    r.add_argument("--json", action="store_true", help="print the final trial table as JSON")
+    r.add_argument("--storage-options", metavar="JSON", help=_STORAGE_HELP)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from actors._errors import ConfigError, TuneError
+    from storage import StorageError
+
+    parser = _parser()
     args = parser.parse_args(argv)
-    if args.verb == "cluster":
-        import json
-
-        from actors._worker import cluster_status
-
-        try:
-            status = cluster_status(args.leader)
-        except ConfigError as exc:
-            print(f"audition cluster status: {exc}", file=sys.stderr)
-            return 2
-        if args.json:
-            print(json.dumps(status, indent=2, sort_keys=True))
-            return 0
-        if status["experiment"] is None:
-            print("no experiment is running on this leader")
-            return 0
-        print(f"experiment {status['experiment']}: " +
-              ", ".join(f"{n} {s}" for s, n in sorted(status["trials"].items())))
-        for m in status["members"]:
-            free = ", ".join(f"{k} {v:g}/{m['resources'][k]:g}" for k, v in sorted(m["free"].items()))
-            state = "LOST" if m.get("lost") else "ok"
-            print(f"  {m['member']:<24} {state:<5} free {free}  trials {len(m['trials'])}")
+    if args.verb is None:
+        parser.print_help()
         return 0
-    if args.verb == "worker":
-        from actors._worker import run_worker
+    verb = "cluster status" if args.verb == "cluster" else args.verb
+    if verb in ("status", "plot", "resume"):  # the multi-host verbs keep their own output as it was
+        logging.basicConfig(level=logging.INFO if verb == "resume" else logging.WARNING,
+                            format=f"audition {verb}: %(message)s", stream=sys.stderr)
+    handler = {"worker": _worker, "cluster status": _cluster_status, "status": _status, "plot": _plot,
+               "resume": _resume}[verb]
+    try:
+        return handler(args)
+    except (ConfigError, StorageError) as exc:
+        print(f"audition {verb}: {exc}", file=sys.stderr)
+        return 2
+    except TuneError as exc:
+        print(f"audition {verb}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"audition {verb}: interrupted", file=sys.stderr)
+        return 130
 
-        try:
-            return run_worker(args.leader, args.bind, args.port, args.cpus, args.resources, args.member_id)
-        except ConfigError as exc:
-            print(f"audition worker: {exc}", file=sys.stderr)
-            return 2
-    parser.print_help()
+
+# ---------------------------------------------------------------------------------- multi-host
+def _worker(args: argparse.Namespace) -> int:
+    from actors._worker import run_worker
+
+    return run_worker(args.leader, args.bind, args.port, args.cpus, args.resources, args.member_id)
+
+
+def _cluster_status(args: argparse.Namespace) -> int:
+    from actors._worker import cluster_status
+
+    status = cluster_status(args.leader)
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+        return 0
+    if status["experiment"] is None:
+        print("no experiment is running on this leader")
+        return 0
+    print(f"experiment {status['experiment']}: " +
+          ", ".join(f"{n} {s}" for s, n in sorted(status["trials"].items())))
+    for m in status["members"]:
+        free = ", ".join(f"{k} {v:g}/{m['resources'][k]:g}" for k, v in sorted(m["free"].items()))
+        state = "LOST" if m.get("lost") else "ok"
+        print(f"  {m['member']:<24} {state:<5} free {free}  trials {len(m['trials'])}")
     return 0
+
+
+# ---------------------------------------------------------------------------------- storage verbs
+def _status(args: argparse.Namespace) -> int:
+    from actors._inspect import check_metric_known, open_experiment, parse_storage_options, resolve_metric
+
+    exp = open_experiment(args.url, parse_storage_options(args.storage_options))
+    metric, mode = resolve_metric(exp, args.metric, args.mode)
+    if args.metric:
+        check_metric_known(exp, args.metric)
+    _print_table(exp, metric, mode, args.json)
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from actors._inspect import open_experiment, parse_storage_options
+    from actors._plot import _matplotlib, check_out, plot_curves
+
+    check_out(args.out)
+    _matplotlib()
+    exp = open_experiment(args.url, parse_storage_options(args.storage_options))
+    drawn = plot_curves(exp, args.metric, args.out, x=args.x, log_y=args.log_y)
+    names = {"restart": "restart(s)", "exploit": "PBT exploit(s)", "stopped": "stopped early", "paused": "paused",
+             "error": "in ERROR"}
+    marks = ", ".join(f"{n} {names[k]}" for k, n in drawn.items() if k in names)
+    print(f"wrote {drawn['out']}: {drawn['trials']} trials" + (f" ({marks})" if marks else ""))
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from actors import Tuner
+    from actors._inspect import load_trainable, open_experiment, parse_storage_options, recorded_trainable
+
+    options = parse_storage_options(args.storage_options)
+    exp = open_experiment(args.url, options)  # clear errors before anything starts
+    trainable = load_trainable(args.trainable) if args.trainable else recorded_trainable(exp)
+    tuner = Tuner.restore(exp.path, trainable, resume_unfinished=not args.no_resume_unfinished,
+                          resume_errored=args.resume_errored, restart_errored=args.restart_errored,
+                          storage_options=options)
+    tuner.fit()
+    _print_table(open_experiment(exp.path, options), exp.metric, exp.mode, args.json)
+    return 0
+
+
+# ---------------------------------------------------------------------------------- output
+def _print_table(exp: Any, metric: str | None, mode: str | None, as_json: bool) -> None:
+    from actors._inspect import best_trial
+
+    best = best_trial(exp, metric, mode)
+    if as_json:
+        doc = {
+            "experiment": exp.name, "path": exp.path, "trainable": exp.trainable_name, "metric": metric,
+            "mode": mode, "state_written_at": exp.state.get("written_at"), "counts": exp.counts(),
+            "num_trials": len(exp.trials),
+            "best": None if best is None else {"trial_id": best[0]["trial_id"], "value": best[1],
+                                               "config": best[0]["config"]},
+            "trials": [{"trial_id": t["trial_id"], "status": t["status"], "config": t["config"],
+                        "last_result": t["last_result"], "num_failures": t.get("num_failures", 0),
+                        "error": _first_line(t.get("error")),
+                        "checkpoint_iteration": (t.get("checkpoint") or {}).get("iteration")} for t in exp.trials],
+            "notes": exp.notes,
+        }
+        print(json.dumps(_finite(doc), indent=2, allow_nan=False, default=str))
+        return
+    print("\n".join(_text(exp, metric, mode, best)))
+
+
+def _text(exp: Any, metric: str | None, mode: str | None, best: Any) -> list[str]:
+    from actors._inspect import AUTO_KEYS, number
+
+    trials = exp.trials
+    lines = [f"experiment {exp.name} at {exp.path}"]
+    facts = [f"trainable {exp.trainable_name}" if exp.trainable_name else "",
+             f"metric {metric} ({mode})" if metric and mode else "no metric/mode: pass --metric and --mode"]
+    written = exp.state.get("written_at")
+    if isinstance(written, (int, float)):
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(written))
+        facts.append(f"state saved {stamp} ({_ago(time.time() - written)} ago)")
+    lines.append(", ".join(f for f in facts if f))
+    counts = ", ".join(f"{n} {s}" for s, n in exp.counts().items())
+    lines.append(f"{len(trials)} trial{'s' if len(trials) != 1 else ''}" + (f": {counts}" if counts else ""))
+    if best is not None:
+        row, value = best
+        it = row["last_result"].get("training_iteration", "?")
+        lines.append(f"best trial {row['trial_id']}: {metric}={value:.6g} at iteration {it}, config "
+                     f"{_config_text(row['config'], 200)}")
+    elif metric and mode:
+        lines.append(f"best trial: none yet (no trial has reported a finite {metric!r})")
+    if not trials:
+        return lines
+    keys = sorted({k for t in trials for k, v in t["last_result"].items()
+                   if k not in AUTO_KEYS and k != metric and number(v) is not None})
+    shown = ([metric] if metric else []) + keys[: 3 if metric else 4]
+    header = ["trial", "status", "iter", "total s", *shown, "config"]
+    table = [header]
+    for t in trials:
+        last = t["last_result"]
+        table.append([t["trial_id"], t["status"], _cell(last.get("training_iteration")),
+                      _cell(last.get("time_total_s"), ".1f"), *(_cell(last.get(k)) for k in shown),
+                      _config_text(t["config"], 60)])
+    widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
+    lines.append("")
+    for r in table:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    errors = [t for t in trials if t["status"] == "ERROR"]
+    if errors:
+        lines += ["", "errors:"]
+        for t in errors:
+            n = t.get("num_failures", 0)
+            lines.append(f"  {t['trial_id']} ({n} failure{'s' if n != 1 else ''}): {_first_line(t.get('error'))}")
+    for note in exp.notes:
+        lines.append(f"note: {note}")
+    return lines
+
+
+def _cell(value: Any, fmt: str = ".4g") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return format(value, fmt)
+    return str(value)
+
+
+def _config_text(config: dict[str, Any], limit: int) -> str:
+    from storage._results import flatten
+
+    text = ", ".join(f"{k}={_cell(v)}" for k, v in flatten(config).items()) or "{}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _first_line(error: Any) -> str | None:
+    return str(error).strip().splitlines()[0] if error else None
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{max(seconds, 0):.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _finite(value: Any) -> Any:
+    """Strict JSON: NaN and infinities become the strings "nan", "inf", "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from typing import Any
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from actors._placement import LOCAL, MEMBER_CAP, Placement, parse_resources
+from actors._proc import die_with_parent
 from actors._sequencer import Sequencer
 from actors._trial import TrialStatus
 from actors._trial_actor import TrialActor
@@ -37,6 +38,7 @@ class MemberProbe(ActorTypeDispatcher):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        die_with_parent()
         self.controller: Any = None
         self.member_id = ""
         self.interval = 1.0

@@ -25,6 +25,7 @@ from thespian.actors import (
 from actors._cluster import ClusterMixin
 from actors._controller_io import ExperimentIO
 from actors._lifecycle import Effect, EffectKind, TrialTable
+from actors._proc import die_with_parent
 from actors._reducer import Decision
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
@@ -63,6 +64,7 @@ from actors.messages import (
 class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        die_with_parent()
         self.spec: ExperimentSpec | None = None
         self.driver: Any = None
         self.sched: Any = None

@@ -156,9 +156,7 @@ class ExperimentIO:
         A restore resumes from the checkpoint in the last written state, and a PBT clone
         from another trial's checkpoint: deleting either would break that resume.
         """
-        refs = self.state_refs | self.pending_refs
-        if self.table is not None:
-            refs |= {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
+        refs = self.state_refs | self.pending_refs | self._live_refs()
         waiting = []
         for c in self.deferred:
             if c.path in refs:
@@ -166,6 +164,11 @@ class ExperimentIO:
             else:
                 delete_checkpoint(self.ctx, c.path)
         self.deferred = waiting
+
+    def _live_refs(self) -> set[str]:
+        if self.table is None:
+            return set()
+        return {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
         return self.max_index.get(rec.trial_id, -1) + 1
@@ -227,7 +230,10 @@ class ExperimentIO:
     def _write_state(self) -> None:
         if self.pending_table is None:
             return
-        state = dict(self.pending_table, scheduler=_b64(self.sched_blob))
+        # checkpoints deleted right after this write: a restore finishes a deletion cut short
+        keep = self.pending_refs | self._live_refs()
+        retired = sorted({c.path for c in self.deferred if c.path not in keep})
+        state = dict(self.pending_table, scheduler=_b64(self.sched_blob), retired=retired)
         self.pending_table = None
         for w in self.writers.values():
             w.flush()  # rows first: a state never names results that are not in storage

@@ -161,8 +161,10 @@ def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, l
     has disappeared is replaced by an older committed one (or none), and result rows after the
     point the trial continues from are truncated. Trial directories of the run's naming scheme
     that are not in the table belong to trials suggested after the state was saved: the restored
-    searcher suggests them again, so they are deleted.
+    searcher suggests them again, so they are deleted. So are checkpoints the state lists as
+    retired (retention was deleting them when the run died).
     """
+    from storage import delete_checkpoint
     from storage._io import list_dir, remove_tree
 
     rows = {r["trial_id"]: r for r in state["trials"]}
@@ -171,8 +173,11 @@ def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, l
              if e.get("type") == "directory" and own.fullmatch(posixpath.basename(e["name"].rstrip("/")))
              and posixpath.basename(e["name"].rstrip("/")) not in rows]
     touched = [r for r in rows.values() if r.get("restore")]
+    inside = layout.experiment_dir.rstrip("/") + "/"
+    retired = [p for p in state.get("retired") or [] if isinstance(p, str) and p.startswith(inside)]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="restore") as pool:
         list(pool.map(lambda p: remove_tree(ctx, p), stale))
+        list(pool.map(lambda p: delete_checkpoint(ctx, p), retired))  # a deletion cut short
         kept = dict(zip([r["trial_id"] for r in touched],
                         pool.map(lambda r: _prepare_trial(ctx, layout, r), touched)))
     if stale:

@@ -12,6 +12,7 @@ from typing import Any
 import cloudpickle
 from thespian.actors import ActorTypeDispatcher
 
+from actors._proc import die_with_parent
 from actors._scheduler_host import SchedulerHost
 from actors._sequencer import Sequencer
 from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerReady, SchedulerSetup
@@ -20,6 +21,7 @@ from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerR
 class SchedulerActor(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        die_with_parent()
         self.host: SchedulerHost | None = None
         self.calls: Sequencer[SchedulerCall] = Sequencer()  # the transport may reorder calls
 

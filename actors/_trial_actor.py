@@ -15,6 +15,7 @@ from typing import Any
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from actors._placement import MEMBER_CAP
+from actors._proc import die_with_parent
 from actors._runner import Command, EventKind, TrialRunner
 from actors.messages import (
     RunTrial,
@@ -42,6 +43,7 @@ class TrialActor(ActorTypeDispatcher):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        die_with_parent()
         self.runner: TrialRunner | None = None
         self.controller: Any = None
         self.cmd_sent = 0

@@ -44,7 +44,14 @@ def no_leaks():
         if not left:
             return
         psutil.wait_procs(left, timeout=0.2)
-    raise AssertionError(f"processes left running after the test: {[p.pid for p in left]}")
+    details = []
+    for p in left:
+        try:
+            details.append((p.pid, p.ppid(), p.status(), [c.pid for c in p.children()]))
+        except psutil.NoSuchProcess:
+            continue
+    if details:
+        raise AssertionError(f"processes left running after the test (pid, ppid, status, children): {details}")
 
 
 @pytest.fixture
