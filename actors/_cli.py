@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import sys
 import time
 from typing import Any
@@ -96,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     verb = "cluster status" if args.verb == "cluster" else args.verb
     if verb in ("status", "plot", "resume"):  # the multi-host verbs keep their own output as it was
-        logging.basicConfig(level=logging.INFO if verb == "resume" else logging.WARNING,
-                            format=f"audition {verb}: %(message)s", stream=sys.stderr)
+        logging.basicConfig(level=logging.WARNING, format=f"audition {verb}: %(message)s", stream=sys.stderr)
+        if verb == "resume":
+            logging.getLogger("audition").setLevel(logging.INFO)  # progress, not Thespian's chatter
     handler = {"worker": _worker, "cluster status": _cluster_status, "status": _status, "plot": _plot,
                "resume": _resume}[verb]
     try:
@@ -111,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"audition {verb}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `audition status ... | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
 
 
 # ---------------------------------------------------------------------------------- multi-host
@@ -153,10 +158,10 @@ def _status(args: argparse.Namespace) -> int:
 
 def _plot(args: argparse.Namespace) -> int:
     from actors._inspect import open_experiment, parse_storage_options
-    from actors._plot import _matplotlib, check_out, plot_curves
+    from actors._plot import check_out, plot_curves, require_matplotlib
 
     check_out(args.out)
-    _matplotlib()
+    require_matplotlib()
     exp = open_experiment(args.url, parse_storage_options(args.storage_options))
     drawn = plot_curves(exp, args.metric, args.out, x=args.x, log_y=args.log_y)
     names = {"restart": "restart(s)", "exploit": "PBT exploit(s)", "stopped": "stopped early", "paused": "paused",

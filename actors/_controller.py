@@ -81,6 +81,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         self.suggested = 0
         self.started_at = time.time()
         self.error: str | None = None
+        self.hooks: frozenset[HookKind] = frozenset(HookKind)
         self.inbox: dict[str, tuple[int, Sequencer[Any]]] = {}  # per trial run, restores send order
         self.replies: Sequencer[Any] = Sequencer()
         self.events: list[TrialEvent] = []  # for the driver's callbacks, sent in batches
@@ -116,6 +117,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     def receiveMsg_SchedulerReady(self, msg: SchedulerReady, sender: Any) -> None:
         assert self.spec is not None
         self.ready = True
+        self.hooks = msg.hooks
         # Stop criteria are checked here, in the controller, so they too need every result
         # decided before the next step: with a stopper, a trial may not run ahead.
         batching = msg.batching_allowed and self.spec.stopper is None
@@ -137,6 +139,12 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     # ------------------------------------------------------------------ scheduler calls
     def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
               run_id: int = 0, batch_seq: int = 0) -> None:
+        if kind not in self.hooks:
+            # The plugin does not implement this hook: its answer is CONTINUE with no requests,
+            # so give it here instead of a round trip (FIFO: 2 messages per result, not 4).
+            if kind is HookKind.RESULT and trial_id is not None:
+                self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
+            return
         self.seq += 1
         updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
         self.table.changed.clear()
@@ -249,6 +257,8 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         if rec is None:
             return
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
+        if effects:
+            self.inbox.pop(trial_id, None)  # this run is over: no more messages are expected from it
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
         self._run(effects)
@@ -362,7 +372,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         assert self.spec is not None
         self._top_up()
         free = min(self._free_slots(self._need()), self.spec.max_concurrent - self.table.running)
-        waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+        waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
         if free > 0 and waiting and not self.choosing:
             self.choosing = True
             self.choose_version = self.table.version
@@ -379,7 +389,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         assert self.spec is not None
         s = self.spec
         while not self.searcher_done:
-            pending = len(self.table.with_status(TrialStatus.PENDING))
+            pending = self.table.count(TrialStatus.PENDING)
             room = min(self._free_slots(self._need()), s.max_concurrent - self.table.running)
             if pending >= max(1, room):
                 return

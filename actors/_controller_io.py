@@ -80,7 +80,7 @@ class ExperimentIO:
             stopper.restore(pickle.loads(_unb64(state["stopper"]) or b""))
         for row in state["trials"]:
             rec = table.add(row["trial_id"], row["config"])
-            rec.status = TrialStatus(row["status"])
+            table.set_status(rec, TrialStatus(row["status"]))
             rec.last_result = row["last_result"]
             rec.num_failures = row["num_failures"]
             rec.error = row.get("error")

@@ -84,7 +84,7 @@ def _split(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
 
     if not path.strip():
         raise ConfigError("the experiment path is empty; pass the directory that fit() returned as experiment_path")
-    raw = path.strip()
+    raw = path.strip().removeprefix("file://")
     if "://" in raw:
         protocol, rest = raw.split("://", 1)
         head, name = posixpath.split(rest.strip("/"))
@@ -93,7 +93,7 @@ def _split(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
             raise ConfigError(f"{path!r} names a bucket or storage root, not an experiment: pass "
                               "<storage>/<experiment name>, the experiment_path that fit() returned")
     else:
-        p = os.path.abspath(os.path.expanduser(raw.removeprefix("file://")))
+        p = os.path.abspath(os.path.expanduser(raw))
         _check_local(p, path)
         parent, name = os.path.split(p)
     try:
@@ -128,7 +128,11 @@ def _not_an_experiment(ctx: Any, layout: Any, where: str, names: list[str]) -> C
         place = "an empty directory" if ctx.is_local else "empty (no objects under this prefix)"
         return ConfigError(f"{where} is {place}, not an audition experiment; check the path, and for s3:// "
                            "the bucket, prefix and --storage-options")
-    inside = [n for n in sorted(names)[:50] if not n.startswith(".")
+    if "result.json" in names or "params.json" in names:
+        parent = where.rstrip("/").rsplit("/", 1)[0]
+        return ConfigError(f"{where} is one trial's directory, not an experiment; pass the experiment that holds "
+                           f"it: {parent}")
+    inside = [n for n in sorted(names)[:20] if not n.startswith(".")
               and "tuner.pkl" in _names(ctx, posixpath.join(layout.experiment_dir, n))]
     if inside:
         return ConfigError(f"{where} is a storage root holding experiments ({', '.join(inside[:5])}"

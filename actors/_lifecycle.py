@@ -90,6 +90,8 @@ class TrialTable:
 
     def __init__(self, max_failures: int = 0) -> None:
         self.trials: dict[str, TrialRecord] = {}
+        # status -> trials, kept by add/_transition/set_status so queries do not scan every trial
+        self.by_status: dict[TrialStatus, dict[str, TrialRecord]] = {s: {} for s in TrialStatus}
         self.max_failures = max_failures
         self.changed: set[str] = set()
         self.version = 0  # bumped on every status change
@@ -98,6 +100,7 @@ class TrialTable:
     def add(self, trial_id: str, config: dict[str, Any]) -> TrialRecord:
         rec = TrialRecord(trial_id, dict(config))
         self.trials[trial_id] = rec
+        self.by_status[rec.status][trial_id] = rec
         self.changed.add(trial_id)
         return rec
 
@@ -105,18 +108,30 @@ class TrialTable:
         return self.trials[trial_id]
 
     def with_status(self, *statuses: TrialStatus) -> list[TrialRecord]:
-        return [t for t in self.trials.values() if t.status in statuses]
+        if len(statuses) == 1:
+            return list(self.by_status[statuses[0]].values())
+        return [t for t in self.trials.values() if t.status in statuses]  # keeps creation order
+
+    def count(self, status: TrialStatus) -> int:
+        return len(self.by_status[status])
 
     @property
     def running(self) -> int:
-        return sum(1 for t in self.trials.values() if t.status is TrialStatus.RUNNING)
+        return len(self.by_status[TrialStatus.RUNNING])
 
     def all_finished(self) -> bool:
-        return all(t.status.is_finished for t in self.trials.values())
+        return len(self.by_status[TrialStatus.TERMINATED]) + len(self.by_status[TrialStatus.ERROR]) == len(
+            self.trials)
+
+    def set_status(self, rec: TrialRecord, status: TrialStatus) -> None:
+        """Set a status without the transition's side effects (loading a saved table)."""
+        self.by_status[rec.status].pop(rec.trial_id, None)
+        rec.status = status
+        self.by_status[status][rec.trial_id] = rec
 
     # ------------------------------------------------------------------ the one place a status changes
     def _transition(self, rec: TrialRecord, status: TrialStatus) -> None:
-        rec.status = status
+        self.set_status(rec, status)
         rec.phase = Phase.STEPPING if status is TrialStatus.RUNNING else Phase.IDLE
         rec.pending = Decision.CONTINUE
         rec.pause_checkpoint = False

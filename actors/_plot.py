@@ -68,7 +68,7 @@ def check_out(out: str) -> str:
     return path
 
 
-def _matplotlib() -> tuple[Any, Any, Any, Any]:
+def require_matplotlib() -> tuple[Any, Any, Any, Any]:
     """The Agg canvas and figure classes, without pyplot (no global backend or figure state)."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -84,7 +84,7 @@ def plot_curves(exp: Experiment, metric: str, out: str, x: str = "training_itera
                 log_y: bool = False) -> dict[str, Any]:
     """Draw ``metric`` against ``x`` for every trial into the PNG ``out``; returns what was drawn."""
     path = check_out(out)
-    Figure, FigureCanvasAgg, Line2D, MaxNLocator = _matplotlib()  # before reading: a missing extra fails fast
+    Figure, FigureCanvasAgg, Line2D, MaxNLocator = require_matplotlib()  # before reading: a missing extra fails fast
     histories = exp.histories()
     check_metric_known(exp, metric, histories)
     if x != "training_iteration":
@@ -152,4 +152,4 @@ def _x(row: dict[str, Any], index: int, key: str) -> float | None:
     return number(row.get(key))
 
 
-__all__ = ["MARKERS", "check_out", "plot_curves", "trial_events"]
+__all__ = ["MARKERS", "check_out", "plot_curves", "require_matplotlib", "trial_events"]

@@ -13,7 +13,7 @@ import cloudpickle
 from thespian.actors import ActorTypeDispatcher
 
 from actors._proc import die_with_parent
-from actors._scheduler_host import SchedulerHost
+from actors._scheduler_host import SchedulerHost, overridden_hooks
 from actors._sequencer import Sequencer
 from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerReady, SchedulerSetup
 
@@ -29,7 +29,8 @@ class SchedulerActor(ActorTypeDispatcher):
         try:
             sched = cloudpickle.loads(msg.scheduler)
             self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state)
-            self.send(sender, SchedulerReady(sched.batching_allowed(), type(sched).__name__))
+            self.send(sender, SchedulerReady(sched.batching_allowed(), type(sched).__name__,
+                                             overridden_hooks(sched)))
         except Exception as exc:
             self.send(sender, SchedulerFailed(0, HookKind.ADD, f"loading the scheduler failed: {exc!r}\n"
                                               + traceback.format_exc()))

@@ -58,6 +58,22 @@ class RecordingController(SchedulerController):
         return list(self.trials.values())
 
 
+_HOOK_METHODS = {
+    HookKind.ADD: "on_trial_add",
+    HookKind.RESULT: "on_trial_result",
+    HookKind.COMPLETE: "on_trial_complete",
+    HookKind.ERROR: "on_trial_error",
+    HookKind.REMOVE: "on_trial_remove",
+}
+
+
+def overridden_hooks(scheduler: Scheduler) -> frozenset[HookKind]:
+    """Hooks the plugin implements; CHOOSE and SAVE always go to the plugin."""
+    cls = type(scheduler)
+    own = {k for k, name in _HOOK_METHODS.items() if getattr(cls, name) is not getattr(Scheduler, name)}
+    return frozenset(own | {HookKind.CHOOSE, HookKind.SAVE})
+
+
 class SchedulerHost:
     """Owns one scheduler object and answers ``SchedulerCall``s."""
 

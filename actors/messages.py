@@ -18,6 +18,21 @@ from typing import Any
 from actors._reducer import Decision
 from actors._trial import TrialSnapshot, TrialStatus
 
+
+class _Message:
+    """Base of every message: ``str()`` is just the class name.
+
+    Thespian formats each message with ``str()`` for its (disabled) debug logs on
+    every send and receive; a dataclass ``repr`` of a 512-result batch cost ~1 ms
+    each time (measured: 21% of the controller's time when batching).
+    """
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+
 # --------------------------------------------------------------------------- shared values
 
 
@@ -70,7 +85,7 @@ class HookKind(Enum):
 
 
 @dataclass(frozen=True)
-class StartExperiment:
+class StartExperiment(_Message):
     """Driver -> controller: run the experiment described by ``spec`` (cloudpickled ExperimentSpec)."""
 
     spec: bytes
@@ -104,7 +119,7 @@ class ProgressRow:
 
 
 @dataclass(frozen=True)
-class ExperimentProgress:
+class ExperimentProgress(_Message):
     """Controller -> driver, about once a second: liveness and the status table."""
 
     counts: dict[str, int]
@@ -116,7 +131,7 @@ class ExperimentProgress:
 
 
 @dataclass(frozen=True)
-class ExperimentFinished:
+class ExperimentFinished(_Message):
     """Controller -> driver: the experiment ended (``error`` set when it was aborted).
     ``event_batches``: how many ``TrialEvents`` were sent, so the driver can wait for all."""
 
@@ -127,7 +142,7 @@ class ExperimentFinished:
 
 
 @dataclass(frozen=True)
-class AbortExperiment:
+class AbortExperiment(_Message):
     """Driver -> controller: stop every trial now and report (Ctrl-C, driver error)."""
 
     reason: str
@@ -137,7 +152,7 @@ class AbortExperiment:
 
 
 @dataclass(frozen=True)
-class SchedulerSetup:
+class SchedulerSetup(_Message):
     """Controller -> scheduler actor: unpickle and configure the scheduler plugin."""
 
     scheduler: bytes
@@ -147,15 +162,17 @@ class SchedulerSetup:
 
 
 @dataclass(frozen=True)
-class SchedulerReady:
+class SchedulerReady(_Message):
     """Scheduler actor -> controller: plugin loaded; whether it tolerates batched results."""
 
     batching_allowed: bool
     name: str
+    # hooks the plugin overrides; the controller answers the others itself (no message)
+    hooks: frozenset[HookKind] = frozenset(HookKind)
 
 
 @dataclass(frozen=True)
-class SchedulerCall:
+class SchedulerCall(_Message):
     """Controller -> scheduler actor: run one hook.  ``updates`` refresh the actor's
     mirror of the trial table first, so ``controller.get_trials()`` is current."""
 
@@ -167,7 +184,7 @@ class SchedulerCall:
 
 
 @dataclass(frozen=True)
-class SchedulerReply:
+class SchedulerReply(_Message):
     """Scheduler actor -> controller: the hook's decision and every controller call it made."""
 
     seq: int
@@ -180,7 +197,7 @@ class SchedulerReply:
 
 
 @dataclass(frozen=True)
-class SchedulerFailed:
+class SchedulerFailed(_Message):
     """Scheduler actor -> controller: a hook raised; the experiment cannot go on safely."""
 
     seq: int
@@ -192,7 +209,7 @@ class SchedulerFailed:
 
 
 @dataclass(frozen=True)
-class RunTrial:
+class RunTrial(_Message):
     """Controller -> trial actor: run the trainable from ``checkpoint`` (or from scratch)."""
 
     trial_id: str
@@ -214,7 +231,7 @@ class RunTrial:
 
 
 @dataclass(frozen=True)
-class TrialResults:
+class TrialResults(_Message):
     """Trial actor -> controller: one or more results in order (a batch), and the
     latest checkpoint committed among them.  ``seq`` numbers every message of one
     run (results, saves, the end) because the TCP transport may reorder them."""
@@ -227,7 +244,7 @@ class TrialResults:
 
 
 @dataclass(frozen=True)
-class TrialProceed:
+class TrialProceed(_Message):
     """Controller -> trial actor: batch ``seq`` was scheduled with CONTINUE."""
 
     trial_id: str
@@ -236,7 +253,7 @@ class TrialProceed:
 
 
 @dataclass(frozen=True)
-class TrialSave:
+class TrialSave(_Message):
     """Controller -> trial actor: commit a checkpoint now and answer ``TrialSaved``."""
 
     trial_id: str
@@ -244,7 +261,7 @@ class TrialSave:
 
 
 @dataclass(frozen=True)
-class TrialSaved:
+class TrialSaved(_Message):
     """Trial actor -> controller: the save finished (``checkpoint`` None if nothing to save)."""
 
     trial_id: str
@@ -254,7 +271,7 @@ class TrialSaved:
 
 
 @dataclass(frozen=True)
-class TrialStop:
+class TrialStop(_Message):
     """Controller -> trial actor: end the trainable at its next report and answer ``TrialEnded``."""
 
     trial_id: str
@@ -271,7 +288,7 @@ class EndReason(Enum):
 
 
 @dataclass(frozen=True)
-class TrialEnded:
+class TrialEnded(_Message):
     """Trial actor -> controller: the trainable is no longer running."""
 
     trial_id: str
@@ -304,7 +321,7 @@ class TrialEvent:
 
 
 @dataclass(frozen=True)
-class TrialEvents:
+class TrialEvents(_Message):
     """Controller -> driver: a batch of events for callbacks, numbered (the transport may reorder)."""
 
     seq: int
@@ -312,12 +329,12 @@ class TrialEvents:
 
 
 @dataclass(frozen=True)
-class ClusterStatusRequest:
+class ClusterStatusRequest(_Message):
     """``audition cluster status`` -> controller: describe the members and the trials."""
 
 
 @dataclass(frozen=True)
-class ClusterStatus:
+class ClusterStatus(_Message):
     """Controller -> ``audition cluster status``: members with their resources, and trial counts."""
 
     experiment: str | None
@@ -326,7 +343,7 @@ class ClusterStatus:
 
 
 @dataclass(frozen=True)
-class ProbeStart:
+class ProbeStart(_Message):
     """Controller -> member probe (an actor placed on each member system): heartbeat to me."""
 
     member_id: str
@@ -334,7 +351,7 @@ class ProbeStart:
 
 
 @dataclass(frozen=True)
-class MemberHeartbeat:
+class MemberHeartbeat(_Message):
     """Member probe -> controller, every ``interval_s``: this member (host) is alive and reachable.
 
     Thespian reports a SIGKILLed or cut-off member late or never, so liveness is ours.
