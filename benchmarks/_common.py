@@ -103,12 +103,26 @@ def thespian_version() -> str:
         return "unknown"
 
 
+def git_state() -> str:
+    """The commit benchmarked, with ``+dirty`` when the work tree has changes."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (head or "unknown") + ("+dirty" if dirty else "")
+
+
 def machine() -> dict[str, Any]:
     return {
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "thespian": thespian_version(),
         "platform": platform.platform(),
+        "git": git_state(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -130,5 +144,5 @@ def quiet_logs() -> None:
     logging.getLogger("audition").setLevel(logging.WARNING)
 
 
-__all__ = ["ROOT", "emit", "last_json_line", "machine", "median", "quiet_logs", "repeat_self", "rss_of",
+__all__ = ["ROOT", "emit", "git_state", "last_json_line", "machine", "median", "quiet_logs", "repeat_self", "rss_of",
            "run_timed", "self_argv", "temp_storage", "thespian_version"]

@@ -9,9 +9,16 @@ No tuning logic, no storage, no actor system: what this machine needs at least t
 - ``pingpong``: the same, but each result waits for the parent's one-byte answer before the next
   (the work of ``bench_throughput.py --mode per-result``: one decision per result).
 
-Result dicts look like audition's (metric plus the auto-filled fields). Prints one JSON line.
+Result dicts look like audition's (metric plus the auto-filled fields).
 
-    python benchmarks/bench_floor.py [--trials 100] [--results 2000] [--repeat 3]
+With ``--thespian-results M`` (default 500; 0 skips it) it also measures the floor of Thespian's TCP
+transport as audition configures it (``_thespian_floor.py``: plain actors, plain dict messages, 2
+workers x M results): ``thespian_stream`` (one tell per result, no answer), ``thespian_2hop``
+(worker -> hub -> worker per result) and ``thespian_4hop`` (worker -> hub -> relay -> hub -> worker,
+the per-result path of trial -> controller -> scheduler -> controller -> trial). Prints one JSON line.
+
+    python benchmarks/bench_floor.py [--trials 100 1000] [--results 2000] [--repeat 3]
+                                     [--thespian-results 500]
 """
 
 from __future__ import annotations
@@ -107,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trials", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--results", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--thespian-results", type=int, default=500)
     args = parser.parse_args(argv)
     out: dict[str, Any] = {"bench": "floor", "results": args.results, "repeat": args.repeat}
     for n in args.trials:
@@ -118,6 +126,14 @@ def main(argv: list[str] | None = None) -> None:
     out["stream_results_per_s"] = round(total / stream_s)
     out["pingpong_s"] = round(ping_s, 4)
     out["pingpong_results_per_s"] = round(total / ping_s)
+    if args.thespian_results > 0:
+        import _thespian_floor
+
+        m = args.thespian_results
+        out["thespian_results"] = m
+        for name, hops in (("stream", 0), ("2hop", 2), ("4hop", 4)):
+            seconds = _common.median([_thespian_floor.measure(m, hops) for _ in range(args.repeat)])
+            out[f"thespian_{name}_results_per_s"] = round(2 * m / seconds)
     _common.emit(out)
 
 

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     out: dict[str, Any] = {"bench": "throughput", "n": args.n, "trials": 2, "repeat": args.repeat}
     for mode, got in runs.items():
         prefix = mode.replace("-", "_")
-        for key in keys + ["process_s"]:
+        for key in [*keys, "process_s"]:
             out[f"{prefix}_{key}"] = round(_common.median([float(r[key]) for r in got]), 4)
         out[f"{prefix}_runs"] = [r["results_per_s"] for r in got]
     _common.emit(out)
