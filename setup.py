@@ -11,6 +11,8 @@ TEST = [
     "psutil>=5.9",
 ]
 S3 = ["s3fs", "boto3"]
+PLOT = ["matplotlib>=3.5"]
+DOCS = ["mkdocs>=1.6", "mkdocstrings[python]>=0.25", "mkdocs-material>=9.5"]
 
 setup(
     name="audition",
@@ -25,7 +27,9 @@ setup(
         "s3": S3,
         "optuna": ["optuna>=3.0"],
         "pandas": ["pandas"],
-        "test": TEST + S3 + ["moto[server]>=5.0", "optuna>=3.0", "pandas"],
+        "plot": PLOT,
+        "docs": DOCS,
+        "test": TEST + S3 + PLOT + DOCS + ["moto[server]>=5.0", "optuna>=3.0", "pandas", "pillow"],
     },
     entry_points={"console_scripts": ["audition=actors._cli:main"]},
 )

@@ -96,26 +96,30 @@ def read_experiment_state(ctx: StorageContext, layout: ExperimentLayout) -> dict
     """The current state; None when no state was ever saved here.
 
     Falls back (with a warning) to the newest readable version when the pointer or the version it
-    names is missing or corrupt. StorageError if versions exist but none is readable.
+    names is missing or corrupt. StorageError if versions exist but none is readable. A save
+    running meanwhile (another process) can move the pointer between our reads, so nothing is
+    called corrupted before a second look.
     """
-    pointer = _read_object(ctx, layout.state_pointer)
-    latest = (pointer or {}).get("latest")
-    if isinstance(latest, str) and ExperimentLayout.parse_state_version(latest) is not None:
-        state = _read_object(ctx, f"{layout.state_dir}/{latest}")
-        if state is not None:
-            return state
-    versions = _versions(ctx, layout)
-    pointer_exists = pointer is not None or exists(ctx, layout.state_pointer)
-    if not versions and not pointer_exists:
-        return None
+    latest: Any = None
     tried: list[str] = []
-    for _, path in reversed(versions):
-        state = _read_object(ctx, path)
-        if state is not None:
-            _log.warning("experiment state pointer %s is missing or names an unreadable version; "
-                         "using %s instead", ctx.uri(layout.state_pointer), ctx.uri(path))
-            return state
-        tried.append(basename(path))
+    for _ in range(2):
+        pointer = _read_object(ctx, layout.state_pointer)
+        latest = (pointer or {}).get("latest")
+        if isinstance(latest, str) and ExperimentLayout.parse_state_version(latest) is not None:
+            state = _read_object(ctx, f"{layout.state_dir}/{latest}")
+            if state is not None:
+                return state
+        versions = _versions(ctx, layout)
+        if not versions and pointer is None and not exists(ctx, layout.state_pointer):
+            return None
+        tried = []
+        for _, path in reversed(versions):
+            state = _read_object(ctx, path)
+            if state is not None:
+                _log.warning("experiment state pointer %s is missing or names an unreadable version; "
+                             "using %s instead", ctx.uri(layout.state_pointer), ctx.uri(path))
+                return state
+            tried.append(basename(path))
     where = ctx.uri(layout.experiment_dir)
     names = ", ".join(tried) or "none"
     raise StorageError(

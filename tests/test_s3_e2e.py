@@ -1,0 +1,168 @@
+"""``Tuner.fit()`` on S3 (a real moto server) with the multi-process system.
+
+Credentials and the endpoint reach every actor only through ``storage_options``:
+the AWS_* variables and config files are hidden from this process (and from the
+actors it forks), so a trial actor that did not get them could not write at all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors import RunConfig, TuneConfig, Tuner
+from actors._errors import TuneError
+from actors._trial import TrialStatus
+from actors.search import grid_search
+from storage import MANIFEST_NAME, StorageContext
+from tests import _driver_script as D
+from tests import _trainables as T
+
+pytestmark = pytest.mark.s3
+
+
+@pytest.fixture(autouse=True)
+def _credentials_only_from_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def _fit(url: str, options: dict[str, Any], trainable: Any = T.fn_trainable, **tune: Any) -> Any:
+    return Tuner(
+        trainable, param_space={"x": grid_search([1.0, 2.0])},
+        tune_config=TuneConfig(metric="loss", mode="min", **tune),
+        run_config=RunConfig(name="exp", storage=url, storage_options=options, verbose=0,
+                             controller_timeout_s=30),
+    ).fit()
+
+
+def _keys(url: str, options: dict[str, Any]) -> set[str]:
+    ctx = StorageContext(url, options)
+    ctx.fs.invalidate_cache()
+    return {k[len(ctx.root) + 1:] for k in ctx.fs.find(ctx.root)}
+
+
+def _iterations(result: Any) -> list[int]:
+    return [h["training_iteration"] for h in result.metrics_history]
+
+
+def _uncommitted(keys: set[str]) -> set[str]:
+    dirs = {k.rsplit("/", 1)[0] for k in keys if "/checkpoint_" in k}
+    return {d for d in dirs if f"{d}/{MANIFEST_NAME}" not in keys}
+
+
+def test_fit_on_s3_writes_every_file_and_resumes_from_s3(s3_location, no_leaks):
+    url, options = s3_location
+    grid = _fit(url, options, scheduler=T.PauseFromHook(at=2))
+    assert grid.experiment_path == f"{url}/exp"
+    keys = _keys(url, options)
+    assert {"exp/tuner.pkl", "exp/experiment_state.json"} <= keys
+    assert any(k.startswith("exp/.state/experiment_state-") for k in keys)
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED
+        assert _iterations(r) == list(range(1, T.STEPS + 1))
+        # paused at iteration 2, resumed in a new run from the checkpoint it committed to S3
+        assert [h["restored_from"] for h in r.metrics_history][1:3] == [-1, 1]
+        mine = {k for k in keys if k.startswith(f"exp/{r.trial_id}/")}
+        for name in ("params.json", "result.json", "progress.csv"):
+            assert f"exp/{r.trial_id}/{name}" in mine
+        ckpts = {k.split("/")[2] for k in mine if "/checkpoint_" in k}
+        assert len(ckpts) == T.STEPS  # one per report, all kept
+        assert all(f"exp/{r.trial_id}/{c}/{MANIFEST_NAME}" in mine for c in ckpts)
+        assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{r.trial_id}/")
+        assert r.checkpoint.to_dict() == {"step": T.STEPS - 1}
+    assert not _uncommitted(keys)
+
+
+@pytest.fixture
+def proxied(moto_server: Any, s3_proxy: Any) -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """(url, options, proxy): a fresh bucket reached only through the fault-injecting proxy."""
+    url = f"s3://{moto_server.create_bucket()}/results"
+    options = moto_server.storage_options(client_kwargs={"endpoint_url": s3_proxy.endpoint})
+    yield url, options, s3_proxy
+
+
+def test_transient_resets_during_the_run_are_survived(proxied, no_leaks):
+    """Connections reset under the driver, the controller and the trial actors alike."""
+    url, options, proxy = proxied
+    proxy.reset_after(8_000, times=8)  # one reset per 8 kB sent, eight in all
+    try:
+        grid = _fit(url, options, scheduler=T.PauseFromHook(at=2))
+    finally:
+        proxy.pass_through()
+    assert proxy.resets >= 4
+    assert grid.num_errors == 0
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED
+        assert _iterations(r) == list(range(1, T.STEPS + 1))
+        assert [h["restored_from"] for h in r.metrics_history][2] == 1
+    assert not _uncommitted(_keys(url, options))
+
+
+def test_missing_bucket_fails_fit_at_once_naming_the_url(moto_server, no_leaks):
+    url = "s3://audition-no-such-bucket/results"
+    started = time.monotonic()
+    with pytest.raises(TuneError, match=r"s3://audition-no-such-bucket/results.*bucket does not exist"):
+        _fit(url, moto_server.storage_options())
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.slow
+def test_storage_lost_mid_run_fails_fit_clearly(proxied, no_leaks):
+    """S3 becomes unreachable for good after the run started: fit() raises, it does not hang."""
+    url, options, proxy = proxied
+    options = dict(options, config_kwargs={"connect_timeout": 2, "read_timeout": 2,
+                                           "retries": {"total_max_attempts": 2}})
+
+    def cut() -> None:
+        time.sleep(1.5)
+        proxy.reset_connections(None)  # every connection, from now on
+
+    cutter = threading.Thread(target=cut, daemon=True)
+    cutter.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(TuneError, match=r"s3://.*/results") as info:
+            Tuner(D.counter, param_space={"x": grid_search([1.0, 2.0]), "steps": 200, "sleep": 0.02},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="exp", storage=url, storage_options=options, verbose=0,
+                                       controller_timeout_s=30)).fit()
+    finally:
+        cutter.join(5)
+        proxy.pass_through()
+    assert time.monotonic() - started < 60
+    assert "Gave up after" in str(info.value)  # says why and what to check
+
+
+@pytest.mark.slow
+def test_restore_from_s3_after_the_driver_was_killed(s3_location, tmp_path, no_leaks):
+    url, options = s3_location
+    with D.Run(tmp_path, "fifo1", storage=url, options=options) as run:
+        run.wait_for("a running trial with a checkpoint", D.when_state(run, lambda st: any(
+            r["status"] == "RUNNING" and r["checkpoint"] and r["checkpoint"]["iteration"] >= 2
+            for r in st["trials"])))
+        run.kill()
+    state = run.state()
+    assert state is not None
+    assert Tuner.can_restore(run.path, options)
+    grid = Tuner.restore(run.path, D.counter, storage_options=options).fit()
+    assert len(grid) == 6
+    by_id = {r.trial_id: r for r in grid}
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED
+        its = _iterations(r)
+        assert its == list(range(1, 11)), (r.trial_id, its)
+        assert [h["step"] for h in r.metrics_history] == [i - 1 for i in its]
+    for row in state["trials"]:
+        if row["status"] == "RUNNING" and row["checkpoint"]:
+            it = row["checkpoint"]["iteration"]
+            assert by_id[row["trial_id"]].metrics_history[it]["restored_from"] >= it - 1
+    assert not _uncommitted(_keys(url, options))
