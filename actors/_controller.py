@@ -61,6 +61,10 @@ from actors.messages import (
 )
 
 
+# How long an abort waits for the scheduler's state before ending without it.
+ABORT_SAVE_TIMEOUT_S = 5.0
+
+
 class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,6 +85,9 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         self.suggested = 0
         self.started_at = time.time()
         self.error: str | None = None
+        self.abort_save: int | None = None  # an abort waits for this SchedulerCall(SAVE)'s answer
+        self.abort_deadline = 0.0
+        self.orphaned = False  # the driver is dead: shut the whole system down at the end
         self.hooks: frozenset[HookKind] = frozenset(HookKind)
         self.inbox: dict[str, tuple[int, Sequencer[Any]]] = {}  # per trial run, restores send order
         self.replies: Sequencer[Any] = Sequencer()
@@ -128,7 +135,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         self._fill()
 
     def receiveMsg_SchedulerFailed(self, msg: SchedulerFailed, sender: Any) -> None:
-        self._abort(f"the scheduler failed: {msg.error}")
+        self._abort(f"the scheduler failed: {msg.error}", scheduler_alive=False)
 
     def receiveMsg_SchedulerReply(self, msg: SchedulerReply, sender: Any) -> None:
         for reply in self.replies.push(msg.seq, msg):
@@ -138,18 +145,20 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
 
     # ------------------------------------------------------------------ scheduler calls
     def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
-              run_id: int = 0, batch_seq: int = 0) -> None:
+              run_id: int = 0, batch_seq: int = 0) -> int | None:
+        """Send one hook call; its number, or None when the controller answered it itself."""
         if kind not in self.hooks:
             # The plugin does not implement this hook: its answer is CONTINUE with no requests,
             # so give it here instead of a round trip (FIFO: 2 messages per result, not 4).
             if kind is HookKind.RESULT and trial_id is not None:
                 self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
-            return
+            return None
         self.seq += 1
         updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
         self.table.changed.clear()
         self.calls[self.seq] = (kind, trial_id, run_id, batch_seq)
         self.send(self.sched, SchedulerCall(self.seq, kind, trial_id, results, updates))
+        return self.seq
 
     def _on_reply(self, msg: SchedulerReply) -> None:
         kind, trial_id, run_id, batch_seq = self.calls.pop(msg.seq)
@@ -161,7 +170,10 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         if kind is HookKind.RESULT and trial_id is not None:
             effects += self.table.decided(trial_id, run_id, batch_seq, Decision(msg.decision))
         if kind is HookKind.SAVE and msg.state is not None:
-            self.io.scheduler_saved(msg.state)
+            self.io.scheduler_saved(msg.state, msg.seq)
+        if msg.seq == self.abort_save:
+            self._finish(self.error)
+            return
         self._run(effects)
         if kind is HookKind.CHOOSE:
             self.choosing = False
@@ -273,7 +285,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         addr = msg.childAddress
         if addr == self.sched and not self.finished:
-            self._abort("the scheduler actor exited unexpectedly")
+            self._abort("the scheduler actor exited unexpectedly", scheduler_alive=False)
             return
         self.idle = [(a, m) for a, m in self.idle if a != addr]
         trial_id = self._trial_of(addr)
@@ -298,7 +310,8 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
                         f"the trial actor could not handle {type(msg.poisonMessage).__name__}", "")
         elif sender == self.sched:
-            self._abort(f"the scheduler actor could not handle {type(msg.poisonMessage).__name__}")
+            self._abort(f"the scheduler actor could not handle {type(msg.poisonMessage).__name__}",
+                        scheduler_alive=False)
 
     def receiveMsg_ClusterStatusRequest(self, msg: ClusterStatusRequest, sender: Any) -> None:
         if self.spec is None:  # created just now by the status query itself: no experiment runs here
@@ -320,10 +333,15 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         if self.spec.driver_pid and not pid_alive(self.spec.driver_pid):
             # The driver was killed (SIGKILL): nobody will shut this system down.
             self.driver = None  # sending to a dead address would stall this actor's exit
+            self.orphaned = True
             self._abort(f"the driver process {self.spec.driver_pid} died; the experiment can be resumed "
                         "with Tuner.restore()")
-            if self.spec.admin_port:
-                shutdown_orphaned_system(self.spec.admin_port)
+            return
+        if self.abort_save is not None:
+            if time.monotonic() > self.abort_deadline:  # the scheduler never answered: end without it
+                self._finish(self.error)
+            else:
+                self.wakeupAfter(datetime.timedelta(seconds=self.spec.progress_interval_s))
             return
         self.send(self.driver, self._progress())
         self._flush_events()
@@ -331,8 +349,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self._check_members()
             self._check_placeable()
         if self.ready and self.io.state_due():
-            self._call(HookKind.SAVE, None)
-            self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
+            self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
         self.wakeupAfter(datetime.timedelta(seconds=self.spec.progress_interval_s))
 
     def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
@@ -367,7 +384,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
     # ------------------------------------------------------------------ scheduling loop
     def _fill(self) -> None:
         """Start trials while resources allow; finish when everything is done."""
-        if not self.ready or self.finished:
+        if not self.ready or self.finished or self.abort_save is not None:
             return
         assert self.spec is not None
         self._top_up()
@@ -441,13 +458,27 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self.send(self.driver, TrialEvents(self.event_seq, tuple(self.events)))
         self.events = []
 
-    def _abort(self, reason: str) -> None:
-        if self.finished:
+    def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
+        """End the experiment early, keeping it resumable.
+
+        The table is frozen as it is *before* every trial is stopped, and the scheduler is asked
+        for its state at that same moment; the run ends when that state is written (or after
+        ``ABORT_SAVE_TIMEOUT_S`` without it), so ``Tuner.restore`` continues where it stopped.
+        """
+        if self.finished or self.abort_save is not None:
             return
         self.error = reason
         self.searcher_done = True
+        tag = None
+        if self.spec is not None and hasattr(self, "io"):
+            tag = self._call(HookKind.SAVE, None) if self.ready and scheduler_alive else None
+            self.io.freeze(self.table, self.spec.searcher, self.suggested, tag)
         self._run(self.table.abort_all())
-        self._finish(reason)
+        if tag is None:
+            self._finish(reason)
+        else:
+            self.abort_save = tag
+            self.abort_deadline = time.monotonic() + ABORT_SAVE_TIMEOUT_S
 
     def _finish(self, error: str | None) -> None:
         if self.finished:
@@ -467,6 +498,8 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
                                                       self.event_seq))
         for actor in [*self.actor_of.values(), *(a for a, _ in self.idle)]:
             self.send(actor, ActorExitRequest())
+        if self.orphaned and self.spec is not None and self.spec.admin_port:
+            shutdown_orphaned_system(self.spec.admin_port)
 
 
 def _short(config: dict[str, Any]) -> dict[str, Any]:

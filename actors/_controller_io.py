@@ -49,6 +49,7 @@ class ExperimentIO:
         self.trial_prefix: str = restored.get("trial_prefix") or secrets.token_hex(3)[:5]
         self.sched_blob: bytes | None = None
         self.pending_table: dict[str, Any] | None = None
+        self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
         self.last_state = -1e9
         self.frozen = False
         self.table: TrialTable | None = None
@@ -192,21 +193,23 @@ class ExperimentIO:
     def state_due(self) -> bool:
         return self.clock() - self.last_state >= self.spec.state_interval_s and self.pending_table is None
 
-    def freeze(self, table: TrialTable, searcher: Any, suggested: int) -> None:
+    def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
         """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
 
         An aborted run (Ctrl-C, a dead driver, a scheduler bug) must stay resumable: its
         unfinished trials are saved as they were, not as the TERMINATED the abort makes them.
         """
         if not self.frozen:
-            self.snapshot_table(table, searcher, suggested)
+            self.snapshot_table(table, searcher, suggested, tag)
             self.frozen = True
 
-    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int) -> None:
-        """Capture the table now; written once the scheduler's matching state arrives."""
+    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+        """Capture the table now; written once the scheduler's state asked for at the same moment
+        (the ``SchedulerCall`` numbered ``tag``) arrives, so the two always match on restore."""
         if self.frozen:
             return
         self.table = table
+        self.pending_tag = tag
         rows = [self._row(r) for r in table.trials.values()]
         self.pending_refs = {r["checkpoint"]["path"] for r in rows if r["checkpoint"]}
         self.pending_table = {
@@ -223,9 +226,15 @@ class ExperimentIO:
         }
         self.last_state = self.clock()
 
-    def scheduler_saved(self, blob: bytes) -> None:
+    def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
+        """The scheduler's state as of call ``tag``; completes the snapshot taken with that call.
+
+        An answer to an older call (a periodic save overtaken by an abort's freeze) is newer than
+        what we had, so it is kept for the final write, but it never completes a later snapshot.
+        """
         self.sched_blob = blob
-        self._write_state()
+        if tag == self.pending_tag:
+            self._write_state()
 
     def _write_state(self) -> None:
         if self.pending_table is None:

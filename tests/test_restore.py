@@ -392,26 +392,8 @@ def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):
     assert state is not None and state["retired"] == [ck0.path]
 
 
-def _abort_keeps_trials_resumable() -> bool:
-    import inspect
-
-    from actors._controller import ControllerActor
-
-    return "freeze" in inspect.getsource(ControllerActor._abort)
-
-
-_NEEDS_FREEZE = "ControllerActor._abort must call ExperimentIO.freeze before abort_all"
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("how", [
-    pytest.param("sigterm", marks=pytest.mark.xfail(
-        not _abort_keeps_trials_resumable(), strict=True, reason=_NEEDS_FREEZE)),
-    # the orphaned system notices the dead driver a second or two later: there may be no
-    # PENDING trial left by then, so without the fix this may pass or fail
-    pytest.param("sigkill_driver_only", marks=pytest.mark.xfail(
-        not _abort_keeps_trials_resumable(), strict=False, reason=_NEEDS_FREEZE)),
-])
+@pytest.mark.parametrize("how", ["sigterm", "sigkill_driver_only"])
 def test_aborted_run_then_restored(how, tmp_path, no_leaks):
     """Ctrl-C/SIGTERM, or a killed driver whose actor system notices: the run aborts itself,
     and the final state it writes keeps the unfinished trials resumable."""
