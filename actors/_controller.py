@@ -60,7 +60,6 @@ from actors.messages import (
     TrialStop,
 )
 
-
 # How long an abort waits for the scheduler's state before ending without it.
 ABORT_SAVE_TIMEOUT_S = 5.0
 
