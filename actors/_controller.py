@@ -270,6 +270,9 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.inbox.pop(trial_id, None)  # this run is over: no more messages are expected from it
+            if ckpt is not None:  # saved at the end (checkpoint_at_end): the next run must not reuse its index
+                self.io.on_checkpoint(rec, ckpt)
+                self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(ckpt.path))
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
         self._run(effects)

@@ -64,3 +64,50 @@ def test_resources_that_can_never_fit_are_refused_at_start(storage_dir) -> None:
         Tuner(with_resources(T.fn_trainable, {"cpu": 1, "gpu": 1}), run_config=RunConfig(storage=storage_dir))
     with pytest.raises(ConfigError, match=r"asks for 64\.0 CPUs"):
         Tuner(with_resources(T.fn_trainable, {"cpu": 64}), run_config=RunConfig(storage=storage_dir))
+
+
+def _manifest_iterations(trial_dir: str) -> list[tuple[int, int]]:
+    import json
+
+    out = []
+    for name in sorted(os.listdir(trial_dir)):
+        manifest = os.path.join(trial_dir, name, ".audition_manifest.json")
+        if name.startswith("checkpoint_") and os.path.exists(manifest):
+            with open(manifest) as f:
+                out.append((int(name.split("_")[1]), json.load(f)["metadata"]["iteration"]))
+    return out
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_checkpoint_at_end_of_a_pause_is_never_overwritten(system, storage_dir, no_leaks) -> None:
+    """A pause with checkpoint_at_end saves once more as the run ends; the resumed run must
+    number its checkpoints after that one, not write over the checkpoint it resumed from."""
+    from actors import CheckpointConfig
+
+    grid = Tuner(T.ClassTrainable, param_space={"x": 1.0},
+                 tune_config=TuneConfig(metric="loss", mode="min", scheduler=T.PauseFromHook(at=2)),
+                 run_config=RunConfig(name="atend", storage=storage_dir, verbose=0, system=system,
+                                      checkpoint_config=CheckpointConfig(checkpoint_frequency=1,
+                                                                         checkpoint_at_end=True))).fit()
+    r = grid[0]
+    assert [h["training_iteration"] for h in r.metrics_history] == list(range(1, T.STEPS + 1))
+    assert r.metrics_history[2]["restored_from"] == 1  # resumed from the iteration-2 save
+    committed = _manifest_iterations(os.path.join(storage_dir, "atend", r.trial_id))
+    # iteration 2 is saved three times: by checkpoint_frequency, by the pause, and at the end of
+    # the paused run; an overwrite by the resumed run would leave fewer
+    assert [it for _, it in committed] == [1, 2, 2, 2, 3, 4, 5, 6, 6], committed
+
+
+def test_num_to_keep_keeps_the_best_by_score(storage_dir, no_leaks) -> None:
+    from actors import CheckpointConfig
+
+    grid = Tuner(T.fn_trainable, param_space={"x": 1.0, "steps": 6},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
+                 run_config=RunConfig(name="keep", storage=storage_dir, verbose=0, system="simple",
+                                      checkpoint_config=CheckpointConfig(
+                                          num_to_keep=2, checkpoint_score_attribute="step",
+                                          checkpoint_score_order="min"))).fit()
+    r = grid[0]
+    kept = _manifest_iterations(os.path.join(storage_dir, "keep", r.trial_id))
+    # the two lowest "step" values, plus the latest (which a resume would need)
+    assert [it for _, it in kept] == [1, 2, 6], kept
