@@ -276,6 +276,10 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
         self._run(effects)
+        if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
+            self.io.dirty = True
+            if self.ready and self.abort_save is None and self.io.state_due():
+                self._save_state()
         if rec.status.is_finished and self.spec is not None and self.spec.searcher is not None:
             self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result),
                                                  rec.status is TrialStatus.ERROR)
@@ -351,7 +355,7 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self._check_members()
             self._check_placeable()
         if self.ready and self.io.state_due():
-            self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
+            self._save_state()
         self.wakeupAfter(datetime.timedelta(seconds=self.spec.progress_interval_s))
 
     def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
@@ -459,6 +463,11 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self.event_seq += 1
             self.send(self.driver, TrialEvents(self.event_seq, tuple(self.events)))
         self.events = []
+
+    def _save_state(self) -> None:
+        """Snapshot the table and ask the scheduler for its state: written together when it answers."""
+        assert self.spec is not None
+        self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
 
     def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
         """End the experiment early, keeping it resumable.

@@ -32,6 +32,9 @@ from storage import (
 )
 
 STATE_VERSION = 1
+# A state write requested by a pause, stop or completion waits at least this many times the cost
+# of the last write, so large experiments spend a bounded share of the controller on it.
+STATE_COST_FACTOR = 20.0
 
 
 class ExperimentIO:
@@ -51,6 +54,8 @@ class ExperimentIO:
         self.pending_table: dict[str, Any] | None = None
         self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
         self.last_state = -1e9
+        self.dirty = False  # a trial paused, stopped or finished since the last snapshot
+        self.write_cost = 0.0  # seconds the last snapshot + write took
         self.frozen = False
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
@@ -191,7 +196,10 @@ class ExperimentIO:
 
     # ------------------------------------------------------------------ experiment state
     def state_due(self) -> bool:
-        return self.clock() - self.last_state >= self.spec.state_interval_s and self.pending_table is None
+        if self.pending_table is not None:
+            return False
+        since = self.clock() - self.last_state
+        return since >= self.spec.state_interval_s or (self.dirty and since >= STATE_COST_FACTOR * self.write_cost)
 
     def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
         """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
@@ -208,6 +216,8 @@ class ExperimentIO:
         (the ``SchedulerCall`` numbered ``tag``) arrives, so the two always match on restore."""
         if self.frozen:
             return
+        started = time.perf_counter()
+        self.dirty = False
         self.table = table
         self.pending_tag = tag
         rows = [self._row(r) for r in table.trials.values()]
@@ -225,6 +235,7 @@ class ExperimentIO:
             "written_at": time.time(),
         }
         self.last_state = self.clock()
+        self.write_cost = time.perf_counter() - started
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
         """The scheduler's state as of call ``tag``; completes the snapshot taken with that call.
@@ -246,7 +257,9 @@ class ExperimentIO:
         self.pending_table = None
         for w in self.writers.values():
             w.flush()  # rows first: a state never names results that are not in storage
+        started = time.perf_counter()
         write_experiment_state(self.ctx, self.layout, state)
+        self.write_cost += time.perf_counter() - started
         self.state_refs, self.pending_refs = self.pending_refs, set()
         if self.deferred:
             self._delete_unreferenced()

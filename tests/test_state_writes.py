@@ -1,0 +1,51 @@
+"""When the controller writes the experiment state: periodically, and soon after a trial pauses,
+stops or finishes (bounded by the cost of the last write), always paired with the scheduler state
+asked for at the same moment."""
+
+from __future__ import annotations
+
+import pickle
+
+from storage import read_experiment_state
+from tests.test_restore import _io
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_finished_trial_makes_the_state_due_before_the_interval(storage_dir) -> None:
+    io, table = _io(storage_dir)
+    io.clock = clock = Clock()
+    table.add(f"{io.trial_prefix}_00000", {})
+    io.snapshot_table(table, None, 1, tag=7)
+    io.scheduler_saved(pickle.dumps({"s": 1}), 7)
+    assert not io.state_due()  # just written, nothing happened
+    io.write_cost = 0.001
+    clock.now += 0.01
+    assert not io.state_due()  # 0.01 s < interval and nothing is dirty
+    io.dirty = True
+    assert not io.state_due()  # dirty, but not yet 20x the last write's cost
+    clock.now += 0.02
+    assert io.state_due()
+    clock.now += 10  # the periodic write is due whatever happened
+    io.dirty = False
+    assert io.state_due()
+
+
+def test_only_the_matching_scheduler_answer_completes_a_snapshot(storage_dir) -> None:
+    io, table = _io(storage_dir)
+    table.add(f"{io.trial_prefix}_00000", {})
+    io.snapshot_table(table, None, 1, tag=3)
+    io.freeze(table, None, 1, tag=5)  # an abort overtook the periodic save
+    io.scheduler_saved(pickle.dumps({"at": 3}), 3)  # the older answer: kept, not written
+    assert read_experiment_state(io.ctx, io.layout) is None
+    io.scheduler_saved(pickle.dumps({"at": 5}), 5)
+    state = read_experiment_state(io.ctx, io.layout)
+    assert state is not None
+    import base64
+    assert pickle.loads(base64.b64decode(state["scheduler"])) == {"at": 5}
