@@ -24,9 +24,10 @@ from thespian.actors import (
 
 from actors._cluster import ClusterMixin
 from actors._controller_io import ExperimentIO
+from actors._controller_progress import ProgressMixin
+from actors._controller_sched import SchedulerLinkMixin
 from actors._lifecycle import Effect, EffectKind, TrialTable
 from actors._proc import die_with_parent
-from actors._reducer import Decision
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
 from actors._spec import ExperimentSpec
@@ -40,19 +41,12 @@ from actors.messages import (
     EndReason,
     EventType,
     ExperimentFinished,
-    ExperimentProgress,
     HookKind,
-    ProgressRow,
     SchedulerAction,
-    SchedulerCall,
-    SchedulerFailed,
-    SchedulerReady,
-    SchedulerReply,
     SchedulerSetup,
     StartExperiment,
     TrialEnded,
     TrialEvent,
-    TrialEvents,
     TrialProceed,
     TrialResults,
     TrialSave,
@@ -64,7 +58,7 @@ from actors.messages import (
 ABORT_SAVE_TIMEOUT_S = 5.0
 
 
-class ControllerActor(ClusterMixin, ActorTypeDispatcher):
+class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         die_with_parent()
@@ -119,84 +113,6 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
             return
         self.wakeupAfter(datetime.timedelta(seconds=spec.progress_interval_s))
-
-    def receiveMsg_SchedulerReady(self, msg: SchedulerReady, sender: Any) -> None:
-        assert self.spec is not None
-        self.ready = True
-        self.hooks = msg.hooks
-        # Stop criteria are checked here, in the controller, so they too need every result
-        # decided before the next step: with a stopper, a trial may not run ahead.
-        batching = msg.batching_allowed and self.spec.stopper is None
-        self.window = self.spec.batch_window if batching else 1
-        for rec in self.table.trials.values():
-            if not rec.status.is_finished:
-                self._call(HookKind.ADD, rec.trial_id)
-        self._fill()
-
-    def receiveMsg_SchedulerFailed(self, msg: SchedulerFailed, sender: Any) -> None:
-        self._abort(f"the scheduler failed: {msg.error}", scheduler_alive=False)
-
-    def receiveMsg_SchedulerReply(self, msg: SchedulerReply, sender: Any) -> None:
-        for reply in self.replies.push(msg.seq, msg):
-            if self.finished:
-                return
-            self._on_reply(reply)
-
-    # ------------------------------------------------------------------ scheduler calls
-    def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
-              run_id: int = 0, batch_seq: int = 0) -> int | None:
-        """Send one hook call; its number, or None when the controller answered it itself."""
-        if kind not in self.hooks:
-            # The plugin does not implement this hook: its answer is CONTINUE with no requests,
-            # so give it here instead of a round trip (FIFO: 2 messages per result, not 4).
-            if kind is HookKind.RESULT and trial_id is not None:
-                self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
-            return None
-        self.seq += 1
-        updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
-        self.table.changed.clear()
-        self.calls[self.seq] = (kind, trial_id, run_id, batch_seq)
-        self.send(self.sched, SchedulerCall(self.seq, kind, trial_id, results, updates))
-        return self.seq
-
-    def _on_reply(self, msg: SchedulerReply) -> None:
-        kind, trial_id, run_id, batch_seq = self.calls.pop(msg.seq)
-        effects: list[Effect] = []
-        # requests made inside the hook merge first, then the hook's own return value
-        # settles the slot: so pause_trial() + NOOP pauses (the Ray Tune hang).
-        for action in msg.actions:
-            effects += self._apply_action(action)
-        if kind is HookKind.RESULT and trial_id is not None:
-            effects += self.table.decided(trial_id, run_id, batch_seq, Decision(msg.decision))
-        if kind is HookKind.SAVE and msg.state is not None:
-            self.io.scheduler_saved(msg.state, msg.seq)
-        if msg.seq == self.abort_save:
-            self._finish(self.error)
-            return
-        self._run(effects)
-        if kind is HookKind.CHOOSE:
-            self.choosing = False
-            if msg.chosen is not None:
-                self._run(self.table.start(msg.chosen))
-            elif (self.table.running == 0 and not self._busy() and not msg.actions
-                  and self.table.version == self.choose_version):
-                waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
-                if waiting:
-                    self._abort(
-                        f"the scheduler chose no trial to run although nothing is running and "
-                        f"{len(waiting)} trial(s) wait ({', '.join(t.trial_id for t in waiting[:5])}); "
-                        "its choose_trial_to_run must return a PENDING or PAUSED trial eventually")
-                    return
-        self._fill()
-
-    def _apply_action(self, action: SchedulerAction) -> list[Effect]:
-        source = None
-        if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
-            source = self.table.get(action.source_id).checkpoint
-        return self.table.request(action, source)
-
-    def _busy(self) -> bool:
-        return any(k is not HookKind.CHOOSE for k, *_ in self.calls.values())
 
     # ------------------------------------------------------------------ trial messages
     def _in_order(self, msg: Any) -> list[Any]:
@@ -267,10 +183,11 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
         rec = self.table.trials.get(trial_id)
         if rec is None:
             return
+        known = rec.checkpoint.path if rec.checkpoint is not None else None
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.inbox.pop(trial_id, None)  # this run is over: no more messages are expected from it
-            if ckpt is not None:  # saved at the end (checkpoint_at_end): the next run must not reuse its index
+            if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
                 self.io.on_checkpoint(rec, ckpt)
                 self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(ckpt.path))
         if effects and reason is EndReason.FAILED:
@@ -432,38 +349,6 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self._call(HookKind.ADD, trial_id)
 
     # ------------------------------------------------------------------ the end
-    def _progress(self) -> ExperimentProgress:
-        assert self.spec is not None
-        metric, mode = self.spec.metric, self.spec.mode
-        counts: dict[str, int] = {}
-        rows: list[ProgressRow] = []
-        best, best_trial = None, None
-        for rec in self.table.trials.values():
-            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
-            value = rec.last_result.get(metric) if metric else None
-            if isinstance(value, (int, float)) and value == value and (
-                    best is None or (value < best if mode == "min" else value > best)):
-                best, best_trial = value, rec.trial_id
-            if len(rows) < 40 and (rec.status is not TrialStatus.TERMINATED):
-                rows.append(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration, value,
-                                        str(rec.last_result.get("member") or self.placement.where.get(rec.trial_id)
-                                            or ""), (rec.error or "").splitlines()[0][:80] if rec.error else None))
-        return ExperimentProgress(counts, tuple(rows), time.time() - self.started_at, metric, best, best_trial)
-
-    def _event(self, kind: EventType, rec: Any, result: dict[str, Any] | None = None,
-               checkpoint: str | None = None) -> None:
-        if self.spec is None or not self.spec.forward_events:
-            return
-        self.events.append(TrialEvent(kind, rec.snapshot(), result, checkpoint))
-        if len(self.events) >= 500:
-            self._flush_events()
-
-    def _flush_events(self) -> None:
-        if self.events and self.driver is not None:
-            self.event_seq += 1
-            self.send(self.driver, TrialEvents(self.event_seq, tuple(self.events)))
-        self.events = []
-
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
         assert self.spec is not None
@@ -511,11 +396,6 @@ class ControllerActor(ClusterMixin, ActorTypeDispatcher):
             self.send(actor, ActorExitRequest())
         if self.orphaned and self.spec is not None and self.spec.admin_port:
             shutdown_orphaned_system(self.spec.admin_port)
-
-
-def _short(config: dict[str, Any]) -> dict[str, Any]:
-    """Scalar config values only, for the progress table."""
-    return {k: v for k, v in list(config.items())[:6] if isinstance(v, (int, float, str, bool))}
 
 
 def _is_finished(config: Any) -> bool:
