@@ -361,6 +361,19 @@ class MemberHeartbeat(_Message):
     seq: int
 
 
+@dataclass(frozen=True)
+class ProbeForward(_Message):
+    """Test kit -> its probe actor: send ``message`` to ``target`` as if the probe sent it."""
+
+    target: Any
+    message: Any
+
+
+@dataclass(frozen=True)
+class ProbeDrain(_Message):
+    """Test kit -> its probe actor: hand over every message recorded so far."""
+
+
 __all__ = [
     "AbortExperiment",
     "ActionKind",
@@ -373,6 +386,8 @@ __all__ = [
     "ExperimentProgress",
     "HookKind",
     "MemberHeartbeat",
+    "ProbeDrain",
+    "ProbeForward",
     "ProbeStart",
     "ProgressRow",
     "RunTrial",

@@ -17,7 +17,6 @@ exactly as in a real run, so an unpicklable plugin fails here first.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 from typing import Any, Self
 
 import cloudpickle
@@ -26,6 +25,8 @@ from thespian.actors import ActorSystem, ActorTypeDispatcher
 from actors._trial import TrialSnapshot, TrialStatus
 from actors.messages import (
     HookKind,
+    ProbeDrain,
+    ProbeForward,
     SchedulerCall,
     SchedulerFailed,
     SchedulerReady,
@@ -35,19 +36,6 @@ from actors.messages import (
 from actors.schedulers._base import Scheduler
 
 
-@dataclass(frozen=True)
-class Forward:
-    """Test kit -> probe: send ``message`` to ``target`` as if the probe sent it."""
-
-    target: Any
-    message: Any
-
-
-@dataclass(frozen=True)
-class Drain:
-    """Test kit -> probe: hand over everything recorded so far."""
-
-
 class ProbeActor(ActorTypeDispatcher):
     """Stands in for an actor's peer: forwards scripted messages and records replies."""
 
@@ -55,10 +43,10 @@ class ProbeActor(ActorTypeDispatcher):
         super().__init__(*args, **kwargs)
         self.inbox: list[Any] = []
 
-    def receiveMsg_Forward(self, msg: Forward, sender: Any) -> None:
+    def receiveMsg_ProbeForward(self, msg: ProbeForward, sender: Any) -> None:
         self.send(msg.target, msg.message)
 
-    def receiveMsg_Drain(self, msg: Drain, sender: Any) -> None:
+    def receiveMsg_ProbeDrain(self, msg: ProbeDrain, sender: Any) -> None:
         out, self.inbox = self.inbox, []
         self.send(sender, tuple(out))
 
@@ -78,11 +66,11 @@ class ActorTestKit:
 
     def send(self, target: Any, message: Any) -> None:
         """Deliver ``message`` to ``target`` with the probe as its sender."""
-        self.system.tell(self.probe, Forward(target, message))
+        self.system.tell(self.probe, ProbeForward(target, message))
 
     def received(self, timeout_s: float = 5.0) -> tuple[Any, ...]:
         """Everything the probe has received since the last call."""
-        out = self.system.ask(self.probe, Drain(), datetime.timedelta(seconds=timeout_s))
+        out = self.system.ask(self.probe, ProbeDrain(), datetime.timedelta(seconds=timeout_s))
         return tuple(out or ())
 
     def wait_for(self, message_type: type, timeout_s: float = 5.0) -> tuple[Any, Any]:
@@ -175,4 +163,4 @@ class SchedulerTestKit(ActorTestKit):
         return self.call(HookKind.CHOOSE).chosen
 
 
-__all__ = ["ActorTestKit", "Drain", "Forward", "ProbeActor", "SchedulerTestKit"]
+__all__ = ["ActorTestKit", "ProbeActor", "SchedulerTestKit"]
