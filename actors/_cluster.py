@@ -203,6 +203,7 @@ class ClusterMixin:
             actor, ActorExitRequest())  # delivered if the member comes back
         self.placement.release(trial_id, self._need())
         if rec.status is TrialStatus.RUNNING:
+            self.io.fence(trial_id)
             self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
                         f"lost contact with member {member!r} ({why})", "host lost\n")
 

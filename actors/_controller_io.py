@@ -35,6 +35,8 @@ STATE_VERSION = 1
 # A state write requested by a pause, stop or completion waits at least this many times the cost
 # of the last write, so large experiments spend a bounded share of the controller on it.
 STATE_COST_FACTOR = 20.0
+# How far a trial's checkpoint numbering jumps when its member is lost (see ExperimentIO.fence).
+FENCE_INDEX_GAP = 1024
 
 
 class ExperimentIO:
@@ -178,6 +180,18 @@ class ExperimentIO:
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
         return self.max_index.get(rec.trial_id, -1) + 1
+
+    def fence(self, trial_id: str) -> None:
+        """The run of ``trial_id`` is on an unreachable member, which may still be running it.
+
+        Cut off, it can go on committing checkpoints to shared storage until its result window
+        fills (``batch_window`` results, then it blocks for an acknowledgement that never comes).
+        Numbering the next run's checkpoints past all of those means the two runs never write the
+        same ``checkpoint_NNNNNN``; the stale run's few extra checkpoints are never named by the
+        state and are only ever garbage.
+        """
+        gap = max(FENCE_INDEX_GAP, 2 * self.spec.batch_window + 2)
+        self.max_index[trial_id] = self.max_index.get(trial_id, -1) + gap
 
     def on_error(self, rec: TrialRecord, error: str, tb: str) -> None:
         write_text(self.ctx, self.layout.error_file(rec.trial_id), f"{error}\n\n{tb}")

@@ -26,6 +26,7 @@ from typing import Any
 
 import cloudpickle
 
+from actors._capture import OutputCapture
 from actors._checkpoint import Checkpoint
 from actors._session import _set_session
 from actors._trainable import Trainable
@@ -88,6 +89,8 @@ class TrialRunner:
         )
         self._class_trainable: Trainable | None = None
         self._extra = dict(msg.extra_result)
+        self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
+                                               "stderr": self.layout.stderr_file(msg.trial_id)})
         self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
 
     # ------------------------------------------------------------------ actor side
@@ -105,6 +108,7 @@ class TrialRunner:
     # ------------------------------------------------------------------ thread side
     def _main(self) -> None:
         _set_session(self)
+        self.output.start()
         started = self.clock()
         self._run_started = started
         try:
@@ -127,10 +131,15 @@ class TrialRunner:
                     self._class_trainable.cleanup()
                 except Exception:
                     pass
+            self.output.flush()  # whatever cleanup() printed
+            self.output.stop()
             _set_session(None)
 
     def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
              tb: str | None = None) -> None:
+        if tb:
+            self.output.add("stderr", tb)  # as an uncaught exception would print it
+        self.output.flush()
         self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb))
         with self.lock:
             self.waiting = True
@@ -189,6 +198,7 @@ class TrialRunner:
             ref = self._commit(checkpoint, result)
         elif save_class:
             ref = self._save_class(result)
+        self.output.flush()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
         self.unacked += 1
         self._serve(block=self.unacked >= self.msg.window)
@@ -212,6 +222,7 @@ class TrialRunner:
                 self.unacked -= arg
             elif cmd is Command.SAVE:
                 ckpt = self._save_class() if self._class_trainable is not None else self.latest
+                self.output.flush()
                 self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
             elif cmd is Command.STOP:
                 self.stop_requested = True

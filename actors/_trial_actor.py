@@ -97,6 +97,8 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
         if self.runner is not None:
             self.runner.stop_requested = True
+            # wake a thread blocked on a decision, so it ends (and releases its output capture)
+            self.runner.send_command(Command.STOP)
 
     def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
         pass

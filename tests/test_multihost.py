@@ -179,6 +179,8 @@ def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks
         assert after and {x["member"] for x in after} == {f"b-{cluster.tag}"}
         assert after[0]["restored_from"] >= 4  # resumed from its checkpoint, not from scratch
         print(f"kill -> first result elsewhere: {after[0]['timestamp'] - killed_at:.2f}s")
+        # fenced: the new run numbers its checkpoints past anything the lost run could still write
+        assert r.checkpoint is not None and int(r.checkpoint.path.rstrip("/").rsplit("_", 1)[1]) >= 1024
     cluster.processes("a")  # nothing to stop: killed
     cluster.workers.pop("a")
     cluster.stop()
