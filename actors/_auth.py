@@ -162,6 +162,42 @@ def load_cluster_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     return key
 
 
+def load_key_file(path: str, *, option: str = "--key-file") -> bytes:
+    """The cluster key in the file at ``path`` (trailing whitespace stripped), for a ``--key-file`` option.
+
+    Every problem is a ConfigError naming the path: missing, not a regular file, unreadable, empty or
+    too short.  A file readable or writable by anyone but its owner (mode wider than 0600) is used,
+    with a warning to ``chmod 600`` it.  Setting $AUDITION_CLUSTER_KEY or $AUDITION_CLUSTER_KEY_FILE
+    as well is refused, so only one key can be in effect.
+    """
+    where = f"{option} {path!r}"
+    for name in (ENV_KEY, ENV_KEY_FILE):
+        if os.environ.get(name):
+            raise ConfigError(f"{where}: ${name} is also set; give the cluster key only one way")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such cluster key file") from None
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read the cluster key file: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{where}: not a regular file")
+    try:
+        with open(path, "rb") as f:
+            key = f.read().rstrip()
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read the cluster key file: {e.strerror or e}") from None
+    if not key:
+        raise ConfigError(f"{where}: the cluster key file is empty")
+    if len(key) < MIN_KEY_BYTES:
+        raise ConfigError(f"{where}: the cluster key is {len(key)} bytes; use at least {MIN_KEY_BYTES} "
+                          "(e.g. python -c 'import secrets; print(secrets.token_hex(32))' > FILE)")
+    if st.st_mode & 0o177:
+        log.warning("%s: permissions %03o are wider than 0600; anyone who can read the key can run code on "
+                    "every host of the cluster: run chmod 600 %s", where, stat.S_IMODE(st.st_mode), path)
+    return key
+
+
 # ----------------------------------------------------------------------------------------------------
 # Thespian glue
 
@@ -387,4 +423,4 @@ def _patch_thespian(st: _Installed) -> None:
 
 
 __all__ = ["ENV_KEY", "ENV_KEY_FILE", "AuthError", "FrameAuth", "authentication_enabled", "enable_authentication",
-           "enable_from_environment", "load_cluster_key"]
+           "enable_from_environment", "load_cluster_key", "load_key_file"]

@@ -17,6 +17,8 @@ from typing import Any
 
 _STORAGE_HELP = ("fsspec options as JSON, e.g. '{\"client_kwargs\": {\"endpoint_url\": \"http://minio:9000\"}}'; "
                  "without a key, S3 credentials come from the AWS_* environment")
+_KEY_FILE_HELP = ("file holding the cluster key, mode 0600 (instead of $AUDITION_CLUSTER_KEY or "
+                  "$AUDITION_CLUSTER_KEY_FILE); the leader and every worker need the same key (docs/security.md)")
 _URL_HELP = "the experiment directory: <storage>/<experiment name> (a local path or s3://bucket/prefix/name)"
 
 
@@ -34,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--cpus", type=float, help="CPUs to offer (default: all)")
     w.add_argument("--resources", help='other resources as JSON, e.g. \'{"gpu": 1}\'')
     w.add_argument("--id", dest="member_id", help="member identity (default: HOSTNAME-PORT)")
+    w.add_argument("--key-file", metavar="PATH", help=_KEY_FILE_HELP)
     c = sub.add_parser("cluster", help="inspect a running multi-host experiment",
                        description="Inspect a running multi-host experiment.")
     csub = c.add_subparsers(dest="cluster_verb", required=True, metavar="VERB")
@@ -41,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                          description="Members, their free resources and the trial counts.")
     st.add_argument("--leader", required=True, help="HOST:PORT of the driver's system (run on the leader's machine)")
     st.add_argument("--json", action="store_true", help="print JSON for scripts")
+    st.add_argument("--key-file", metavar="PATH", help=_KEY_FILE_HELP)
 
     s = sub.add_parser("status", help="the trial table of an experiment in storage (runs nothing)",
                        description="Show an experiment's trials from storage: status counts, the best trial and "
@@ -122,13 +126,14 @@ def main(argv: list[str] | None = None) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from actors._worker import run_worker
 
-    return run_worker(args.leader, args.bind, args.port, args.cpus, args.resources, args.member_id)
+    return run_worker(args.leader, args.bind, args.port, args.cpus, args.resources, args.member_id,
+                      key_file=args.key_file)
 
 
 def _cluster_status(args: argparse.Namespace) -> int:
     from actors._worker import cluster_status
 
-    status = cluster_status(args.leader)
+    status = cluster_status(args.leader, key_file=args.key_file)
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))
         return 0

@@ -40,23 +40,56 @@ def parse_resources_arg(cpus: float | None, resources: str | None) -> dict[str, 
     return out
 
 
+_EVERY_INTERFACE = ("0.0.0.0", "::", "*", "")
+
+
+def _authenticate(host: str, key_file: str | None) -> None:
+    """Turn on frame authentication before the system starts: the ``--key-file`` key, else the environment's."""
+    if key_file is None:
+        _start_authentication(host)
+        return
+    from actors._auth import enable_authentication, load_key_file
+
+    enable_authentication(load_key_file(key_file))
+
+
+def _check_bind(bind: str | None, key_file: str | None) -> None:
+    """``--bind`` every interface only with a cluster key (any process that reaches the port could run code)."""
+    if bind is None or bind.strip("[]") not in _EVERY_INTERFACE:
+        return
+    from actors._auth import ENV_KEY, ENV_KEY_FILE
+
+    if key_file is None and not (os.environ.get(ENV_KEY) or os.environ.get(ENV_KEY_FILE)):
+        raise ConfigError(f"--bind {bind!r} listens on every interface and needs a cluster key: pass --key-file "
+                          f"PATH or set ${ENV_KEY} (the same key as the leader), or bind the one address the leader "
+                          "reaches (default: the one on the route to the leader); see docs/security.md")
+
+
 def run_worker(leader: str, bind: str | None = None, port: int | None = None, cpus: float | None = None,
                resources: str | None = None, member_id: str | None = None,
-               stop: threading.Event | None = None) -> int:
-    """Join ``leader`` (HOST:PORT) and serve until interrupted."""
+               stop: threading.Event | None = None, key_file: str | None = None) -> int:
+    """Join ``leader`` (HOST:PORT) and serve until interrupted.
+
+    The cluster key comes from ``key_file`` (``--key-file``) or $AUDITION_CLUSTER_KEY /
+    $AUDITION_CLUSTER_KEY_FILE; it is checked, and authentication enabled, before the system starts.
+    """
     # Re-register with the leader every few seconds (Thespian's default is 7m22s), so a
     # worker that lost its leader, or its link, rejoins quickly.  Read by Thespian at import.
     os.environ.setdefault("CONVENTION_REREGISTRATION_PERIOD", "0:05")
     from thespian.actors import ActorSystem
 
     lhost, lport = parse_host_port(leader, what="--leader")
-    addr = bind or _route_addr(lhost)
+    _check_bind(bind, key_file)
+    res = parse_resources_arg(cpus, resources)
+    addr = bind.strip("[]") if bind else _route_addr(lhost)
     os.environ["THESPIAN_BASE_IPADDR"] = addr
     os.environ["AUDITION_BIND_ADDR"] = addr
     _bind_loopback()
-    _start_authentication(addr)
-    port = port or free_port(addr)
-    res = parse_resources_arg(cpus, resources)
+    _authenticate(addr, key_file)
+    try:
+        port = port or free_port(addr)
+    except OSError as exc:
+        raise ConfigError(f"--bind {addr!r}: cannot listen there: {exc.strerror or exc}") from None
     ident = member_id or f"{socket.gethostname()}-{port}"
     caps: dict[str, Any] = {
         "Admin Port": port, "Convention Address.IPv4": (lhost, lport), "Process Startup Method": "fork",
@@ -85,18 +118,24 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
 __all__ = ["run_worker"]
 
 
-def cluster_status(leader: str, timeout_s: float = 10.0) -> dict[str, Any]:
-    """Ask the controller of the experiment led at ``leader`` (an address of this machine)."""
+def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = None) -> dict[str, Any]:
+    """Ask the controller of the experiment led at ``leader`` (an address of this machine).
+
+    ``key_file`` (``--key-file``) holds the cluster key; without it the environment's key, if any, is used.
+    """
     import datetime
 
     from thespian.actors import ActorSystem
 
     from actors._controller import ControllerActor
-    from actors._system import _start_authentication
     from actors._tuner import CONTROLLER_NAME
     from actors.messages import ClusterStatus, ClusterStatusRequest
 
     host, port = parse_host_port(leader, what="--leader")
+    if key_file is not None:
+        from actors._auth import load_key_file
+
+        load_key_file(key_file)  # a bad key file is reported before the leader is probed
     with socket.socket() as s:
         s.settimeout(2.0)
         if s.connect_ex((host, port)) != 0:
@@ -105,7 +144,7 @@ def cluster_status(leader: str, timeout_s: float = 10.0) -> dict[str, Any]:
     os.environ["THESPIAN_BASE_IPADDR"] = host
     os.environ["AUDITION_BIND_ADDR"] = host
     _bind_loopback()
-    _start_authentication(host)
+    _authenticate(host, key_file)
     # An external client of the running system: never call shutdown() on it (that would stop the leader).
     asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=_log_defs(), transientUnique=True)
     controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME)
