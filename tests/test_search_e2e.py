@@ -1,0 +1,321 @@
+"""Search algorithms and stoppers end to end through ``Tuner.fit()``.
+
+The unit tests (``test_searchers.py``, ``test_optuna_search.py``, ``test_stoppers.py``)
+drive searchers and stoppers directly; here the real engine calls them: a
+ConcurrencyLimiter around OptunaSearch under ASHA on the multi-process system, a
+user-written Searcher, a Repeater, and stoppers that end trials or the whole
+experiment, including while HyperBand pauses trials at its rung boundaries.
+
+Searcher state is read back from the experiment state the controller saved in
+storage (``snapshot_table``'s ``"searcher"`` key), so the assertions hold whether
+or not the actor system copies the searcher.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+import time
+from typing import Any
+
+import pytest
+
+from actors import RunConfig, TuneConfig, Tuner
+from actors._result import ResultGrid
+from actors._trial import TrialStatus
+from actors.schedulers import ASHAScheduler, HyperBandScheduler
+from actors.search import ConcurrencyLimiter, OptunaSearch, Repeater, Searcher, grid_search, uniform
+from actors.stoppers import (
+    CombinedStopper,
+    ExperimentPlateauStopper,
+    MaximumIterationStopper,
+    Stopper,
+    TimeoutStopper,
+)
+from storage import ExperimentLayout, StorageContext, read_experiment_state
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# ---------------------------------------------------------------------------- trainables
+
+def timed_trainable(config: dict[str, Any]) -> None:
+    """Reports ``steps`` results stamped with wall time; loss ``(x - 0.3)^2 + 1 / step``."""
+    started = time.time()
+    for step in range(1, config.get("steps", 6) + 1):
+        time.sleep(config.get("work", 0.0))  # simulated work, not a wait
+        loss = (config["x"] - 0.3) ** 2 + 1.0 / step
+        report_time = time.time()
+        _report({"loss": loss, "started": started, "now": report_time, "step": step})
+
+
+def _report(metrics: dict[str, Any]) -> None:
+    from actors import report
+
+    report(metrics)
+
+
+def flat_trainable(config: dict[str, Any]) -> None:
+    """The same loss at every step: an experiment-level plateau right away."""
+    for step in range(1, config.get("steps", 1000) + 1):
+        time.sleep(config.get("work", 0.0))  # simulated work, not a wait
+        _report({"loss": 1.0, "step": step})
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _state(storage_dir: str, name: str) -> dict[str, Any]:
+    ctx = StorageContext(storage_dir)
+    state = read_experiment_state(ctx, ExperimentLayout(ctx, name))
+    assert state is not None, "no experiment state was saved"
+    return state
+
+
+def _searcher_state(storage_dir: str, name: str) -> dict[str, Any]:
+    blob = _state(storage_dir, name)["searcher"]
+    assert blob is not None, "the experiment state holds no searcher state"
+    loaded: dict[str, Any] = pickle.loads(base64.b64decode(blob))
+    return loaded
+
+
+def _iterations(grid: ResultGrid) -> dict[str, list[int]]:
+    return {r.trial_id: [h["training_iteration"] for h in r.metrics_history] for r in grid}
+
+
+def _check_clean(grid: ResultGrid, n_trials: int) -> None:
+    assert grid.num_errors == 0, [str(e) for e in grid.errors]
+    assert len(grid) == n_trials
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED, (r.trial_id, r.status)
+        its = [h["training_iteration"] for h in r.metrics_history]
+        assert its == list(range(1, len(its) + 1)), (r.trial_id, its)
+
+
+def _max_overlap(windows: list[tuple[float, float]]) -> int:
+    """Most windows open at one instant (an end at t closes before a start at t opens)."""
+    events = sorted([(s, 1) for s, _ in windows] + [(e, -1) for _, e in windows], key=lambda ev: (ev[0], ev[1]))
+    live = peak = 0
+    for _, delta in events:
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+class FixedSearcher(Searcher):
+    """Suggests ``configs`` in order, then FINISHED; records every call the engine makes."""
+
+    def __init__(self, configs: list[dict[str, Any]], metric: str | None = None, mode: str | None = None) -> None:
+        super().__init__(metric, mode)
+        self.configs = [dict(c) for c in configs]
+        self.next = 0
+        self.suggested: list[str] = []
+        self.results: list[tuple[str, int]] = []
+        self.completed: list[tuple[str, dict[str, Any] | None, bool]] = []
+        self.events: list[tuple[str, str]] = []  # ("result" | "complete", trial_id), in call order
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | Any:
+        if self.next >= len(self.configs):
+            return Searcher.FINISHED
+        config = dict(self.configs[self.next])
+        self.next += 1
+        self.suggested.append(trial_id)
+        return config
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.results.append((trial_id, int(result["training_iteration"])))
+        self.events.append(("result", trial_id))
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        self.completed.append((trial_id, dict(result) if result else None, error))
+        self.events.append(("complete", trial_id))
+
+    def save(self) -> dict[str, Any]:
+        return {"kind": "FixedSearcher", **self._base_state(), "configs": self.configs, "next": self.next,
+                "suggested": list(self.suggested), "results": list(self.results),
+                "completed": list(self.completed), "events": list(self.events)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self._restore_base(state)
+        self.configs, self.next = state["configs"], state["next"]
+        self.suggested, self.results = list(state["suggested"]), list(state["results"])
+        self.completed = list(state["completed"])
+        self.events = list(state["events"])
+
+
+# ---------------------------------------------------------------------------- a. Optuna + limiter + ASHA
+
+@pytest.mark.slow
+def test_optuna_behind_a_concurrency_limiter_under_asha(storage_dir: str, no_leaks: None) -> None:
+    optuna = pytest.importorskip("optuna")
+    assert optuna.__version__
+    sched = ASHAScheduler(time_attr="training_iteration", max_t=6, grace_period=1, reduction_factor=2)
+    grid = Tuner(
+        timed_trainable,
+        param_space={"x": uniform(0.0, 1.0), "steps": 6, "work": 0.02},
+        tune_config=TuneConfig(metric="loss", mode="min", num_samples=8, scheduler=sched,
+                               search_alg=ConcurrencyLimiter(OptunaSearch(seed=0), max_concurrent=2)),
+        run_config=RunConfig(name="optuna", storage=storage_dir, verbose=0),  # system="multiproc"
+    ).fit()
+    _check_clean(grid, 8)
+    assert len({r.config["x"] for r in grid}) == 8  # eight distinct Optuna suggestions
+    assert any(len(r.metrics_history) < 6 for r in grid)  # ASHA cut some trials short
+    windows = [(r.metrics_history[0]["started"], r.metrics_history[-1]["now"]) for r in grid]
+    assert _max_overlap(windows) <= 2, sorted(windows)
+
+    saved = _searcher_state(storage_dir, "optuna")
+    assert saved["kind"] == "ConcurrencyLimiter"
+    assert saved["live"] == [] and saved["held"] == []  # every trial was reported complete
+    assert saved["searcher"]["kind"] == "OptunaSearch"
+    assert saved["searcher"]["metric"] == "loss" and saved["searcher"]["mode"] == "min"
+    # the saved state restores into a fresh limiter, which then has no live trials
+    resumed = ConcurrencyLimiter(OptunaSearch(), max_concurrent=2)
+    resumed.restore(saved)
+    assert resumed.live_trials == []
+
+
+# ---------------------------------------------------------------------------- b. a user-written Searcher
+
+def test_user_searcher_sees_every_result_in_order(storage_dir: str, no_leaks: None) -> None:
+    configs = [{"x": 0.1, "steps": 3}, {"x": 0.5, "steps": 5}, {"x": 0.9, "steps": 2}]
+    searcher = FixedSearcher(configs)
+    grid = Tuner(
+        timed_trainable,
+        tune_config=TuneConfig(metric="loss", mode="min", num_samples=10, search_alg=searcher),
+        run_config=RunConfig(name="fixed", storage=storage_dir, system="simple", verbose=0),
+    ).fit()
+    _check_clean(grid, 3)  # FINISHED after three configs, although num_samples allows ten
+    by_id = {r.trial_id: r for r in grid}
+    assert sorted((r.config["x"], len(r.metrics_history)) for r in grid) == [(0.1, 3), (0.5, 5), (0.9, 2)]
+
+    saved = _searcher_state(storage_dir, "fixed")
+    assert saved["metric"] == "loss" and saved["mode"] == "min"  # set_search_properties filled them in
+    assert sorted(saved["suggested"]) == sorted(by_id)
+    for trial_id, r in by_id.items():
+        seen = [it for t, it in saved["results"] if t == trial_id]
+        assert seen == [h["training_iteration"] for h in r.metrics_history], (trial_id, seen)
+    completions = [t for t, _, _ in saved["completed"]]
+    assert sorted(completions) == sorted(by_id)  # exactly one completion per trial
+    for trial_id, last, error in saved["completed"]:
+        assert not error and last is not None
+        assert last["training_iteration"] == len(by_id[trial_id].metrics_history)
+    for trial_id in by_id:  # no result reaches the searcher after the trial's completion
+        mine = [kind for kind, t in saved["events"] if t == trial_id]
+        assert mine == ["result"] * len(by_id[trial_id].metrics_history) + ["complete"], (trial_id, mine)
+
+
+# ---------------------------------------------------------------------------- c. Repeater
+
+def test_repeater_runs_each_config_repeat_times(storage_dir: str, no_leaks: None) -> None:
+    inner = FixedSearcher([{"x": 0.2, "steps": 2}, {"x": 0.7, "steps": 2}], metric="loss", mode="min")
+    grid = Tuner(
+        timed_trainable,
+        tune_config=TuneConfig(metric="loss", mode="min", num_samples=6, search_alg=Repeater(inner, repeat=3)),
+        run_config=RunConfig(name="repeat", storage=storage_dir, system="simple", verbose=0),
+    ).fit()
+    _check_clean(grid, 6)
+    groups: dict[float, list[int]] = {}
+    for r in grid:
+        groups.setdefault(r.config["x"], []).append(r.config["__trial_index__"])
+    assert {x: sorted(ix) for x, ix in groups.items()} == {0.2: [0, 1, 2], 0.7: [0, 1, 2]}
+
+    saved = _searcher_state(storage_dir, "repeat")
+    assert saved["kind"] == "Repeater" and saved["groups"] == {} and saved["trial_group"] == {}
+    inner_saved = saved["searcher"]
+    assert len(inner_saved["suggested"]) == 2 and len(inner_saved["completed"]) == 2
+    final = {r.config["x"]: r.metrics["loss"] for r in grid}
+    got = {}
+    for group_id, result, error in inner_saved["completed"]:
+        assert not error and result is not None
+        got[group_id] = result["loss"]
+    # each group's result is the mean of its three (identical, deterministic) final losses
+    assert sorted(got.values()) == pytest.approx(sorted(final.values()))
+
+
+# ---------------------------------------------------------------------------- d. stoppers
+
+def test_combined_stopper_caps_iterations(storage_dir: str, no_leaks: None) -> None:
+    stop = CombinedStopper(TimeoutStopper(30.0), MaximumIterationStopper(3))
+    grid = Tuner(
+        timed_trainable,
+        param_space={"x": grid_search([0.1, 0.5, 0.9]), "steps": 50},
+        tune_config=TuneConfig(metric="loss", mode="min"),
+        run_config=RunConfig(name="combined", storage=storage_dir, stop=stop, system="simple", verbose=0),
+    ).fit()
+    _check_clean(grid, 3)
+    assert all(its == [1, 2, 3] for its in _iterations(grid).values()), _iterations(grid)
+
+
+@pytest.mark.slow
+def test_timeout_stopper_ends_the_experiment(storage_dir: str, no_leaks: None) -> None:
+    stop = CombinedStopper(TimeoutStopper(1.0), MaximumIterationStopper(10_000))
+    started = time.monotonic()
+    grid = Tuner(
+        flat_trainable,
+        param_space={"x": grid_search([0.1, 0.5]), "steps": 2000, "work": 0.01},  # ~20 s unstopped
+        tune_config=TuneConfig(metric="loss", mode="min"),
+        run_config=RunConfig(name="timeout", storage=storage_dir, stop=stop, verbose=0),
+    ).fit()
+    assert time.monotonic() - started < 15.0
+    assert grid.num_errors == 0, [str(e) for e in grid.errors]
+    assert all(r.status is TrialStatus.TERMINATED for r in grid)
+    assert all(len(its) < 2000 for its in _iterations(grid).values())
+
+
+def test_experiment_plateau_stopper_ends_the_experiment(storage_dir: str, no_leaks: None) -> None:
+    stop = ExperimentPlateauStopper("loss", std=0.001, top=3, mode="min")
+    grid = Tuner(
+        flat_trainable,
+        param_space={"x": grid_search([0.1, 0.5, 0.9]), "steps": 1000, "work": 0.005},
+        tune_config=TuneConfig(metric="loss", mode="min"),
+        run_config=RunConfig(name="plateau", storage=storage_dir, stop=stop, system="simple", verbose=0),
+    ).fit()
+    assert grid.num_errors == 0, [str(e) for e in grid.errors]
+    assert all(r.status is TrialStatus.TERMINATED for r in grid), [r.status for r in grid]
+    total = sum(len(its) for its in _iterations(grid).values())
+    assert total < 100, _iterations(grid)  # stopped soon after the third result, not at 3 x 1000
+
+
+class StopAtRung(Stopper):
+    """Stops each trial at ``at`` iterations: exactly where HyperBand pauses it at a rung."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return bool(result["training_iteration"] >= self.at)
+
+
+HYPERBAND_STOPPERS = [
+    pytest.param(lambda: StopAtRung(1), id="trial-stop-at-rung-1"),
+    pytest.param(lambda: StopAtRung(3), id="trial-stop-at-rung-3"),
+    pytest.param(lambda: ExperimentPlateauStopper("loss", std=10.0, top=4, mode="min", patience=12),
+                 id="stop-all"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("make_stopper", HYPERBAND_STOPPERS)
+def test_stopper_under_hyperband_pausing_at_rungs(make_stopper: Any, storage_dir: str, no_leaks: None) -> None:
+    sched = HyperBandScheduler(time_attr="training_iteration", max_t=9, reduction_factor=3)
+    grid = Tuner(
+        timed_trainable,
+        param_space={"x": grid_search([i / 10 for i in range(9)]), "steps": 9},
+        tune_config=TuneConfig(metric="loss", mode="min", scheduler=sched),
+        run_config=RunConfig(name="hb", storage=storage_dir, stop=make_stopper(), verbose=0),
+    ).fit()
+    assert grid.num_errors == 0, [str(e) for e in grid.errors]
+    stopper = make_stopper()
+    # stop_all starts no further trial, so the grid may be cut short; trial stops run all nine
+    assert len(grid) == 9 if isinstance(stopper, StopAtRung) else 1 <= len(grid) <= 9
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED, (r.config, r.status)
+        its = [h["training_iteration"] for h in r.metrics_history]
+        assert its == list(range(1, len(its) + 1)), (r.config, its)
+    if isinstance(stopper, StopAtRung):
+        assert all(len(its) <= stopper.at for its in _iterations(grid).values()), _iterations(grid)
+    state = _state(storage_dir, "hb")
+    statuses = [row["status"] for row in state["trials"]]
+    assert statuses == [TrialStatus.TERMINATED.value] * len(grid), statuses
+    if not isinstance(stopper, StopAtRung):
+        assert sum(len(its) for its in _iterations(grid).values()) < 9 * 9  # ended early
