@@ -62,10 +62,24 @@ class _StopTrial(BaseException):
 _HOST = socket.gethostname()
 
 
+def _resettable(t: Trainable) -> bool:
+    """Whether the class implements reset_config (the base one always answers False)."""
+    return type(t).reset_config is not Trainable.reset_config
+
+
+def release_trainable(t: Trainable) -> None:
+    """Call the user's cleanup(); a failure there must not hide how the run ended."""
+    try:
+        t.cleanup()
+    except Exception:
+        pass
+
+
 class TrialRunner:
     """One run of one trial (a fresh run after every pause/retry)."""
 
-    def __init__(self, msg: RunTrial, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, msg: RunTrial, clock: Callable[[], float] = time.time,
+                 reuse: Trainable | None = None) -> None:
         from storage import ExperimentLayout, StorageContext
 
         self.msg = msg
@@ -82,12 +96,16 @@ class TrialRunner:
         self.next_index = msg.next_checkpoint_index
         self.latest: CheckpointRef | None = msg.checkpoint
         self.stop_requested = False
+        self.ended_ok = False
         self.ctx = StorageContext(msg.storage_url, msg.storage_options)
         self.layout = ExperimentLayout(self.ctx, msg.experiment_name)
         self.restore_checkpoint: Checkpoint | None = (
             Checkpoint(self.ctx.uri(msg.checkpoint.path), msg.storage_options) if msg.checkpoint else None
         )
         self._class_trainable: Trainable | None = None
+        # a Trainable kept by the actor from its previous run of the same class (reuse_actors)
+        self.reuse = reuse
+        self.kept: Trainable | None = None  # this run's instance, kept for the next run
         self._extra = dict(msg.extra_result)
         self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
                                                "stderr": self.layout.stderr_file(msg.trial_id)})
@@ -126,17 +144,18 @@ class TrialRunner:
         except BaseException as exc:  # SystemExit/KeyboardInterrupt inside user code
             self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         finally:
-            if self._class_trainable is not None:
-                try:
-                    self._class_trainable.cleanup()
-                except Exception:
-                    pass
+            t = self._class_trainable
+            if t is not None and _resettable(t) and self.ended_ok:
+                self.kept = t  # reset_config() may take the next trial in place: no cleanup yet
+            elif t is not None:
+                release_trainable(t)
             self.output.flush()  # whatever cleanup() printed
             self.output.stop()
             _set_session(None)
 
     def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
              tb: str | None = None) -> None:
+        self.ended_ok = reason is not EndReason.FAILED
         if tb:
             self.output.add("stderr", tb)  # as an uncaught exception would print it
         self.output.flush()
@@ -145,9 +164,20 @@ class TrialRunner:
             self.waiting = True
 
     def _run_class(self, cls: type[Trainable]) -> None:
-        t = cls(dict(self.msg.config))
+        t, old, self.reuse = None, self.reuse, None
+        if old is not None:
+            # Ray Tune's contract: reset_config(new_config) True means "switched in place", so
+            # setup() is not run again; False means "build a fresh one".
+            if old.reset_config(dict(self.msg.config)):
+                t = old
+                t.config = dict(self.msg.config)
+            else:
+                release_trainable(old)
+        if t is None:
+            t = cls(dict(self.msg.config))
+            self._class_trainable = t
+            t.setup(dict(self.msg.config))
         self._class_trainable = t
-        t.setup(dict(self.msg.config))
         if self.restore_checkpoint is not None:
             with self.restore_checkpoint.as_directory() as d:
                 dict_file = os.path.join(d, "dict_checkpoint.pkl")

@@ -16,7 +16,8 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from actors._placement import MEMBER_CAP
 from actors._proc import die_with_parent
-from actors._runner import Command, EventKind, TrialRunner
+from actors._runner import Command, EventKind, TrialRunner, release_trainable
+from actors._trainable import Trainable
 from actors.messages import (
     RunTrial,
     TrialEnded,
@@ -45,6 +46,7 @@ class TrialActor(ActorTypeDispatcher):
         super().__init__(*args, **kwargs)
         die_with_parent()
         self.runner: TrialRunner | None = None
+        self.trainable_bytes = b""
         self.controller: Any = None
         self.cmd_sent = 0
         self.seq = 0
@@ -55,7 +57,9 @@ class TrialActor(ActorTypeDispatcher):
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
         self.controller = sender
-        self.runner = TrialRunner(msg)
+        reuse = self._kept(msg.trainable)
+        self.trainable_bytes = msg.trainable
+        self.runner = TrialRunner(msg, reuse=reuse)
         self.cmd_sent = 0
         self.seq = 0
         self.batch_sizes = {}
@@ -94,7 +98,22 @@ class TrialActor(ActorTypeDispatcher):
         self.wakeup_pending = False
         self._pump(block=True)
 
+    def _kept(self, trainable: bytes) -> Trainable | None:
+        """The previous run's Trainable if it is of the same trainable and was kept for reuse."""
+        prev = self.runner
+        if prev is None:
+            return None
+        prev.thread.join(timeout=5.0)  # it already reported ENDED; only its cleanup may remain
+        kept, prev.kept = prev.kept, None
+        if kept is not None and trainable != self.trainable_bytes:
+            release_trainable(kept)
+            kept = None
+        return kept
+
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        if self.runner is not None and self.runner.kept is not None:
+            kept, self.runner.kept = self.runner.kept, None
+            release_trainable(kept)
         if self.runner is not None:
             self.runner.stop_requested = True
             # wake a thread blocked on a decision, so it ends (and releases its output capture)
