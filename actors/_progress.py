@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from actors._callbacks import Callback
+from actors._trial import TrialSnapshot
 from actors.messages import ExperimentProgress
 
 
@@ -24,8 +26,9 @@ def _fmt(v: Any) -> str:
 
 class ProgressReporter:
     def __init__(self, name: str, verbose: int, stream: TextIO | None = None, plain_every_s: float = 5.0,
-                 force_plain: bool = False) -> None:
+                 force_plain: bool = False, metric: str | None = None) -> None:
         self.name = name
+        self.metric = metric
         self.verbose = verbose
         self.stream = stream or sys.stdout
         self.plain_every_s = plain_every_s
@@ -77,6 +80,18 @@ class ProgressReporter:
                       _fmt(r.metric), r.member, r.error or "")
         return t
 
+    def trial_line(self, trial: TrialSnapshot, what: str) -> None:
+        """verbose=2: one line per finished or failed trial (above the live table, if any)."""
+        value = trial.last_result.get(self.metric) if self.metric else None
+        metric = f", {self.metric}={_fmt(value)}" if value is not None else ""
+        it = trial.last_result.get("training_iteration", 0)
+        text = f"[{self.name}] trial {trial.trial_id} {what} after {it} iterations{metric}"
+        if self.live is not None and self.console is not None:
+            self.console.print(text, markup=False, highlight=False)
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
     def close(self, final: str | None = None) -> None:
         if self.live is not None:
             self.live.stop()
@@ -86,4 +101,17 @@ class ProgressReporter:
             self.stream.flush()
 
 
-__all__ = ["ProgressReporter"]
+class TrialLines(Callback):
+    """Added by ``verbose=2``: reports each finished or failed trial through the reporter."""
+
+    def __init__(self, reporter: ProgressReporter) -> None:
+        self.reporter = reporter
+
+    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        self.reporter.trial_line(trial, "finished")
+
+    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        self.reporter.trial_line(trial, "failed")
+
+
+__all__ = ["ProgressReporter", "TrialLines"]

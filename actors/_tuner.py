@@ -21,7 +21,7 @@ from actors._callbacks import CallbackDispatcher
 from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, default_cpus
 from actors._errors import TuneError
 from actors._plugins import load_scheduler
-from actors._progress import ProgressReporter
+from actors._progress import ProgressReporter, TrialLines
 from actors._result import Result, ResultGrid
 from actors._spec import ExperimentSpec
 from actors._system import actor_system
@@ -191,9 +191,10 @@ class Tuner:
         spec = self._spec()
         self._save_tuner(spec)
         finished: ExperimentFinished | None = None
-        self._dispatcher = CallbackDispatcher(list(self.run_config.callbacks or []))
+        self._reporter = ProgressReporter(self.name, self.run_config.verbose, metric=spec.metric)
+        extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
+        self._dispatcher = CallbackDispatcher([*(self.run_config.callbacks or []), *extra])
         spec.forward_events = bool(self._dispatcher.callbacks)
-        self._reporter = ProgressReporter(self.name, self.run_config.verbose)
         try:
             with actor_system(self._system, spec.leader_resources) as asys:
                 finished = self._run_system(asys, spec)

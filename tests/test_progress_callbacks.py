@@ -90,6 +90,21 @@ def test_plain_progress_lines_when_not_a_terminal(tmp_path, no_leaks):
     assert any("RUNNING" in x and "best loss=" in x for x in lines), out.stdout
     assert lines[-1].startswith("[prog] finished in") and "2 TERMINATED" in lines[-1]
     assert "\x1b[" not in out.stdout  # no terminal control codes in logs
+    done = [x for x in lines if " finished after " in x]  # verbose=2: one line per finished trial
+    assert len(done) == 2 and all("after 30 iterations, loss=" in x for x in done), lines
+
+
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_verbose_levels(verbose, tmp_path, no_leaks):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), str(verbose)], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [x for x in out.stdout.splitlines() if x.startswith("[prog]")]
+    if verbose == 0:
+        assert lines == [], out.stdout  # silent
+    else:
+        assert lines[-1].startswith("[prog] finished in")
+        assert not any(" finished after " in x for x in lines)  # per-trial lines only at 2
 
 
 def test_live_table_in_a_terminal(tmp_path, no_leaks):
@@ -113,5 +128,8 @@ def test_live_table_in_a_terminal(tmp_path, no_leaks):
     text = b"".join(chunks).decode(errors="replace")
     assert os.waitstatus_to_exitcode(status) == 0, text[-2000:]
     assert "trial" in text and "status" in text and "RUNNING" in text  # the table's header and rows
+    for column in ("iter", "loss", "member", "steps"):  # iteration, metric, host, a config column
+        assert column in text, column
+    assert "best loss=" in text and "TERMINATED" in text  # title: best so far and status counts
     assert "\x1b[" in text  # drawn with terminal control codes
     assert "finished in" in text
