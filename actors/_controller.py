@@ -140,6 +140,11 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
                 self._on_saved(m)
             else:
                 self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
+                if m.storage_failure and not self.finished:
+                    # retrying cannot help (the storage package already retried transient errors),
+                    # and every other trial would hit the same wall: stop, keeping what was written
+                    self._abort(f"trial {m.trial_id} could not write its checkpoint to storage: "
+                                f"{m.storage_failure}")
 
     def _on_results(self, msg: TrialResults) -> None:
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):

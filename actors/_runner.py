@@ -53,6 +53,7 @@ class Event:
     reason: EndReason | None = None
     error: str | None = None
     traceback: str | None = None
+    storage_failure: str | None = None
 
 
 class _StopTrial(BaseException):
@@ -97,6 +98,9 @@ class TrialRunner:
         self.latest: CheckpointRef | None = msg.checkpoint
         self.stop_requested = False
         self.ended_ok = False
+        # a permanent storage error while committing a checkpoint (after the storage package's own
+        # retries): the run fails even if the user's code caught it, and the experiment stops
+        self.storage_failure: str | None = None
         self.ctx = StorageContext(msg.storage_url, msg.storage_options)
         self.layout = ExperimentLayout(self.ctx, msg.experiment_name)
         self.restore_checkpoint: Checkpoint | None = (
@@ -155,11 +159,16 @@ class TrialRunner:
 
     def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
              tb: str | None = None) -> None:
+        if self.storage_failure is not None and reason is not EndReason.FAILED:
+            # the user's code caught the error report() raised: the run still failed to persist
+            reason, error = EndReason.FAILED, f"StorageError: {self.storage_failure}"
         self.ended_ok = reason is not EndReason.FAILED
         if tb:
             self.output.add("stderr", tb)  # as an uncaught exception would print it
         self.output.flush()
-        self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb))
+        failure = self.storage_failure if reason is EndReason.FAILED else None
+        self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb,
+                              storage_failure=failure))
         with self.lock:
             self.waiting = True
 
@@ -281,11 +290,17 @@ class TrialRunner:
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
         metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
+        from storage import StorageError
+
         with checkpoint.as_directory() as local:
-            commit_checkpoint(
-                self.ctx, dest, local,
-                {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics},
-            )
+            try:
+                commit_checkpoint(
+                    self.ctx, dest, local,
+                    {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics},
+                )
+            except StorageError as exc:
+                self.storage_failure = str(exc)
+                raise
         checkpoint._release()
         ref = CheckpointRef(dest, index, self.iteration, self.time_total, metrics)
         self.latest = ref

@@ -160,7 +160,7 @@ class TrialActor(ActorTypeDispatcher):
                 self.send(
                     self.controller,
                     TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
-                               ev.traceback),
+                               ev.traceback, ev.storage_failure),
                 )
                 return
         self._flush(r, results, ckpt)

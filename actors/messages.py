@@ -298,6 +298,7 @@ class TrialEnded(_Message):
     checkpoint: CheckpointRef | None = None
     error: str | None = None
     traceback: str | None = None
+    storage_failure: str | None = None  # a permanent storage error: the experiment stops
 
 
 class EventType(Enum):

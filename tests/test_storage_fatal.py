@@ -1,0 +1,38 @@
+"""A permanent storage error inside a trial (after the storage package's retries) stops the
+experiment with a message naming the location, instead of failing trial after trial."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_trial_id, report
+from actors._errors import TuneError
+from actors.search import grid_search
+
+
+def blocked(config: dict[str, Any]) -> None:
+    # put a plain file where this trial's first checkpoint directory must go
+    trial_dir = os.path.join(config["root"], "fatal", get_trial_id())
+    os.makedirs(trial_dir, exist_ok=True)
+    with open(os.path.join(trial_dir, "checkpoint_000000"), "w") as f:
+        f.write("in the way")
+    for step in range(3):
+        try:
+            report({"loss": 1.0 / (step + 1)}, checkpoint=Checkpoint.from_dict({"step": step}))
+        except Exception:
+            pass  # user code that swallows errors must not hide a storage failure
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_permanent_storage_error_in_a_trial_stops_the_experiment(system, storage_dir, no_leaks) -> None:
+    tuner = Tuner(blocked, param_space={"root": storage_dir, "i": grid_search([0, 1, 2])},
+                  tune_config=TuneConfig(metric="loss", mode="min", max_concurrent_trials=1),
+                  run_config=RunConfig(name="fatal", storage=storage_dir, verbose=0, system=system,
+                                       failure_config=FailureConfig(max_failures=5)))
+    with pytest.raises(TuneError, match="could not write its checkpoint to storage") as info:
+        tuner.fit()
+    assert "checkpoint_000000" in str(info.value)  # names the location
+    assert Tuner.can_restore(os.path.join(storage_dir, "fatal"))  # what was written is kept
