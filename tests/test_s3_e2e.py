@@ -123,7 +123,14 @@ def test_storage_lost_mid_run_fails_fit_clearly(proxied, no_leaks):
                                            "retries": {"total_max_attempts": 2}})
 
     def cut() -> None:
-        time.sleep(1.5)
+        # cut only once the run is writing its trials (so start-up checks passed first)
+        ctx = StorageContext(url, options)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ctx.fs.invalidate_cache()
+            if ctx.fs.glob(f"{ctx.root}/exp/*/params.json"):
+                break
+            time.sleep(0.05)
         proxy.reset_connections(None)  # every connection, from now on
 
     cutter = threading.Thread(target=cut, daemon=True)
