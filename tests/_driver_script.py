@@ -129,11 +129,16 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
 # ---------------------------------------------------------------------------------- test harness
 def run_processes(storage: str) -> list[psutil.Process]:
     """The driver and every process its actor system forked (they share its command line)."""
+    return processes_with(SCRIPT, storage)
+
+
+def processes_with(script: str, storage: str) -> list[psutil.Process]:
+    """Live processes whose command line names both ``script`` and ``storage``."""
     out = []
     for p in psutil.process_iter(["cmdline", "status"]):
         try:
             cmd = p.info["cmdline"] or []
-            if SCRIPT in cmd and storage in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
+            if script in cmd and storage in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
                 out.append(p)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue

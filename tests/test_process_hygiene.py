@@ -17,15 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _family(storage: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["cmdline", "status"]):
-        try:
-            cmd = p.info["cmdline"] or []
-            if SCRIPT in cmd and storage in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return out
+    from tests._driver_script import processes_with
+
+    return processes_with(SCRIPT, storage)
 
 
 def _wait_for(cond, timeout_s: float, what: str) -> None:
