@@ -100,8 +100,14 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
 
     scheduler: Any = None
     keep = None
+    samples, seed = 1, None
     trainable: Any = counter
-    if scenario in ("fifo", "fifo1"):
+    if scenario == "random":  # seeded random search: a restore must continue the same sequence
+        from actors.search import uniform
+
+        space = {"x": uniform(1.0, 6.0), "steps": 6, "sleep": 0.1, "ckpt_every": 2}
+        samples, seed = 8, 7
+    elif scenario in ("fifo", "fifo1"):
         if scenario == "fifo1":  # FIFO deciding every result before the next step (window 1)
             scheduler = FIFOScheduler()
             scheduler.tolerates_batching = False
@@ -116,11 +122,12 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
         space = {"x": grid_search([1.0, 2.0]), "steps": 4, "files": 600, "sleep": 0.1}
         trainable, keep = shards, 2
     else:
-        raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, asha or shards")
+        raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, asha, shards or random")
     return Tuner(
         trainable,
         param_space=space,
-        tune_config=TuneConfig(metric="loss", mode="min", scheduler=scheduler, max_concurrent_trials=2),
+        tune_config=TuneConfig(metric="loss", mode="min", scheduler=scheduler, max_concurrent_trials=2,
+                               num_samples=samples, seed=seed),
         run_config=RunConfig(name=name, storage=storage, storage_options=options, verbose=0,
                              checkpoint_config=CheckpointConfig(num_to_keep=keep)),
     )

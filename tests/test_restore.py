@@ -143,6 +143,23 @@ def _asha_rungs(state: dict[str, Any]) -> dict[float, dict[str, float]]:
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_driver_killed_then_restored_random_search_continues_its_sequence(tmp_path, no_leaks):
+    """A seeded searcher's state is restored exactly: the configs after the restore are the ones
+    an uninterrupted run with the same seed draws, none drawn twice, none skipped."""
+    def some_done_more_to_come(st: dict[str, Any]) -> bool:
+        done = sum(1 for r in st["trials"] if r["status"] == TERMINATED)
+        return done >= 1 and st["suggested"] < 8
+
+    with D.Run(tmp_path, "random") as run:
+        run.wait_for("a finished trial and configs still to draw", D.when_state(run, some_done_more_to_come))
+        run.kill()
+    grid = restore_and_fit(run)
+    assert_contiguous(grid, 8, steps=6)
+    reference = D.tuner(str(tmp_path / "reference"), "reference", "random").fit()
+    assert sorted(r.config["x"] for r in grid) == sorted(r.config["x"] for r in reference)
+
+
 def test_driver_killed_then_restored_asha_keeps_its_rungs(tmp_path, no_leaks):
     """x = 1..8 in order, so every trial is worse at rung 2 than x=1 and x=2, which ran first.
 
