@@ -28,8 +28,9 @@ setup(
         "optuna": ["optuna>=3.0"],
         "pandas": ["pandas"],
         "plot": PLOT,
+        "tensorboard": ["tensorboardX>=2.6"],
         "docs": DOCS,
-        "test": TEST + S3 + PLOT + DOCS + ["moto[server]>=5.0", "optuna>=3.0", "pandas", "pillow"],
+        "test": TEST + S3 + PLOT + DOCS + ["moto[server]>=5.0", "optuna>=3.0", "pandas", "pillow", "tensorboardX>=2.6"],
     },
     entry_points={"console_scripts": ["audition=actors._cli:main"]},
 )

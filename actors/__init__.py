@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "TuneError": "actors._errors",
     "with_resources": "actors._config",
     "Callback": "actors._callbacks",
+    "TBXLoggerCallback": "actors._loggers",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]

@@ -43,6 +43,10 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
     def on_experiment_end(self, trials: list[TrialSnapshot]) -> None:
         """The experiment finished (or was stopped); ``trials`` is the final table."""
 
+    def on_experiment_start(self, experiment_path: str, local: bool) -> None:
+        """Before any trial starts: the experiment's URL and whether it is on the local disk.
+        (audition's own hook; raise ``ConfigError`` here to refuse a setting before anything runs.)"""
+
 
 class CallbackDispatcher:
     """Replays ``TrialEvents`` batches, in send order, into the user's callbacks."""

@@ -150,6 +150,8 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
             return
         assert self.spec is not None
+        for ck in msg.earlier_checkpoints:  # batched: retention must know every committed one
+            self.io.on_checkpoint(self.table.get(msg.trial_id), ck)
         err = self.io.on_results(self.table.get(msg.trial_id), msg.results, msg.checkpoint)
         if err:
             self._abort(err)
@@ -161,8 +163,9 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
             rec = self.table.get(msg.trial_id)
             for r in msg.results:
                 self._event(EventType.RESULT, rec, result=r)
-            if msg.checkpoint is not None:
-                self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(msg.checkpoint.path))
+            committed = [*msg.earlier_checkpoints, *([msg.checkpoint] if msg.checkpoint else [])]
+            for c in committed:
+                self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(c.path))
         effects: list[Effect] = []
         stopper = self.spec.stopper
         if stopper is not None:

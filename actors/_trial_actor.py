@@ -130,7 +130,7 @@ class TrialActor(ActorTypeDispatcher):
             return
         idle = r.is_idle(self.cmd_sent)
         results: list[dict[str, Any]] = []
-        ckpt = None
+        ckpts: list[Any] = []  # every checkpoint committed in this batch, in order
         first = True
         while True:
             try:
@@ -144,13 +144,14 @@ class TrialActor(ActorTypeDispatcher):
             if ev.kind is EventKind.RESULT:
                 assert ev.result is not None
                 results.append(ev.result)
-                ckpt = ev.checkpoint or ckpt
+                if ev.checkpoint is not None:
+                    ckpts.append(ev.checkpoint)
                 if len(results) >= MAX_BATCH:
-                    self._flush(r, results, ckpt)
-                    results, ckpt = [], None
+                    self._flush(r, results, ckpts)
+                    results, ckpts = [], []
                 continue
-            self._flush(r, results, ckpt)
-            results, ckpt = [], None
+            self._flush(r, results, ckpts)
+            results, ckpts = [], []
             self.seq += 1
             if ev.kind is EventKind.SAVED:
                 self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint))
@@ -163,19 +164,21 @@ class TrialActor(ActorTypeDispatcher):
                                ev.traceback, ev.storage_failure),
                 )
                 return
-        self._flush(r, results, ckpt)
+        self._flush(r, results, ckpts)
         # ``idle`` was read before draining: if the thread was blocked then, every
         # event it will ever produce before our next command is already forwarded.
         if not idle and not self.wakeup_pending:
             self.wakeup_pending = True
             self.wakeupAfter(datetime.timedelta(seconds=0))
 
-    def _flush(self, r: TrialRunner, results: list[dict[str, Any]], ckpt: Any) -> None:
+    def _flush(self, r: TrialRunner, results: list[dict[str, Any]], ckpts: list[Any]) -> None:
         if not results:
             return
         self.seq += 1
         self.batch_sizes[self.seq] = len(results)
-        self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), ckpt))
+        latest = ckpts[-1] if ckpts else None
+        self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), latest,
+                                                tuple(ckpts[:-1])))
 
 
 __all__ = ["TrialActor"]

@@ -188,6 +188,9 @@ class Tuner:
             self._ctx.check_usable()
         except StorageError as exc:
             raise TuneError(str(exc)) from None
+        where = self._ctx.uri(ExperimentLayout(self._ctx, self.name).experiment_dir)
+        for cb in self.run_config.callbacks or []:  # before anything is written or started
+            cb.on_experiment_start(where, self._ctx.is_local)
         spec = self._spec()
         self._save_tuner(spec)
         finished: ExperimentFinished | None = None

@@ -241,6 +241,8 @@ class TrialResults(_Message):
     seq: int
     results: tuple[dict[str, Any], ...]
     checkpoint: CheckpointRef | None
+    # committed in this batch before ``checkpoint``: retention and callbacks must see every one
+    earlier_checkpoints: tuple[CheckpointRef, ...] = ()
 
 
 @dataclass(frozen=True)

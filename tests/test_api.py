@@ -111,3 +111,17 @@ def test_num_to_keep_keeps_the_best_by_score(storage_dir, no_leaks) -> None:
     kept = _manifest_iterations(os.path.join(storage_dir, "keep", r.trial_id))
     # the two lowest "step" values, plus the latest (which a resume would need)
     assert [it for _, it in kept] == [1, 2, 6], kept
+
+
+def test_num_to_keep_holds_when_results_arrive_in_batches(storage_dir, no_leaks) -> None:
+    """FIFO lets a fast trial run ahead, so several checkpoints travel in one result batch:
+    retention must still hear of every one of them, or the earlier ones are never deleted."""
+    from actors import CheckpointConfig
+
+    grid = Tuner(T.fn_trainable, param_space={"x": 1.0, "steps": 60},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
+                 run_config=RunConfig(name="batched", storage=storage_dir, verbose=0,
+                                      checkpoint_config=CheckpointConfig(num_to_keep=2))).fit()
+    r = grid[0]
+    kept = _manifest_iterations(os.path.join(storage_dir, "batched", r.trial_id))
+    assert [it for _, it in kept] == [59, 60], kept
