@@ -118,6 +118,13 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
         space = {"x": grid_search([float(i) for i in range(1, 9)]), "steps": 8, "sleep": 0.06,
                  "sleep_by_x": True}
         scheduler = ASHAScheduler(max_t=8, grace_period=2, reduction_factor=2)
+    elif scenario == "pbt":  # exploits recorded before the kill must survive the restore
+        from actors.schedulers import PopulationBasedTraining
+
+        space = {"x": grid_search([1.0, 2.0, 3.0, 4.0]), "steps": 12, "sleep": 0.08}
+        scheduler = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=3,
+                                            hyperparam_mutations={"x": [1.0, 2.0, 3.0, 4.0]},
+                                            quantile_fraction=0.5, seed=0)
     elif scenario == "shards":
         space = {"x": grid_search([1.0, 2.0]), "steps": 4, "files": 600, "sleep": 0.1}
         trainable, keep = shards, 2

@@ -143,7 +143,6 @@ def _asha_rungs(state: dict[str, Any]) -> dict[float, dict[str, float]]:
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_driver_killed_then_restored_random_search_continues_its_sequence(tmp_path, no_leaks):
     """A seeded searcher's state is restored exactly: the configs after the restore are the ones
     an uninterrupted run with the same seed draws, none drawn twice, none skipped."""
@@ -160,6 +159,39 @@ def test_driver_killed_then_restored_random_search_continues_its_sequence(tmp_pa
     assert sorted(r.config["x"] for r in grid) == sorted(r.config["x"] for r in reference)
 
 
+def _pbt_state(state: dict[str, Any]) -> dict[str, Any]:
+    return pickle.loads(base64.b64decode(state["scheduler"]))["scheduler"]["state"]
+
+
+@pytest.mark.slow
+def test_driver_killed_then_restored_pbt_keeps_its_population_and_exploits(tmp_path, no_leaks):
+    """PBT's members, exploit log and RNG are saved with the experiment: after a SIGKILL of the
+    driver, the restored PBT knows every exploit made before it, and the run finishes."""
+    def exploited(st: dict[str, Any]) -> bool:
+        return st.get("scheduler") is not None and bool(_pbt_state(st)["_exploits"]) and any(
+            r["status"] != TERMINATED for r in st["trials"])
+
+    with D.Run(tmp_path, "pbt") as run:
+        run.wait_for("an exploit with trials still to run", D.when_state(run, exploited))
+        run.kill()
+    before = run.state()
+    assert before is not None
+    exploits_before = _pbt_state(before)["_exploits"]
+    grid = restore_and_fit(run)
+    assert len(grid) == 4
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED, (r.trial_id, r.error)
+        its = iterations(r)  # an exploit copies another trial's step counter, so lengths differ
+        assert its == list(range(1, len(its) + 1)), (r.trial_id, its)
+        assert r.metrics["step"] == 11  # ran to the trainable's own end
+    after = run.state()
+    assert after is not None
+    exploits_after = _pbt_state(after)["_exploits"]
+    assert exploits_after[:len(exploits_before)] == exploits_before  # nothing before the kill was lost
+    assert set(_pbt_state(before)["_members"]) <= set(_pbt_state(after)["_members"])
+
+
+@pytest.mark.slow
 def test_driver_killed_then_restored_asha_keeps_its_rungs(tmp_path, no_leaks):
     """x = 1..8 in order, so every trial is worse at rung 2 than x=1 and x=2, which ran first.
 
