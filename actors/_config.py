@@ -47,7 +47,8 @@ class CheckpointConfig:
     checkpoint_at_end: bool | None = None
 
     def __post_init__(self) -> None:
-        if self.num_to_keep is not None and (not isinstance(self.num_to_keep, int) or self.num_to_keep < 1):
+        if self.num_to_keep is not None and (not isinstance(self.num_to_keep, int) or isinstance(
+                self.num_to_keep, bool) or self.num_to_keep < 1):
             raise ConfigError(
                 f"CheckpointConfig(num_to_keep={self.num_to_keep!r}): use None (keep all) or an int >= 1"
             )
@@ -55,10 +56,17 @@ class CheckpointConfig:
             raise ConfigError(
                 f"CheckpointConfig(checkpoint_score_order={self.checkpoint_score_order!r}): use 'min' or 'max'"
             )
-        if not isinstance(self.checkpoint_frequency, int) or self.checkpoint_frequency < 0:
+        if not isinstance(self.checkpoint_frequency, int) or isinstance(self.checkpoint_frequency, bool) \
+                or self.checkpoint_frequency < 0:
             raise ConfigError(
                 f"CheckpointConfig(checkpoint_frequency={self.checkpoint_frequency!r}): use an int >= 0"
             )
+        if self.checkpoint_score_attribute is not None and (
+                not isinstance(self.checkpoint_score_attribute, str) or not self.checkpoint_score_attribute):
+            raise ConfigError(f"CheckpointConfig(checkpoint_score_attribute={self.checkpoint_score_attribute!r}): "
+                              "use the name of a reported metric, or None to keep the newest")
+        if self.checkpoint_at_end is not None and not isinstance(self.checkpoint_at_end, bool):
+            raise ConfigError(f"CheckpointConfig(checkpoint_at_end={self.checkpoint_at_end!r}): use True or False")
 
 
 @dataclass

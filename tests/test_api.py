@@ -125,3 +125,14 @@ def test_num_to_keep_holds_when_results_arrive_in_batches(storage_dir, no_leaks)
     r = grid[0]
     kept = _manifest_iterations(os.path.join(storage_dir, "batched", r.trial_id))
     assert [it for _, it in kept] == [59, 60], kept
+
+
+@pytest.mark.parametrize("kwargs", [{"num_to_keep": True}, {"num_to_keep": 0}, {"checkpoint_frequency": -1},
+                                    {"checkpoint_score_attribute": 3}, {"checkpoint_at_end": "yes"},
+                                    {"checkpoint_score_order": "up"}])
+def test_bad_checkpoint_config_is_a_clear_error(kwargs) -> None:
+    from actors import CheckpointConfig
+    from actors._errors import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"CheckpointConfig\({next(iter(kwargs))}="):
+        CheckpointConfig(**kwargs)
