@@ -20,12 +20,13 @@ from typing import Any
 
 from actors._errors import ConfigError
 from actors._trial import TrialStatus
+from storage import PARAMS_NAME, RESULT_NAME, STATE_DIR_NAME, STATE_POINTER_NAME, TUNER_NAME
 
 # Keys the engine adds to every result: not shown as user metrics.
 AUTO_KEYS = frozenset({"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp",
                        "done", "hostname", "pid", "pbt_exploit"})
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_STATE_FILES = ("tuner.pkl", "experiment_state.json", ".state")
+_STATE_FILES = (TUNER_NAME, STATE_POINTER_NAME, STATE_DIR_NAME)
 
 
 @dataclass
@@ -107,7 +108,7 @@ def _split(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
 def _check_local(p: str, given: str) -> None:
     if os.path.isfile(p):
         hint = ""
-        if os.path.basename(p) in ("tuner.pkl", "experiment_state.json"):
+        if os.path.basename(p) in (TUNER_NAME, STATE_POINTER_NAME):
             hint = f" (did you mean its directory, {os.path.dirname(p)}?)"
         raise ConfigError(f"{given} is a file, not an experiment directory{hint}; pass the directory that "
                           "fit() returned as experiment_path")
@@ -128,12 +129,12 @@ def _not_an_experiment(ctx: Any, layout: Any, where: str, names: list[str]) -> C
         place = "an empty directory" if ctx.is_local else "empty (no objects under this prefix)"
         return ConfigError(f"{where} is {place}, not an audition experiment; check the path, and for s3:// "
                            "the bucket, prefix and --storage-options")
-    if "result.json" in names or "params.json" in names:
+    if RESULT_NAME in names or PARAMS_NAME in names:
         parent = where.rstrip("/").rsplit("/", 1)[0]
         return ConfigError(f"{where} is one trial's directory, not an experiment; pass the experiment that holds "
                            f"it: {parent}")
     inside = [n for n in sorted(names)[:20] if not n.startswith(".")
-              and "tuner.pkl" in _names(ctx, posixpath.join(layout.experiment_dir, n))]
+              and TUNER_NAME in _names(ctx, posixpath.join(layout.experiment_dir, n))]
     if inside:
         return ConfigError(f"{where} is a storage root holding experiments ({', '.join(inside[:5])}"
                            f"{', ...' if len(inside) > 5 else ''}), not an experiment; pass one of them, "
@@ -159,7 +160,7 @@ def open_experiment(path: str, options: dict[str, Any] | None = None) -> Experim
                           "before its first state write, about a second after fit() began; start it again")
     _check_state(state, where)
     exp = Experiment(name=layout.name, path=where, ctx=ctx, layout=layout, state=state)
-    _read_tuner(exp, "tuner.pkl" in names)
+    _read_tuner(exp, TUNER_NAME in names)
     return exp
 
 

@@ -22,7 +22,15 @@ from storage._checkpoint import (
 from storage._context import DEFAULT_URL, StorageContext
 from storage._errors import StorageError
 from storage._io import exists, read_bytes, read_json, write_bytes, write_json, write_text
-from storage._layout import MANIFEST_NAME, ExperimentLayout
+from storage._layout import (
+    MANIFEST_NAME,
+    PARAMS_NAME,
+    RESULT_NAME,
+    STATE_DIR_NAME,
+    STATE_POINTER_NAME,
+    TUNER_NAME,
+    ExperimentLayout,
+)
 from storage._results import ResultWriter, read_results
 from storage._retention import checkpoint_score, checkpoints_to_delete
 from storage._retry import classify, retrying
@@ -31,6 +39,11 @@ from storage._state import list_experiment, read_experiment_state, write_experim
 __all__ = [
     "DEFAULT_URL",
     "MANIFEST_NAME",
+    "PARAMS_NAME",
+    "RESULT_NAME",
+    "STATE_DIR_NAME",
+    "STATE_POINTER_NAME",
+    "TUNER_NAME",
     "CheckpointInfo",
     "ExperimentLayout",
     "ResultWriter",
