@@ -129,6 +129,22 @@ def test_status_on_s3_with_options_and_with_the_environment(s3_location):
     bad(cli("status", "s3://only-a-bucket"), "status", "names a bucket or storage root")
 
 
+def test_plot_and_resume_on_s3(s3_location, tmp_path):
+    url, options = s3_location
+    path = run_experiment(url, "s3plot", options)
+    opts = json.dumps(options)
+    out = tmp_path / "s3.png"
+    res = cli("plot", path, "--metric", "loss", "--out", str(out), "--storage-options", opts)
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes()[:8] == PNG_SIGNATURE and "2 trials (1 in ERROR)" in res.stdout
+    res = cli("resume", path, "--trainable", "tests.test_cli:healing", "--resume-errored", "--json",
+              "--storage-options", opts, env={"AUDITION_TEST_HEALED": "1"})
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["counts"] == {"TERMINATED": 2}
+    res = cli("status", path, "--storage-options", opts, "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["counts"] == {"TERMINATED": 2}, res.stderr
+
+
 # ---------------------------------------------------------------------------------- plot
 def test_plot_writes_a_readable_png(experiment, tmp_path):
     out = tmp_path / "curves.png"
