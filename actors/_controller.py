@@ -36,6 +36,7 @@ from actors._trial import TrialStatus
 from actors.messages import (
     AbortExperiment,
     ActionKind,
+    CheckpointRef,
     ClusterStatus,
     ClusterStatusRequest,
     EndReason,
@@ -150,9 +151,8 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
             return
         assert self.spec is not None
-        for ck in msg.earlier_checkpoints:  # batched: retention must know every committed one
-            self.io.on_checkpoint(self.table.get(msg.trial_id), ck)
-        err = self.io.on_results(self.table.get(msg.trial_id), msg.results, msg.checkpoint)
+        rec = self.table.get(msg.trial_id)
+        err = self.io.on_results(rec, msg.results)
         if err:
             self._abort(err)
             return
@@ -160,12 +160,11 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
             for r in msg.results:
                 self.spec.searcher.on_trial_result(msg.trial_id, r)
         if self.spec.forward_events:
-            rec = self.table.get(msg.trial_id)
             for r in msg.results:
                 self._event(EventType.RESULT, rec, result=r)
-            committed = [*msg.earlier_checkpoints, *([msg.checkpoint] if msg.checkpoint else [])]
-            for c in committed:
-                self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(c.path))
+        # batched: every checkpoint committed in the batch, not just the latest
+        for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
+            self._checkpointed(rec, c)
         effects: list[Effect] = []
         stopper = self.spec.stopper
         if stopper is not None:
@@ -181,10 +180,13 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
 
     def _on_saved(self, msg: TrialSaved) -> None:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
-            self.io.on_checkpoint(self.table.get(msg.trial_id), msg.checkpoint)
-            self._event(EventType.CHECKPOINT, self.table.get(msg.trial_id),
-                        checkpoint=self.io.ctx.uri(msg.checkpoint.path))
+            self._checkpointed(self.table.get(msg.trial_id), msg.checkpoint)
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
+
+    def _checkpointed(self, rec: Any, ckpt: CheckpointRef) -> None:
+        """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
+        self.io.on_checkpoint(rec, ckpt)
+        self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(ckpt.path))
 
     def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: Any = None,
                error: str | None = None, tb: str | None = None) -> None:
@@ -196,8 +198,7 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
         if effects:
             self.inbox.pop(trial_id, None)  # this run is over: no more messages are expected from it
             if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
-                self.io.on_checkpoint(rec, ckpt)
-                self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.ctx.uri(ckpt.path))
+                self._checkpointed(rec, ckpt)
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
         self._run(effects)

@@ -121,8 +121,8 @@ class ExperimentIO:
         if rec.clone is None and rec.extra_result.get("pbt_exploit"):
             write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
 
-    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...],
-                   ckpt: CheckpointRef | None) -> str | None:
+    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
+        """Append a batch to the trial's history; an error message if the metric is missing."""
         metric = self.spec.metric
         if metric is not None:
             for r in results:
@@ -133,8 +133,6 @@ class ExperimentIO:
                             "TuneConfig(metric=...)")
         self._writer(rec.trial_id).append(list(results))
         self.logged_iter[rec.trial_id] = int(results[-1].get("training_iteration", 0))
-        if ckpt is not None:
-            self.on_checkpoint(rec, ckpt)
         return None
 
     def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
