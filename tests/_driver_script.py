@@ -48,7 +48,8 @@ def counter(config: dict[str, Any]) -> None:
 
 
 def shards(config: dict[str, Any]) -> None:
-    """Checkpoints of many small files: each upload takes a while, long enough to kill inside."""
+    """Checkpoints of 600 small files; in the driver script the second one's upload never ends
+    (``hold_second_upload``), so a test kills inside it every time, however fast the disk."""
     ckpt = get_checkpoint()
     start = 0
     if ckpt is not None:
@@ -284,10 +285,32 @@ def when_state(run: Run, test: Callable[[dict[str, Any]], bool]) -> Callable[[],
     return check
 
 
+def hold_second_upload() -> None:
+    """A store that hangs: uploading ``step.txt`` of step 1 blocks until the process is killed.
+
+    Patched in the driver before its actor system forks, so every trial process inherits it;
+    the test process (which restores) keeps the real filesystem.
+    """
+    from fsspec.implementations.local import LocalFileSystem
+
+    real = LocalFileSystem.put_file
+
+    def put_file(self: Any, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
+        if os.path.basename(lpath) == "step.txt":
+            with open(lpath) as f:
+                if f.read() == "1":
+                    time.sleep(3600)
+        return real(self, lpath, rpath, *args, **kwargs)
+
+    LocalFileSystem.put_file = put_file  # type: ignore[method-assign]
+
+
 def main(argv: list[str]) -> None:
     if len(argv) not in (3, 4):
         raise SystemExit(__doc__)
     options = json.loads(argv[3]) if len(argv) == 4 else None
+    if argv[2] == "shards":
+        hold_second_upload()
     tuner(argv[0], argv[1], argv[2], options).fit()
 
 

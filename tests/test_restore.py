@@ -115,17 +115,23 @@ def test_driver_killed_then_restored_fifo(point, tmp_path, no_leaks):
 
 @pytest.mark.slow
 def test_driver_killed_during_checkpoint_upload(tmp_path, no_leaks):
-    """A checkpoint of 600 files is being uploaded when everything dies: restore removes it."""
+    """A checkpoint of 600 files is being uploaded when everything dies: restore removes it and
+    resumes from the committed one before it."""
     def uploading() -> list[str]:
         return [p for p, committed in checkpoint_dirs(run.storage) if not committed and os.listdir(p)]
 
     with D.Run(tmp_path, "shards") as run:
-        run.wait_for("a checkpoint upload in progress", lambda: run.state() is not None and uploading())
+        def both_held() -> bool:  # each trial: step 0 committed and saved in the state, step 1 hanging
+            st = run.state()
+            return (st is not None and all(r.get("checkpoint") for r in st["trials"]) and len(st["trials"]) == 2
+                    and len(uploading()) == 2)
+        run.wait_for("both trials inside their second checkpoint's upload", both_held)
         run.kill()
     half = uploading()
-    assert half, "the kill should have interrupted an upload"
+    assert len(half) == 2, "the kill should have interrupted both uploads"
     grid = restore_and_fit(run, D.shards)
     assert_contiguous(grid, 2, steps=4)
+    assert [r.metrics["restored_from"] for r in grid] == [0, 0], "resumed from the committed step 0"
     dirs = checkpoint_dirs(run.storage)
     assert all(committed for _, committed in dirs), dirs
     for r in grid:  # num_to_keep=2 still holds after the restore
