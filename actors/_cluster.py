@@ -114,6 +114,11 @@ class ClusterMixin:
         if not member_id or self.spec is None or not self.spec.multi_host:
             return
         if msg.remoteAdded:
+            old = self.placement.members.get(member_id)
+            if (old is not None and member_id not in self.lost
+                    and not self.placement.is_current(member_id, msg.remoteAdminAddress)):
+                # restarted under the same id before its heartbeats timed out: its trials died with it
+                self._member_gone(member_id, "it joined again from a new address")
             log.info("member %s joined with %s", member_id, parse_resources(caps))
             self.placement.add(member_id, parse_resources(caps), msg.remoteAdminAddress)
             self.lost.discard(member_id)
@@ -123,8 +128,11 @@ class ClusterMixin:
             self.probes[member_id] = probe
             self.send(probe, ProbeStart(member_id, self.spec.heartbeat_interval_s))  # type: ignore[attr-defined]
             self._fill()
-        else:
+        elif self.placement.is_current(member_id, msg.remoteAdminAddress):
             self._member_gone(member_id, "it left the convention")
+        else:
+            log.info("member %s: an old registration (%s) expired; the current one stays",
+                     member_id, msg.remoteAdminAddress)
 
     def receiveMsg_MemberHeartbeat(self, msg: MemberHeartbeat, sender: Any) -> None:
         self.last_beat[msg.member_id] = time.monotonic()
@@ -212,7 +220,7 @@ class ClusterMixin:
         assert self.spec is not None
         need = self._need()
         waiting = self.table.with_status(TrialStatus.PENDING)
-        if not waiting or self.table.running or self.placement.could_ever_fit(need):
+        if not waiting or self.table.running or self.placement.could_ever_fit(need, self.lost):
             self.waiting_since = None
             return
         now = time.monotonic()

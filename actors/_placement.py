@@ -89,8 +89,18 @@ class Placement:
             total += max(0, n)
         return total
 
-    def could_ever_fit(self, need: dict[str, float]) -> bool:
-        return any(m.could_ever_fit(need) for m in self.members.values())
+    def could_ever_fit(self, need: dict[str, float], lost: set[str] | frozenset[str] = frozenset()) -> bool:
+        """True if some member not in ``lost`` is big enough for ``need`` once it is idle."""
+        return any(m.could_ever_fit(need) for m in self.members.values() if m.member_id not in lost)
+
+    def is_current(self, member_id: str, address: Any) -> bool:
+        """Does a "member left" notice for ``address`` concern the registration we hold?
+
+        A worker restarted with the same id registers again from a new address before Thespian
+        expires its old registration; the expiry of the old one must not remove the new one.
+        """
+        m = self.members.get(member_id)
+        return m is not None and (m.address is None or address is None or m.address == address)
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"member": m.member_id, "resources": dict(m.resources),
