@@ -87,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="end RUNNING, PENDING and PAUSED trials as TERMINATED instead of continuing them")
     r.add_argument("--json", action="store_true", help="print the final trial table as JSON")
     r.add_argument("--storage-options", metavar="JSON", help=_STORAGE_HELP)
+    r.add_argument("--key-file", metavar="PATH", help=_KEY_FILE_HELP + "; needed to resume a multi-host experiment "
+                   "whose leader listens beyond loopback")
     return parser
 
 
@@ -181,6 +183,8 @@ def _resume(args: argparse.Namespace) -> int:
     from actors._inspect import load_trainable, open_experiment, parse_storage_options, recorded_trainable
 
     options = parse_storage_options(args.storage_options)
+    if args.key_file:
+        _use_key_file(args.key_file)
     exp = open_experiment(args.url, options)  # clear errors before anything starts
     trainable = load_trainable(args.trainable) if args.trainable else recorded_trainable(exp)
     tuner = Tuner.restore(exp.path, trainable, resume_unfinished=not args.no_resume_unfinished,
@@ -189,6 +193,18 @@ def _resume(args: argparse.Namespace) -> int:
     tuner.fit()
     _print_table(open_experiment(exp.path, options), exp.metric, exp.mode, args.json)
     return 0
+
+
+def _use_key_file(path: str) -> None:
+    """The restored leader (and a helper that shuts an orphaned system down) read the key from
+    the environment, as a leader started by ``fit()`` does."""
+    from actors._auth import ENV_KEY, ENV_KEY_FILE, load_key_file
+    from actors._errors import ConfigError
+
+    load_key_file(path)  # a missing or world-readable file is reported before anything starts
+    if os.environ.get(ENV_KEY):
+        raise ConfigError(f"--key-file given while ${ENV_KEY} is set: use one of them")
+    os.environ[ENV_KEY_FILE] = os.path.abspath(path)
 
 
 # ---------------------------------------------------------------------------------- output

@@ -39,7 +39,7 @@ def healing(config: dict[str, Any]) -> None:
 
 def cli(*args: str, env: dict[str, str] | None = None, pythonpath: str = "", timeout: float = 120,
         cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AUDITION_CLUSTER_KEY"))}
     full["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, ROOT) if p)
     full.update(env or {})
     return subprocess.run([sys.executable, "-m", "actors._cli", *args], capture_output=True, text=True,
@@ -358,3 +358,46 @@ def test_help(verb):
 def test_no_verb_prints_help():
     res = cli()
     assert res.returncode == 0 and "status" in res.stdout and "resume" in res.stdout and "plot" in res.stdout
+
+
+def _routable_ipv4() -> str | None:
+    import ipaddress
+
+    import psutil
+
+    for addrs in psutil.net_if_addrs().values():
+        for a in addrs:
+            if a.family == 2 and not ipaddress.ip_address(a.address).is_loopback:
+                return str(a.address)
+    return None
+
+
+@pytest.mark.slow
+def test_resume_multi_host_experiment_with_key_file(tmp_path, no_leaks):
+    """A leader beyond loopback refuses to start without the cluster key; ``--key-file`` gives it."""
+    from actors._system import free_port
+
+    host = _routable_ipv4()
+    if host is None:
+        pytest.skip("this machine has no non-loopback IPv4 address to lead a convention on")
+    key = tmp_path / "cluster.key"
+    key.write_text("s3cret-" * 6)
+    key.chmod(0o600)
+    storage, port = str(tmp_path / "results"), free_port()
+    script = (f"from actors import RunConfig, TuneConfig, Tuner; from tests.test_cli import healing; "
+              f"g = Tuner(healing, param_space={{'x': 1.0, 'fail': True}}, "
+              f"tune_config=TuneConfig(metric='loss', mode='min'), run_config=RunConfig(name='mh', "
+              f"storage={storage!r}, verbose=0, system='tcp://{host}:{port}', leader_runs_trials=True)).fit(); "
+              f"assert g.num_errors == 1, g.errors")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITION_CLUSTER_KEY")}
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                           env={**env, "PYTHONPATH": ROOT, "AUDITION_CLUSTER_KEY_FILE": str(key)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    path = f"{storage}/mh"
+    resume = ("resume", path, "--trainable", "tests.test_cli:healing", "--resume-errored", "--json")
+    bad(cli(*resume, env={"AUDITION_TEST_HEALED": "1"}), "resume", "without a cluster key", "AUDITION_CLUSTER_KEY")
+    res = cli(*resume, "--key-file", str(key), env={"AUDITION_TEST_HEALED": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout)["counts"] == {"TERMINATED": 1}
+    key.chmod(0o644)
+    bad(cli(*resume, "--key-file", str(key)), "resume", "chmod 600")
