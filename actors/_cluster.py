@@ -226,6 +226,9 @@ class ClusterMixin:
         now = time.monotonic()
         if self.waiting_since is None:
             self.waiting_since = now
+            log.warning("no member can hold a trial needing %s (members: %s); waiting up to %.0fs "
+                        "(RunConfig(placement_timeout_s)) for a worker big enough to join", need,
+                        self.placement.rows() or "none yet", self.spec.placement_grace_s)
         elif now - self.waiting_since > self.spec.placement_grace_s:
             members = self.placement.rows() or "no member has joined"
             self._abort(f"no member can ever run a trial needing {need} (members: {members}); start "

@@ -121,6 +121,9 @@ class RunConfig:
     # long a member may stay silent before its trials restart elsewhere
     leader_runs_trials: bool = True
     heartbeat_timeout_s: float = 10.0
+    # multi-host: how long pending trials may wait for a member big enough to ever hold one
+    # (workers may still be joining) before the experiment fails
+    placement_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
@@ -133,8 +136,10 @@ class RunConfig:
             from actors._system import parse_host_port
 
             parse_host_port(str(self.system)[len("tcp://"):], what=f"RunConfig(system={self.system!r})")
-        if not self.heartbeat_timeout_s > 0:
-            raise ConfigError(f"RunConfig(heartbeat_timeout_s={self.heartbeat_timeout_s!r}): use seconds > 0")
+        for knob in ("heartbeat_timeout_s", "placement_timeout_s"):
+            value = getattr(self, knob)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(f"RunConfig({knob}={value!r}): use seconds > 0")
         if self.verbose not in (0, 1, 2):
             raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0, 1 or 2")
 

@@ -177,7 +177,7 @@ class Tuner:
             checkpoint_at_end=bool(cc.checkpoint_at_end), restore_state=self._restore_state,
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
-            heartbeat_timeout_s=rc.heartbeat_timeout_s,
+            heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
         )
 
     def fit(self) -> ResultGrid:

@@ -227,3 +227,101 @@ def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, n
                           f"127.0.0.1:{cluster.port}"], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=ROOT))
     assert bad.returncode == 2 and "no audition leader listens" in bad.stderr
+
+
+def _members_of(grid: object) -> dict[str, list[tuple[float, float]]]:
+    """member -> (start, end) of each trial it ran (one member per trial: nothing was lost)."""
+    members: dict[str, list[tuple[float, float]]] = {}
+    for r in grid:  # type: ignore[attr-defined]
+        h = r.metrics_history
+        (member,) = {x["member"] for x in h}
+        members.setdefault(member, []).append((h[0]["timestamp"] - h[0]["time_this_iter_s"], h[-1]["timestamp"]))
+    return members
+
+
+@pytest.mark.slow
+def test_leader_runs_trials_next_to_a_worker(cluster, storage_dir, no_leaks):
+    """leader_runs_trials=True (the default): the driver's own system is a member too."""
+    tuner = Tuner(T.fn_trainable, param_space={"x": grid_search([float(i) for i in range(1, 9)]), "steps": 15,
+                                               "slow_save": 0.1},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       verbose=0))
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    cluster.start_worker("a")
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "fit() did not finish"
+    assert "error" not in out, out.get("error")
+    assert [r.status for r in out["grid"]] == [TrialStatus.TERMINATED] * 8
+    members = _members_of(out["grid"])
+    assert set(members) == {"leader", f"a-{cluster.tag}"}, members
+    assert not _intervals_overlap(members[f"a-{cluster.tag}"])  # the worker has 1 CPU
+    cluster.stop()
+
+
+@pytest.mark.slow
+def test_with_resources_picks_the_member_big_enough(cluster, storage_dir, no_leaks):
+    """2-CPU trials never go to the 1-CPU worker, and one at a time fills the 2-CPU one."""
+    from actors import with_resources
+
+    tuner = Tuner(with_resources(T.fn_trainable, {"cpu": 2}),
+                  param_space={"x": grid_search([1.0, 2.0, 3.0]), "steps": 4, "slow_save": 0.05},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0))
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    cluster.start_worker("small", cpus=1)
+    cluster.start_worker("big", cpus=2)
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "fit() did not finish"
+    assert "error" not in out, out.get("error")
+    members = _members_of(out["grid"])
+    assert set(members) == {f"big-{cluster.tag}"}, members
+    assert not _intervals_overlap(members[f"big-{cluster.tag}"])
+    cluster.stop()
+
+
+@pytest.mark.slow
+def test_trial_no_member_can_ever_hold_fails_the_experiment(cluster, storage_dir, no_leaks):
+    """A GPU trial on a CPU-only cluster: a clear error after placement_timeout_s, not a hang."""
+    from actors import with_resources
+    from actors._errors import TuneError
+
+    tuner = Tuner(with_resources(T.fn_trainable, {"cpu": 1, "gpu": 1}), param_space={"x": 1.0, "steps": 2},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0, placement_timeout_s=2.0))
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    cluster.start_worker("a")
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "fit() hung on a trial no member can hold"
+    err = out.get("error")
+    assert isinstance(err, TuneError), out
+    assert "no member can ever run a trial needing" in str(err) and "gpu" in str(err), err
+    cluster.stop()
+
+
+def test_local_storage_with_a_remote_leader_warns(tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        Tuner(T.fn_trainable, run_config=RunConfig(storage=str(tmp_path), system="tcp://10.9.8.7:1900"))
+    assert any("is a local path" in r.getMessage() and "s3://" in r.getMessage() for r in caplog.records)
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        caplog.clear()
+        Tuner(T.fn_trainable, run_config=RunConfig(storage=str(tmp_path), system="tcp://127.0.0.1:1900"))
+    assert not any("is a local path" in r.getMessage() for r in caplog.records)
+
+
+def test_placement_timeout_must_be_positive():
+    from actors._errors import ConfigError
+
+    for bad in (0, -1.0, "30", True):
+        with pytest.raises(ConfigError, match="placement_timeout_s"):
+            RunConfig(placement_timeout_s=bad)  # type: ignore[arg-type]
