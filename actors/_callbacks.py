@@ -60,6 +60,7 @@ class CallbackDispatcher:
         self.trials: dict[str, TrialSnapshot] = {}
         self.iteration = 0
         self.received = 0
+        self.ended = False
 
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
@@ -88,6 +89,10 @@ class CallbackDispatcher:
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
 
     def end(self) -> None:
+        """``on_experiment_end`` once, whether the run finished, failed or was interrupted."""
+        if self.ended:
+            return
+        self.ended = True
         for cb in self.callbacks:
             try:
                 cb.on_experiment_end(list(self.trials.values()))

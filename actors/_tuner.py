@@ -203,6 +203,8 @@ class Tuner:
                 finished = self._run_system(asys, spec)
         finally:
             self._reporter.close()
+            if finished is None:  # interrupted or the controller went silent: callbacks still hear the end
+                self._dispatcher.end()
         if finished is None:
             raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
         self._dispatcher.end()

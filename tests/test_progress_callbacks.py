@@ -43,6 +43,27 @@ class Recorder(Callback):
         self.ended += 1
 
 
+class CtrlC(Recorder):
+    """Ctrl-C lands while the driver runs a callback (a KeyboardInterrupt can hit any line)."""
+
+    def on_trial_result(self, iteration, trials, trial, result):
+        super().on_trial_result(iteration, trials, trial, result)
+        if result["training_iteration"] == 2:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_interrupted_run_still_ends_the_experiment_for_callbacks(system, storage_dir, no_leaks):
+    rec = CtrlC()
+    tuner = Tuner(T.fn_trainable, param_space={"steps": 50, "slow_save": 0.02},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(storage=storage_dir, system=system, verbose=0, callbacks=[rec]))
+    with pytest.raises(KeyboardInterrupt):
+        tuner.fit()
+    assert rec.ended == 1, "on_experiment_end is called once, also when the run is interrupted"
+    assert ("result", rec.events[0][1], 2) in rec.events
+
+
 @pytest.mark.parametrize("system", ["simple", "multiproc"])
 def test_callbacks_see_every_event_once_in_order(system, storage_dir, no_leaks):
     rec = Recorder()
