@@ -13,6 +13,19 @@ from actors._trial import TrialStatus
 from actors.messages import EventType, ExperimentProgress, ProgressRow, TrialEvent, TrialEvents
 
 
+def error_summary(error: str | None, traceback: str | None, width: int = 80) -> str | None:
+    """What the live table shows of a failure: the error's first line and where it was raised
+    (the innermost ``File ..., line N, in f`` of the traceback); the rest is in ``error.txt``."""
+    if not error:
+        return None
+    lines = [error.strip().splitlines()[0][:width]] if error.strip() else ["(empty error message)"]
+    frames = [x.strip() for x in (traceback or "").splitlines() if x.strip().startswith("File ")]
+    if frames:
+        where = frames[-1]
+        lines.append(where if len(where) <= width else "..." + where[-(width - 3):])
+    return "\n".join(lines)
+
+
 class ProgressMixin:
     """Uses the controller's ``spec``, ``table``, ``placement``, ``driver`` and ``started_at``."""
 
@@ -42,7 +55,7 @@ class ProgressMixin:
             if len(rows) < 40 and (rec.status is not TrialStatus.TERMINATED):
                 rows.append(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration, value,
                                         str(rec.last_result.get("member") or self.placement.where.get(rec.trial_id)
-                                            or ""), (rec.error or "").splitlines()[0][:80] if rec.error else None))
+                                            or ""), error_summary(rec.error, rec.traceback)))
         return ExperimentProgress(counts, tuple(rows), time.time() - self.started_at, metric, best, best_trial)
 
     def _event(self, kind: EventType, rec: Any, result: dict[str, Any] | None = None,

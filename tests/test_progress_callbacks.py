@@ -154,3 +154,17 @@ def test_live_table_in_a_terminal(tmp_path, no_leaks):
     assert "best loss=" in text and "TERMINATED" in text  # title: best so far and status counts
     assert "\x1b[" in text  # drawn with terminal control codes
     assert "finished in" in text
+
+
+def test_live_table_error_cell_names_the_error_and_where_it_was_raised():
+    from actors._controller_progress import error_summary
+
+    tb = ('Traceback (most recent call last):\n  File "/x/audition/actors/_runner.py", line 150, in run\n'
+          '    fn(config)\n  File "/home/me/train.py", line 12, in train\n    raise ValueError("bad lr")\n'
+          'ValueError: bad lr\n')
+    assert error_summary("ValueError: bad lr\nmore", tb) == ('ValueError: bad lr\n'
+                                                             'File "/home/me/train.py", line 12, in train')
+    assert error_summary(None, tb) is None
+    assert error_summary("lost contact with member 'w1'", "host lost\n") == "lost contact with member 'w1'"
+    long = error_summary("E" * 200, f'  File "/{"d" * 200}/t.py", line 1, in f\n')
+    assert long is not None and all(len(x) <= 80 for x in long.splitlines()) and long.endswith('in f')
