@@ -289,11 +289,23 @@ class Tuner:
     @classmethod
     def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable], *,
                 resume_unfinished: bool = True, resume_errored: bool = False, restart_errored: bool = False,
-                storage_options: dict[str, Any] | None = None) -> Tuner:
+                storage_options: dict[str, Any] | None = None, callbacks: list[Any] | None = None) -> Tuner:
+        """Continue the experiment at ``path``. Callbacks live in the driver and are not saved with
+        the experiment: pass the ones the resumed run should have (default: none)."""
+        import dataclasses
+
+        from actors._callbacks import Callback
         from actors._restore import restore_tuner
 
-        return restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
-                             storage_options)
+        for cb in callbacks or []:  # refused before storage is touched
+            if not isinstance(cb, Callback):
+                raise ConfigError(f"Tuner.restore(callbacks=...) takes actors.Callback instances, got "
+                                  f"{type(cb).__name__}; subclass actors.Callback")
+        tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
+                              storage_options)
+        if callbacks:
+            tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
+        return tuner
 
 
 def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:

@@ -168,3 +168,18 @@ def test_live_table_error_cell_names_the_error_and_where_it_was_raised():
     assert error_summary("lost contact with member 'w1'", "host lost\n") == "lost contact with member 'w1'"
     long = error_summary("E" * 200, f'  File "/{"d" * 200}/t.py", line 1, in f\n')
     assert long is not None and all(len(x) <= 80 for x in long.splitlines()) and long.endswith('in f')
+
+
+def test_restored_run_gets_the_callbacks_passed_to_restore(storage_dir, no_leaks):
+    grid = Tuner(T.raiser, param_space={"fail": grid_search([False, True])},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
+                 run_config=RunConfig(name="cb", storage=storage_dir, system="simple", verbose=0)).fit()
+    errored = [r.trial_id for r in grid if r.error]
+    assert len(errored) == 1
+    with pytest.raises(ConfigError, match="Callback instances"):
+        Tuner.restore(grid.experiment_path, T.raiser, callbacks=[object()])
+    rec = Recorder()
+    Tuner.restore(grid.experiment_path, T.raiser, restart_errored=True, callbacks=[rec]).fit()
+    assert rec.ended == 1
+    assert {t for _, t, _ in rec.events} == set(errored), "only the restarted trial runs, and it is heard"
+    assert rec.events[0][0] == "start" and rec.events[-1][0] == "error"
