@@ -1,7 +1,8 @@
 """Multi-host on loopback: remote result throughput and worker-loss recovery time.
 
 The driver leads (``RunConfig(system="tcp://127.0.0.1:PORT", leader_runs_trials=False)``) and two
-``audition worker --cpus 1`` processes (w1, w2, each in its own process group) run the trials.
+``audition worker --cpus 1`` processes (w1, w2) run the trials; a worker is killed through its
+process group and every process whose command line holds its ``--id`` (Thespian's admin setsid()s).
 
 - throughput: 2 trials each reporting N results as fast as they can, ``batched`` (default FIFO)
   and ``per-result`` (``PerResult`` from bench_throughput.py: one scheduler decision per result);
@@ -18,6 +19,7 @@ Fresh workers and leader per measurement; every process started is stopped on ex
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import secrets
@@ -34,6 +36,8 @@ from typing import Any
 
 import _common
 from bench_throughput import PerResult
+
+from actors._system import free_port
 
 
 def _listening(port: int) -> bool:
@@ -88,7 +92,7 @@ class Cluster:
     """A leader running ``fit()`` in a thread, and worker processes started once it listens."""
 
     def __init__(self, key: str | None) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.tag = uuid.uuid4().hex[:8]
         self.env = dict(os.environ, PYTHONPATH=_common.ROOT)
         if key:
@@ -99,45 +103,42 @@ class Cluster:
     def ident(self, name: str) -> str:
         return f"{name}-{self.tag}"
 
-    def fit(self, tuner: Any) -> threading.Thread:
-        def run() -> None:
+    def run(self, tuner: Any, during: Callable[[], None] | None = None, timeout_s: float = 300) -> Any:
+        """``tuner.fit()`` in a thread, the workers once it listens, ``during()``; stop the workers."""
+        def fit() -> None:
             try:
                 self.out["grid"] = tuner.fit()
-            except BaseException as exc:  # re-raised by join()
+            except BaseException as exc:  # re-raised below
                 self.out["error"] = exc
             self.out["ended"] = time.time()
 
-        thread = threading.Thread(target=run, daemon=True)
+        thread = threading.Thread(target=fit, daemon=True)
         thread.start()
-        _wait_for(lambda: _listening(self.port) or not thread.is_alive(), 30, "the leader to listen")
-        audition = shutil.which("audition") or ""
+        audition = shutil.which("audition")
         cmd = [audition] if audition else [sys.executable, "-m", "actors._cli"]
-        for name in ("w1", "w2"):
-            self.workers[name] = subprocess.Popen(
-                [*cmd, "worker", "--leader", f"127.0.0.1:{self.port}", "--bind", "127.0.0.1", "--cpus", "1",
-                 "--id", self.ident(name)], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
-        return thread
-
-    def join(self, thread: threading.Thread, timeout_s: float) -> Any:
-        thread.join(timeout_s)
-        if thread.is_alive():
-            raise RuntimeError(f"fit() did not return within {timeout_s}s")
-        if "error" in self.out:
-            raise RuntimeError(f"fit() failed: {self.out['error']!r}")
+        try:
+            _wait_for(lambda: _listening(self.port) or not thread.is_alive(), 30, "the leader to listen")
+            for name in ("w1", "w2"):
+                self.workers[name] = subprocess.Popen(
+                    [*cmd, "worker", "--leader", f"127.0.0.1:{self.port}", "--bind", "127.0.0.1", "--cpus", "1",
+                     "--id", self.ident(name)], env=self.env, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, start_new_session=True)
+            if during:
+                during()
+            thread.join(timeout_s)
+        finally:
+            self.stop()
+        if thread.is_alive() or "error" in self.out:
+            raise RuntimeError(f"fit() failed or did not return within {timeout_s}s: {self.out.get('error')!r}")
         return self.out["grid"]
 
     def kill(self, name: str) -> None:
-        """SIGKILL the worker's process group and every process carrying its --id (Thespian's admin setsid()s)."""
-        try:
+        """SIGKILL the worker's process group and every process carrying its --id."""
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.workers[name].pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         for pid in _pids_with_arg(self.ident(name)):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def stop(self) -> None:
         for w in self.workers.values():
@@ -152,22 +153,6 @@ class Cluster:
             w.wait(timeout=10)
 
 
-def _free_port() -> int:
-    from actors._system import free_port
-
-    return free_port()
-
-
-def _run(cluster: Cluster, tuner: Any, during: Callable[[], None] | None, timeout_s: float) -> Any:
-    try:
-        thread = cluster.fit(tuner)
-        if during:
-            during()
-        return cluster.join(thread, timeout_s)
-    finally:
-        cluster.stop()
-
-
 def throughput(n: int, mode: str, key: str | None) -> dict[str, Any]:
     from actors import RunConfig, TuneConfig, Tuner
 
@@ -179,7 +164,7 @@ def throughput(n: int, mode: str, key: str | None) -> dict[str, Any]:
                       run_config=RunConfig(name="remote", storage=storage, verbose=0,
                                            system=f"tcp://127.0.0.1:{cluster.port}", leader_runs_trials=False))
         started = time.time()
-        grid = _run(cluster, tuner, None, 300)
+        grid = cluster.run(tuner)
         histories = [r.metrics_history for r in grid]
     members = set()
     for h in histories:
@@ -250,12 +235,14 @@ def failover(heartbeat_s: float | None, key: str | None) -> dict[str, Any]:
             cluster.workers.pop(victim).wait(timeout=10)
             got["survivor"] = cluster.ident("w2" if victim == "w1" else "w1")
 
-        grid = _run(cluster, tuner, kill_and_wait, 180)
+        grid = cluster.run(tuner, kill_and_wait, 180)
+        tuner_hb = RunConfig().heartbeat_timeout_s if heartbeat_s is None else heartbeat_s
         (result,) = list(grid)
         after = [r for r in result.metrics_history if r["timestamp"] > got["killed"]]
     if not after or {r["member"] for r in after} != {got["survivor"]}:
         raise SystemExit("the trial did not report from the surviving worker after the kill")
-    return {"heartbeat_timeout_s": heartbeat_s or "default", "restart_s": round(got["restart"] - got["killed"], 3),
+    return {"heartbeat_timeout_s": tuner_hb, "default": heartbeat_s is None,
+            "restart_s": round(got["restart"] - got["killed"], 3),
             "first_result_s": round(after[0]["timestamp"] - got["killed"], 3), "failures": result.num_failures}
 
 
@@ -279,12 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         leftovers = _descendants(os.getpid())  # a leader that fit() left behind on an error
         for pid in leftovers:
-            print(f"# leftover: {pid} {open(f'/proc/{pid}/cmdline', 'rb').read()[:200]!r}", file=sys.stderr)
-        for pid in leftovers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         out["leftover_processes_killed"] = len(leftovers)
     out["machine"] = _common.machine()
     _common.emit(out)
