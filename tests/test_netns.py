@@ -143,7 +143,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
     storage = str(tmp_path / "res")
     port = _free_port(net.leader_ip)
     driver = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "_netns_driver.py"),
-                               f"{net.leader_ip}:{port}", storage, "4"],
+                               f"{net.leader_ip}:{port}", storage, "8"],
                               env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     workers: list[subprocess.Popen] = []
     try:
@@ -173,10 +173,19 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
         _wait_for(moved_off_a, 60, "the cut-off host's trial to run elsewhere")
         net.link("a", up=True)
         back_at = time.time()
+
+        def a_works_again() -> bool:  # 8 trials of 2.5 s on 2 one-CPU hosts: work is left for a
+            for f in (tmp_path / "res" / "ns").glob("*/result.json"):
+                rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+                if any(r.get("member") == tag_a and r["timestamp"] > back_at for r in rows):
+                    return True
+            return False
+
+        _wait_for(a_works_again, 60, "host a to get work again after its link came back")
         out, err = driver.communicate(timeout=180)
         assert driver.returncode == 0, err[-3000:]
         trials = json.loads(out.strip().splitlines()[-1])
-        assert [t["status"] for t in trials] == ["TERMINATED"] * 4
+        assert [t["status"] for t in trials] == ["TERMINATED"] * 8
         for t in trials:
             assert [h["training_iteration"] for h in t["history"]] == list(range(1, 26))
         moved = [t for t in trials if t["failures"]]
@@ -185,9 +194,8 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
             after = [h for h in t["history"] if h["timestamp"] > cut_at]
             assert after[0]["restored_from"] >= 2  # resumed from its checkpoint
             print(f"link cut -> trial running again: {after[0]['timestamp'] - cut_at:.1f}s")
-        used_after = {h["member"] for t in trials for h in t["history"] if h["timestamp"] > back_at + 1}
-        assert tag_a in used_after or all(h["timestamp"] < back_at + 1 for t in trials for h in t["history"][-1:]), \
-            "host a never got work again after its link came back"
+        used_after = {h["member"] for t in trials for h in t["history"] if h["timestamp"] > back_at}
+        assert tag_a in used_after, "host a never got work again after its link came back"
         print(f"members used after the link came back: {sorted(used_after)} (ip a = {ip_a})")
     finally:
         for w in workers:
