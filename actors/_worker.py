@@ -65,6 +65,19 @@ def _check_bind(bind: str | None, key_file: str | None) -> None:
                           "reaches (default: the one on the route to the leader); see docs/security.md")
 
 
+def _listen_and_advertise(bind: str | None, leader_host: str) -> str:
+    """Where the worker listens (returned) and, in $THESPIAN_BASE_IPADDR, the address it gives the
+    leader: with ``--bind 0.0.0.0`` it listens everywhere but advertises the address on the route
+    to the leader (0.0.0.0 is nobody's address)."""
+    addr = bind.strip("[]") if bind else _route_addr(leader_host)
+    if addr in _EVERY_INTERFACE:
+        os.environ["THESPIAN_BASE_IPADDR"] = _route_addr(leader_host)
+        os.environ["AUDITION_BIND_ADDR"] = ""  # Thespian's own default: every interface
+        return "0.0.0.0"
+    os.environ["THESPIAN_BASE_IPADDR"] = os.environ["AUDITION_BIND_ADDR"] = addr
+    return addr
+
+
 def run_worker(leader: str, bind: str | None = None, port: int | None = None, cpus: float | None = None,
                resources: str | None = None, member_id: str | None = None,
                stop: threading.Event | None = None, key_file: str | None = None) -> int:
@@ -81,9 +94,7 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     lhost, lport = parse_host_port(leader, what="--leader")
     _check_bind(bind, key_file)
     res = parse_resources_arg(cpus, resources)
-    addr = bind.strip("[]") if bind else _route_addr(lhost)
-    os.environ["THESPIAN_BASE_IPADDR"] = addr
-    os.environ["AUDITION_BIND_ADDR"] = addr
+    addr = _listen_and_advertise(bind, lhost)
     _bind_loopback()
     _authenticate(addr, key_file)
     try:
@@ -105,8 +116,9 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
         signal.signal(signal.SIGTERM, on_signal)
     asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
     try:
-        print(f"audition worker {ident}: admin {addr}:{port}, resources {res}, leader {lhost}:{lport}",
-              flush=True)
+        advertised = os.environ["THESPIAN_BASE_IPADDR"]
+        where = f"{advertised}:{port}" + (f" (listening on {addr})" if addr != advertised else "")
+        print(f"audition worker {ident}: admin {where}, resources {res}, leader {lhost}:{lport}", flush=True)
         while not stop.wait(0.5):
             pass
         print(f"audition worker {ident}: shutting down", flush=True)

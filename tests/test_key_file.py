@@ -103,6 +103,36 @@ def test_worker_with_key_file_joins_leader_keyed_by_env(leader: Server, tmp_path
         _kill_family(tag)
 
 
+def test_worker_bound_to_every_interface_advertises_a_reachable_address(leader: Server, tmp_path: Path) -> None:
+    """--bind 0.0.0.0 listens everywhere but registers the address on the route to the leader."""
+    import psutil
+
+    key_file = _key_file(tmp_path, KEY + "\n")
+    tag = f"keyfile-any-{uuid.uuid4().hex[:8]}"
+    port = free_port()
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{leader.ready['admin_port']}",
+             "--bind", "0.0.0.0", "--port", str(port), "--cpus", "1", "--id", tag, "--key-file", key_file],
+            cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        joined = _wait_for(lambda: _joined(leader, port), 30, "the every-interface worker to join the leader")
+        assert joined, "joined"
+        listening = {c.laddr.ip for c in psutil.net_connections("tcp4")
+                     if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+        assert listening == {"0.0.0.0"}, listening
+        assert f"admin 127.0.0.1:{port} (listening on 0.0.0.0)" in log_path.read_text()
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0, log_path.read_text()
+        _wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=10)
+        _kill_family(tag)
+
+
 @pytest.mark.slow
 def test_worker_with_wrong_key_file_is_rejected(leader: Server, tmp_path: Path) -> None:
     key_file = _key_file(tmp_path, WRONG_KEY)
@@ -177,3 +207,27 @@ def test_key_file_loading_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("AUDITION_CLUSTER_KEY", KEY)
     with pytest.raises(ConfigError, match="only one way"):
         load_key_file(path)
+
+
+def test_every_interface_bind_advertises_the_route_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Thespian puts in the worker's admin address (the one the leader dials) after
+    ``--bind 0.0.0.0``: this machine's address towards the leader, never 0.0.0.0."""
+    import socket
+
+    from thespian.system.transport.IPBase import IPActorAddress
+
+    from actors._worker import _listen_and_advertise, _route_addr
+
+    monkeypatch.setenv("THESPIAN_BASE_IPADDR", "")
+    monkeypatch.setenv("AUDITION_BIND_ADDR", "")
+    for leader in ("127.0.0.1", "192.0.2.200"):
+        try:
+            route = _route_addr(leader)
+        except OSError:
+            continue  # no route to that network on this machine
+        assert _listen_and_advertise("0.0.0.0", leader) == "0.0.0.0"
+        port = free_port()
+        a = IPActorAddress(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, None, port, external=True)
+        assert a.sockname == (route, port) and route != "0.0.0.0"
+        assert _listen_and_advertise("127.0.0.1", leader) == "127.0.0.1"
+        assert os.environ["THESPIAN_BASE_IPADDR"] == os.environ["AUDITION_BIND_ADDR"] == "127.0.0.1"
