@@ -107,6 +107,19 @@ def _fit_in_thread(tuner: Tuner, out: dict) -> threading.Thread:
     return t
 
 
+def _fit_with_workers(cluster: Cluster, tuner: Tuner, workers: list[tuple[str, int]],
+                      timeout_s: float = 120) -> dict:
+    """``fit()`` as the leader; once it listens, start ``workers`` (name, cpus); wait for the end."""
+    out: dict = {}
+    thread = _fit_in_thread(tuner, out)
+    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    for name, cpus in workers:
+        cluster.start_worker(name, cpus=cpus)
+    thread.join(timeout=timeout_s)
+    assert not thread.is_alive(), "fit() did not finish"
+    return out
+
+
 def _intervals_overlap(spans: list[tuple[float, float]]) -> bool:
     spans = sorted(spans)
     return any(b[0] < a[1] - 1e-3 for a, b in itertools.pairwise(spans))
@@ -118,22 +131,13 @@ def test_trials_land_on_every_member_and_respect_resources(cluster, storage_dir,
                   tune_config=TuneConfig(metric="loss", mode="min"),
                   run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
                                        leader_runs_trials=False, verbose=0))
-    out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
-    cluster.start_worker("a")
-    cluster.start_worker("b")
-    thread.join(timeout=90)
-    assert not thread.is_alive(), "fit() did not finish"
+    out = _fit_with_workers(cluster, tuner, [("a", 1), ("b", 1)], timeout_s=90)
     assert "error" not in out, out.get("error")
     grid = out["grid"]
     assert [r.status for r in grid] == [TrialStatus.TERMINATED] * 6
-    members: dict[str, list[tuple[float, float]]] = {}
     for r in grid:
-        h = r.metrics_history
-        assert [x["training_iteration"] for x in h] == [1, 2, 3, 4, 5]
-        (member,) = {x["member"] for x in h}
-        members.setdefault(member, []).append((h[0]["timestamp"] - h[0]["time_this_iter_s"], h[-1]["timestamp"]))
+        assert [x["training_iteration"] for x in r.metrics_history] == [1, 2, 3, 4, 5]
+    members = _members_of(grid)
     assert set(members) == {f"a-{cluster.tag}", f"b-{cluster.tag}"}
     for spans in members.values():  # 1 CPU each: never two trials at once on one member
         assert not _intervals_overlap(spans)
@@ -247,12 +251,7 @@ def test_leader_runs_trials_next_to_a_worker(cluster, storage_dir, no_leaks):
                   tune_config=TuneConfig(metric="loss", mode="min"),
                   run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
                                        verbose=0))
-    out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
-    cluster.start_worker("a")
-    thread.join(timeout=120)
-    assert not thread.is_alive(), "fit() did not finish"
+    out = _fit_with_workers(cluster, tuner, [("a", 1)])
     assert "error" not in out, out.get("error")
     assert [r.status for r in out["grid"]] == [TrialStatus.TERMINATED] * 8
     members = _members_of(out["grid"])
@@ -271,13 +270,7 @@ def test_with_resources_picks_the_member_big_enough(cluster, storage_dir, no_lea
                   tune_config=TuneConfig(metric="loss", mode="min"),
                   run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
                                        leader_runs_trials=False, verbose=0))
-    out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
-    cluster.start_worker("small", cpus=1)
-    cluster.start_worker("big", cpus=2)
-    thread.join(timeout=120)
-    assert not thread.is_alive(), "fit() did not finish"
+    out = _fit_with_workers(cluster, tuner, [("small", 1), ("big", 2)])
     assert "error" not in out, out.get("error")
     members = _members_of(out["grid"])
     assert set(members) == {f"big-{cluster.tag}"}, members
@@ -295,12 +288,7 @@ def test_trial_no_member_can_ever_hold_fails_the_experiment(cluster, storage_dir
                   tune_config=TuneConfig(metric="loss", mode="min"),
                   run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
                                        leader_runs_trials=False, verbose=0, placement_timeout_s=2.0))
-    out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
-    cluster.start_worker("a")
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "fit() hung on a trial no member can hold"
+    out = _fit_with_workers(cluster, tuner, [("a", 1)], timeout_s=60)  # fails if fit() hangs
     err = out.get("error")
     assert isinstance(err, TuneError), out
     assert "no member can ever run a trial needing" in str(err) and "gpu" in str(err), err
