@@ -78,17 +78,24 @@ def _joined(leader: Server, port: int) -> list[Any]:
     return [u for u in leader.request("updates")["updates"] if f":{port})" in u[0] and u[2]]
 
 
-def test_worker_with_key_file_joins_leader_keyed_by_env(leader: Server, tmp_path: Path) -> None:
-    assert leader.ready["auth"]
+def _keyed_worker(leader: Server, tmp_path: Path, name: str,
+                  bind: str) -> tuple[str, int, Path, subprocess.Popen[bytes]]:
+    """``audition worker --key-file`` joining ``leader``; (its --id, its port, its log, the process)."""
     key_file = _key_file(tmp_path, KEY + "\n")
-    tag = f"keyfile-worker-{uuid.uuid4().hex[:8]}"
+    tag = f"keyfile-{name}-{uuid.uuid4().hex[:8]}"
     port = free_port()
     log_path = tmp_path / "worker.log"
     with open(log_path, "w") as log:
         worker = subprocess.Popen(
             [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{leader.ready['admin_port']}",
-             "--bind", "127.0.0.1", "--port", str(port), "--cpus", "1", "--id", tag, "--key-file", key_file],
+             "--bind", bind, "--port", str(port), "--cpus", "1", "--id", tag, "--key-file", key_file],
             cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    return tag, port, log_path, worker
+
+
+def test_worker_with_key_file_joins_leader_keyed_by_env(leader: Server, tmp_path: Path) -> None:
+    assert leader.ready["auth"]
+    tag, port, log_path, worker = _keyed_worker(leader, tmp_path, "worker", "127.0.0.1")
     try:
         _wait_for(lambda: _joined(leader, port), 30, "the --key-file worker to join the leader")
         assert "rejected frame" not in leader.log(), leader.log()[-3000:]
@@ -107,15 +114,7 @@ def test_worker_bound_to_every_interface_advertises_a_reachable_address(leader: 
     """--bind 0.0.0.0 listens everywhere but registers the address on the route to the leader."""
     import psutil
 
-    key_file = _key_file(tmp_path, KEY + "\n")
-    tag = f"keyfile-any-{uuid.uuid4().hex[:8]}"
-    port = free_port()
-    log_path = tmp_path / "worker.log"
-    with open(log_path, "w") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{leader.ready['admin_port']}",
-             "--bind", "0.0.0.0", "--port", str(port), "--cpus", "1", "--id", tag, "--key-file", key_file],
-            cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    tag, port, log_path, worker = _keyed_worker(leader, tmp_path, "any", "0.0.0.0")
     try:
         joined = _wait_for(lambda: _joined(leader, port), 30, "the every-interface worker to join the leader")
         assert joined, "joined"
