@@ -60,7 +60,6 @@ class CallbackDispatcher:
         self.trials: dict[str, TrialSnapshot] = {}
         self.iteration = 0
         self.received = 0
-        self.ended = False
 
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
@@ -89,10 +88,7 @@ class CallbackDispatcher:
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
 
     def end(self) -> None:
-        """``on_experiment_end`` once, whether the run finished, failed or was interrupted."""
-        if self.ended:
-            return
-        self.ended = True
+        """``on_experiment_end``; ``fit()`` calls it once, whether the run finished, failed or was interrupted."""
         for cb in self.callbacks:
             try:
                 cb.on_experiment_end(list(self.trials.values()))

@@ -99,12 +99,7 @@ class Tuner:
         scheduler.set_search_properties(tc.metric, tc.mode)
         self._scheduler = _dumps(scheduler, "scheduler")
         self._stopper = make_stopper(rc.stop)
-        from actors._callbacks import Callback
-
-        for cb in rc.callbacks or []:
-            if not isinstance(cb, Callback):
-                raise ConfigError(f"RunConfig(callbacks=...) takes actors.Callback instances, got "
-                                  f"{type(cb).__name__}; subclass actors.Callback")
+        _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         _dumps((searcher, self._stopper), "search algorithm or stopper")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
         self._system = rc.system
@@ -203,11 +198,9 @@ class Tuner:
                 finished = self._run_system(asys, spec)
         finally:
             self._reporter.close()
-            if finished is None:  # interrupted or the controller went silent: callbacks still hear the end
-                self._dispatcher.end()
+            self._dispatcher.end()  # also when interrupted or the controller went silent
         if finished is None:
             raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
-        self._dispatcher.end()
         counts: dict[str, int] = {}
         for t in finished.trials:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1
@@ -294,18 +287,23 @@ class Tuner:
         the experiment: pass the ones the resumed run should have (default: none)."""
         import dataclasses
 
-        from actors._callbacks import Callback
         from actors._restore import restore_tuner
 
-        for cb in callbacks or []:  # refused before storage is touched
-            if not isinstance(cb, Callback):
-                raise ConfigError(f"Tuner.restore(callbacks=...) takes actors.Callback instances, got "
-                                  f"{type(cb).__name__}; subclass actors.Callback")
+        _check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
         tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
                               storage_options)
         if callbacks:
             tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
         return tuner
+
+
+def _check_callbacks(callbacks: list[Any] | None, where: str) -> None:
+    from actors._callbacks import Callback
+
+    for cb in callbacks or []:
+        if not isinstance(cb, Callback):
+            raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
+                              "subclass actors.Callback")
 
 
 def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
