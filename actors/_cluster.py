@@ -161,7 +161,7 @@ class ClusterMixin:
         assert self.spec is not None
         s = self.spec
         rec = self.table.get(trial_id)
-        member = self._choose_member(self._need())
+        member = self.placement.choose(self._need(), self.lost)
         if member is None:  # the room it was chosen for is gone (a member was lost meanwhile)
             self.table.unstart(trial_id)
             return
@@ -245,20 +245,8 @@ class ClusterMixin:
             if now - self.last_beat.get(member_id, now) > timeout:
                 self._member_gone(member_id, f"no heartbeat for {timeout:.0f}s")
 
-    def _choose_member(self, need: dict[str, float]) -> str | None:
-        ok = [m for m in self.placement.members.values() if m.member_id not in self.lost and m.fits(need)]
-        if not ok:
-            return None
-        return max(ok, key=lambda m: (m.free("cpu"), m.member_id)).member_id
-
     def _free_slots(self, need: dict[str, float]) -> int:
-        total = 0
-        for m in self.placement.members.values():
-            if m.member_id in self.lost:
-                continue
-            n = min((int(m.free(k) // v) for k, v in need.items() if v > 0), default=0)
-            total += max(0, n)
-        return total
+        return self.placement.free_slots(need, self.lost)
 
 
 __all__ = ["ClusterMixin", "MemberProbe"]

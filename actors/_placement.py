@@ -58,9 +58,9 @@ class Placement:
             self.where.pop(t, None)
         return sorted(m.trials)
 
-    def choose(self, need: dict[str, float]) -> str | None:
-        """The member with room for ``need`` and the most free CPU, or None."""
-        ok = [m for m in self.members.values() if m.fits(need)]
+    def choose(self, need: dict[str, float], lost: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """The member not in ``lost`` with room for ``need`` and the most free CPU, or None."""
+        ok = [m for m in self.members.values() if m.member_id not in lost and m.fits(need)]
         if not ok:
             return None
         return max(ok, key=lambda m: (m.free("cpu"), m.member_id == LOCAL, m.member_id)).member_id
@@ -81,10 +81,12 @@ class Placement:
             m.used[k] = max(0.0, m.used.get(k, 0.0) - v)
         m.trials.discard(trial_id)
 
-    def free_slots(self, need: dict[str, float]) -> int:
-        """How many more trials of size ``need`` fit right now, over all members."""
+    def free_slots(self, need: dict[str, float], lost: set[str] | frozenset[str] = frozenset()) -> int:
+        """How many more trials of size ``need`` fit right now, over all members not in ``lost``."""
         total = 0
         for m in self.members.values():
+            if m.member_id in lost:
+                continue
             n = min((int(m.free(k) // v) for k, v in need.items() if v > 0), default=0)
             total += max(0, n)
         return total

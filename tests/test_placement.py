@@ -139,3 +139,13 @@ def test_member_restarted_with_same_id_keeps_its_new_registration() -> None:
     assert "w1" not in c.host.lost and c.host.placement.choose({"cpu": 1.0}) == "w1"
     c.update("w1", "addr-2", False)  # the current one leaves: now it is gone
     assert "w1" in c.host.lost
+
+
+def test_lost_members_get_no_trials() -> None:
+    p = Placement()
+    p.add("a", {"cpu": 4})
+    p.add("b", {"cpu": 1})
+    need = {"cpu": 1.0}
+    assert p.choose(need) == "a" and p.free_slots(need) == 5
+    assert p.choose(need, {"a"}) == "b" and p.free_slots(need, {"a"}) == 1
+    assert p.choose(need, {"a", "b"}) is None and p.free_slots(need, {"a", "b"}) == 0
