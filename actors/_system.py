@@ -49,7 +49,8 @@ def _start_authentication(host: str) -> None:
 
     Fork-started admin, logger and actors inherit the patch (see actors/_auth.py, docs/security.md).
     """
-    from actors._auth import ENV_KEY, ENV_KEY_FILE, enable_from_environment
+    from actors._auth import enable_from_environment
+    from actors._auth_keys import ENV_KEY, ENV_KEY_FILE
 
     if enable_from_environment() or host.startswith("127."):
         return

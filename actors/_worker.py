@@ -48,7 +48,8 @@ def _authenticate(host: str, key_file: str | None) -> None:
     if key_file is None:
         _start_authentication(host)
         return
-    from actors._auth import enable_authentication, load_key_file
+    from actors._auth import enable_authentication
+    from actors._auth_keys import load_key_file
 
     enable_authentication(load_key_file(key_file))
 
@@ -57,7 +58,7 @@ def _check_bind(bind: str | None, key_file: str | None) -> None:
     """``--bind`` every interface only with a cluster key (any process that reaches the port could run code)."""
     if bind is None or bind.strip("[]") not in _EVERY_INTERFACE:
         return
-    from actors._auth import ENV_KEY, ENV_KEY_FILE
+    from actors._auth_keys import ENV_KEY, ENV_KEY_FILE
 
     if key_file is None and not (os.environ.get(ENV_KEY) or os.environ.get(ENV_KEY_FILE)):
         raise ConfigError(f"--bind {bind!r} listens on every interface and needs a cluster key: pass --key-file "
@@ -145,7 +146,7 @@ def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = 
 
     host, port = parse_host_port(leader, what="--leader")
     if key_file is not None:
-        from actors._auth import load_key_file
+        from actors._auth_keys import load_key_file
 
         load_key_file(key_file)  # a bad key file is reported before the leader is probed
     with socket.socket() as s:

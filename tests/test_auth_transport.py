@@ -302,7 +302,7 @@ def test_codec_tamper_stale_replay_and_version():
 
 
 def test_key_loading(tmp_path: Any):
-    from actors._auth import load_cluster_key
+    from actors._auth_keys import load_cluster_key
     from actors._errors import ConfigError
 
     assert load_cluster_key({}) is None

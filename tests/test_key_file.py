@@ -180,7 +180,7 @@ def test_bind_every_interface_needs_a_key() -> None:
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads a 0000 file")
 def test_unreadable_key_file(tmp_path: Path) -> None:
-    from actors._auth import load_key_file
+    from actors._auth_keys import load_key_file
     from actors._errors import ConfigError
 
     path = _key_file(tmp_path, KEY, mode=0o000)
@@ -190,7 +190,7 @@ def test_unreadable_key_file(tmp_path: Path) -> None:
 
 def test_key_file_loading_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 caplog: pytest.LogCaptureFixture) -> None:
-    from actors._auth import load_key_file
+    from actors._auth_keys import load_key_file
     from actors._errors import ConfigError
 
     monkeypatch.delenv("AUDITION_CLUSTER_KEY", raising=False)
