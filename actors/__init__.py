@@ -30,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "TuneError": "actors._errors",
     "with_resources": "actors._config",
     "Callback": "actors._callbacks",
+    "LoggerCallback": "actors._loggers",
+    "JsonLoggerCallback": "actors._loggers",
+    "CSVLoggerCallback": "actors._loggers",
     "TBXLoggerCallback": "actors._loggers",
 }
 

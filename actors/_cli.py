@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plot", help="learning curves of every trial, as a PNG",
                        description="Plot a metric of every trial against training_iteration into a PNG, marking "
-                       "restarts (pause, retry, restore), PBT exploits, trials stopped early and errors. "
+                       "where the scheduler paused, stopped or exploited a trial (as the engine recorded "
+                       "it), failed runs and errors. "
                        "Needs matplotlib: pip install 'audition[plot]'.",
                        epilog="example: audition plot s3://bucket/runs/my_run --metric loss --out loss.png")
     p.add_argument("url", metavar="URL", help=_URL_HELP)
@@ -171,8 +172,8 @@ def _plot(args: argparse.Namespace) -> int:
     require_matplotlib()
     exp = open_experiment(args.url, parse_storage_options(args.storage_options))
     drawn = plot_curves(exp, args.metric, args.out, x=args.x, log_y=args.log_y)
-    names = {"restart": "restart(s)", "exploit": "PBT exploit(s)", "stopped": "stopped early", "paused": "paused",
-             "error": "in ERROR"}
+    names = {"pause": "pause(s)", "exploit": "PBT exploit(s)", "stop": "stopped by the scheduler",
+             "failure": "failed run(s)", "paused": "paused", "error": "in ERROR"}
     marks = ", ".join(f"{n} {names[k]}" for k, n in drawn.items() if k in names)
     print(f"wrote {drawn['out']}: {drawn['trials']} trials" + (f" ({marks})" if marks else ""))
     return 0
@@ -198,7 +199,7 @@ def _resume(args: argparse.Namespace) -> int:
 def _use_key_file(path: str) -> None:
     """The restored leader (and a helper that shuts an orphaned system down) read the key from
     the environment, as a leader started by ``fit()`` does."""
-    from actors._auth import ENV_KEY, ENV_KEY_FILE, load_key_file
+    from actors._auth_keys import ENV_KEY, ENV_KEY_FILE, load_key_file
     from actors._errors import ConfigError
 
     load_key_file(path)  # a missing or world-readable file is reported before anything starts
@@ -213,6 +214,7 @@ def _print_table(exp: Any, metric: str | None, mode: str | None, as_json: bool) 
 
     best = best_trial(exp, metric, mode)
     if as_json:
+        marks = exp.marks()
         doc = {
             "experiment": exp.name, "path": exp.path, "trainable": exp.trainable_name, "metric": metric,
             "mode": mode, "state_written_at": exp.state.get("written_at"), "counts": exp.counts(),
@@ -222,7 +224,8 @@ def _print_table(exp: Any, metric: str | None, mode: str | None, as_json: bool) 
             "trials": [{"trial_id": t["trial_id"], "status": t["status"], "config": t["config"],
                         "last_result": t["last_result"], "num_failures": t.get("num_failures", 0),
                         "error": _first_line(t.get("error")),
-                        "checkpoint_iteration": (t.get("checkpoint") or {}).get("iteration")} for t in exp.trials],
+                        "checkpoint_iteration": (t.get("checkpoint") or {}).get("iteration"),
+                        "marks": [m.to_dict() for m in marks[t["trial_id"]]]} for t in exp.trials],
             "notes": exp.notes,
         }
         print(json.dumps(_finite(doc), indent=2, allow_nan=False, default=str))
@@ -287,7 +290,7 @@ def _cell(value: Any, fmt: str = ".4g") -> str:
 
 
 def _config_text(config: dict[str, Any], limit: int) -> str:
-    from storage._results import flatten
+    from storage import flatten
 
     text = ", ".join(f"{k}={_cell(v)}" for k, v in flatten(config).items()) or "{}"
     return text if len(text) <= limit else text[: limit - 3] + "..."

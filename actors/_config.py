@@ -124,6 +124,8 @@ class RunConfig:
     # multi-host: how long pending trials may wait for a member big enough to ever hold one
     # (workers may still be joining) before the experiment fails
     placement_timeout_s: float = 30.0
+    # rows of the live progress table (Ray Tune's CLIReporter default); the rest are counted
+    max_progress_rows: int = 20
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
@@ -142,6 +144,10 @@ class RunConfig:
                 raise ConfigError(f"RunConfig({knob}={value!r}): use seconds > 0")
         if self.verbose not in (0, 1, 2):
             raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0, 1 or 2")
+        rows = self.max_progress_rows
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise ConfigError(f"RunConfig(max_progress_rows={rows!r}): use an int >= 1 "
+                              "(how many trials the live progress table shows; default 20)")
 
 
 def default_cpus() -> int:

@@ -23,15 +23,17 @@ from thespian.actors import (
 )
 
 from actors._cluster import ClusterMixin
+from actors._controller_end import EndMixin
 from actors._controller_io import ExperimentIO
 from actors._controller_progress import ProgressMixin
 from actors._controller_sched import SchedulerLinkMixin
 from actors._lifecycle import Effect, EffectKind, TrialTable
+from actors._logger_host import LoggerFailed
 from actors._proc import die_with_parent
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
 from actors._spec import ExperimentSpec
-from actors._system import pid_alive, shutdown_orphaned_system
+from actors._system import pid_alive
 from actors._trial import TrialStatus
 from actors.messages import (
     AbortExperiment,
@@ -41,7 +43,6 @@ from actors.messages import (
     ClusterStatusRequest,
     EndReason,
     EventType,
-    ExperimentFinished,
     HookKind,
     SchedulerAction,
     SchedulerSetup,
@@ -56,10 +57,9 @@ from actors.messages import (
 )
 
 # How long an abort waits for the scheduler's state before ending without it.
-ABORT_SAVE_TIMEOUT_S = 5.0
 
 
-class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorTypeDispatcher):
+class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         die_with_parent()
@@ -92,6 +92,8 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
         # A bug here must end the experiment with a message, never leave the driver waiting.
         try:
             super().receiveMessage(msg, sender)
+        except LoggerFailed as exc:
+            self._abort(f"{exc}; what was written before is kept")
         except Exception as exc:
             self._abort(f"internal error in the controller handling {type(msg).__name__}: {exc!r}\n"
                         f"{traceback.format_exc()}")
@@ -356,55 +358,6 @@ class ControllerActor(SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorType
             rec = self.table.add(trial_id, config)
             self.io.on_add(rec)
             self._call(HookKind.ADD, trial_id)
-
-    # ------------------------------------------------------------------ the end
-    def _save_state(self) -> None:
-        """Snapshot the table and ask the scheduler for its state: written together when it answers."""
-        assert self.spec is not None
-        self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
-
-    def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
-        """End the experiment early, keeping it resumable.
-
-        The table is frozen as it is *before* every trial is stopped, and the scheduler is asked
-        for its state at that same moment; the run ends when that state is written (or after
-        ``ABORT_SAVE_TIMEOUT_S`` without it), so ``Tuner.restore`` continues where it stopped.
-        """
-        if self.finished or self.abort_save is not None:
-            return
-        self.error = reason
-        self.searcher_done = True
-        tag = None
-        if self.spec is not None and hasattr(self, "io"):
-            tag = self._call(HookKind.SAVE, None) if self.ready and scheduler_alive else None
-            self.io.freeze(self.table, self.spec.searcher, self.suggested, tag)
-        self._run(self.table.abort_all())
-        if tag is None:
-            self._finish(reason)
-        else:
-            self.abort_save = tag
-            self.abort_deadline = time.monotonic() + ABORT_SAVE_TIMEOUT_S
-
-    def _finish(self, error: str | None) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        summaries: tuple[Any, ...] = ()
-        try:
-            if self.spec is not None:
-                self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
-                self.io.close(final=True)
-                summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
-        except Exception as exc:
-            error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
-        if self.driver is not None:
-            self._flush_events()
-            self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at,
-                                                      self.event_seq))
-        for actor in [*self.actor_of.values(), *(a for a, _ in self.idle)]:
-            self.send(actor, ActorExitRequest())
-        if self.orphaned and self.spec is not None and self.spec.admin_port:
-            shutdown_orphaned_system(self.spec.admin_port)
 
 
 def _is_finished(config: Any) -> bool:

@@ -18,12 +18,12 @@ from typing import Any
 import cloudpickle
 
 from actors._lifecycle import TrialRecord, TrialTable
+from actors._logger_host import ControllerLoggers, LoggerFailed
 from actors._spec import ExperimentSpec
 from actors._trial import TrialStatus
 from actors.messages import CheckpointRef, TrialSummary
 from storage import (
     ExperimentLayout,
-    ResultWriter,
     StorageContext,
     delete_checkpoint,
     write_experiment_state,
@@ -45,7 +45,8 @@ class ExperimentIO:
         self.clock = clock
         self.ctx = StorageContext(spec.storage_url, spec.storage_options)
         self.layout = ExperimentLayout(self.ctx, spec.name)
-        self.writers: dict[str, ResultWriter] = {}
+        # result.json, progress.csv and any other in_controller logger: written as results arrive
+        self.loggers = ControllerLoggers(spec.loggers, self.ctx, self.layout)
         self.logged_iter: dict[str, int] = {}
         self.ckpts: dict[str, list[CheckpointRef]] = {}
         self.max_index: dict[str, int] = {}
@@ -72,6 +73,7 @@ class ExperimentIO:
         Always called once at start: it also hands this object the live table, whose
         checkpoints retention must never delete.
         """
+        from actors._marks import marks_from_rows
         from actors._restore import prepare_storage
 
         self.table = table
@@ -93,6 +95,7 @@ class ExperimentIO:
             rec.num_failures = row["num_failures"]
             rec.error = row.get("error")
             rec.traceback = row.get("traceback")
+            rec.marks = marks_from_rows(row.get("marks", []))  # absent in states written before marks
             ck = row.get("checkpoint")
             rec.checkpoint = CheckpointRef(**ck) if ck else None
             rec.iteration = rec.checkpoint.iteration if rec.checkpoint else int(
@@ -115,8 +118,9 @@ class ExperimentIO:
     def on_start(self, rec: TrialRecord) -> None:
         """A (re)start from ``rec.checkpoint``: drop logged iterations after it."""
         logged = self.logged_iter.get(rec.trial_id, 0)
-        if logged > rec.iteration:
-            self._writer(rec.trial_id).truncate(rec.iteration)
+        rewind = rec.iteration if logged > rec.iteration else None
+        self.loggers.start(rec.snapshot(), rewind)
+        if rewind is not None:
             self.logged_iter[rec.trial_id] = rec.iteration
         if rec.clone is None and rec.extra_result.get("pbt_exploit"):
             write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
@@ -131,7 +135,10 @@ class ExperimentIO:
                     return (f"trial {rec.trial_id} reported a result without the metric {metric!r} "
                             f"(it reported {user_keys}); report {metric!r} in every result or change "
                             "TuneConfig(metric=...)")
-        self._writer(rec.trial_id).append(list(results))
+        try:
+            self.loggers.results(rec.snapshot(), list(results))
+        except LoggerFailed as exc:
+            return f"{exc}; what was written before is kept"
         self.logged_iter[rec.trial_id] = int(results[-1].get("training_iteration", 0))
         return None
 
@@ -195,16 +202,8 @@ class ExperimentIO:
         write_text(self.ctx, self.layout.error_file(rec.trial_id), f"{error}\n\n{tb}")
 
     def on_finished(self, rec: TrialRecord) -> None:
-        w = self.writers.pop(rec.trial_id, None)
-        if w is not None:
-            w.close()
+        self.loggers.end(rec.snapshot(), failed=rec.status is TrialStatus.ERROR)
         self.ckpts.pop(rec.trial_id, None)
-
-    def _writer(self, trial_id: str) -> ResultWriter:
-        w = self.writers.get(trial_id)
-        if w is None:
-            w = self.writers[trial_id] = ResultWriter(self.ctx, self.layout, trial_id)
-        return w
 
     # ------------------------------------------------------------------ experiment state
     def state_due(self) -> bool:
@@ -267,8 +266,7 @@ class ExperimentIO:
         retired = sorted({c.path for c in self.deferred if c.path not in keep})
         state = dict(self.pending_table, scheduler=_b64(self.sched_blob), retired=retired)
         self.pending_table = None
-        for w in self.writers.values():
-            w.flush()  # rows first: a state never names results that are not in storage
+        self.loggers.flush()  # rows first: a state never names results that are not in storage
         started = time.perf_counter()
         write_experiment_state(self.ctx, self.layout, state)
         self.write_cost += time.perf_counter() - started
@@ -286,12 +284,11 @@ class ExperimentIO:
                 "time_total_s": r.checkpoint.time_total_s, "metrics": r.checkpoint.metrics},
             "logged_iteration": self.logged_iter.get(r.trial_id, 0),
             "max_index": self.max_index.get(r.trial_id, -1),
+            "marks": [m.to_dict() for m in r.marks],
         }
 
     def close(self, final: bool) -> None:
-        for w in self.writers.values():
-            w.close()
-        self.writers.clear()
+        self.loggers.close()
         self._write_state()
 
     def summary(self, r: TrialRecord) -> TrialSummary:

@@ -6,8 +6,10 @@ second, events in batches of up to 500, so callbacks and the live table cost the
 
 from __future__ import annotations
 
+import heapq
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from actors._trial import TrialStatus
 from actors.messages import EventType, ExperimentProgress, ProgressRow, TrialEvent, TrialEvents
@@ -24,6 +26,57 @@ def error_summary(error: str | None, traceback: str | None, width: int = 80) -> 
         where = frames[-1]
         lines.append(where if len(where) <= width else "..." + where[-(width - 3):])
     return "\n".join(lines)
+
+
+class _Row(Protocol):
+    @property
+    def status(self) -> TrialStatus: ...
+    @property
+    def last_result(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Row)
+
+# the live table's row order: what needs attention (running, failed, waiting) before what is done
+SHOWN_FIRST = (TrialStatus.RUNNING, TrialStatus.ERROR, TrialStatus.PAUSED, TrialStatus.PENDING)
+
+
+def choose_rows(trials: Iterable[R], limit: int, metric: str | None,
+                mode: str | None) -> tuple[list[R], dict[str, int]]:
+    """The trials the live table shows (at most ``limit``) and how many of each status it hides.
+
+    Order: RUNNING, ERROR, PAUSED, PENDING (each in table order, i.e. oldest first), then
+    TERMINATED best first by ``metric`` (lowest for ``mode`` "min", else highest, like the title's
+    best; trials without the metric last). When the unfinished trials fill every row, the last one
+    still goes to the best TERMINATED trial that has the metric (if ``limit`` >= 2), so the
+    finished best stays in view.
+    Runs about once a second over the whole trial table: one pass keeping at most ``limit`` per
+    unfinished status plus a bounded heap over the terminated ones, O(n log limit), no full sort.
+    """
+    firsts: dict[TrialStatus, list[R]] = {s: [] for s in SHOWN_FIRST}
+    done: list[tuple[int, R]] = []
+    counts: dict[TrialStatus, int] = {}
+    for i, rec in enumerate(trials):
+        counts[rec.status] = counts.get(rec.status, 0) + 1
+        if rec.status is TrialStatus.TERMINATED:
+            done.append((i, rec))
+        elif len(bucket := firsts.setdefault(rec.status, [])) < limit:
+            bucket.append(rec)
+
+    def rank(item: tuple[int, R]) -> tuple[int, float, int]:
+        value = item[1].last_result.get(metric) if metric else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            return (1, 0.0, item[0])
+        return (0, value if mode == "min" else -value, item[0])
+
+    shown = [rec for bucket in firsts.values() for rec in bucket][:limit]
+    best = heapq.nsmallest(max(limit - len(shown), 1), done, key=rank)
+    if len(shown) == limit and limit >= 2 and best and rank(best[0])[0] == 0:
+        shown = shown[:-1]
+    shown += [rec for _, rec in best[:limit - len(shown)]]
+    for rec in shown:
+        counts[rec.status] -= 1
+    return shown, {s.value: n for s, n in counts.items() if n}
 
 
 class ProgressMixin:
@@ -44,7 +97,6 @@ class ProgressMixin:
         assert self.spec is not None
         metric, mode = self.spec.metric, self.spec.mode
         counts: dict[str, int] = {}
-        rows: list[ProgressRow] = []
         best, best_trial = None, None
         for rec in self.table.trials.values():
             counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
@@ -52,11 +104,12 @@ class ProgressMixin:
             if isinstance(value, (int, float)) and value == value and (
                     best is None or (value < best if mode == "min" else value > best)):
                 best, best_trial = value, rec.trial_id
-            if len(rows) < 40 and (rec.status is not TrialStatus.TERMINATED):
-                rows.append(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration, value,
-                                        str(rec.last_result.get("member") or self.placement.where.get(rec.trial_id)
-                                            or ""), error_summary(rec.error, rec.traceback)))
-        return ExperimentProgress(counts, tuple(rows), time.time() - self.started_at, metric, best, best_trial)
+        chosen, hidden = choose_rows(self.table.trials.values(), self.spec.max_progress_rows, metric, mode)
+        rows = tuple(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration,
+                                 rec.last_result.get(metric) if metric else None,
+                                 str(rec.last_result.get("member") or self.placement.where.get(rec.trial_id) or ""),
+                                 error_summary(rec.error, rec.traceback)) for rec in chosen)
+        return ExperimentProgress(counts, rows, time.time() - self.started_at, metric, best, best_trial, hidden)
 
     def _event(self, kind: EventType, rec: Any, result: dict[str, Any] | None = None,
                checkpoint: str | None = None) -> None:
@@ -78,4 +131,4 @@ def _short(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in list(config.items())[:6] if isinstance(v, (int, float, str, bool))}
 
 
-__all__ = ["ProgressMixin"]
+__all__ = ["ProgressMixin", "choose_rows", "error_summary"]

@@ -1,7 +1,8 @@
 """Read an experiment back from storage for the CLI (``audition status|plot|resume``), running nothing.
 
-Everything comes from what the engine already writes: the trial table from the experiment state,
-metric, mode and trainable name from ``tuner.pkl``, histories from each trial's ``result.json``. A
+Everything comes from what the engine already writes: the trial table (with each trial's recorded
+pauses, stops and exploits, its ``marks``) from the experiment state, metric, mode and trainable
+name from ``tuner.pkl``, histories from each trial's ``result.json``. A
 location that is not an experiment gets one clear ``ConfigError`` saying what is there instead.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors._errors import ConfigError
+from actors._marks import Mark, marks_from_rows
 from actors._trial import TrialStatus
 from storage import PARAMS_NAME, RESULT_NAME, STATE_DIR_NAME, STATE_POINTER_NAME, TUNER_NAME
 
@@ -50,6 +52,10 @@ class Experiment:
 
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(str(t["status"]) for t in self.trials).items()))
+
+    def marks(self) -> dict[str, list[Mark]]:
+        """Every trial's recorded marks, oldest first (none for states written before marks existed)."""
+        return {t["trial_id"]: marks_from_rows(t.get("marks")) for t in self.trials}
 
     def histories(self) -> dict[str, list[dict[str, Any]]]:
         """Every trial's result rows (read in parallel: object stores are latency-bound)."""

@@ -12,6 +12,9 @@ Invariants (see docs/architecture.md):
   cannot lose a decision that arrives meanwhile;
 * a trial whose slot holds STOP never ends PAUSED; one holding PAUSE never
   continues past its next decision point.
+
+Each trial also keeps ``marks`` (see ``actors._marks``): the pauses, stops, exploits
+and failures as they took effect, for ``audition plot``. They never influence a transition.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from actors._marks import Mark, MarkKind, add_mark
 from actors._reducer import Decision, merge
 from actors._trial import TrialSnapshot, TrialStatus
 from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
@@ -77,6 +81,7 @@ class TrialRecord:
     error: str | None = None
     traceback: str | None = None
     extra_result: dict[str, Any] = field(default_factory=dict)
+    marks: list[Mark] = field(default_factory=list)
 
     def snapshot(self) -> TrialSnapshot:
         return TrialSnapshot(
@@ -95,6 +100,7 @@ class TrialTable:
         self.max_failures = max_failures
         self.changed: set[str] = set()
         self.version = 0  # bumped on every status change
+        self.aborted = False  # after abort_all nothing is the scheduler's doing: no more marks
 
     # ------------------------------------------------------------------ queries
     def add(self, trial_id: str, config: dict[str, Any]) -> TrialRecord:
@@ -128,6 +134,10 @@ class TrialTable:
         self.by_status[rec.status].pop(rec.trial_id, None)
         rec.status = status
         self.by_status[status][rec.trial_id] = rec
+
+    def _mark(self, rec: TrialRecord, kind: MarkKind, source: str | None = None) -> None:
+        if not self.aborted:
+            add_mark(rec.marks, Mark(kind, rec.iteration, source))
 
     # ------------------------------------------------------------------ the one place a status changes
     def _transition(self, rec: TrialRecord, status: TrialStatus) -> None:
@@ -235,6 +245,7 @@ class TrialTable:
         if rec.status is TrialStatus.RUNNING:
             return self._merge_running(rec, decision, action.should_checkpoint)
         if decision is Decision.STOP:
+            self._mark(rec, MarkKind.STOP)
             self._transition(rec, TrialStatus.TERMINATED)
             return [Effect(EffectKind.REMOVE, rec.trial_id)]
         if rec.status is TrialStatus.PENDING:
@@ -278,6 +289,8 @@ class TrialTable:
         finished = bool(rec.last_result.get("done"))
         parked = reason is EndReason.STOPPED and pending is Decision.PAUSE and not finished
         if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
+            if reason is EndReason.STOPPED and pending is Decision.STOP and not finished:
+                self._mark(rec, MarkKind.STOP)
             rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]
@@ -285,15 +298,20 @@ class TrialTable:
             resume = rec.resume_requested
             self._transition(rec, TrialStatus.PAUSED)
             if rec.clone is not None:
-                self._apply_clone(rec)
+                self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
+            else:
+                self._mark(rec, MarkKind.PAUSE)
             if resume:
                 self._transition(rec, TrialStatus.PENDING)
             return out
         rec.num_failures += 1
         rec.error, rec.traceback = error, traceback
-        if pending is Decision.STOP:
+        if pending is Decision.STOP:  # failed while being stopped: the stop is what ended it
+            if not finished:
+                self._mark(rec, MarkKind.STOP)
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]
+        self._mark(rec, MarkKind.FAIL)
         if self.max_failures < 0 or rec.num_failures <= self.max_failures:
             self._transition(rec, TrialStatus.PENDING)
             return out
@@ -310,10 +328,16 @@ class TrialTable:
             rec.checkpoint = replace(rec.clone_checkpoint, iteration=rec.iteration,
                                      time_total_s=rec.time_total_s)
         rec.extra_result = {"pbt_exploit": dict(action.info or {})}
+        self._mark(rec, MarkKind.EXPLOIT, action.source_id)
         self.changed.add(rec.trial_id)
 
     def abort_all(self) -> list[Effect]:
-        """Stop everything (driver abort): running trials get STOP, the rest end now."""
+        """Stop everything (driver abort): running trials get STOP, the rest end now.
+
+        Records no marks, now or later: the scheduler stopped nothing, and a restore resumes
+        these trials from the state frozen before the abort.
+        """
+        self.aborted = True
         out: list[Effect] = []
         for rec in self.trials.values():
             if rec.status is TrialStatus.RUNNING:

@@ -1,26 +1,190 @@
-"""Built-in logger callbacks.
+"""Logger callbacks: Ray Tune's ``LoggerCallback`` and the built-in JSON, CSV and TensorBoard loggers.
 
-``result.json`` and ``progress.csv`` are written by the controller itself, not by a callback:
-``Tuner.restore`` rebuilds histories from them, so they must be on storage even when the driver
-(where callbacks run) is killed. TensorBoard event files are a view for people, so they are a
-driver-side callback like Ray Tune's ``TBXLoggerCallback``.
+A logger runs in the driver, like every callback, unless its class sets ``in_controller``. The
+JSON and CSV loggers do: ``Tuner.restore`` rebuilds histories from ``result.json``, so those rows
+must be written in step with the experiment state, inside the controller (before each state write,
+see ``actors._controller_io``), and survive a driver killed mid-run. TensorBoard event files are
+a view for people, so that logger stays in the driver, where a slow disk never delays a trial.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from actors._callbacks import Callback
 from actors._errors import ConfigError
 from actors._trial import TrialSnapshot
+from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StorageContext, flatten
 
 # bookkeeping fields that make poor curves
 _SKIP = {"trial_id", "timestamp", "done", "pid", "hostname", "member", "training_iteration"}
 
 
-class TBXLoggerCallback(Callback):
+class LoggerCallback(Callback):
+    """Writes trial histories somewhere; override the ``log_*`` hooks (not the ``on_*`` ones).
+
+    Where the hooks run:
+
+    * ``in_controller = False`` (the default): in the driver, one at a time, from the same batched
+      events as every callback; a slow logger delays only the driver.
+    * ``in_controller = True``: inside the controller actor, synchronously as each result batch is
+      recorded, with ``flush()`` before every experiment-state write, so what it wrote is never
+      older than the state a restore starts from. Such a logger travels with the experiment (it
+      must pickle: open files in ``setup`` or lazily, never in ``__init__``), delays every trial
+      while it runs (a call over a second is logged as a warning), and is given the experiment's
+      storage in ``setup``. A ``StorageError`` it raises stops the experiment, keeping what was
+      written; any other exception is logged and the logger is switched off for the run, unless
+      ``required`` is set, which makes every failure stop the experiment.
+    """
+
+    in_controller: ClassVar[bool] = False
+    required: ClassVar[bool] = False
+
+    def _logged(self) -> dict[str, int]:
+        """Driver side: the last iteration logged per trial (a subclass need not call __init__)."""
+        return self.__dict__.setdefault("_logged_iterations", {})  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- the hooks to override
+    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:
+        """Controller-side loggers only: before the first trial starts, in the controller."""
+
+    def log_trial_start(self, trial: TrialSnapshot) -> None:
+        """A run of ``trial`` starts (first run, resume, retry or restore)."""
+
+    def log_trial_rewind(self, trial: TrialSnapshot, iteration: int) -> None:
+        """``trial`` restarts from a checkpoint at ``iteration`` after it logged later rows (a retry,
+        or a restore): those rows will be reported again, so drop them. Called before
+        ``log_trial_start``."""
+
+    def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
+        """``trial`` reported ``result``; ``iteration`` counts results over the whole experiment."""
+
+    def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
+        """A batch of results of one trial, oldest first; override to write a batch at once."""
+        for i, result in enumerate(results):
+            self.log_trial_result(iteration - len(results) + 1 + i, trial, result)
+
+    def log_trial_end(self, trial: TrialSnapshot, failed: bool = False) -> None:
+        """``trial`` ended for good: TERMINATED, or ERROR when ``failed``."""
+
+    def flush(self) -> None:
+        """Controller-side loggers: make everything logged so far durable (before a state write)."""
+
+    def close(self) -> None:
+        """The experiment ended (or was stopped): flush and release everything."""
+
+    # ---------------------------------------------------------------- driver-side wiring
+    def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        start = trial.checkpoint_iteration or 0
+        logged = self._logged()
+        if logged.get(trial.trial_id, 0) > start:
+            self.log_trial_rewind(trial, start)
+        logged[trial.trial_id] = start
+        self.log_trial_start(trial)
+
+    def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                        result: dict[str, Any]) -> None:
+        self._logged()[trial.trial_id] = int(result.get("training_iteration", 0))
+        self.log_trial_result(iteration, trial, result)
+
+    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        self.log_trial_end(trial, failed=False)
+
+    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        self.log_trial_end(trial, failed=True)
+
+    def on_experiment_end(self, trials: list[TrialSnapshot]) -> None:
+        self.close()
+
+
+class _FileLogger(LoggerCallback):
+    """One writer per running trial, in the experiment's trial directories (controller side)."""
+
+    in_controller = True
+
+    def __init__(self) -> None:
+        self._ctx: StorageContext | None = None
+        self._layout: ExperimentLayout | None = None
+        self._writers: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_writers": {}, "_ctx": None, "_layout": None}
+
+    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
+        raise NotImplementedError
+
+    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:
+        self._ctx, self._layout = ctx, layout
+
+    def _writer(self, trial_id: str) -> Any:
+        w = self._writers.get(trial_id)
+        if w is None:
+            if self._ctx is None or self._layout is None:
+                raise ConfigError(f"{type(self).__name__} runs in the controller, which calls setup() "
+                                  "first; it cannot be used as a driver-side callback")
+            w = self._writers[trial_id] = self._open(self._ctx, self._layout, trial_id)
+        return w
+
+    def log_trial_rewind(self, trial: TrialSnapshot, iteration: int) -> None:
+        self._writer(trial.trial_id).truncate(iteration)
+
+    def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
+        self._writer(trial.trial_id).append([result])
+
+    def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
+        self._writer(trial.trial_id).append(results)
+
+    def log_trial_end(self, trial: TrialSnapshot, failed: bool = False) -> None:
+        w = self._writers.pop(trial.trial_id, None)
+        if w is not None:
+            w.close()
+
+    def flush(self) -> None:
+        for w in self._writers.values():
+            w.flush()
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()
+
+
+class JsonLoggerCallback(_FileLogger):
+    """``<trial>/result.json``: every result as one JSON line. Always on: ``Tuner.restore`` and
+    ``Result.metrics_history`` read it, so any failure to write it stops the experiment."""
+
+    required = True
+
+    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
+        return JsonLinesWriter(ctx, layout, trial_id)
+
+
+class CSVLoggerCallback(_FileLogger):
+    """``<trial>/progress.csv``: every result as a CSV row, nested keys as ``a/b`` columns; the
+    header widens (and the file is rewritten) when a result brings new keys."""
+
+    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
+        return CsvWriter(ctx, layout, trial_id)
+
+
+def controller_loggers(callbacks: list[Any] | None) -> list[LoggerCallback]:
+    """The loggers the controller runs: the ``in_controller`` ones given, plus the JSON and CSV
+    loggers unless an instance of each is among them."""
+    given = [cb for cb in callbacks or [] if isinstance(cb, LoggerCallback) and cb.in_controller]
+    for kind in (JsonLoggerCallback, CSVLoggerCallback):
+        if not any(isinstance(cb, kind) for cb in given):
+            given.append(kind())
+    return given
+
+
+def driver_callbacks(callbacks: list[Any] | None) -> list[Callback]:
+    """The callbacks the driver runs: everything not run by the controller."""
+    return [cb for cb in callbacks or [] if not (isinstance(cb, LoggerCallback) and cb.in_controller)]
+
+
+class TBXLoggerCallback(LoggerCallback):
     """Writes every numeric metric of every result as a TensorBoard scalar (needs ``tensorboardX``,
     the ``tensorboard`` extra), step = ``training_iteration``.
 
@@ -53,11 +217,10 @@ class TBXLoggerCallback(Callback):
             w = self.writers[trial_id] = SummaryWriter(logdir=os.path.join(root, trial_id), flush_secs=5)
         return w
 
-    def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
-                        result: dict[str, Any]) -> None:
+    def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
         step = int(result.get("training_iteration", 0))
         w = self._writer(trial.trial_id)
-        for key, value in _flatten(result):
+        for key, value in flatten(result).items():
             if key not in _SKIP and isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and math.isfinite(value):
                 w.add_scalar(key, value, global_step=step)
@@ -67,25 +230,13 @@ class TBXLoggerCallback(Callback):
         if w is not None:
             w.close()
 
-    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def log_trial_end(self, trial: TrialSnapshot, failed: bool = False) -> None:
         self._close(trial.trial_id)
 
-    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
-        self._close(trial.trial_id)
-
-    def on_experiment_end(self, trials: list[TrialSnapshot]) -> None:
+    def close(self) -> None:
         for trial_id in list(self.writers):
             self._close(trial_id)
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out += _flatten(v, f"{prefix}{k}/")
-        else:
-            out.append((f"{prefix}{k}", v))
-    return out
-
-
-__all__ = ["TBXLoggerCallback"]
+__all__ = ["CSVLoggerCallback", "JsonLoggerCallback", "LoggerCallback", "TBXLoggerCallback",
+           "controller_loggers", "driver_callbacks"]

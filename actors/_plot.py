@@ -1,58 +1,62 @@
 """Learning curves of an experiment's trials (``audition plot``), drawn with matplotlib's Agg backend.
 
-Scheduler actions leave no explicit record in the results, so they are recovered from the rows:
-a PBT exploit tags the first result after it with ``pbt_exploit``; any restart (pause and resume,
-a retry after a failure, a restore) shows as a changed ``pid`` or a changed ``restored_from`` (a
-key some trainables report); a trial stopped early ends TERMINATED below the longest trial's
-iteration count. A pause resumed in the same process by a trainable that reports nothing about
-it cannot be seen.
+The markers come from the marks the trial table recorded as decisions took effect (see
+``actors._marks``), not from guesses on the result rows: a pause resumed in the same process or a
+stop before the trainable's own end leaves no trace in the rows. Only "paused (now)" and "ended in
+ERROR" come from the final status; a state written before marks existed shows just those two.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Any
 
 from actors._errors import ConfigError
 from actors._inspect import Experiment, check_metric_known, number
+from actors._marks import Mark, MarkKind
 
 # kind -> (marker, size, legend label)
 MARKERS: dict[str, tuple[str, float, str]] = {
-    "restart": ("o", 7.0, "restarted (pause, retry or restore)"),
+    "pause": ("o", 7.0, "paused by the scheduler"),
     "exploit": ("*", 13.0, "PBT exploit"),
-    "stopped": ("x", 9.0, "stopped early"),
+    "stop": ("x", 9.0, "stopped by the scheduler or a stopper"),
+    "failure": ("d", 7.0, "run failed (retried or resumed)"),
     "paused": ("s", 7.0, "paused (now)"),
     "error": ("X", 9.0, "ended in ERROR"),
 }
+HOLLOW = frozenset({"pause", "stop"})
+_KIND = {MarkKind.PAUSE: "pause", MarkKind.STOP: "stop", MarkKind.EXPLOIT: "exploit", MarkKind.FAIL: "failure"}
 MAX_TRIAL_LEGEND = 12
 
 
-def trial_events(rows: list[dict[str, Any]], status: str, longest: int) -> list[tuple[str, int]]:
-    """(kind, row index) of everything worth marking on one trial's curve."""
-    events: list[tuple[str, int]] = []
-    for i in range(1, len(rows)):
-        prev, row = rows[i - 1], rows[i]
-        if row.get("pbt_exploit"):
-            events.append(("exploit", i))
-        elif _changed(prev, row, "pid") or _changed(prev, row, "restored_from"):
-            events.append(("restart", i))
-    if rows and rows[0].get("pbt_exploit"):
-        events.insert(0, ("exploit", 0))
-    if rows:
-        last = len(rows) - 1
-        iters = int(number(rows[-1].get("training_iteration")) or len(rows))
-        if status == "TERMINATED" and iters < longest:
-            events.append(("stopped", last))
-        elif status == "ERROR":
-            events.append(("error", last))
-        elif status == "PAUSED":
-            events.append(("paused", last))
+def trial_events(rows: list[dict[str, Any]], status: str, marks: list[Mark]) -> list[tuple[str, int]]:
+    """(kind, row index) of everything worth marking on one trial's curve.
+
+    A mark goes on the row of its iteration, or the last row before it (a restart from an older
+    checkpoint redoes the rows after it); a mark before the first row is not drawn.
+    """
+    if not rows:
+        return []
+    # running maximum: bisect needs order even if a log was ever written out of order
+    iters = list(accumulate((_iteration(r, i) for i, r in enumerate(rows)), max))
+    last = len(rows) - 1
+    events = [(_KIND[m.kind], i) for m in marks if (i := bisect_right(iters, m.iteration) - 1) >= 0]
+    if status == "ERROR":  # the last failure is the one that ended it: drawn as the ERROR
+        fails = [n for n, (kind, _) in enumerate(events) if kind == "failure"]
+        if fails:
+            del events[fails[-1]]
+        events.append(("error", last))
+    elif status == "PAUSED":  # still paused: its latest pause is drawn as "paused (now)"
+        events = [e for e in events if e != ("pause", last)] + [("paused", last)]
     return events
 
 
-def _changed(prev: dict[str, Any], row: dict[str, Any], key: str) -> bool:
-    return key in prev and key in row and prev[key] != row[key]
+def _iteration(row: dict[str, Any], index: int) -> float:
+    value = number(row.get("training_iteration"))
+    return float(index + 1) if value is None else value
 
 
 def check_out(out: str) -> str:
@@ -91,8 +95,7 @@ def plot_curves(exp: Experiment, metric: str, out: str, x: str = "training_itera
         check_metric_known(exp, x, histories, what="the x-axis key")
     if not any(histories.values()):
         raise ConfigError(f"no trial of {exp.name} has reported a result yet: nothing to plot")
-    longest = max((int(number(h[-1].get("training_iteration")) or len(h)) for h in histories.values() if h),
-                  default=0)
+    marks = exp.marks()
     statuses = {t["trial_id"]: str(t["status"]) for t in exp.trials}
     fig = Figure(figsize=(10, 6), dpi=100)
     FigureCanvasAgg(fig)
@@ -111,11 +114,11 @@ def plot_curves(exp: Experiment, metric: str, out: str, x: str = "training_itera
         ax.plot([p[1] for p in keep], [p[2] for p in keep], color=color, linewidth=1.3, marker=".",
                 markersize=3 if len(keep) < 200 else 0, label=label)
         where = {i: (px, py) for i, px, py in keep}
-        for kind, i in trial_events(rows, statuses[tid], longest):
+        for kind, i in trial_events(rows, statuses[tid], marks.get(tid, [])):
             if i not in where:
                 continue
             marker, size, _ = MARKERS[kind]
-            filled = kind not in ("restart", "stopped")
+            filled = kind not in HOLLOW
             ax.plot(*where[i], marker=marker, markersize=size, linestyle="none", zorder=3,
                     color=color if kind != "error" else "red", markeredgecolor="black" if filled else color,
                     markerfacecolor=(color if kind != "error" else "red") if filled else "none")
@@ -126,7 +129,7 @@ def plot_curves(exp: Experiment, metric: str, out: str, x: str = "training_itera
     for kind, (marker, size, text) in MARKERS.items():
         if counts[kind]:
             handles.append(Line2D([], [], marker=marker, markersize=size * 0.8, linestyle="none", color="gray",
-                                  markerfacecolor="none" if kind in ("restart", "stopped") else "gray",
+                                  markerfacecolor="none" if kind in HOLLOW else "gray",
                                   label=text))
     if handles:
         ax.legend(handles=handles, fontsize=8, loc="best")

@@ -65,6 +65,15 @@ class ProgressReporter:
         best = f"; best {msg.metric}={_fmt(msg.best)} ({msg.best_trial})" if msg.best is not None else ""
         return f"[{self.name}] {msg.elapsed_s:.0f}s: {self._counts(msg)}{best}"
 
+    def _hidden(self, msg: ExperimentProgress) -> str | None:
+        """The table's caption when rows were left out (``RunConfig(max_progress_rows)``), so a
+        capped table never passes for the whole experiment."""
+        n = sum(msg.hidden.values())
+        if not n:
+            return None
+        what = ", ".join(f"{k} {s}" for s, k in sorted(msg.hidden.items()))
+        return f"... {n} more trial{'s' if n != 1 else ''} not shown ({what})"
+
     def _table(self, msg: ExperimentProgress) -> Any:
         from rich.table import Table
 
@@ -72,7 +81,7 @@ class ProgressReporter:
         for r in msg.rows:
             keys += [k for k in r.config if k not in keys]
         keys = keys[:5]
-        t = Table(title=self._line(msg), title_justify="left")
+        t = Table(title=self._line(msg), title_justify="left", caption=self._hidden(msg), caption_justify="left")
         for col in ("trial", "status", *keys, "iter", msg.metric or "metric", "member", "error"):
             t.add_column(col)
         for r in msg.rows:

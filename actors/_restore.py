@@ -134,7 +134,7 @@ def _rewind(state: dict[str, Any], resume_unfinished: bool, resume_errored: bool
         if status is TrialStatus.ERROR:
             if restart_errored:
                 row.update(status=TrialStatus.PENDING.value, checkpoint=None, num_failures=0, error=None,
-                           traceback=None, last_result={}, restore=RESTART)
+                           traceback=None, last_result={}, marks=[], restore=RESTART)
             elif resume_errored:
                 row.update(status=TrialStatus.PENDING.value, error=None, traceback=None, restore=RESUME)
         elif status is TrialStatus.RUNNING:

@@ -112,7 +112,8 @@ class TrialRunner:
         self.kept: Trainable | None = None  # this run's instance, kept for the next run
         self._extra = dict(msg.extra_result)
         self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
-                                               "stderr": self.layout.stderr_file(msg.trial_id)})
+                                               "stderr": self.layout.stderr_file(msg.trial_id)},
+                                    capture_fds=msg.capture_fds)
         self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
 
     # ------------------------------------------------------------------ actor side
@@ -237,7 +238,7 @@ class TrialRunner:
             ref = self._commit(checkpoint, result)
         elif save_class:
             ref = self._save_class(result)
-        self.output.flush()
+        self.output.maybe_flush()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
         self.unacked += 1
         self._serve(block=self.unacked >= self.msg.window)

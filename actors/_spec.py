@@ -33,6 +33,7 @@ class ExperimentSpec:
     checkpoint_at_end: bool = False
     batch_window: int = 256
     progress_interval_s: float = 1.0
+    max_progress_rows: int = 20  # RunConfig(max_progress_rows); a class default for older saved specs
     state_interval_s: float = 1.0  # what a crash can lose; a write is cheap
     restore_state: dict[str, Any] | None = None
     reuse_actors: bool = True
@@ -40,6 +41,9 @@ class ExperimentSpec:
     # shutting the system down (SIGKILL), the controller shuts it down itself
     driver_pid: int = 0
     admin_port: int = 0
+    # every trial actor is an OS process of its own (not system="simple"): trial output is
+    # captured at the file-descriptor level (actors/_capture.py)
+    actor_processes: bool = False
     # multi-host (system="tcp://..."): members join Thespian's convention led by the driver
     multi_host: bool = False
     leader_resources: dict[str, float] = field(default_factory=dict)
@@ -48,4 +52,6 @@ class ExperimentSpec:
     placement_grace_s: float = 30.0
     # send TrialEvents to the driver (only when callbacks are configured: it costs messages)
     forward_events: bool = False
+    # LoggerCallbacks run by the controller (None: the JSON and CSV loggers)
+    loggers: list[Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

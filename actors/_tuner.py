@@ -20,6 +20,7 @@ import cloudpickle
 from actors._callbacks import CallbackDispatcher
 from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, default_cpus
 from actors._errors import TuneError
+from actors._loggers import LoggerCallback, controller_loggers, driver_callbacks
 from actors._plugins import load_scheduler
 from actors._progress import ProgressReporter, TrialLines
 from actors._result import Result, ResultGrid
@@ -173,6 +174,7 @@ class Tuner:
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
+            max_progress_rows=rc.max_progress_rows,
         )
 
     def fit(self) -> ResultGrid:
@@ -188,10 +190,11 @@ class Tuner:
             cb.on_experiment_start(where, self._ctx.is_local)
         spec = self._spec()
         self._save_tuner(spec)
+        spec.loggers = controller_loggers(self.run_config.callbacks)  # they travel with the spec
         finished: ExperimentFinished | None = None
         self._reporter = ProgressReporter(self.name, self.run_config.verbose, metric=spec.metric)
         extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
-        self._dispatcher = CallbackDispatcher([*(self.run_config.callbacks or []), *extra])
+        self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
         spec.forward_events = bool(self._dispatcher.callbacks)
         try:
             with actor_system(self._system, spec.leader_resources) as asys:
@@ -220,6 +223,7 @@ class Tuner:
 
         port = getattr(asys, "audition_admin_port", 0)
         spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
+        spec.actor_processes = self._system != "simple"
         blob = cloudpickle.dumps(spec)
         # a global name lets `audition cluster status` find the controller from outside
         controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
@@ -304,6 +308,13 @@ def _check_callbacks(callbacks: list[Any] | None, where: str) -> None:
         if not isinstance(cb, Callback):
             raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
                               "subclass actors.Callback")
+        if isinstance(cb, LoggerCallback) and cb.in_controller:
+            try:
+                cloudpickle.dumps(cb)
+            except Exception as exc:
+                raise ConfigError(f"{where}: {type(cb).__name__} runs in the controller (in_controller = True), "
+                                  f"so it must pickle, and it does not ({exc}); open files and clients in its "
+                                  "setup() or lazily, not in __init__") from None
 
 
 def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:

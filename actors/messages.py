@@ -120,7 +120,10 @@ class ProgressRow:
 
 @dataclass(frozen=True)
 class ExperimentProgress(_Message):
-    """Controller -> driver, about once a second: liveness and the status table."""
+    """Controller -> driver, about once a second: liveness and the status table.
+
+    ``rows`` holds at most ``RunConfig(max_progress_rows)`` trials; ``hidden`` counts the rest per
+    status, so the table can say what it leaves out instead of dropping it silently."""
 
     counts: dict[str, int]
     rows: tuple[ProgressRow, ...]
@@ -128,6 +131,7 @@ class ExperimentProgress(_Message):
     metric: str | None = None
     best: Any = None
     best_trial: str | None = None
+    hidden: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,8 @@ class RunTrial(_Message):
     checkpoint_at_end: bool = False
     extra_result: dict[str, Any] = field(default_factory=dict)
     member: str = ""
+    # the actor is a process of its own (multi-process systems): capture its fds 1/2, not one thread
+    capture_fds: bool = False
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from storage._layout import (
     TUNER_NAME,
     ExperimentLayout,
 )
-from storage._results import ResultWriter, read_results
+from storage._progress_csv import CsvWriter, flatten
+from storage._results import JsonLinesWriter, ResultWriter, read_results
 from storage._retention import checkpoint_score, checkpoints_to_delete
 from storage._retry import classify, retrying
 from storage._state import list_experiment, read_experiment_state, write_experiment_state
@@ -45,7 +46,9 @@ __all__ = [
     "STATE_POINTER_NAME",
     "TUNER_NAME",
     "CheckpointInfo",
+    "CsvWriter",
     "ExperimentLayout",
+    "JsonLinesWriter",
     "ResultWriter",
     "StorageContext",
     "StorageError",
@@ -57,6 +60,7 @@ __all__ = [
     "delete_checkpoint",
     "download_checkpoint",
     "exists",
+    "flatten",
     "is_committed",
     "latest_committed_checkpoint",
     "list_checkpoints",

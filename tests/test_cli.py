@@ -17,6 +17,8 @@ import cloudpickle
 import pytest
 
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
+from actors._inspect import open_experiment
+from actors._marks import Mark, MarkKind
 from actors._plot import trial_events
 from actors.schedulers import ASHAScheduler, PopulationBasedTraining
 from actors.search import grid_search
@@ -164,36 +166,79 @@ def test_plot_writes_a_readable_png(experiment, tmp_path):
     assert matplotlib.image.imread(str(out)).shape[:2] == (600, 1000)
 
 
-def test_plot_marks_exploits_restarts_and_early_stops(tmp_path):
+def _fit_marked(storage: str, name: str, scheduler: Any) -> None:
+    Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 3.0, 5.0, 6.0]), "steps": 12},
+          tune_config=TuneConfig(metric="loss", mode="min", scheduler=scheduler),
+          run_config=RunConfig(name=name, storage=storage, system="simple", verbose=0)).fit()
+
+
+def test_plot_marks_recorded_exploits_stops_and_pauses(tmp_path):
+    """The engine records each decision as it takes effect; inspect reads the record and plot draws it."""
     storage = str(tmp_path / "results")
     pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=3, quantile_fraction=0.25,
                                   hyperparam_mutations={"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]},
                                   resample_probability=0.0, seed=0)
-    asha = ASHAScheduler(max_t=12, grace_period=2, reduction_factor=2)
-    for name, sched in (("pbt", pbt), ("asha", asha)):
-        Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 3.0, 5.0, 6.0]), "steps": 12},
-              tune_config=TuneConfig(metric="loss", mode="min", scheduler=sched),
-              run_config=RunConfig(name=name, storage=storage, system="simple", verbose=0)).fit()
+    _fit_marked(storage, "pbt", pbt)
+    _fit_marked(storage, "asha", ASHAScheduler(max_t=12, grace_period=2, reduction_factor=2))
+    _fit_marked(storage, "pause", T.PauseFromHook(at=2))
+
+    exp = open_experiment(f"{storage}/pbt")
+    marks, histories = exp.marks(), exp.histories()
+    # async PBT clones the bottom trials and pauses others at its perturbation points (every 3
+    # iterations); a clone that ends below 12 iterations finished by itself (its source's step
+    # counter came with the checkpoint): no STOP, where guessing from the rows saw an early stop
+    assert {m.kind for ms in marks.values() for m in ms} == {MarkKind.EXPLOIT, MarkKind.PAUSE}
+    assert all(m.iteration % 3 == 0 for ms in marks.values() for m in ms)
+    exploits = [(tid, m) for tid, ms in marks.items() for m in ms if m.kind is MarkKind.EXPLOIT]
+    assert all(m.source in marks and m.source != tid for tid, m in exploits)
+    for tid, rows in histories.items():  # the clone's first result says the same source, one iteration later
+        for row in rows:
+            if row.get("pbt_exploit"):
+                assert Mark(MarkKind.EXPLOIT, row["training_iteration"] - 1, row["pbt_exploit"]["source"]) in \
+                    marks[tid]
+
+    marks_pbt = marks
+    exp = open_experiment(f"{storage}/asha")
+    marks, histories = exp.marks(), exp.histories()
+    assert all(t["status"] == "TERMINATED" for t in exp.trials)
+    # ASHA stops every trial, at a rung or at max_t (a function trainable never says done itself)
+    for tid, rows in histories.items():
+        assert marks[tid] == [Mark(MarkKind.STOP, rows[-1]["training_iteration"])]
+    stopped = len(marks)
+    assert any(rows[-1]["training_iteration"] < 12 for rows in histories.values())
+
+    exp = open_experiment(f"{storage}/pause")
+    assert exp.marks() == {t["trial_id"]: [Mark(MarkKind.PAUSE, 2)] for t in exp.trials}
+    assert all(t["status"] == "TERMINATED" and t["last_result"]["training_iteration"] == 12 for t in exp.trials)
+    doc = json.loads(cli("status", f"{storage}/pause", "--json").stdout)
+    assert [t["marks"] for t in doc["trials"]] == [[{"kind": "pause", "iteration": 2}]] * 4
+
     res = cli("plot", f"{storage}/pbt", "--metric", "loss", "--out", str(tmp_path / "pbt.png"), "--log-y")
     assert res.returncode == 0, res.stderr
-    assert "PBT exploit(s)" in res.stdout and "restart(s)" in res.stdout
+    pauses = sum(m.kind is MarkKind.PAUSE for ms in marks_pbt.values() for m in ms)
+    assert f"({pauses} pause(s), {len(exploits)} PBT exploit(s))" in res.stdout
     res = cli("plot", f"{storage}/asha", "--metric", "loss", "--out", str(tmp_path / "asha.png"))
     assert res.returncode == 0, res.stderr
-    assert "stopped early" in res.stdout
-    assert (tmp_path / "pbt.png").read_bytes()[:8] == PNG_SIGNATURE
+    assert f"({stopped} stopped by the scheduler)" in res.stdout
+    res = cli("plot", f"{storage}/pause", "--metric", "loss", "--out", str(tmp_path / "pause.png"))
+    assert res.returncode == 0, res.stderr
+    assert "(4 pause(s))" in res.stdout
+    for name in ("pbt", "asha", "pause"):
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == PNG_SIGNATURE
 
 
-def test_trial_events_from_rows():
-    rows = [{"training_iteration": 1, "pid": 1}, {"training_iteration": 2, "pid": 1},
-            {"training_iteration": 3, "pid": 2}, {"training_iteration": 4, "pid": 2, "pbt_exploit": {"x": 1}},
-            {"training_iteration": 5, "pid": 2, "restored_from": 3}, {"training_iteration": 6, "pid": 2,
-                                                                      "restored_from": 5}]
-    assert trial_events(rows, "TERMINATED", 10) == [("restart", 2), ("exploit", 3), ("restart", 5),
-                                                    ("stopped", 5)]
-    assert trial_events(rows, "TERMINATED", 6) == [("restart", 2), ("exploit", 3), ("restart", 5)]
-    assert trial_events(rows[:1], "ERROR", 6) == [("error", 0)]
-    assert trial_events(rows[:1], "PAUSED", 6) == [("paused", 0)]
-    assert trial_events([], "PENDING", 6) == []
+def test_trial_events_from_recorded_marks():
+    rows = [{"training_iteration": i} for i in range(1, 7)]
+    marks = [Mark(MarkKind.PAUSE, 2), Mark(MarkKind.EXPLOIT, 4, "src"), Mark(MarkKind.STOP, 9),
+             Mark(MarkKind.FAIL, 0)]
+    # at the row of the mark's iteration, else the last row before it; none before the first row
+    assert trial_events(rows, "TERMINATED", marks) == [("pause", 1), ("exploit", 3), ("stop", 5)]
+    assert trial_events(rows, "TERMINATED", []) == []  # nothing is guessed from the rows any more
+    fails = [Mark(MarkKind.FAIL, 2), Mark(MarkKind.FAIL, 6)]
+    assert trial_events(rows, "ERROR", fails) == [("failure", 1), ("error", 5)]  # the last is the ERROR
+    assert trial_events(rows[:1], "ERROR", []) == [("error", 0)]  # a state written before marks
+    assert trial_events(rows, "PAUSED", [Mark(MarkKind.PAUSE, 6)]) == [("paused", 5)]
+    assert trial_events([], "PENDING", marks) == []
 
 
 def test_plot_bad_inputs(experiment, tmp_path):
@@ -288,7 +333,7 @@ def test_resume_errored_trial_with_a_fixed_trainable(tmp_path):
     assert [h["training_iteration"] for h in history] == [1, 2, 3, 4]
     assert [h["restored_from"] for h in history] == [-1, -1, 1, 1]  # resumed from its checkpoint
     res = cli("plot", path, "--metric", "loss", "--out", str(tmp_path / "c.png"))
-    assert res.returncode == 0 and "1 restart(s)" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "(1 failed run(s))" in res.stdout, res.stdout + res.stderr
 
 
 def test_resume_on_the_multiprocess_system_leaves_no_process(tmp_path, no_leaks):

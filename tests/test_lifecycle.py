@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from actors._lifecycle import EffectKind, Phase, TrialTable
+from actors._marks import MAX_MARKS, Mark, MarkKind
 from actors._reducer import Decision
 from actors._trial import TrialStatus
 from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
@@ -28,6 +29,7 @@ class TrialMachine(RuleBasedStateMachine):
         self.ended = True
         self.strongest = Decision.CONTINUE  # strongest decision merged during the current run
         self.iteration = 0
+        self.marks_at_abort: int | None = None  # how many marks the trial had when the driver aborted
 
     @property
     def rec(self):
@@ -80,7 +82,18 @@ class TrialMachine(RuleBasedStateMachine):
             return
         if kind in (ActionKind.PAUSE, ActionKind.STOP):
             self._note(Decision.PAUSE if kind is ActionKind.PAUSE else Decision.STOP)
+        idle = self.rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED)
+        before = len(self.rec.marks)
         self._apply(self.table.request(SchedulerAction(kind, T, ckpt)))
+        stopped_idle = idle and kind is ActionKind.STOP
+        assert [m.kind for m in self.rec.marks[before:]] == ([MarkKind.STOP] if stopped_idle else [])
+
+    @precondition(lambda self: self.marks_at_abort is None)
+    @rule()
+    def driver_aborts(self) -> None:
+        self.marks_at_abort = len(self.rec.marks)
+        self._note(Decision.STOP)
+        self._apply(self.table.abort_all())
 
     @precondition(lambda self: self.saves > 0 and not self.ended)
     @rule()
@@ -93,19 +106,25 @@ class TrialMachine(RuleBasedStateMachine):
     def stopped(self) -> None:
         strongest = self.strongest
         self.ended = True
+        before = len(self.rec.marks)
         self._apply(self.table.ended(T, self.rec.run_id, EndReason.STOPPED))
+        added = [m.kind for m in self.rec.marks[before:]]
         if strongest is Decision.STOP:
             assert self.rec.status is TrialStatus.TERMINATED
+            assert added == ([] if self.marks_at_abort is not None else [MarkKind.STOP])
         else:
             assert strongest is Decision.PAUSE
             assert self.rec.status in (TrialStatus.PAUSED, TrialStatus.PENDING)
+            assert added == [MarkKind.PAUSE]
 
     @precondition(lambda self: not self.ended and not self.stop_sent)
     @rule(failed=st.booleans())
     def trainable_ends(self, failed: bool) -> None:
         self.ended = True
         reason = EndReason.FAILED if failed else EndReason.COMPLETED
+        before = len(self.rec.marks)
         self._apply(self.table.ended(T, self.rec.run_id, reason, error="boom" if failed else None))
+        assert [m.kind for m in self.rec.marks[before:]] == ([MarkKind.FAIL] if failed else [])
 
     @invariant()
     def slot_is_clear_outside_running(self) -> None:
@@ -123,6 +142,12 @@ class TrialMachine(RuleBasedStateMachine):
     def saving_means_a_save_is_in_flight(self) -> None:
         if self.rec.phase is Phase.SAVING:
             assert self.saves > 0
+
+    @invariant()
+    def marks_are_bounded_and_none_follow_an_abort(self) -> None:
+        assert len(self.rec.marks) <= MAX_MARKS
+        if self.marks_at_abort is not None:
+            assert len(self.rec.marks) == self.marks_at_abort
 
 
 TrialMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=40, deadline=None)
@@ -203,3 +228,112 @@ def test_failure_retries_then_errors() -> None:
     effects = table.ended(T, rec.run_id, EndReason.FAILED, error="y")
     assert rec.status is TrialStatus.ERROR
     assert EffectKind.ERROR in [e.kind for e in effects]
+
+
+# ---------------------------------------------------------------------------------- marks
+def _pause_cycle(table: TrialTable, iteration: int) -> None:
+    """Start, report ``iteration``, PAUSE (with its checkpoint), land the save, end: PAUSED."""
+    table.start(T)
+    rec = table.get(T)
+    assert table.results(T, rec.run_id, iteration, ({"training_iteration": iteration},), None)
+    assert [e.kind for e in table.decided(T, rec.run_id, iteration, Decision.PAUSE)] == [EffectKind.SAVE]
+    assert [e.kind for e in table.saved(T, rec.run_id, CheckpointRef("c", iteration, iteration))] == [
+        EffectKind.STOP]
+    table.ended(T, rec.run_id, EndReason.STOPPED)
+    assert rec.status is TrialStatus.PAUSED
+
+
+def test_a_pause_that_took_effect_is_marked_at_its_iteration() -> None:
+    table = TrialTable()
+    table.add(T, {})
+    _pause_cycle(table, 3)
+    assert table.get(T).marks == [Mark(MarkKind.PAUSE, 3)]
+    _pause_cycle(table, 5)  # resumed from 3, reported up to 5, paused again
+    assert table.get(T).marks == [Mark(MarkKind.PAUSE, 3), Mark(MarkKind.PAUSE, 5)]
+
+
+def test_scheduler_and_stopper_stops_are_marked() -> None:
+    table = TrialTable()
+    for tid in ("a", "b", "c", "d"):
+        table.add(tid, {})
+    for tid in ("a", "b"):
+        table.start(tid)
+        assert table.results(tid, 1, 1, ({"training_iteration": 1},), None)
+        assert table.results(tid, 1, 2, ({"training_iteration": 2},), None)
+    assert [e.kind for e in table.decided("a", 1, 2, Decision.STOP)] == [EffectKind.STOP]  # scheduler's answer
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.STOP, "b"))] == [EffectKind.STOP]  # stopper
+    for tid in ("a", "b"):
+        table.ended(tid, 1, EndReason.STOPPED)
+        assert table.get(tid).status is TrialStatus.TERMINATED
+        assert table.get(tid).marks == [Mark(MarkKind.STOP, 2)]
+    table.request(SchedulerAction(ActionKind.PAUSE, "d"))
+    for tid in ("c", "d"):  # PENDING and PAUSED trials stopped by a request
+        assert [e.kind for e in table.request(SchedulerAction(ActionKind.STOP, tid))] == [EffectKind.REMOVE]
+        assert table.get(tid).marks == [Mark(MarkKind.STOP, 0)]
+
+
+def test_a_trial_that_finished_by_itself_has_no_marks() -> None:
+    table = TrialTable()
+    for tid in ("a", "b", "c"):
+        table.add(tid, {})
+        table.start(tid)
+    table.results("a", 1, 1, ({"training_iteration": 1},), None)
+    table.ended("a", 1, EndReason.COMPLETED)
+    for tid, decision in (("b", Decision.STOP), ("c", Decision.PAUSE)):  # decided on its own last result
+        table.results(tid, 1, 1, ({"training_iteration": 1, "done": True},), None)
+        table.decided(tid, 1, 1, decision)
+        table.ended(tid, 1, EndReason.STOPPED)
+    for tid in ("a", "b", "c"):
+        assert table.get(tid).status is TrialStatus.TERMINATED and table.get(tid).marks == []
+
+
+def test_an_exploit_is_marked_with_its_source_and_not_as_a_pause() -> None:
+    table = TrialTable()
+    table.add(T, {"lr": 1})
+    table.add("idle", {"lr": 1})
+    rec = _run_to_result(table, seq=4)
+    source = CheckpointRef("src", 0, 2)
+    clone = SchedulerAction(ActionKind.CLONE, T, source_id="best", new_config={"lr": 2}, info={"source": "best"})
+    table.request(clone, source)
+    assert [e.kind for e in table.decided(T, rec.run_id, 4, Decision.NOOP)] == [EffectKind.STOP]
+    table.ended(T, rec.run_id, EndReason.STOPPED)
+    assert rec.status is TrialStatus.PENDING and rec.config == {"lr": 2}
+    assert rec.marks == [Mark(MarkKind.EXPLOIT, 4, "best")]
+    table.request(SchedulerAction(ActionKind.CLONE, "idle", source_id="best", new_config={"lr": 3}), source)
+    assert table.get("idle").marks == [Mark(MarkKind.EXPLOIT, 0, "best")]  # not running: cloned at once
+
+
+def test_a_failed_run_is_marked_and_retried() -> None:
+    table = TrialTable(max_failures=1)
+    table.add(T, {})
+    rec = _run_to_result(table, seq=2)
+    table.ended(T, rec.run_id, EndReason.FAILED, error="x")
+    assert rec.status is TrialStatus.PENDING and rec.marks == [Mark(MarkKind.FAIL, 2)]
+
+
+def test_abort_all_records_no_marks() -> None:
+    """A driver abort is not the scheduler's doing; a restore resumes these trials."""
+    table = TrialTable()
+    for tid in ("run", "saving", "pending", "paused"):
+        table.add(tid, {})
+    for tid in ("run", "saving"):
+        table.start(tid)
+        table.results(tid, 1, 1, ({"training_iteration": 1},), None)
+    table.decided("saving", 1, 1, Decision.PAUSE)  # a pause's save in flight when the abort comes
+    table.request(SchedulerAction(ActionKind.PAUSE, "paused"))
+    effects = table.abort_all()
+    assert sorted(e.trial_id for e in effects if e.kind is EffectKind.STOP) == ["run", "saving"]
+    table.saved("saving", 1, None)
+    table.ended("run", 1, EndReason.STOPPED)
+    table.ended("saving", 1, EndReason.FAILED, error="killed")
+    assert table.all_finished()
+    assert all(rec.marks == [] for rec in table.trials.values())
+
+
+def test_marks_are_bounded_oldest_dropped() -> None:
+    table = TrialTable()
+    table.add(T, {})
+    for i in range(1, MAX_MARKS + 6):
+        _pause_cycle(table, i)
+    marks = table.get(T).marks
+    assert len(marks) == MAX_MARKS and marks[0] == Mark(MarkKind.PAUSE, 6) and marks[-1].iteration == MAX_MARKS + 5

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 import threading
 import traceback
@@ -13,6 +15,7 @@ import pytest
 from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, _capture, get_checkpoint, report
 from actors._capture import OutputCapture
 from actors._trial import TrialStatus
+from actors.search import grid_search
 from storage import StorageContext
 from tests import _trainables as T
 
@@ -112,3 +115,106 @@ def test_other_threads_pass_through_and_object_stores_are_rewritten_whole(capfd)
     assert not ctx.fs.exists(paths["stderr"])  # nothing written, no file
     seen = capfd.readouterr().out
     assert "from another thread" in seen and "after stop" in seen
+
+
+def fd_writing_fn(config: dict[str, Any]) -> None:
+    """Writes from a thread of its own, straight to fd 1/2, and from a subprocess, in that order."""
+    tag = config["tag"]
+    for step in range(3):
+        print(f"main-{tag}-{step}")
+        helper = threading.Thread(target=print, args=(f"thread-{tag}-{step}",))
+        helper.start()
+        helper.join()
+        os.write(1, f"fd-one-{tag}-{step}\n".encode())
+        os.write(2, f"fd-two-{tag}-{step}\n".encode())
+        os.write(1, "é".encode()[:1])  # a character split across two writes
+        os.write(1, "é".encode()[1:] + b"\n")
+        subprocess.run([sys.executable, "-c", f"print('child-{tag}-{step}')"], check=True)
+        report({"loss": float(step), "pid": os.getpid()})
+    os.write(1, f"last-{tag}\n".encode())  # after the last report: saved by the end of the run
+    if tag == "fails":
+        os.write(2, b"fd-before-failure\n")
+        raise RuntimeError("failing after fd writes")
+
+
+def _expected_out(tag: str) -> list[str]:
+    lines = []
+    for step in range(3):
+        lines += [f"main-{tag}-{step}", f"thread-{tag}-{step}", f"fd-one-{tag}-{step}", "é", f"child-{tag}-{step}"]
+    return [*lines, f"last-{tag}"]
+
+
+def _fd_fit(storage_dir: str, name: str, tags: list[str], concurrent: int) -> Any:
+    return Tuner(fd_writing_fn, param_space={"tag": grid_search(tags)},
+                 tune_config=TuneConfig(metric="loss", mode="min", max_concurrent_trials=concurrent,
+                                        reuse_actors=True),
+                 run_config=RunConfig(name=name, storage=storage_dir, system="multiproc", verbose=0,
+                                      resources_per_trial={"cpu": 0.5})).fit()
+
+
+def test_fd_level_output_of_concurrent_trials_lands_in_each_trials_files(storage_dir, no_leaks, capfd) -> None:
+    grid = _fd_fit(storage_dir, "out_fd", ["a", "b"], concurrent=2)
+    assert grid.num_errors == 0
+    assert len({r.metrics["pid"] for r in grid}) == 2  # two actor processes side by side
+    for r in grid:
+        tag = r.config["tag"]
+        trial_dir = os.path.join(storage_dir, "out_fd", r.trial_id)
+        assert _read(trial_dir, "stdout.txt").splitlines() == _expected_out(tag)
+        assert _read(trial_dir, "stderr.txt").splitlines() == [f"fd-two-{tag}-{s}" for s in range(3)]
+    seen = capfd.readouterr()
+    for word in ("thread-", "fd-one", "fd-two", "child-", "last-"):
+        assert word not in seen.out and word not in seen.err, seen
+
+
+def test_a_reused_actor_process_gives_each_trial_only_its_own_fd_output(storage_dir, no_leaks, capfd) -> None:
+    grid = _fd_fit(storage_dir, "out_fd_reuse", ["p", "q", "r", "fails"], concurrent=1)
+    by_tag = {r.config["tag"]: r for r in grid}
+    assert len({r.metrics["pid"] for r in grid}) == 1  # one process ran them all, one after the other
+    assert by_tag["fails"].status is TrialStatus.ERROR and grid.num_errors == 1
+    for tag, r in by_tag.items():
+        trial_dir = os.path.join(storage_dir, "out_fd_reuse", r.trial_id)
+        assert _read(trial_dir, "stdout.txt").splitlines() == _expected_out(tag)
+        err = _read(trial_dir, "stderr.txt")
+        assert err.splitlines()[:3] == [f"fd-two-{tag}-{s}" for s in range(3)]
+        if tag == "fails":  # the failure still reaches error.txt and the controller, after the fd line
+            assert "RuntimeError: failing after fd writes" in _read(trial_dir, "error.txt")
+            assert "failing after fd writes" in str(r.error)
+            assert err.index("fd-before-failure") < err.index("RuntimeError: failing after fd writes")
+        else:
+            assert len(err.splitlines()) == 3, err
+    seen = capfd.readouterr()
+    for word in ("thread-", "fd-one", "fd-two", "child-", "last-", "fd-before"):
+        assert word not in seen.out and word not in seen.err, seen
+
+
+def _pump_child(root: str) -> None:
+    """In a forked (non-main) process: more than a pipe's worth through fd 1, while Python prints."""
+    before = os.fstat(1).st_ino
+    ctx = StorageContext(root)
+    paths = {"stdout": os.path.join(root, "stdout.txt"), "stderr": os.path.join(root, "stderr.txt")}
+    cap = OutputCapture(ctx, paths, capture_fds=True)
+    cap.start()
+    assert os.fstat(1).st_ino != before  # fd 1 is the pipe now
+    big = ("ü" * 40 + "\n").encode() * 4000  # 324 KB, multibyte characters split across reads
+    writer = threading.Thread(target=os.write, args=(1, big))
+    writer.start()
+    for i in range(200):
+        sys.stdout.write(f"py {i}\n")  # one write: lands whole, though maybe inside a line of ü
+    writer.join()
+    cap.flush()
+    cap.stop()
+    assert os.fstat(1).st_ino == before  # restored when the run ended
+    print("after the run")  # not the trial's any more
+
+
+def test_fd_pump_drains_more_than_a_pipe_and_restores_fd_1(tmp_path, capfd) -> None:
+    import multiprocessing
+
+    child = multiprocessing.get_context("fork").Process(target=_pump_child, args=(str(tmp_path),))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    out = (tmp_path / "stdout.txt").read_text(encoding="utf-8")
+    assert re.findall(r"py \d+\n", out) == [f"py {i}\n" for i in range(200)]
+    assert re.sub(r"py \d+\n", "", out) == ("ü" * 40 + "\n") * 4000  # nothing lost, nothing garbled
+    assert "after the run" in capfd.readouterr().out

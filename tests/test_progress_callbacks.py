@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from actors import Callback, RunConfig, TuneConfig, Tuner
+from actors._controller_progress import choose_rows
 from actors._errors import ConfigError
+from actors._trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
 
@@ -99,7 +103,8 @@ from tests import _trainables as T
 from actors.search import grid_search
 Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 30, "slow_save": 0.06},
       tune_config=TuneConfig(metric="loss", mode="min"),
-      run_config=RunConfig(name="prog", storage=sys.argv[1], verbose=int(sys.argv[2]))).fit()
+      run_config=RunConfig(name="prog", storage=sys.argv[1], verbose=int(sys.argv[2]),
+                           max_progress_rows=int(sys.argv[3]) if len(sys.argv) > 3 else 20)).fit()
 """
 
 
@@ -128,13 +133,14 @@ def test_verbose_levels(verbose, tmp_path, no_leaks):
         assert not any(" finished after " in x for x in lines)  # per-trial lines only at 2
 
 
-def test_live_table_in_a_terminal(tmp_path, no_leaks):
-    pytest.importorskip("rich")
+def _in_a_terminal(*args: str) -> str:
+    """Run SCRIPT with a pseudo-terminal as stdout (wide, so rich wraps nothing) and return what it drew."""
     pid, fd = pty.fork()
     if pid == 0:  # child: the driver, with a pseudo-terminal as stdout
         os.environ["PYTHONPATH"] = ROOT
+        os.environ["COLUMNS"] = "200"
         os.chdir(ROOT)
-        os.execv(sys.executable, [sys.executable, "-c", SCRIPT, str(tmp_path), "1"])
+        os.execv(sys.executable, [sys.executable, "-c", SCRIPT, *args])
     chunks: list[bytes] = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -148,12 +154,81 @@ def test_live_table_in_a_terminal(tmp_path, no_leaks):
     _, status = os.waitpid(pid, 0)
     text = b"".join(chunks).decode(errors="replace")
     assert os.waitstatus_to_exitcode(status) == 0, text[-2000:]
+    return text
+
+
+def test_live_table_in_a_terminal(tmp_path, no_leaks):
+    pytest.importorskip("rich")
+    text = _in_a_terminal(str(tmp_path), "1")
+    assert "not shown" not in text  # 2 trials, 20 rows: nothing hidden
     assert "trial" in text and "status" in text and "RUNNING" in text  # the table's header and rows
     for column in ("iter", "loss", "member", "steps"):  # iteration, metric, host, a config column
         assert column in text, column
     assert "best loss=" in text and "TERMINATED" in text  # title: best so far and status counts
     assert "\x1b[" in text  # drawn with terminal control codes
     assert "finished in" in text
+
+
+def test_live_table_says_how_many_trials_it_does_not_show(tmp_path, no_leaks):
+    pytest.importorskip("rich")
+    text = _in_a_terminal(str(tmp_path), "1", "1")  # 2 trials, RunConfig(max_progress_rows=1)
+    assert "... 1 more trial not shown (1 " in text, text[-3000:]
+
+
+def _rec(status: str, loss: float | None = None) -> SimpleNamespace:
+    return SimpleNamespace(status=TrialStatus(status), last_result={} if loss is None else {"loss": loss})
+
+
+def test_choose_rows_order_limit_and_hidden_counts():
+    trials = [_rec("PENDING"), _rec("TERMINATED", 3.0), _rec("RUNNING"), _rec("PAUSED"), _rec("ERROR"),
+              _rec("RUNNING"), _rec("TERMINATED", 1.0), _rec("TERMINATED"), _rec("PENDING")]
+    shown, hidden = choose_rows(trials, 100, "loss", "min")  # room for all: every trial, in priority order
+    assert shown == [trials[i] for i in (2, 5, 4, 3, 0, 8, 6, 1, 7)], "best terminated first, no metric last"
+    assert hidden == {}
+    shown, hidden = choose_rows(trials, 4, "loss", "min")
+    assert shown == [trials[2], trials[5], trials[4], trials[6]], "the best finished trial keeps the last row"
+    assert hidden == {"PAUSED": 1, "PENDING": 2, "TERMINATED": 2}
+    shown, _ = choose_rows(trials, 7, "loss", "max")
+    assert shown[-1] is trials[1], "mode='max': the highest finished value is the best"
+    shown, hidden = choose_rows(trials, 1, "loss", "min")
+    assert shown == [trials[2]] and sum(hidden.values()) == len(trials) - 1
+    shown, hidden = choose_rows(trials, 4, None, None)  # no metric: nothing to call best, no row reserved
+    assert shown == [trials[2], trials[5], trials[4], trials[3]]
+    assert hidden == {"PENDING": 2, "TERMINATED": 3}
+
+
+def test_choose_rows_on_a_large_table_shows_the_best_and_counts_the_rest():
+    trials = [_rec("TERMINATED", float((i * 7919) % 10_000)) for i in range(10_000)]
+    trials += [_rec("RUNNING") for _ in range(8)] + [_rec("PENDING") for _ in range(2_000)]
+    shown, hidden = choose_rows(trials, 20, "loss", "min")
+    assert len(shown) == 20 and shown[:8] == trials[10_000:10_008]
+    assert shown[-1].last_result == {"loss": 0.0}
+    assert hidden == {"PENDING": 2_000 - 11, "TERMINATED": 9_999}
+
+
+def test_table_caption_counts_the_hidden_rows():
+    pytest.importorskip("rich")
+    from rich.console import Console
+
+    from actors._progress import ProgressReporter
+    from actors.messages import ExperimentProgress, ProgressRow
+
+    row = ProgressRow("t1", TrialStatus.RUNNING, {"lr": 0.1}, 3, 0.5, "")
+    reporter = ProgressReporter("cap", verbose=0)
+    out = io.StringIO()
+    Console(file=out, width=200).print(reporter._table(ExperimentProgress(
+        {"RUNNING": 1, "PENDING": 12, "TERMINATED": 25}, (row,), 1.0, "loss", hidden={"PENDING": 12,
+                                                                                     "TERMINATED": 25})))
+    assert "... 37 more trials not shown (12 PENDING, 25 TERMINATED)" in out.getvalue()
+    out = io.StringIO()
+    Console(file=out, width=200).print(reporter._table(ExperimentProgress({"RUNNING": 1}, (row,), 1.0, "loss")))
+    assert "not shown" not in out.getvalue()
+
+
+@pytest.mark.parametrize("rows", [0, -3, 2.5, True, "20"])
+def test_max_progress_rows_is_validated(rows, storage_dir):
+    with pytest.raises(ConfigError, match=r"RunConfig\(max_progress_rows=.*\): use an int >= 1"):
+        RunConfig(storage=storage_dir, max_progress_rows=rows)
 
 
 def test_live_table_error_cell_names_the_error_and_where_it_was_raised():

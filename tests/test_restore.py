@@ -447,6 +447,28 @@ def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):
     assert state is not None and state["retired"] == [ck0.path]
 
 
+def test_marks_are_saved_in_the_state_and_restored(storage_dir):
+    """The recorded pauses/stops/exploits survive a state write and a restore; an older state has none."""
+    from actors._marks import Mark, MarkKind
+    from actors._restore import _rewind
+
+    io, table = _io(storage_dir)
+    marked, old = f"{io.trial_prefix}_00000", f"{io.trial_prefix}_00001"
+    table.add(marked, {}).marks = [Mark(MarkKind.PAUSE, 2), Mark(MarkKind.EXPLOIT, 3, "src")]
+    table.add(old, {}).marks = [Mark(MarkKind.STOP, 1)]
+    io.snapshot_table(table, None, 2)
+    io.scheduler_saved(pickle.dumps({}))
+    state = read_experiment_state(io.ctx, io.layout)
+    assert state is not None
+    rows = {r["trial_id"]: r for r in state["trials"]}
+    assert rows[marked]["marks"] == [{"kind": "pause", "iteration": 2},
+                                     {"kind": "exploit", "iteration": 3, "source": "src"}]
+    del rows[old]["marks"]  # as written before marks existed
+    _, restored = _io(storage_dir, _rewind(state, True, False, False))
+    assert restored.get(marked).marks == table.get(marked).marks
+    assert restored.get(old).marks == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["sigterm", "sigkill_driver_only"])
 def test_aborted_run_then_restored(how, tmp_path, no_leaks):

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from storage import (
+    CsvWriter,
     ExperimentLayout,
+    JsonLinesWriter,
     ResultWriter,
     StorageContext,
     StorageError,
@@ -202,6 +204,41 @@ class TestBackends:
         assert read_bytes(ctx, layout.result_file("t1")).endswith(b"}\n")
         table = list(csv.reader(io.StringIO(read_bytes(ctx, layout.progress_file("t1")).decode())))
         assert table == [["training_iteration"], ["1"], ["2"], ["3"]]
+
+    def test_csv_writer_alone_widens_truncates_and_repairs(self, ctx: StorageContext) -> None:
+        layout = ExperimentLayout(ctx, "exp")
+
+        def table() -> list[list[str]]:
+            return list(csv.reader(io.StringIO(read_bytes(ctx, layout.progress_file("t1")).decode())))
+
+        w = CsvWriter(ctx, layout, "t1", flush_interval=0.0)
+        w.append([{"training_iteration": 1, "loss": 1.0}])
+        w.append([{"training_iteration": 2, "loss": 0.5, "extra": {"a": 1}}])
+        w.flush()
+        assert table() == [["training_iteration", "loss", "extra/a"], ["1", "1.0", ""], ["2", "0.5", "1"]]
+        w.truncate(1)
+        assert table() == [["training_iteration", "loss", "extra/a"], ["1", "1.0", ""]]
+        w.close()
+        # a crash tore the last line: a new writer (restarted controller) drops it and appends cleanly
+        write_bytes(ctx, layout.progress_file("t1"), read_bytes(ctx, layout.progress_file("t1")) + b"2,0.")
+        w = CsvWriter(ctx, layout, "t1", flush_interval=0.0)
+        assert w.row_count == 1
+        w.append([{"training_iteration": 2, "loss": 0.25}])
+        w.close()
+        assert table() == [["training_iteration", "loss", "extra/a"], ["1", "1.0", ""], ["2", "0.25", ""]]
+
+    def test_result_writer_rebuilds_a_csv_left_behind_by_a_crash(self, ctx: StorageContext) -> None:
+        layout = ExperimentLayout(ctx, "exp")
+        rows = [{"training_iteration": i, "loss": 1.0 / i} for i in (1, 2, 3)]
+        json_only = JsonLinesWriter(ctx, layout, "t1", flush_interval=0.0)
+        json_only.append(rows)  # killed before the CSV append of the same batch
+        json_only.close()
+        w = ResultWriter(ctx, layout, "t1", flush_interval=0.0)  # what a restore truncates with
+        w.truncate(2)
+        w.close()
+        table = list(csv.reader(io.StringIO(read_bytes(ctx, layout.progress_file("t1")).decode())))
+        assert table == [["training_iteration", "loss"], ["1", "1.0"], ["2", "0.5"]]
+        assert [r["training_iteration"] for r in read_results(ctx, layout, "t1")] == [1, 2]
 
     def test_results_buffer_until_flush_interval_on_object_stores(self, ctx: StorageContext) -> None:
         layout = ExperimentLayout(ctx, "exp")

@@ -1,0 +1,68 @@
+"""What the per-trial history writers share: one file, appended locally, rewritten elsewhere.
+
+On local disk rows are appended as they come. Object stores cannot append, so a writer keeps what
+it needs in memory and rewrites the object whole at most every ``flush_interval`` seconds (and on
+``flush``/``close``). Subclasses say how a rewrite is done (``_write_buffer``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from storage._context import StorageContext
+from storage._errors import StorageError
+
+
+class TrialFileWriter:
+    """One trial's file; owned by a single controller thread (not thread-safe)."""
+
+    what = "history"
+
+    def __init__(self, ctx: StorageContext, trial_id: str, path: str, flush_interval: float,
+                 clock: Callable[[], float]) -> None:
+        if flush_interval < 0:
+            raise ValueError(f"flush_interval must be >= 0 seconds, got {flush_interval!r}")
+        self._ctx = ctx
+        self._trial_id = trial_id
+        self._path = path
+        self._flush_interval = flush_interval
+        self._clock = clock
+        self._append_mode = ctx.is_local
+        self._loaded = False
+        self._closed = False
+        self._dirty = False  # object-store mode: memory holds rows the object does not
+        self._last_flush = -math.inf
+
+    @property
+    def url(self) -> str:
+        return self._ctx.uri(self._path)
+
+    def _write_buffer(self) -> None:
+        """Object-store mode: rewrite the object from memory."""
+        raise NotImplementedError
+
+    def maybe_flush(self) -> None:
+        """Flush if ``flush_interval`` has passed since the last flush (call it from a periodic tick)."""
+        if self._dirty and self._clock() - self._last_flush >= self._flush_interval:
+            self.flush()
+
+    def flush(self) -> None:
+        """Make every appended row durable in storage."""
+        if not self._append_mode and self._dirty:
+            self._write_buffer()
+            self._dirty = False
+        self._last_flush = self._clock()
+
+    def close(self) -> None:
+        if not self._closed:
+            self.flush()
+            self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"{self.what} writer for trial {self._trial_id!r} at {self.url} is closed: "
+                               f"create a new {type(self).__name__} to write more rows", url=self.url)
+
+
+__all__ = ["TrialFileWriter"]
