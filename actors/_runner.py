@@ -110,6 +110,7 @@ class TrialRunner:
         # a Trainable kept by the actor from its previous run of the same class (reuse_actors)
         self.reuse = reuse
         self.kept: Trainable | None = None  # this run's instance, kept for the next run
+        self.last_result: dict[str, Any] | None = None
         self._extra = dict(msg.extra_result)
         self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
                                                "stderr": self.layout.stderr_file(msg.trial_id)},
@@ -233,6 +234,7 @@ class TrialRunner:
         )
         if self.msg.member:
             result["member"] = self.msg.member
+        self.last_result = result
         ref = None
         if checkpoint is not None:
             ref = self._commit(checkpoint, result)
@@ -272,8 +274,11 @@ class TrialRunner:
             block = self.unacked >= self.msg.window
 
     def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
+        """Save a class trainable; a save outside a report (asked for, or at the end) carries the
+        last result's metrics, so score-based retention ranks it like any other checkpoint."""
         t = self._class_trainable
         assert t is not None
+        result = result if result is not None else self.last_result
         tmp = tempfile.mkdtemp(prefix="audition_save_")
         try:
             out = t.save_checkpoint(tmp)

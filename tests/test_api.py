@@ -113,6 +113,27 @@ def test_num_to_keep_keeps_the_best_by_score(storage_dir, no_leaks) -> None:
     assert [it for _, it in kept] == [1, 2, 6], kept
 
 
+def test_a_class_trainables_checkpoint_at_end_carries_its_last_metrics(storage_dir, no_leaks) -> None:
+    """The save at the end of a run happens outside a report; with score-based retention it must
+    still be ranked by the last result, not last for want of metrics."""
+    from actors import CheckpointConfig
+    from storage import StorageContext, list_checkpoints
+
+    grid = Tuner(T.ClassTrainable, param_space={"x": 1.0, "steps": 4},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
+                 run_config=RunConfig(name="endmetrics", storage=storage_dir, verbose=0, system="simple",
+                                      checkpoint_config=CheckpointConfig(
+                                          checkpoint_frequency=1, checkpoint_at_end=True, num_to_keep=1,
+                                          checkpoint_score_attribute="loss", checkpoint_score_order="min"))).fit()
+    r = grid[0]
+    ctx = StorageContext(storage_dir)
+    infos = list_checkpoints(ctx, os.path.join(storage_dir, "endmetrics", r.trial_id))
+    last = infos[-1].metadata
+    assert last["iteration"] == 4 and last["metrics"]["loss"] == pytest.approx(0.25), last
+    # the lowest loss is the last one, saved twice (iteration 4, then at the end): only those stay
+    assert [(i.metadata["iteration"], i.metadata["metrics"]["loss"]) for i in infos] == [(4, 0.25), (4, 0.25)]
+
+
 def test_num_to_keep_holds_when_results_arrive_in_batches(storage_dir, no_leaks) -> None:
     """FIFO lets a fast trial run ahead, so several checkpoints travel in one result batch:
     retention must still hear of every one of them, or the earlier ones are never deleted."""
