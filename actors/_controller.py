@@ -55,6 +55,7 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
+from storage import StorageError
 
 # How long an abort waits for the scheduler's state before ending without it.
 
@@ -94,6 +95,8 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
             super().receiveMessage(msg, sender)
         except LoggerFailed as exc:
             self._abort(f"{exc}; what was written before is kept")
+        except StorageError as exc:  # the storage package already retried: a clear end, not a bug report
+            self._abort(f"the controller could not write to storage: {exc}; what was written before is kept")
         except Exception as exc:
             self._abort(f"internal error in the controller handling {type(msg).__name__}: {exc!r}\n"
                         f"{traceback.format_exc()}")

@@ -9,7 +9,9 @@ connections alike:
   the first ``nbytes`` reset everything from then on (the network is gone);
 - ``reset_connections(count)``: reset the next ``count`` connections (``None``: all, until changed)
   as soon as they connect or send anything;
-- ``stall()``: hold all data in both directions until the mode changes.
+- ``stall()``: hold all data in both directions until the mode changes; nothing is dropped or
+  closed, so after ``pass_through()`` the held bytes flow on (a stall that ends). Held traffic is
+  counted: ``held_bytes`` and ``held_connections`` (connections that had data held at least once).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class _Conn:
     client: asyncio.StreamWriter
     upstream: asyncio.StreamWriter | None = None
     dead: bool = False
+    held: bool = False
 
 
 class TcpProxy:
@@ -40,6 +43,8 @@ class TcpProxy:
         self._resets_left: int | None = 0
         self.resets = 0
         self.connections = 0
+        self.held_bytes = 0  # bytes that had to wait because of stall()
+        self.held_connections = 0  # connections that had data held at least once
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tcp-proxy", daemon=True)
         self._server: asyncio.base_events.Server | None = None
@@ -187,6 +192,11 @@ class TcpProxy:
                 break
             if not data:
                 break
+            if self._mode == "stall" and not conn.dead:
+                self.held_bytes += len(data)
+                if not conn.held:
+                    conn.held = True
+                    self.held_connections += 1
             while self._mode == "stall" and not conn.dead:
                 assert self._changed is not None
                 await self._changed.wait()

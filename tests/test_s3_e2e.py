@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from actors import RunConfig, TuneConfig, Tuner
+from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
 from actors._errors import TuneError
 from actors._trial import TrialStatus
 from actors.search import grid_search
-from storage import MANIFEST_NAME, StorageContext
+from storage import MANIFEST_NAME, ExperimentLayout, StorageContext, is_committed, read_results
 from tests import _driver_script as D
 from tests import _trainables as T
 
@@ -105,6 +106,121 @@ def test_transient_resets_during_the_run_are_survived(proxied, no_leaks):
         assert _iterations(r) == list(range(1, T.STEPS + 1))
         assert [h["restored_from"] for h in r.metrics_history][2] == 1
     assert not _uncommitted(_keys(url, options))
+
+
+STALL_S = 3.0  # longer than one request's read timeout below, far shorter than the retry budget
+STALL_AT = 2  # the step whose checkpointed report goes out while S3 is stalled
+_FLAG_WAIT_S = 60.0
+
+
+def _wait_until(predicate: Callable[[], bool], timeout: float, poll: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll)
+    return True
+
+
+def stalls_midway(config: dict[str, Any]) -> None:
+    """Checkpoints every step. At ``STALL_AT`` it says so (``reached-<x>``) and waits until the test
+    has stalled S3 (``stalled``), so its next report and checkpoint commit go out into the stall.
+    Each row carries when the previous report returned (``time.monotonic``, system-wide on Linux)."""
+    flags = Path(config["flags"])
+    ckpt = get_checkpoint()
+    start = ckpt.to_dict()["step"] + 1 if ckpt else 0
+    returned: float | None = None
+    for step in range(start, config["steps"]):
+        if step == STALL_AT:
+            (flags / f"reached-{config['x']}").touch()
+            if not _wait_until((flags / "stalled").exists, _FLAG_WAIT_S):
+                raise TimeoutError(f"the test did not stall S3 within {_FLAG_WAIT_S}s")
+        report({"loss": config["x"] / (step + 1), "step": step, "prev_returned": returned},
+               checkpoint=Checkpoint.from_dict({"step": step}))
+        returned = time.monotonic()
+
+
+@pytest.mark.slow  # ~6 s: a real fit plus a 3 s stall
+def test_transient_stall_during_the_run_is_survived_with_nothing_lost(
+    moto_server: Any, proxied: tuple[str, dict[str, Any], Any], tmp_path: Path, no_leaks: None
+) -> None:
+    """S3 stops answering (connections held open, nothing forwarded) for a few seconds while trials
+    report and commit checkpoints, then recovers: every result and checkpoint arrives exactly once.
+
+    A request's read timeout (1 s) is shorter than the stall, so requests time out and are retried
+    (s3fs's loop, and storage/_retry.py's five attempts around each upload's overall deadline of
+    2 x read_timeout from storage/_io.py); botocore's own retries are off. The whole budget (~11 s
+    for an upload) is longer than the stall.
+    """
+    url, options, proxy = proxied
+    options = dict(options, config_kwargs={"connect_timeout": 1, "read_timeout": 1,
+                                           "retries": {"total_max_attempts": 1}})
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    steps = T.STEPS
+    timeline: dict[str, float] = {}
+    problems: list[str] = []
+    blocked: list[bool] = []
+
+    def stall_once() -> None:
+        try:
+            if not _wait_until(lambda: any(flags.glob("reached-*")), _FLAG_WAIT_S):
+                problems.append("no trial reached the stall step")
+                return
+            proxy.stall()
+            timeline["stalled"] = time.monotonic()
+            (flags / "stalled").touch()
+            if not _wait_until(lambda: proxy.held_bytes > 0, 20):
+                problems.append("nothing tried to reach S3 during the stall")
+                return
+            timeline["held"] = time.monotonic()
+            time.sleep(STALL_S)  # the length of the fault, not a synchronisation
+            timeline["held_bytes"] = proxy.held_bytes
+        finally:
+            timeline["lifted"] = time.monotonic()  # taken first: nothing can pass before this
+            proxy.pass_through()
+            (flags / "stalled").touch()  # never leave a trainable waiting
+
+    staller = threading.Thread(target=stall_once, name="stall-s3", daemon=True)
+    staller.start()
+    started = time.monotonic()
+    try:
+        grid = Tuner(stalls_midway,
+                     param_space={"x": grid_search([1.0, 2.0]), "steps": steps, "flags": str(flags)},
+                     tune_config=TuneConfig(metric="loss", mode="min"),
+                     run_config=RunConfig(name="exp", storage=url, storage_options=options, verbose=0,
+                                          controller_timeout_s=30)).fit()
+    finally:
+        staller.join(_FLAG_WAIT_S)
+        proxy.pass_through()
+    elapsed = time.monotonic() - started
+    assert not staller.is_alive() and not problems, problems
+
+    # the stall was real: S3 traffic was held for STALL_S, and the run waited it out
+    assert timeline["held_bytes"] > 0 and proxy.held_connections >= 1
+    assert timeline["lifted"] - timeline["held"] >= STALL_S
+    assert elapsed >= STALL_S
+
+    assert grid.num_errors == 0
+    direct = StorageContext(url, moto_server.storage_options())
+    layout = ExperimentLayout(direct, "exp")
+    for r in grid:
+        assert r.status is TrialStatus.TERMINATED
+        rows = read_results(direct, layout, r.trial_id)
+        assert [row["training_iteration"] for row in rows] == list(range(1, steps + 1)), r.trial_id
+        assert [row["step"] for row in rows] == list(range(steps))
+        assert _iterations(r) == list(range(1, steps + 1))
+        # the checkpointed report sent out into the stall returned only after it was lifted
+        blocked.append(rows[STALL_AT + 1]["prev_returned"] >= timeline["lifted"])
+        assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{r.trial_id}/")
+        assert is_committed(direct, direct.fs._strip_protocol(r.checkpoint.path))
+        assert r.checkpoint.to_dict() == {"step": steps - 1}
+    assert any(blocked)
+    keys = _keys(url, moto_server.storage_options())
+    assert not _uncommitted(keys)
+    for r in grid:
+        ckpts = {k.split("/")[2] for k in keys if k.startswith(f"exp/{r.trial_id}/checkpoint_")}
+        assert len(ckpts) == steps  # one per report, every one committed
 
 
 def test_missing_bucket_fails_fit_at_once_naming_the_url(moto_server, no_leaks):

@@ -36,3 +36,25 @@ def test_permanent_storage_error_in_a_trial_stops_the_experiment(system, storage
         tuner.fit()
     assert "checkpoint_000000" in str(info.value)  # names the location
     assert Tuner.can_restore(os.path.join(storage_dir, "fatal"))  # what was written is kept
+
+
+def test_a_state_write_that_fails_ends_the_run_with_a_storage_message(storage_dir, monkeypatch) -> None:
+    """Writing the experiment state is the controller's own storage call: when it fails for good
+    the user reads what failed and where, not an 'internal error' with a traceback."""
+    import actors._controller_io as cio
+    from storage import StorageError
+
+    calls = []
+
+    def failing(ctx: Any, layout: Any, state: Any) -> str:
+        calls.append(1)
+        raise StorageError("writing experiment state failed at memory://x/state (disk full)", url="memory://x")
+
+    monkeypatch.setattr(cio, "write_experiment_state", failing)
+    tuner = Tuner(lambda config: report({"loss": 1.0}), run_config=RunConfig(
+        name="statefail", storage=storage_dir, verbose=0, system="simple"))
+    with pytest.raises(TuneError) as info:
+        tuner.fit()
+    text = str(info.value)
+    assert calls and "could not write to storage: writing experiment state failed" in text, text
+    assert "internal error" not in text and "Traceback" not in text, text
