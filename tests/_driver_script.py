@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,11 +49,13 @@ def counter(config: dict[str, Any]) -> None:
 
 
 def shards(config: dict[str, Any]) -> None:
-    """Checkpoints of 600 small files; in the driver script the second one's upload never ends
-    (``hold_second_upload``), so a test kills inside it every time, however fast the disk."""
+    """Checkpoints of many small files (``shard_files``); in the driver script the second one's
+    upload never ends (``hold_second_upload``), so a test kills inside it every time, however
+    fast the disk. A resumed run reports how many half uploads its trial directory held."""
     ckpt = get_checkpoint()
-    start = 0
+    start, half = 0, 0
     if ckpt is not None:
+        half = uncommitted_beside(ckpt)  # before this run uploads anything of its own
         with ckpt.as_directory() as d, open(os.path.join(d, "step.txt")) as f:
             start = int(f.read()) + 1
     for step in range(start, config["steps"]):
@@ -64,10 +67,18 @@ def shards(config: dict[str, Any]) -> None:
                     f.write(b"w" * 512)
             with open(os.path.join(d, "step.txt"), "w") as f:  # sorted last: uploaded late
                 f.write(str(step))
-            report({"loss": config["x"] / (step + 1), "step": step, "restored_from": start - 1},
-                   checkpoint=Checkpoint.from_directory(d))
+            report({"loss": config["x"] / (step + 1), "step": step, "restored_from": start - 1,
+                    "uncommitted_at_start": half}, checkpoint=Checkpoint.from_directory(d))
         finally:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def uncommitted_beside(ckpt: Checkpoint) -> int:
+    """Uncommitted checkpoint directories (half uploads) in the trial directory of ``ckpt``."""
+    from storage import list_checkpoints
+
+    ctx = StorageContext(ckpt.path.rstrip("/").rsplit("/", 1)[0], ckpt.storage_options)
+    return sum(not c.committed for c in list_checkpoints(ctx, ctx.root))
 
 
 def broken(config: dict[str, Any]) -> None:
@@ -93,6 +104,11 @@ def errored_run(storage: str, system: str) -> Any:
                  run_config=RunConfig(name=NAME, storage=storage, system=system, verbose=0)).fit()
     assert grid.num_errors == 1
     return grid
+
+
+def shard_files(storage: str) -> int:
+    """Files per ``shards`` checkpoint: 600 on disk; 50 on S3, where each is a request to moto."""
+    return 50 if storage.startswith("s3://") else 600
 
 
 def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None = None) -> Tuner:
@@ -126,11 +142,21 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
         scheduler = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=3,
                                             hyperparam_mutations={"x": [1.0, 2.0, 3.0, 4.0]},
                                             quantile_fraction=0.5, seed=0)
+    elif scenario == "hyperband":
+        # max_t=3, rf=3: bracket s=1 takes x=1, 2, 25 (milestones 1 and 3), bracket s=0 takes
+        # x=3, 4 (milestone 3). x=1 and x=2 are parked at iteration 1 two seconds before x=25
+        # (2 s a step) gets there, so a state is written in between (one a second at least);
+        # then only x=1 goes on to 3. Steps run past max_t: HyperBand stops the trials.
+        from actors.schedulers import HyperBandScheduler
+
+        space = {"x": grid_search([1.0, 2.0, 25.0, 3.0, 4.0]), "steps": 6, "sleep": 0.08, "sleep_by_x": True}
+        scheduler = HyperBandScheduler(max_t=3, reduction_factor=3)
     elif scenario == "shards":
-        space = {"x": grid_search([1.0, 2.0]), "steps": 4, "files": 600, "sleep": 0.1}
+        space = {"x": grid_search([1.0, 2.0]), "steps": 4, "files": shard_files(storage), "sleep": 0.1}
         trainable, keep = shards, 2
     else:
-        raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, asha, shards or random")
+        raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, asha, pbt, hyperband, "
+                         "shards or random")
     return Tuner(
         trainable,
         param_space=space,
@@ -285,21 +311,43 @@ def when_state(run: Run, test: Callable[[dict[str, Any]], bool]) -> Callable[[],
     return check
 
 
-def hold_second_upload() -> None:
+_NEVER = threading.Event()  # never set: a held upload waits until its process is killed
+
+
+def _held(lpath: str) -> bool:
+    """True for ``step.txt`` of step 1 (the last file of the second checkpoint)."""
+    if os.path.basename(lpath) != "step.txt":
+        return False
+    with open(lpath) as f:
+        return f.read() == "1"
+
+
+def hold_second_upload(storage: str) -> None:
     """A store that hangs: uploading ``step.txt`` of step 1 blocks until the process is killed.
 
     Patched in the driver before its actor system forks, so every trial process inherits it;
-    the test process (which restores) keeps the real filesystem.
+    the test process (which restores) keeps the real filesystem. On ``s3://`` the patched
+    method is s3fs's sync ``put_file`` (which ``commit_checkpoint`` calls); fsspec only
+    generates it from ``_put_file`` when the class defines none, so the patch is used.
     """
+    if storage.startswith("s3://"):
+        import s3fs
+        from fsspec.asyn import sync
+
+        def s3_put_file(self: Any, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
+            if _held(lpath):
+                _NEVER.wait()
+            return sync(self.loop, self._put_file, lpath, rpath, *args, **kwargs)
+
+        s3fs.S3FileSystem.put_file = s3_put_file
+        return
     from fsspec.implementations.local import LocalFileSystem
 
     real = LocalFileSystem.put_file
 
     def put_file(self: Any, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
-        if os.path.basename(lpath) == "step.txt":
-            with open(lpath) as f:
-                if f.read() == "1":
-                    time.sleep(3600)
+        if _held(lpath):
+            _NEVER.wait()
         return real(self, lpath, rpath, *args, **kwargs)
 
     LocalFileSystem.put_file = put_file  # type: ignore[method-assign]
@@ -310,7 +358,7 @@ def main(argv: list[str]) -> None:
         raise SystemExit(__doc__)
     options = json.loads(argv[3]) if len(argv) == 4 else None
     if argv[2] == "shards":
-        hold_second_upload()
+        hold_second_upload(argv[0])
     tuner(argv[0], argv[1], argv[2], options).fit()
 
 

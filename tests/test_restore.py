@@ -19,7 +19,7 @@ import pytest
 from actors import Tuner
 from actors._errors import ConfigError
 from actors._trial import TrialStatus
-from storage import read_experiment_state, read_results
+from storage import MANIFEST_NAME, read_experiment_state, read_results
 from tests import _driver_script as D
 
 NAME = D.NAME
@@ -113,14 +113,34 @@ def test_driver_killed_then_restored_fifo(point, tmp_path, no_leaks):
     assert all(committed for _, committed in checkpoint_dirs(run.storage))
 
 
-@pytest.mark.slow
-def test_driver_killed_during_checkpoint_upload(tmp_path, no_leaks):
-    """A checkpoint of 600 files is being uploaded when everything dies: restore removes it and
-    resumes from the committed one before it."""
-    def uploading() -> list[str]:
-        return [p for p, committed in checkpoint_dirs(run.storage) if not committed and os.listdir(p)]
+def stored_checkpoints(run: D.Run) -> dict[str, set[str]]:
+    """Every checkpoint directory of the experiment on any store (on S3: every prefix holding an
+    object) by its URI -> the names of the files in it (``.audition_manifest.json`` if committed)."""
+    fs = run.ctx.fs
+    fs.invalidate_cache()
+    out: dict[str, set[str]] = {}
+    for path, info in fs.find(run.layout.experiment_dir, withdirs=True, detail=True).items():
+        parts = path.rstrip("/").split("/")
+        at = next((i for i, p in enumerate(parts) if p.startswith("checkpoint_")), None)
+        if at is None:
+            continue
+        files = out.setdefault(run.ctx.uri("/".join(parts[:at + 1])), set())
+        if info["type"] == "file":
+            files.add("/".join(parts[at + 1:]))
+    return out
 
-    with D.Run(tmp_path, "shards") as run:
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_driver_killed_during_checkpoint_upload(store, tmp_path, request, no_leaks):
+    """A checkpoint of many files is being uploaded when everything dies: restore removes it and
+    resumes from the committed one before it. On S3 no object of it is left."""
+    url, options = request.getfixturevalue("s3_location") if store == "s3" else (None, None)
+
+    def uploading() -> list[str]:
+        return [d for d, files in stored_checkpoints(run).items() if files and MANIFEST_NAME not in files]
+
+    with D.Run(tmp_path, "shards", storage=url, options=options) as run:
         def both_held() -> bool:  # each trial: step 0 committed and saved in the state, step 1 hanging
             st = run.state()
             return (st is not None and all(r.get("checkpoint") for r in st["trials"]) and len(st["trials"]) == 2
@@ -132,14 +152,19 @@ def test_driver_killed_during_checkpoint_upload(tmp_path, no_leaks):
     grid = restore_and_fit(run, D.shards)
     assert_contiguous(grid, 2, steps=4)
     assert [r.metrics["restored_from"] for r in grid] == [0, 0], "resumed from the committed step 0"
-    dirs = checkpoint_dirs(run.storage)
-    assert all(committed for _, committed in dirs), dirs
+    # the restore removed the half uploads before the trials resumed (later commits and retention
+    # would hide them by the end): each trial saw none left in its directory when it started
+    assert [r.metrics_history[1]["uncommitted_at_start"] for r in grid] == [0, 0]
+    stored = stored_checkpoints(run)
+    assert all(MANIFEST_NAME in files for files in stored.values()), stored.keys()
+    if store == "local":
+        assert all(committed for _, committed in checkpoint_dirs(run.storage))  # no empty dir left either
     for r in grid:  # num_to_keep=2 still holds after the restore
-        mine = [p for p, _ in dirs if f"/{r.trial_id}/" in p + "/"]
+        mine = [d for d in stored if f"/{r.trial_id}/" in d + "/"]
         assert 1 <= len(mine) <= 2, mine
         with r.checkpoint.as_directory() as d, open(os.path.join(d, "step.txt")) as f:
             assert int(f.read()) == 3
-        assert len(os.listdir(r.checkpoint.path)) == 600 + 2  # shards, step.txt, manifest
+        assert len(stored[r.checkpoint.path]) == D.shard_files(run.storage) + 2  # shards, step.txt, manifest
 
 
 def _asha_rungs(state: dict[str, Any]) -> dict[float, dict[str, float]]:
@@ -230,6 +255,67 @@ def test_driver_killed_then_restored_asha_keeps_its_rungs(tmp_path, no_leaks):
     assert after is not None
     for milestone, recorded in rungs_before.items():  # nothing recorded before the crash was lost
         assert recorded.items() <= _asha_rungs(after)[milestone].items(), milestone
+
+
+def _hyperband_state(state: dict[str, Any]) -> dict[str, Any]:
+    return pickle.loads(base64.b64decode(state["scheduler"]))["scheduler"]["state"]
+
+
+def _final_iterations(grid: Any) -> dict[float, int]:
+    return {r.config["x"]: r.metrics["training_iteration"] for r in grid}
+
+
+@pytest.mark.slow
+def test_driver_killed_then_restored_hyperband_keeps_its_brackets(tmp_path, no_leaks):
+    """Killed while x=1 and x=2 are parked (PAUSED) at bracket s=1's first milestone and x=25,
+    the last of that bracket, still runs towards it.
+
+    A restored HyperBand still has them waiting in that bracket: when x=25 arrives it halves
+    the bracket, resumes only x=1 (from its checkpoint) and stops x=2 and x=25 at iteration 1,
+    exactly as an uninterrupted run does. A fresh one would not know them as parked: it would
+    resume them as ordinary paused trials, and x=2 would run past its first milestone.
+    """
+    def parked_while_others_run(st: dict[str, Any]) -> bool:
+        if st.get("scheduler") is None or "RUNNING" not in D.statuses(st):
+            return False
+        first = _hyperband_state(st)["_brackets"][0]
+        paused = {r["trial_id"] for r in st["trials"] if r["status"] == "PAUSED" and r["checkpoint"]}
+        return first.rung == 0 and len(first.waiting) == 2 and set(first.waiting) <= paused
+
+    with D.Run(tmp_path, "hyperband") as run:
+        run.wait_for("x=1 and x=2 parked, x=25 running", D.when_state(run, parked_while_others_run))
+        run.kill()
+    before = run.state()
+    assert before is not None
+    hb_before = _hyperband_state(before)
+    rows = {r["trial_id"]: r for r in before["trials"]}
+    parked = dict(hb_before["_brackets"][0].waiting)
+    assert sorted(rows[t]["config"]["x"] for t in parked) == [1.0, 2.0], parked
+    history_before = {t: result_lines(run, t) for t in parked}
+    assert all(len(h) == 1 for h in history_before.values()), history_before
+
+    grid = restore_and_fit(run)
+    assert_contiguous(grid, 5, steps=None)
+    by_id = {r.trial_id: r for r in grid}
+    for tid in parked:  # each resumed from the checkpoint it was paused with, or never ran again
+        it = rows[tid]["checkpoint"]["iteration"]
+        history = by_id[tid].metrics_history
+        assert history[:it] == history_before[tid], tid  # its rows before the kill were kept
+        if len(history) > it:
+            assert history[it]["restored_from"] == it - 1, (tid, history)
+    winner = next(t for t in parked if rows[t]["config"]["x"] == 1.0)
+    assert len(by_id[winner].metrics_history) > 1  # promoted after the restore
+    # the halving after the restore gave what an uninterrupted run with this config gives
+    reference = D.tuner(str(tmp_path / "reference"), "reference", "hyperband").fit()
+    assert _final_iterations(grid) == _final_iterations(reference) == {1.0: 3, 2.0: 1, 25.0: 1, 3.0: 3, 4.0: 3}
+    after = run.state()
+    assert after is not None
+    hb_after = _hyperband_state(after)
+    assert len(hb_after["_brackets"]) == 2  # one band: trials suggested later joined the same brackets
+    for b_before, b_after in zip(hb_before["_brackets"], hb_after["_brackets"], strict=False):
+        assert b_after.trials[:len(b_before.trials)] == b_before.trials, (b_before, b_after)
+    assert hb_before["_trial_bracket"].items() <= hb_after["_trial_bracket"].items()
+    assert [b.rung for b in hb_after["_brackets"]] == [1, 0]  # bracket s=1 halved once, s=0 at max_t
 
 
 @pytest.mark.slow
