@@ -94,12 +94,19 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         try:
             super().receiveMessage(msg, sender)
         except LoggerFailed as exc:
-            self._abort(f"{exc}; what was written before is kept")
+            self._fail(f"{exc}; what was written before is kept")
         except StorageError as exc:  # the storage package already retried: a clear end, not a bug report
-            self._abort(f"the controller could not write to storage: {exc}; what was written before is kept")
+            self._fail(f"the controller could not write to storage: {exc}; what was written before is kept")
         except Exception as exc:
-            self._abort(f"internal error in the controller handling {type(msg).__name__}: {exc!r}\n"
-                        f"{traceback.format_exc()}")
+            self._fail(f"internal error in the controller handling {type(msg).__name__}: {exc!r}\n"
+                       f"{traceback.format_exc()}")
+
+    def _fail(self, reason: str) -> None:
+        """Abort; if an abort already waits for the scheduler's state (whose write just failed), end now."""
+        if self.abort_save is not None and not self.finished:
+            self._finish(f"{self.error}\n{reason}" if self.error else reason)
+        else:
+            self._abort(reason)
 
     # ------------------------------------------------------------------ set-up
     def receiveMsg_StartExperiment(self, msg: StartExperiment, sender: Any) -> None:
