@@ -1,7 +1,7 @@
 """File-descriptor capture for a process that runs one trial at a time (multi-process systems).
 
-While a run is current, fd 1 and 2 are ``dup2``'ed onto pipes (made once per process) and a daemon
-thread per stream moves the bytes to that run's sink (its OutputCapture). That catches C
+While a run is current, fd 1 and 2 are ``dup2``'ed onto pipes (made once per process) and one
+daemon thread moves the bytes of both to that run's sink (its OutputCapture). That catches C
 extensions, ``os.write(1, ...)`` and subprocesses (they inherit fd 1/2) as well as Python. When the
 run ends, the pipe is drained into its sink and the original fds are put back, so a reused actor's
 next trial never gets the previous one's bytes, and what the process writes outside runs (or as it
@@ -47,7 +47,7 @@ def _queued(fd: int) -> int | None:
 
 
 class _Pump:
-    """One stream: ``fd`` writes into a pipe whose other end a daemon thread empties."""
+    """One stream: ``fd`` writes into a pipe whose other end the pump thread (``_serve``) empties."""
 
     def __init__(self, name: str, fd: int) -> None:
         self.name, self.fd = name, fd
@@ -78,24 +78,14 @@ class _Pump:
         for fd in (self.original, self.read_end, self.write_end):
             os.close(fd)
 
-    def start(self) -> None:
-        self.alive = True
-        threading.Thread(target=self._loop, name=f"audition-{self.name}-pump", daemon=True).start()
-
-    def _loop(self) -> None:
-        try:
-            while True:
-                select.select([self.read_end], [], [])
-                with self.lock:  # one chunk per turn: a flood never starves drain()
-                    if not self._read(_CHUNK, once=True):
-                        return
-        finally:  # nobody empties the pipe any more: writers must not block on it once it is full
-            with self.lock:
-                self.alive = False
-                try:
-                    os.dup2(self.original, self.fd)
-                except OSError:
-                    pass
+    def finish(self) -> None:
+        """Nobody empties the pipe any more: writers must not block on it once it is full."""
+        with self.lock:
+            self.alive = False
+            try:
+                os.dup2(self.original, self.fd)
+            except OSError:
+                pass
 
     def _read(self, limit: int | None, once: bool = False) -> bool:
         """Deliver up to ``limit`` bytes (None: until the pipe is empty); False at end of file."""
@@ -152,6 +142,25 @@ class _Pump:
                 os.dup2(self.write_end if new is not None else self.original, self.fd)
 
 
+def _serve(pumps: list[_Pump]) -> None:
+    """One daemon thread empties every pipe: a trial process starts one thread for this, not two
+    (a thread start is most of what capture costs a short trial)."""
+    live = {pump.read_end: pump for pump in pumps}
+    try:
+        while live:
+            ready, _, _ = select.select(list(live), [], [])
+            for fd in ready:
+                pump = live[fd]
+                with pump.lock:  # one chunk per turn: a flood never starves drain()
+                    more = pump._read(_CHUNK, once=True)
+                if not more:
+                    del live[fd]
+                    pump.finish()
+    finally:
+        for pump in pumps:
+            pump.finish()
+
+
 _pumps: dict[str, _Pump] = {}
 _setup_lock = threading.Lock()
 
@@ -180,7 +189,9 @@ def _ensure_installed() -> None:
                 pump.close()
             raise
         for pump in made.values():
-            pump.start()
+            pump.alive = True
+        threading.Thread(target=_serve, args=(list(made.values()),), name="audition-output-pump",
+                         daemon=True).start()
         _pumps.update(made)
 
 
