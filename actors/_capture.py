@@ -33,6 +33,15 @@ from storage import StorageContext, read_bytes, retrying, write_bytes
 FLUSH_EVERY_S = 0.5  # how far captured output may lag behind the trial's reports
 _lock = threading.Lock()
 _routes: dict[int, OutputCapture] = {}  # thread ident -> the capture its writes belong to
+
+
+def _forget_routes_after_fork() -> None:
+    """A forked child (an actor process) keeps none of its parent's threads, but thread idents
+    are addresses and get reused: an inherited route could claim a new thread's output."""
+    _routes.clear()
+
+
+os.register_at_fork(after_in_child=_forget_routes_after_fork)
 _STREAMS = ("stdout", "stderr")
 
 

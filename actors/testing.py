@@ -20,7 +20,7 @@ import datetime
 from typing import Any, Self
 
 import cloudpickle
-from thespian.actors import ActorSystem, ActorTypeDispatcher
+from thespian.actors import ActorExitRequest, ActorSystem, ActorTypeDispatcher
 
 from actors._trial import TrialSnapshot, TrialStatus
 from actors.messages import (
@@ -60,9 +60,12 @@ class ActorTestKit:
     def __init__(self) -> None:
         self.system = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
         self.probe = self.system.createActor(ProbeActor)
+        self.created: list[Any] = []
 
     def create(self, actor_class: type) -> Any:
-        return self.system.createActor(actor_class)
+        actor = self.system.createActor(actor_class)
+        self.created.append(actor)
+        return actor
 
     def send(self, target: Any, message: Any) -> None:
         """Deliver ``message`` to ``target`` with the probe as its sender."""
@@ -98,6 +101,14 @@ class ActorTestKit:
         return got[0]
 
     def close(self) -> None:
+        """Ask every created actor to exit, then shut the system down.
+
+        ``simpleSystemBase.shutdown()`` does not deliver ``ActorExitRequest``, so without this a
+        trial actor's worker thread blocked on a decision would outlive the test.
+        """
+        for actor in self.created:
+            self.system.tell(actor, ActorExitRequest())
+        self.received(timeout_s=0.1)  # the in-process system delivers them inside ask()
         self.system.shutdown()
 
     def __enter__(self) -> Self:

@@ -218,3 +218,35 @@ def test_fd_pump_drains_more_than_a_pipe_and_restores_fd_1(tmp_path, capfd) -> N
     assert re.findall(r"py \d+\n", out) == [f"py {i}\n" for i in range(200)]
     assert re.sub(r"py \d+\n", "", out) == ("ü" * 40 + "\n") * 4000  # nothing lost, nothing garbled
     assert "after the run" in capfd.readouterr().out
+
+
+def test_a_forked_actor_process_inherits_no_routes_and_the_test_kit_ends_its_threads(tmp_path) -> None:
+    """A route left in a parent (a trial thread of an in-process system) must not follow a fork:
+    thread idents are reused, and the child's first new thread could get that ident."""
+    import multiprocessing
+
+    from actors._trial_actor import TrialActor
+    from actors.messages import TrialResults
+    from actors.testing import ActorTestKit
+    from tests.test_actor_units import _run_trial
+
+    stale = OutputCapture(StorageContext(str(tmp_path)), {"stdout": str(tmp_path / "o"), "stderr": str(tmp_path / "e")})
+    _capture._routes[-1] = stale  # what a leaked in-process trial thread would leave behind
+    try:
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        child = ctx.Process(target=lambda: q.put(len(_capture._routes)))
+        child.start()
+        assert q.get(timeout=10) == 0
+        child.join(timeout=10)
+    finally:
+        _capture._routes.pop(-1, None)
+    # and the test kit no longer leaves one: its close() makes a blocked trial thread end
+    with ActorTestKit() as kit:
+        actor = kit.create(TrialActor)
+        kit.send(actor, _run_trial(str(tmp_path)))  # window 1: blocks after its first result
+        kit.wait_for(TrialResults)
+    for t in [t for t in threading.enumerate() if t.name == "trial-t1"]:
+        t.join(timeout=5.0)  # it was told to stop; before the fix it waited for a decision forever
+        assert not t.is_alive()
+    assert not _capture._routes
