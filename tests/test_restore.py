@@ -214,7 +214,10 @@ def test_driver_killed_then_restored_pbt_keeps_its_population_and_exploits(tmp_p
         assert r.status is TrialStatus.TERMINATED, (r.trial_id, r.error)
         its = iterations(r)  # an exploit copies another trial's step counter, so lengths differ
         assert its == list(range(1, len(its) + 1)), (r.trial_id, its)
-        assert r.metrics["step"] == 11  # ran to the trainable's own end
+        # ran to the trainable's own end; or (a race PBT may lose, as Ray Tune's does) it cloned a
+        # source whose last result was in but whose end was not yet known, and so took over a
+        # checkpoint at the end: either way its final checkpoint is the last step's
+        assert r.checkpoint is not None and r.checkpoint.to_dict()["step"] == 11, (r.trial_id, r.metrics)
     after = run.state()
     assert after is not None
     exploits_after = _pbt_state(after)["_exploits"]

@@ -73,6 +73,19 @@ def test_top_is_checkpointed_and_bottom_is_cloned_from_it() -> None:
     assert sim.scheduler.exploit_log == [info]  # type: ignore[attr-defined]
 
 
+def test_a_finished_trial_is_never_a_clone_source() -> None:
+    """As in Ray Tune, finished trials are not ranked: cloning one's final checkpoint would leave
+    the clone nothing to do (it would end at once, at its source's last step)."""
+    sim = _population(_pbt())
+    _round(sim)
+    _round(sim)  # iteration 2: t1, t2, t3 checkpointed
+    _round(sim)
+    sim.complete("t3")  # the best trial finishes
+    assert sim.report("t0", acc=0.1) is C  # iteration 4: bottom of {t0, t1, t2}, top is t2
+    (clone,) = sim.ctl.calls_of("clone")
+    assert clone[1:3] == ("t0", "t2")
+
+
 def test_no_exploit_without_a_checkpointed_source() -> None:
     sim = _population(_pbt(perturbation_interval=1))
     sim.report("t3", acc=0.4)  # alone in the scored pool: no quantiles, so no checkpoint

@@ -175,8 +175,10 @@ class PopulationBasedTraining(MetricScheduler):
         if t < self.burn_in_period or t - m.last_perturbation < self.perturbation_interval:
             return Decision.CONTINUE
         m.last_perturbation, m.score = t, score
+        # finished trials are not ranked (as in Ray Tune): cloning one's final checkpoint would
+        # leave the clone nothing to do, and it would end at once at its source's last step
         lower, upper = self._quantiles(
-            [tid for tid, mm in self._members.items() if mm.score is not None and not mm.errored]
+            [tid for tid, mm in self._members.items() if mm.score is not None and not mm.ended]
         )
         if trial.trial_id in upper:
             controller.checkpoint_trial(trial)
