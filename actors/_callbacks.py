@@ -1,6 +1,7 @@
 """Experiment callbacks (Ray Tune's ``Callback`` hooks) and the driver-side dispatcher.
 
-Callbacks run in the driver process, never in the controller: the controller
+Callbacks run in the driver process (only a ``LoggerCallback`` with ``in_controller`` runs
+in the controller, see ``actors._loggers``): the controller
 batches trial events into ``TrialEvents`` messages (about once a second, and
 before ``ExperimentFinished``) and moves on, so a slow callback delays only the
 driver's own loop, never a trial.  Events of one trial arrive in order; every
