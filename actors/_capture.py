@@ -33,6 +33,7 @@ from storage import StorageContext, read_bytes, retrying, write_bytes
 FLUSH_EVERY_S = 0.5  # how far captured output may lag behind the trial's reports
 _lock = threading.Lock()
 _routes: dict[int, OutputCapture] = {}  # thread ident -> the capture its writes belong to
+_STREAMS = ("stdout", "stderr")
 
 
 def _forget_routes_after_fork() -> None:
@@ -42,7 +43,6 @@ def _forget_routes_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_routes_after_fork)
-_STREAMS = ("stdout", "stderr")
 
 
 class _RoutingStream:

@@ -96,10 +96,10 @@ class ProgressMixin:
     def _progress(self) -> ExperimentProgress:
         assert self.spec is not None
         metric, mode = self.spec.metric, self.spec.mode
-        counts: dict[str, int] = {}
+        # the table's status index holds the counts; only the best needs a pass over the trials
+        counts = {s.value: n for s in TrialStatus if (n := self.table.count(s))}
         best, best_trial = None, None
         for rec in self.table.trials.values():
-            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
             value = rec.last_result.get(metric) if metric else None
             if isinstance(value, (int, float)) and value == value and (
                     best is None or (value < best if mode == "min" else value > best)):

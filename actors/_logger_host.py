@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from actors._loggers import JsonLoggerCallback, LoggerCallback, controller_loggers
+from actors._loggers import LoggerCallback, controller_loggers
 from actors._trial import TrialSnapshot
 from storage import ExperimentLayout, StorageContext, StorageError
 
@@ -28,9 +28,7 @@ class LoggerFailed(Exception):
 class ControllerLoggers:
     def __init__(self, loggers: list[LoggerCallback] | None, ctx: StorageContext, layout: ExperimentLayout,
                  clock: Callable[[], float] = time.perf_counter) -> None:
-        self.loggers = list(loggers) if loggers is not None else controller_loggers(None)
-        if not any(isinstance(lg, JsonLoggerCallback) for lg in self.loggers):
-            self.loggers.insert(0, JsonLoggerCallback())  # Tuner.restore reads result.json
+        self.loggers = controller_loggers(loggers)  # the JSON and CSV loggers are always among them
         self.clock = clock
         self.off: set[int] = set()
         self.slow: set[int] = set()

@@ -191,14 +191,14 @@ SNAP = TrialSnapshot("t1", {}, TrialStatus.RUNNING)
 def test_host_switches_off_a_broken_logger_and_keeps_the_others(tmp_path: Any, caplog: Any) -> None:
     broken, fine = Calls(fail_on="start"), Calls()
     host = _host([broken, fine], tmp_path)
-    assert isinstance(host.loggers[0], JsonLoggerCallback)  # always there: Tuner.restore reads it
+    (json_logger,) = [lg for lg in host.loggers if isinstance(lg, JsonLoggerCallback)]  # always there
     with caplog.at_level(logging.ERROR, logger="audition"):
         host.start(SNAP, None)
         host.results(SNAP, [{"training_iteration": 1}])
     assert broken.calls == ["setup", "start"]
     assert fine.calls == ["setup", "start", "results"]
     assert "Calls failed in log_trial_start; it is switched off" in caplog.text
-    assert read_results(host.loggers[0]._ctx, host.loggers[0]._layout, "t1") == [{"training_iteration": 1}]
+    assert read_results(json_logger._ctx, json_logger._layout, "t1") == [{"training_iteration": 1}]
 
 
 def test_host_stops_on_storage_errors_and_required_loggers(tmp_path: Any) -> None:
