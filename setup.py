@@ -2,17 +2,32 @@
 
 from setuptools import setup
 
-TEST = [
-    "pytest>=8",
-    "pytest-timeout>=2.3",
-    "hypothesis>=6.100",
-    "ruff>=0.6",
-    "mypy>=1.10",
-    "psutil>=5.9",
+# Every dependency has a floor (the oldest version tested) and a ceiling (the next major, or the next
+# release line for packages whose internals audition touches), so that pip resolves the same way on any
+# day instead of backtracking to an ancient release (s3fs 0.4.2 on 2026-12-03, issue 12).
+CORE = [
+    "thespian>=4.0.1,<4.1",  # actors/_auth.py patches its TCP transport: a new release line needs a look
+    "cloudpickle>=2.2,<4",
+    "fsspec>=2025.3.0,<2027",
+    "rich>=13,<16",
 ]
-S3 = ["s3fs", "boto3"]
-PLOT = ["matplotlib>=3.5"]
-DOCS = ["mkdocs>=1.6", "mkdocstrings[python]>=0.25", "mkdocs-material>=9.5"]
+TEST = [
+    "pytest>=8,<10",
+    "pytest-timeout>=2.3,<3",
+    "hypothesis>=6.100,<7",
+    "ruff==0.17.6",  # linters are pinned: a new release adds rules, and test_lint runs them
+    "mypy==2.4.1",
+    "psutil>=5.9,<8",
+]
+# No boto3 here: storage/ does not use it, s3fs pins aiobotocore, which pins botocore. An unbounded boto3
+# beside an unbounded s3fs made pip give up on s3fs (that day's boto3 was newer than any aiobotocore
+# supported) and fall back to s3fs 0.4.2, from before aiobotocore. The tests' boto3 comes through moto.
+S3 = ["s3fs>=2025.3.0,<2027"]
+PLOT = ["matplotlib>=3.5,<4"]
+OPTUNA = ["optuna>=3.0,<6"]
+PANDAS = ["pandas>=1.5,<4"]
+TENSORBOARD = ["tensorboardX>=2.6,<3"]
+DOCS = ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.25,<2", "mkdocs-material>=9.5,<10"]
 
 setup(
     name="audition",
@@ -20,17 +35,17 @@ setup(
     description="Hyperparameter tuning on Thespian actors, with Ray Tune's API",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
-    python_requires=">=3.10",
+    python_requires=">=3.11",
     packages=["actors", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
-    install_requires=["thespian>=4.0", "cloudpickle>=2.0", "fsspec>=2023.1", "rich>=13"],
+    install_requires=CORE,
     extras_require={
         "s3": S3,
-        "optuna": ["optuna>=3.0"],
-        "pandas": ["pandas"],
+        "optuna": OPTUNA,
+        "pandas": PANDAS,
         "plot": PLOT,
-        "tensorboard": ["tensorboardX>=2.6"],
+        "tensorboard": TENSORBOARD,
         "docs": DOCS,
-        "test": TEST + S3 + PLOT + DOCS + ["moto[server]>=5.0", "optuna>=3.0", "pandas", "pillow", "tensorboardX>=2.6"],
+        "test": TEST + S3 + PLOT + DOCS + OPTUNA + PANDAS + TENSORBOARD + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli:main"]},
 )

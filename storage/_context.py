@@ -13,6 +13,7 @@ from fsspec.registry import known_implementations
 
 from storage._errors import StorageError
 from storage._retry import retrying
+from storage._s3_stack import s3_stack_problem
 
 DEFAULT_URL = "~/audition_results"
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
@@ -200,6 +201,10 @@ def _filesystem_class(protocol: str, url: str) -> type[fsspec.AbstractFileSystem
         cls: type[fsspec.AbstractFileSystem] = fsspec.get_filesystem_class(protocol)
     except ImportError as exc:
         raise _missing_backend(protocol, url) from exc
+    if protocol in _EXTRAS:
+        problem = s3_stack_problem()
+        if problem is not None:
+            raise StorageError(f"storage URL {url} cannot be used: {problem}", url=url)
     return cls
 
 

@@ -1,22 +1,30 @@
 """pytest plugin: S3 fixtures on a real moto server (listed in conftest.py's ``pytest_plugins``).
 
-Tests that use them are skipped only when s3fs itself is not installed.
+Tests that use them are skipped only when s3fs itself is not installed, and never when
+``AUDITION_REQUIRE_S3=1`` (set by ``.ci/run``). An installed but unusable S3 stack (an s3fs too old, or
+one without its async API) fails them at once with the installed versions named.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from storage._s3_stack import s3_stack_problem
 from tests._s3 import MotoServer, start_moto_server
 from tests._tcp_proxy import TcpProxy
 
 
 def _require_s3() -> None:
-    pytest.importorskip("s3fs", reason="s3fs is not installed (pip install 'audition[s3]')")
-    pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    if os.environ.get("AUDITION_REQUIRE_S3") != "1":
+        pytest.importorskip("s3fs", reason="s3fs is not installed (pip install 'audition[s3]')")
+        pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    problem = s3_stack_problem()
+    if problem is not None:
+        pytest.fail(f"the S3 test stack is unusable: {problem}", pytrace=False)
 
 
 def _clear_s3fs_cache() -> None:
