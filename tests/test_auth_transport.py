@@ -16,7 +16,6 @@ import queue
 import re
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import threading
@@ -280,12 +279,14 @@ def _send_raw(port: int, data: bytes, timeout_s: float = 10) -> tuple[bytes, int
 
 def test_codec_tamper_stale_replay_and_version():
     from actors._auth import AuthError, FrameAuth
+    from actors._auth_codec import HEADER, pack_ip
 
     auth = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
-    body = auth.seal(b"payload", now=1000.0)
+    body = auth.seal(b"payload", now=1000.0, recipient=("127.0.0.1", 4321))
     opened = auth.open(body, now=1001.0)
-    assert (opened.kind, opened.payload, opened.duplicate) == (b"D", b"payload", False)
-    assert auth.open(body, now=1002.0).duplicate  # the same frame again: flagged, never unpickled
+    assert (opened.kind, bytes(opened.payload), opened.recipient) == (b"D", b"payload", ("127.0.0.1", 4321))
+    assert auth.first_time(opened, now=1001.0)
+    assert not auth.first_time(auth.open(body, now=1002.0), now=1002.0)  # the same frame again: never unpickled
     for bad, why in [(body[:-1] + bytes([body[-1] ^ 1]), "bad HMAC"), (bytes([body[0] ^ 0x80]) + body[1:], "bad HMAC"),
                      (body[:20], "too short"), (pickle.dumps("x"), "too short"),
                      (FrameAuth(WRONG_KEY.encode(), max_age_s=360, max_skew_s=60).seal(b"p"), "bad HMAC")]:
@@ -294,11 +295,12 @@ def test_codec_tamper_stale_replay_and_version():
     for sent in (1000.0 - 361, 1000.0 + 61):  # older than the window, or too far in the future
         with pytest.raises(AuthError, match="stale"):
             auth.open(auth.seal(b"p", now=sent), now=1000.0)
-    msg = struct.pack(">Bc Q 8s", 2, b"D", 1000_000, bytes(8)) + b"p"  # correctly tagged, unknown version
-    with pytest.raises(AuthError, match="version 2"):
+    msg = HEADER.pack(1, b"D", 1000_000, bytes(8), 9, pack_ip("127.0.0.1")) + b"p"  # correctly tagged, old version
+    with pytest.raises(AuthError, match="version 1"):
         auth.open(hmac.digest(auth.mac_key, msg, "sha256") + msg, now=1000.0)
     ack = auth.seal(b"A", kind=b"A")
-    assert ack == auth.seal(b"A", kind=b"A") and not auth.open(ack).duplicate  # constant, never stale
+    assert ack == auth.seal(b"A", kind=b"A") and auth.open(ack).kind == b"A"  # constant, never stale
+    assert auth.open(auth.seal(b"", recipient=("::1", 7))).recipient == ("::1", 7)
 
 
 def test_key_loading(tmp_path: Any):
@@ -391,7 +393,7 @@ def test_signed_frame_is_delivered_once_and_replay_dropped(servers: Any):
     srv = servers("replay", KEY)
     auth = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
     sender = ActorAddress(TCPv4ActorAddress("127.0.0.1", 9, external=True))  # never answered
-    frame = _frame(auth.seal(pickle.dumps((sender, "note:hello"))))
+    frame = _frame(auth.seal(pickle.dumps((sender, "note:hello")), recipient=("127.0.0.1", srv.ready["echo_port"])))
     for _ in range(2):
         reply, _src = _send_raw(srv.ready["echo_port"], frame)
         opened = auth.open(reply[reply.index(b">") + 1:])
