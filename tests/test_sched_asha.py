@@ -24,12 +24,13 @@ def _sim(**kw: object) -> Simulator:
     return sim
 
 
-def test_rungs_are_grace_times_powers_below_max_t() -> None:
+def test_rungs_are_grace_times_powers_up_to_max_t() -> None:
     assert ASHAScheduler(max_t=100, grace_period=1, reduction_factor=4).milestones() == [1, 4, 16, 64]
-    assert ASHAScheduler(max_t=64, grace_period=1, reduction_factor=4).milestones() == [1, 4, 16]
+    # Ray Tune's rung count int(log(max_t/grace)/log(rf) + 1) keeps a rung at max_t itself
+    assert ASHAScheduler(max_t=64, grace_period=1, reduction_factor=4).milestones() == [1, 4, 16, 64]
     two = ASHAScheduler(max_t=16, grace_period=1, reduction_factor=2, brackets=2)
-    assert two.milestones(0) == [1, 2, 4, 8]
-    assert two.milestones(1) == [2, 4, 8]
+    assert two.milestones(0) == [1, 2, 4, 8, 16]
+    assert two.milestones(1) == [2, 4, 8, 16]
 
 
 def test_alias_and_batching() -> None:
@@ -64,11 +65,12 @@ def test_min_mode_mirrors_max_mode() -> None:
     assert out == [C, C, S, C]
 
 
-def test_ties_go_on_and_nan_is_worst() -> None:
+def test_ties_go_on_and_nan_never_loses() -> None:
     sim = _sim()
     assert sim.report("A", acc=0.5) is C
-    assert sim.report("B", acc=0.5) is C  # equal to the best: nothing is strictly better
-    assert sim.report("C", acc=float("nan")) is S
+    assert sim.report("B", acc=0.5) is C  # equal to the cutoff: not below it
+    assert sim.report("C", acc=float("nan")) is C  # as in Ray Tune: NaN < cutoff is false
+    assert sim.report("D", acc=0.4) is S  # numpy.nanpercentile ignores C's NaN: cutoff 0.5
 
 
 def test_only_the_highest_rung_passed_is_judged() -> None:

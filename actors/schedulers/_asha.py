@@ -1,12 +1,16 @@
 """Asynchronous successive halving (ASHA), the stopping variant.
 
-Each bracket has rungs at ``grace_period * reduction_factor**(k + s)`` (for
-bracket ``s``) below ``max_t``.  When a trial first passes a rung, its metric is
-recorded there and compared with every value recorded at that rung so far: the
-trial goes on only if it is among the best ``ceil(n / reduction_factor)`` of the
-``n`` values (its own included), so the first trial at a rung always goes on.
-Nothing ever waits for other trials, which is what makes it asynchronous and
-why it never pauses a trial.
+Each bracket ``s`` has rungs at ``grace_period * reduction_factor**(k + s)`` for
+``k < int(log(max_t / grace_period) / log(reduction_factor) - s + 1)`` (Ray Tune's
+count, so a rung can sit at ``max_t``).  On a result, the highest rung the trial has
+reached and not yet recorded is judged: the cutoff is ``numpy.nanpercentile`` of the
+values the *other* trials recorded there at ``(1 - 1/reduction_factor) * 100``
+(linear interpolation); the trial stops if its value is below it, and its value is
+recorded.  The first trial at a rung always goes on; a NaN never loses (numpy ignores
+it).  The trial's final result is recorded too (``on_trial_complete``).  These are Ray
+Tune 2.60's decisions, checked against recorded streams in
+``tests/test_ray_scheduler_fidelity.py``.  Nothing ever waits for other trials, which is
+what makes it asynchronous and why it never pauses a trial.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from actors._reducer import Decision
 from actors._trial import TrialSnapshot
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, check_number
+from actors.schedulers._numeric import nanpercentile
 
 
 class ASHAScheduler(MetricScheduler):
@@ -30,7 +35,8 @@ class ASHAScheduler(MetricScheduler):
         grace_period: first rung; no trial is stopped before it.
         reduction_factor: keep the top ``1/reduction_factor`` at each rung.
         brackets: number of brackets; trials are assigned round-robin in the
-            order they are added, so the assignment is deterministic.
+            order they are added, so the assignment is deterministic (Ray draws
+            a bracket at random, weighted by ``e**rungs``).
         stop_last_trials: stop trials at ``max_t`` (else they run until they end).
     """
 
@@ -74,14 +80,8 @@ class ASHAScheduler(MetricScheduler):
         self._stopped: set[str] = set()
 
     def _make_rungs(self, s: int) -> list[list[Any]]:
-        rungs: list[list[Any]] = []
-        k = 0
-        while True:
-            milestone = self.grace_period * self.reduction_factor ** (k + s)
-            if milestone >= self.max_t:
-                return rungs
-            rungs.append([milestone, {}])
-            k += 1
+        count = int(math.log(self.max_t / self.grace_period) / math.log(self.reduction_factor) - s + 1)
+        return [[self.grace_period * self.reduction_factor ** (k + s), {}] for k in range(count)]
 
     def milestones(self, bracket: int = 0) -> list[float]:
         """The rung milestones of ``bracket``, ascending (for inspection and tests)."""
@@ -110,25 +110,43 @@ class ASHAScheduler(MetricScheduler):
         if tid in self._stopped:
             return Decision.STOP
         t = self._time(result, self.time_attr)
-        score = self._score(result)
-        decision = Decision.CONTINUE
-        # Only the highest rung passed counts, so a coarse time_attr that jumps over
-        # several rungs is judged once, at the rung closest to where it really is.
-        for milestone, recorded in reversed(self._rungs[self._assign(tid)]):
-            if t < milestone:
-                continue
-            if tid not in recorded:
-                keep = math.ceil((len(recorded) + 1) / self.reduction_factor)
-                better = sum(1 for v in recorded.values() if v > score)
-                recorded[tid] = score
-                if better >= keep:
-                    decision = Decision.STOP
-            break
+        score = self._score(result, keep_nan=True)
         if self.stop_last_trials and t >= self.max_t:
-            decision = Decision.STOP
+            decision = Decision.STOP  # before the rungs: the value at max_t is recorded on completion
+        else:
+            decision = self._judge(tid, t, score)
         if decision is Decision.STOP:
             self._stopped.add(tid)
         return decision
+
+    def _judge(self, tid: str, t: float, score: float) -> Decision:
+        """Judge ``score`` at the highest rung ``tid`` has reached and not yet recorded, then record it.
+
+        A rung already recorded is skipped, so a trial whose time_attr jumped over rungs is
+        judged at the lower ones on its following results (Ray Tune's order); with
+        ``stop_last_trials=False`` a recorded rung ends the search instead.
+        """
+        for milestone, recorded in reversed(self._rungs[self._assign(tid)]):
+            if t >= milestone and tid in recorded and not self.stop_last_trials:
+                break
+            if t < milestone or tid in recorded:
+                continue
+            decision = Decision.CONTINUE
+            if recorded:
+                cutoff = nanpercentile(list(recorded.values()), (1 - 1 / self.reduction_factor) * 100)
+                if score < cutoff:
+                    decision = Decision.STOP
+            recorded[tid] = score
+            return decision
+        return Decision.CONTINUE
+
+    def on_trial_complete(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> None:
+        """Record the final result at its rung, as Ray Tune does (it raises later cutoffs)."""
+        metric, _ = self._objective()
+        if self.time_attr in result and metric in result:
+            self._judge(trial.trial_id, self._time(result, self.time_attr), self._score(result, keep_nan=True))
 
     def debug_string(self) -> str:
         parts = []

@@ -70,12 +70,13 @@ def lookup(result: dict[str, Any], key: str, owner: str) -> Any:
     return result[key]
 
 
-def signed(value: Any, mode: Mode, owner: str, key: str) -> float:
-    """Map a metric value to a score where higher is better; NaN becomes the worst score."""
+def signed(value: Any, mode: Mode, owner: str, key: str, *, keep_nan: bool = False) -> float:
+    """Map a metric value to a score where higher is better; NaN becomes the worst score
+    unless ``keep_nan`` (Ray's ASHA and PBT keep NaN and let it lose no comparison)."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{owner}: metric {key!r} must be a number, got {type(value).__name__} {value!r}")
     v = float(value)
-    if math.isnan(v):
+    if math.isnan(v) and not keep_nan:
         return -math.inf
     return v if mode is Mode.MAX else -v
 
@@ -130,9 +131,10 @@ class MetricScheduler(FIFOScheduler):
         assert mode is not None
         return self.metric, mode
 
-    def _score(self, result: dict[str, Any]) -> float:
+    def _score(self, result: dict[str, Any], *, keep_nan: bool = False) -> float:
         metric, mode = self._objective()
-        return signed(lookup(result, metric, type(self).__name__), mode, type(self).__name__, metric)
+        return signed(lookup(result, metric, type(self).__name__), mode, type(self).__name__, metric,
+                      keep_nan=keep_nan)
 
     def _time(self, result: dict[str, Any], time_attr: str) -> float:
         value = lookup(result, time_attr, type(self).__name__)

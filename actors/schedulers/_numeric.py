@@ -1,0 +1,87 @@
+"""numpy's float arithmetic for the few statistics Ray Tune's schedulers take, in pure Python.
+
+Ray decides with ``numpy.nanpercentile`` (ASHA), ``numpy.mean`` and ``numpy.median``
+(median stopping rule).  A decision flips when a value sits exactly on a cutoff, so
+"close enough" is not enough: these functions repeat numpy's operations in numpy's
+order (linear interpolation as ``numpy._lerp`` does it, pairwise summation as
+``numpy.add.reduce`` does it), which gives bit-identical floats without making numpy
+a dependency.  ``tests/test_ray_scheduler_fidelity.py`` checks them against values
+recorded from numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+_BLOCK = 128  # numpy's PW_BLOCKSIZE
+
+
+def _pairwise_sum(a: Sequence[float], lo: int, n: int) -> float:
+    """numpy's ``pairwise_sum`` for float64 (8 accumulators, blocks of 128)."""
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= _BLOCK:
+        r = [a[lo + j] for j in range(8)]
+        i = 8
+        while i < n - (n % 8):
+            for j in range(8):
+                r[j] += a[lo + i + j]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for k in range(i, n):
+            res += a[lo + k]
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(a, lo, n2) + _pairwise_sum(a, lo + n2, n - n2)
+
+
+def np_sum(values: Sequence[float]) -> float:
+    """``numpy.sum`` of a float64 vector."""
+    a = [float(v) for v in values]
+    return _pairwise_sum(a, 0, len(a))
+
+
+def np_mean(values: Sequence[float]) -> float:
+    """``numpy.mean`` of a non-empty float64 vector."""
+    return np_sum(values) / len(values)
+
+
+def np_median(values: Sequence[float]) -> float:
+    """``numpy.median`` of a non-empty vector of finite floats."""
+    s = sorted(float(v) for v in values)
+    n = len(s)
+    h = n // 2
+    return np_mean(s[h - 1:h + 1]) if n % 2 == 0 else np_mean(s[h:h + 1])
+
+
+def _lerp(a: float, b: float, t: float) -> float:
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def nanpercentile(values: Sequence[float], q: float) -> float:
+    """``numpy.nanpercentile(values, q)`` with the default linear method (NaN if all are NaN)."""
+    s = sorted(v for v in (float(x) for x in values) if not math.isnan(v))
+    n = len(s)
+    if n == 0:
+        return math.nan
+    vi = (n - 1) * (q / 100)
+    if vi >= n - 1:
+        prev = nxt = n - 1
+        gamma = vi - (-1)  # numpy computes gamma after moving the index to -1
+    elif vi < 0:
+        prev = nxt = 0
+        gamma = vi - 0
+    else:
+        prev = math.floor(vi)
+        nxt = prev + 1
+        gamma = vi - prev
+    return _lerp(s[prev], s[nxt], gamma)
+
+
+__all__ = ["nanpercentile", "np_mean", "np_median", "np_sum"]
