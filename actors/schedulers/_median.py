@@ -1,52 +1,27 @@
 """The median stopping rule (Vizier): drop trials that trail the median.
 
-At time ``t`` (past ``grace_period``) a trial is stopped if its best score so far
-is strictly worse than the median, over the other trials that have reached
-``t``, of their running averages over ``[grace_period, t]``.  While fewer than
-``min_samples_required`` other trials have reached ``t`` the trial cannot be
-judged; it then yields its slot (PAUSE) to a waiting trial that is behind it,
-at most once per ``min_time_slice``, so the population catches up and can be
-compared.
+At time ``t`` (past ``grace_period``) a trial is stopped if its best result so far
+is strictly worse than the median, over the other trials whose latest result has
+reached ``t``, of their mean results over ``[grace_period, t]`` (non-finite means are
+left out).  While fewer than ``min_samples_required`` such means exist the trial
+cannot be judged; it then yields its slot (PAUSE) whenever another trial is pending
+or paused, at most once per ``min_time_slice``.  A trial's final result is added to
+its history (``on_trial_complete``), and trials are chosen first-in-first-out.
+
+These are Ray Tune 2.60's decisions (``tests/test_ray_scheduler_fidelity.py`` replays
+Ray's recorded streams), including numpy's arithmetic for the means and the median.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
-import statistics
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from actors._reducer import Decision
 from actors._trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
-from actors.schedulers._common import MetricScheduler, check_number
-
-
-@dataclass
-class _History:
-    """One trial's results as sorted times with prefix sums, so a running average over
-    any time window costs two binary searches."""
-
-    times: list[float] = field(default_factory=list)
-    sums: list[float] = field(default_factory=lambda: [0.0])  # sums[k] = score_0 + ... + score_{k-1}
-    best: float = -math.inf
-
-    def add(self, t: float, score: float) -> None:
-        while self.times and self.times[-1] >= t:  # a restarted trial redoes these: replace them
-            self.times.pop()
-            self.sums.pop()
-        self.times.append(t)
-        self.sums.append(self.sums[-1] + score)
-        self.best = max(self.best, score)
-
-    @property
-    def latest(self) -> float:
-        return self.times[-1] if self.times else -math.inf
-
-    def mean(self, lo: float, hi: float) -> float | None:
-        i, j = bisect.bisect_left(self.times, lo), bisect.bisect_right(self.times, hi)
-        return (self.sums[j] - self.sums[i]) / (j - i) if j > i else None
+from actors.schedulers._common import MetricScheduler, Mode, check_number, choose_pending_then_paused
+from actors.schedulers._numeric import np_mean, np_median
 
 
 class MedianStoppingRule(MetricScheduler):
@@ -59,7 +34,7 @@ class MedianStoppingRule(MetricScheduler):
         min_samples_required: other trials needed at a time point to judge a trial.
         min_time_slice: least progress (in ``time_attr`` units) between two yields.
         hard_stop: stop bad trials; if False they are paused, never judged again,
-            and resumed first-in-first-out once nothing better is waiting.
+            and run on to their end when chosen again.
     """
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
@@ -88,21 +63,22 @@ class MedianStoppingRule(MetricScheduler):
         )
         self.min_time_slice = check_number(name, "min_time_slice", min_time_slice, minimum=0)
         self.hard_stop = bool(hard_stop)
-        self._results: dict[str, _History] = {}
+        # Per trial, every (time, metric value) reported, in order, plus the final result
+        # again on completion (as Ray Tune keeps them: the duplicate weighs in the means).
+        self._results: dict[str, list[tuple[float, float]]] = {}
         self._stopped: set[str] = set()
         self._last_pause: dict[str, float] = {}
 
-    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self._results.setdefault(trial.trial_id, _History())
-
-    def _latest_time(self, trial_id: str) -> float:
-        h = self._results.get(trial_id)
-        return h.latest if h is not None else -math.inf
-
     def running_average(self, trial_id: str, t: float) -> float | None:
-        """Mean score of ``trial_id`` over results with ``grace_period <= time <= t`` (None if none)."""
-        h = self._results.get(trial_id)
-        return h.mean(self.grace_period, t) if h is not None else None
+        """Mean metric value of ``trial_id`` over results with ``grace_period <= time <= t``
+        (in the metric's own sign; None if there are none)."""
+        scoped = [v for tt, v in self._results.get(trial_id, ()) if self.grace_period <= tt <= t]
+        return np_mean(scoped) if scoped else None
+
+    def _point(self, result: dict[str, Any]) -> tuple[float, float]:
+        _, mode = self._objective()
+        score = self._score(result, keep_nan=True)  # validates the value
+        return self._time(result, self.time_attr), score if mode is Mode.MAX else -score
 
     def on_trial_result(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
@@ -110,23 +86,26 @@ class MedianStoppingRule(MetricScheduler):
         tid = trial.trial_id
         if tid in self._stopped:
             return Decision.STOP if self.hard_stop else Decision.CONTINUE
-        t = self._time(result, self.time_attr)
-        score = self._score(result)
-        history = self._results.setdefault(tid, _History())
-        history.add(t, score)
+        t, value = self._point(result)
+        history = self._results.setdefault(tid, [])
+        history.append((t, value))
         if t < self.grace_period:
             return Decision.CONTINUE
-        averages = [
-            avg
-            for other, h in self._results.items()
-            if other != tid and h.latest >= t and (avg := h.mean(self.grace_period, t)) is not None
-        ]
+        means = []
+        for other, h in self._results.items():
+            if other != tid and h[-1][0] >= t:
+                avg = self.running_average(other, t)
+                if avg is not None and math.isfinite(avg):
+                    means.append(avg)
         # A trial whose result says done ends now: pausing it would resume it past its end.
         done = bool(result.get("done"))
-        if len(averages) < self.min_samples_required:
+        if len(means) < self.min_samples_required:
             return Decision.CONTINUE if done else self._yield_if_useful(controller, tid, t)
-        median = statistics.median(averages)
-        if history.best < median:
+        median = np_median(means)
+        # Ray's comparison, NaN semantics included: max(median, best) is best unless best < median.
+        op = max if self._objective()[1] is Mode.MAX else min
+        best = op(v for _, v in history)
+        if op(median, best) != best:
             self._stopped.add(tid)
             if self.hard_stop:
                 return Decision.STOP
@@ -134,33 +113,26 @@ class MedianStoppingRule(MetricScheduler):
         return Decision.CONTINUE
 
     def _yield_if_useful(self, controller: SchedulerController, tid: str, t: float) -> Decision:
-        """PAUSE so a trial that is behind can catch up and become a sample, but at most
-        once per ``min_time_slice`` and only when such a trial is waiting."""
-        if t - self._last_pause.get(tid, -math.inf) <= self.min_time_slice:
+        """PAUSE so another trial can run and become a sample, at most once per
+        ``min_time_slice`` and only when some trial is pending or paused."""
+        if not t - self._last_pause.get(tid, -math.inf) > self.min_time_slice:
             return Decision.CONTINUE
-        behind = any(
-            o.trial_id != tid and o.trial_id not in self._stopped
-            and (o.status is TrialStatus.PENDING
-                 or (o.status is TrialStatus.PAUSED and self._latest_time(o.trial_id) < t))
-            for o in controller.get_trials()
-        )
-        if not behind:
+        if not any(o.status in (TrialStatus.PENDING, TrialStatus.PAUSED) for o in controller.get_trials()):
             return Decision.CONTINUE
         self._last_pause[tid] = t
         return Decision.PAUSE
 
+    def on_trial_complete(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> None:
+        """Add the final result to the trial's history (Ray Tune does, so it counts twice)."""
+        metric, _ = self._objective()
+        if self.time_attr in result and metric in result:
+            self._results.setdefault(trial.trial_id, []).append(self._point(result))
+
     def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
-        """Pending trials first, then paused ones that are still judged (least progress
-        first), then trials paused by the rule itself (FIFO)."""
-        trials = controller.get_trials()
-        for t in trials:
-            if t.status is TrialStatus.PENDING:
-                return t
-        paused = [t for t in trials if t.status is TrialStatus.PAUSED]
-        judged = [t for t in paused if t.trial_id not in self._stopped]
-        if judged:
-            return min(judged, key=lambda t: self._latest_time(t.trial_id))
-        return paused[0] if paused else None
+        """First-in-first-out: the first pending trial, else the first paused one."""
+        return choose_pending_then_paused(controller)
 
     def debug_string(self) -> str:
         return f"{type(self).__name__}: {len(self._stopped)} of {len(self._results)} trials stopped"
