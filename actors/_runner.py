@@ -28,9 +28,11 @@ import cloudpickle
 
 from actors._capture import OutputCapture
 from actors._checkpoint import Checkpoint
+from actors._function import run_function
 from actors._session import _set_session
 from actors._trainable import Trainable
 from actors.messages import CheckpointRef, EndReason, RunTrial
+from actors.result import SHOULD_CHECKPOINT
 
 
 class Command(Enum):
@@ -140,7 +142,8 @@ class TrialRunner:
             if inspect.isclass(trainable) and issubclass(trainable, Trainable):
                 self._run_class(trainable)
             else:
-                trainable(dict(self.msg.config))
+                # what it returns or yields is reported too (Ray Tune's function API)
+                run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
             ckpt = self._save_class() if self.msg.checkpoint_at_end and self._class_trainable else None
             self._end(EndReason.COMPLETED, ckpt or self.latest)
         except _StopTrial:
@@ -203,7 +206,8 @@ class TrialRunner:
             if not isinstance(metrics, dict):
                 raise TypeError(f"{cls.__name__}.step() must return a dict of metrics, got {type(metrics).__name__}")
             t.iteration = self.iteration + 1
-            want_ckpt = bool(freq) and t.iteration % freq == 0
+            # Ray Tune: a step() result with should_checkpoint=True is saved at that iteration
+            want_ckpt = (bool(freq) and t.iteration % freq == 0) or bool(metrics.get(SHOULD_CHECKPOINT))
             self._report(metrics, None, save_class=want_ckpt)
             if metrics.get("done"):
                 return

@@ -1,0 +1,21 @@
+"""Names of the result keys the engine reads or fills in (Ray Tune's ``ray.tune.result``).
+
+``from actors.result import SHOULD_CHECKPOINT`` is the port of
+``from ray.tune.result import SHOULD_CHECKPOINT``. Pure constants: importing this is free.
+"""
+
+from __future__ import annotations
+
+DONE = "done"  # the trainable has finished (a class trainable's step() may set it)
+SHOULD_CHECKPOINT = "should_checkpoint"  # a step() result or a callback asks for a checkpoint now
+DEFAULT_METRIC = "_metric"  # the key a function trainable's returned/yielded number is reported under
+TRAINING_ITERATION = "training_iteration"
+TIME_THIS_ITER_S = "time_this_iter_s"
+TIME_TOTAL_S = "time_total_s"
+TIMESTAMP = "timestamp"
+TRIAL_ID = "trial_id"
+HOSTNAME = "hostname"
+PID = "pid"
+
+__all__ = ["DEFAULT_METRIC", "DONE", "HOSTNAME", "PID", "SHOULD_CHECKPOINT", "TIMESTAMP", "TIME_THIS_ITER_S",
+           "TIME_TOTAL_S", "TRAINING_ITERATION", "TRIAL_ID"]

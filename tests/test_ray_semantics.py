@@ -1,0 +1,104 @@
+"""Ray Tune semantics a ported script relies on without saying so (issue 14, "silent differences").
+
+Each test is a behaviour Ray Tune 2.60 has that audition once dropped silently: the numbers came
+out different and nothing said why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors import Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report
+from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
+from actors.search import grid_search
+
+
+def _fit(trainable: Any, storage: str, **kw: Any) -> Any:
+    param_space = kw.pop("param_space", {})
+    return Tuner(trainable, param_space=param_space, tune_config=kw.pop("tune_config", None),
+                 run_config=RunConfig(storage=storage, system=kw.pop("system", "simple"), verbose=0, **kw)).fit()
+
+
+def _rows(result: Any, *keys: str) -> list[dict[str, Any]]:
+    return [{k: h[k] for k in keys if k in h} for h in result.metrics_history]
+
+
+# ---------------------------------------------------------------- 1. a function trainable's return value
+def reports_then_returns_dict(config: dict[str, Any]) -> dict[str, Any]:
+    report({"score": 1})
+    return {"score": 2, "final": True}
+
+
+def returns_number(config: dict[str, Any]) -> float:
+    return config["x"] * 2
+
+
+def yields_results(config: dict[str, Any]) -> Any:
+    for i in range(3):
+        yield {"score": i}
+    yield 7.5  # a yielded number is reported as _metric
+
+
+def returns_nothing_reportable(config: dict[str, Any]) -> Any:
+    report({"score": 1})
+    return 0  # falsy: Ray reports nothing more
+
+
+def returns_a_string(config: dict[str, Any]) -> str:
+    return "not a metric"
+
+
+def test_returned_dict_is_one_more_result(storage_dir) -> None:
+    [r] = _fit(reports_then_returns_dict, storage_dir)
+    assert _rows(r, "score", "final", "training_iteration", "done") == [
+        {"score": 1, "training_iteration": 1, "done": False},
+        {"score": 2, "final": True, "training_iteration": 2, "done": False}]
+    assert r.metrics["score"] == 2 and r.metrics["final"] is True and r.metrics["done"] is True
+
+
+def test_returned_number_is_reported_as_metric(storage_dir) -> None:
+    grid = _fit(returns_number, storage_dir, param_space={"x": grid_search([1.5, 3.0])},
+                tune_config=TuneConfig(metric=DEFAULT_METRIC, mode="max"))
+    assert sorted(r.metrics[DEFAULT_METRIC] for r in grid) == [3.0, 6.0]
+    assert all(r.metrics["training_iteration"] == 1 for r in grid)
+    assert grid.get_best_result().config == {"x": 3.0}
+
+
+def test_each_yielded_value_is_a_result(storage_dir) -> None:
+    [r] = _fit(yields_results, storage_dir)
+    assert _rows(r, "score", DEFAULT_METRIC, "training_iteration") == [
+        {"score": 0, "training_iteration": 1}, {"score": 1, "training_iteration": 2},
+        {"score": 2, "training_iteration": 3}, {DEFAULT_METRIC: 7.5, "training_iteration": 4}]
+    assert r.metrics["done"] is True
+
+
+def test_falsy_return_adds_nothing_and_other_types_fail_the_trial(storage_dir) -> None:
+    [r] = _fit(returns_nothing_reportable, storage_dir)
+    assert [h["score"] for h in r.metrics_history] == [1] and r.error is None
+    [bad] = _fit(returns_a_string, storage_dir)
+    assert bad.error is not None and "ValueError" in str(bad.error) and "a dict of metrics" in str(bad.error)
+
+
+# ---------------------------------------------------------------- 2. should_checkpoint
+class CheckpointsWhenAsked(Trainable):
+    """Asks for a checkpoint from step() at iteration 2 only; no checkpoint_frequency is set."""
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.n = 0
+
+    def step(self) -> dict[str, Any]:
+        self.n += 1
+        return {"n": self.n, SHOULD_CHECKPOINT: self.n == 2, "done": self.n == 4}
+
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any]:
+        return {"n": self.n}
+
+    def load_checkpoint(self, checkpoint: Any) -> None:
+        self.n = checkpoint["n"]
+
+
+def test_step_result_should_checkpoint_saves_at_that_iteration(storage_dir) -> None:
+    [r] = _fit(CheckpointsWhenAsked, storage_dir)
+    assert r.metrics["n"] == 4
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 2}
+    assert isinstance(r.checkpoint, Checkpoint)
