@@ -93,8 +93,12 @@ class Tuner:
             searcher = tc.search_alg
             if not isinstance(searcher, Searcher):
                 raise ConfigError("TuneConfig(search_alg=...) must be an actors.search.Searcher")
-            searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
-            self._num_samples = tc.num_samples
+            if isinstance(searcher, BasicVariantGenerator):  # as in Ray: num_samples x the grid
+                searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
+                self._num_samples = searcher.total_trials
+            else:
+                searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
+                self._num_samples = tc.num_samples
         self._searcher = searcher
         scheduler = load_scheduler(tc.scheduler)
         scheduler.set_search_properties(tc.metric, tc.mode)

@@ -102,3 +102,18 @@ def test_step_result_should_checkpoint_saves_at_that_iteration(storage_dir) -> N
     assert r.metrics["n"] == 4
     assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 2}
     assert isinstance(r.checkpoint, Checkpoint)
+
+
+# ---------------------------------------------------------------- 3. an explicit BasicVariantGenerator
+def test_explicit_basic_variant_generator_runs_num_samples(storage_dir) -> None:
+    from actors.search import BasicVariantGenerator, uniform
+
+    grid = _fit(returns_number, storage_dir, param_space={"x": uniform(0, 1)},
+                tune_config=TuneConfig(search_alg=BasicVariantGenerator(), num_samples=4))
+    assert len(grid) == 4 and len({r.config["x"] for r in grid}) == 4
+    # with a grid, Ray runs num_samples sweeps of it; an empty space still gives num_samples trials
+    grid = _fit(returns_number, storage_dir, param_space={"x": grid_search([1, 2])},
+                tune_config=TuneConfig(search_alg=BasicVariantGenerator(), num_samples=2))
+    assert sorted(r.config["x"] for r in grid) == [1, 1, 2, 2]
+    assert len(_fit(reports_then_returns_dict, storage_dir,
+                    tune_config=TuneConfig(search_alg=BasicVariantGenerator(), num_samples=3))) == 3

@@ -90,7 +90,7 @@ class BasicVariantGenerator(Searcher):
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
     ) -> bool:
-        """Adopt the experiment's param_space (and ``num_samples=``) unless built with a space.
+        """Adopt the experiment's param_space and ``num_samples=`` unless built with a space.
 
         Refuses (``False``) a second space, a change after suggestions started, or a
         metric/mode clash.
@@ -99,10 +99,12 @@ class BasicVariantGenerator(Searcher):
             return False
         if not self._set_metric_mode(metric, mode):
             return False
-        if config:
+        if not self._space_given and not self._next:
+            # Ray Tune's BasicVariantGenerator() takes the space and num_samples from the Tuner
+            # (TuneConfig(num_samples=10) with no grid: 10 trials), also when the space is empty
             num_samples = spec.get("num_samples", self._num_samples)
-            self._set_space(config, _check_num_samples(num_samples))
-            self._space_given = True
+            self._set_space(config or {}, _check_num_samples(num_samples))
+            self._space_given = bool(config)
         return True
 
     def variant(self, index: int) -> dict[str, Any]:
