@@ -60,7 +60,7 @@ def _ray_outcome(kind: str, ev: list[Any]) -> Any:
     acts = ev[-1]
     stops = sorted(a[1] for a in acts if a[0] == "stop" and a[1] != ev[1])
     saves = sorted(a[1] for a in acts if a[0] == "save")
-    exploit = next((a[2] for a in acts if a[0] == "exploit"), None)
+    exploit = next(([a[2], a[3]] for a in acts if a[0] == "exploit"), None)  # source, explored config
     if kind != "result":
         return (stops,)
     decision = "CONTINUE" if ev[3] == "NOOP" else ev[3]
@@ -76,7 +76,7 @@ def _our_outcome(kind: str, tid: str, reply: SchedulerReply) -> Any:
     if kind != "result":
         return (stops,)
     saves = sorted(a.trial_id for a in reply.actions if a.kind is ActionKind.CHECKPOINT)
-    exploit = next((a.source_id for a in reply.actions if a.kind is ActionKind.CLONE), None)
+    exploit = next(([a.source_id, a.new_config] for a in reply.actions if a.kind is ActionKind.CLONE), None)
     return (reply.decision.name, stops, saves, exploit)
 
 
@@ -137,7 +137,7 @@ def _streams(name: str) -> list[tuple[str, int]]:
     return [(name, i) for i in range(len(_load(name)["streams"]))]
 
 
-_NOT_YET = {"hyperband", "pbt"}  # being brought in line; see the report of issue 14
+_NOT_YET = {"hyperband"}  # being brought in line; see the report of issue 14
 
 
 @pytest.mark.parametrize(("name", "index"), [

@@ -211,7 +211,10 @@ def test_pbt_exploits_when_every_trial_runs_at_once(storage_dir, no_leaks):
     ).fit()
     _check_all_terminated(grid, 60)
     times = [h["pbt_exploit"]["time"] for r in grid for h in r.metrics_history if "pbt_exploit" in h]
-    assert 3.0 in times  # x=3 is cloned from x=1 at its first perturbation point
+    # As in Ray Tune, a source gives a checkpoint only if it was in the top quantile at its own
+    # last perturbation, so the first exploit comes at the second (or, if x=3 reports first
+    # there, the third) perturbation point, not at the first one.
+    assert times and min(times) in (6.0, 9.0), times
 
 
 # ---------------------------------------------------------------------------- results marked done

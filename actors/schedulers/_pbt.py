@@ -46,7 +46,9 @@ class _Member:
     config: dict[str, Any]
     time: float | None = None  # latest time_attr seen (None: never reported)
     last_perturbation: float = 0.0
-    score: float | None = None  # at the last perturbation point, higher is better
+    score: float | None = None  # at the last perturbation point, higher is better (NaN: unranked)
+    last_train_time: float = 0.0  # time of the last perturbation or exploit (Ray's choice order)
+    checkpointed: bool = False  # top quantile at its last perturbation: others may clone it
     ended: bool = False
     errored: bool = False
     waiting: bool = False  # synch mode: parked at the sync point
@@ -157,7 +159,7 @@ class PopulationBasedTraining(MetricScheduler):
         if not self.require_attrs and (self.time_attr not in result or metric not in result):
             return Decision.CONTINUE
         t = self._time(result, self.time_attr)
-        score = self._score(result)
+        score = self._score(result, keep_nan=True)
         m = self._member(trial)
         m.time = t
         if trial.config:
@@ -174,13 +176,12 @@ class PopulationBasedTraining(MetricScheduler):
             return Decision.PAUSE
         if t < self.burn_in_period or t - m.last_perturbation < self.perturbation_interval:
             return Decision.CONTINUE
-        m.last_perturbation, m.score = t, score
+        m.last_perturbation, m.score, m.last_train_time = t, score, t
         # finished trials are not ranked (as in Ray Tune): cloning one's final checkpoint would
         # leave the clone nothing to do, and it would end at once at its source's last step
-        lower, upper = self._quantiles(
-            [tid for tid, mm in self._members.items() if mm.score is not None and not mm.ended]
-        )
-        if trial.trial_id in upper:
+        lower, upper = self._quantiles([tid for tid, mm in self._members.items() if not mm.ended])
+        m.checkpointed = trial.trial_id in upper
+        if m.checkpointed:
             controller.checkpoint_trial(trial)
         elif trial.trial_id in lower and self._exploit(controller, trial, upper, t):
             return Decision.CONTINUE  # the clone restarts the trial
@@ -209,8 +210,9 @@ class PopulationBasedTraining(MetricScheduler):
         self._ended(controller, trial, errored=False)
 
     def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
-        """The waiting trial that is furthest behind (never-run trials first); in synch
-        mode trials parked at the sync point are skipped unless the sync happens now."""
+        """The waiting trial whose last perturbation (or exploit) is earliest, first added
+        first on ties (Ray Tune's order); in synch mode the one furthest behind, skipping
+        trials parked at the sync point unless the sync happens now."""
         if self.synch:
             self._maybe_sync(controller)
         candidates = []
@@ -225,6 +227,8 @@ class PopulationBasedTraining(MetricScheduler):
 
         def progress(t: TrialSnapshot) -> float:
             m = self._members.get(t.trial_id)
+            if not self.synch:
+                return 0.0 if m is None else m.last_train_time
             return -math.inf if m is None or m.time is None else m.time
 
         return min(candidates, key=progress)
@@ -232,12 +236,10 @@ class PopulationBasedTraining(MetricScheduler):
     # ------------------------------------------------------------------ exploit / explore
 
     def _quantiles(self, pool: list[str]) -> tuple[list[str], list[str]]:
-        """(bottom, top) trial ids of ``pool`` by score; both empty below two trials."""
-        def score(tid: str) -> float:
-            value = self._members[tid].score
-            return -math.inf if value is None else value
-
-        ranked = sorted(pool, key=score)  # stable: ties keep the order trials were added
+        """(bottom, top) trial ids of the scored trials of ``pool`` (NaN scores are left out, as in
+        Ray Tune); both empty below two trials."""
+        scores = {tid: s for tid in pool if (s := self._members[tid].score) is not None and not math.isnan(s)}
+        ranked = sorted(scores, key=scores.__getitem__)  # stable: ties keep the order trials were added
         n = len(ranked)
         k = math.ceil(n * self.quantile_fraction)
         k = min(k, n // 2)
@@ -248,15 +250,19 @@ class PopulationBasedTraining(MetricScheduler):
     def _exploit(
         self, controller: SchedulerController, trial: TrialSnapshot, upper: list[str], t: float
     ) -> bool:
-        """Clone ``trial`` from a random top trial that has a checkpoint; False if none has."""
+        """Clone ``trial`` from a random top trial; False if that one has no checkpoint to give.
+
+        As in Ray Tune the source is drawn from the whole top quantile first (one draw, so a
+        seeded run draws as Ray's ``random.choice`` would), and the exploit is skipped when it
+        was not in the top quantile at its own last perturbation (no checkpoint was taken).
+        Ray waits for a checkpoint still being saved; audition skips if none has landed yet.
+        """
         snaps = {s.trial_id: s for s in controller.get_trials()}
-        sources = [
-            u for u in upper
-            if u != trial.trial_id and u in snaps and snaps[u].checkpoint_iteration is not None
-        ]
-        if not sources:
+        pick = upper[self._rng.randrange(len(upper))] if upper else None
+        if pick is None or pick == trial.trial_id or not self._members[pick].checkpointed \
+                or pick not in snaps or snaps[pick].checkpoint_iteration is None:
             return False
-        source = snaps[sources[self._rng.randrange(len(sources))]]
+        source = snaps[pick]
         source_config = dict(source.config) or self._members[source.trial_id].config
         new_config = explore(
             source_config, self.hyperparam_mutations, self._rng, self.resample_probability,
@@ -271,8 +277,10 @@ class PopulationBasedTraining(MetricScheduler):
             "time": t,
         }
         controller.clone_trial(trial, source, new_config, info)
-        m = self._members[trial.trial_id]
-        m.config, m.last_perturbation = copy.deepcopy(new_config), t
+        m, src = self._members[trial.trial_id], self._members[source.trial_id]
+        # the clone resumes where the source's checkpoint is, so its clocks become the source's
+        m.config, m.last_perturbation, m.last_train_time = (
+            copy.deepcopy(new_config), src.last_perturbation, src.last_train_time)
         self._exploits.append(copy.deepcopy(info))
         return True
 
@@ -285,6 +293,8 @@ class PopulationBasedTraining(MetricScheduler):
         for tid in live:
             snaps.setdefault(tid, TrialSnapshot(tid, dict(self._members[tid].config), TrialStatus.PAUSED))
         lower, upper = self._quantiles(live)
+        for tid in live:
+            self._members[tid].checkpointed = tid in upper
         for tid in lower:
             m = self._members[tid]
             self._exploit(controller, snaps[tid], upper, m.time if m.time is not None else 0.0)

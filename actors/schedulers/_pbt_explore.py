@@ -109,7 +109,8 @@ def _mutate(
             continue
         cats = _categories(spec)
         if cats is not None:
-            if current is _MISSING or current not in cats or rng.random() < resample_probability:
+            # Ray Tune's order of draws (random() first), so a seeded run explores as Ray's does
+            if current is _MISSING or rng.random() < resample_probability or current not in cats:
                 config[key] = cats[rng.randrange(len(cats))]
             else:
                 i = list(cats).index(current) + rng.choice((-1, 1))
