@@ -190,20 +190,24 @@ class _FrameReader:
         if size > st.max_frame_bytes:
             self._refuse(f"frame announces {size} bytes (limit {st.max_frame_bytes})")
             return
-        generation = st.budget.reserve(size)
-        if generation is None:
+        if size > st.budget.limit - st.budget.used:
             self._refuse(f"frame announces {size} bytes, more than the {st.budget.limit - st.budget.used} bytes "
                          f"left of the {st.budget.limit} that frames not yet verified may hold together")
             return
-        self._reserved, self._generation = size, generation
         self._buf, self._size = b"", size
         self._take(data[mark + 1:])
 
     def _take(self, data: Any) -> None:
-        assert self._size is not None
+        assert self._size is not None and _state is not None
         want = self._size - len(self._body)
-        if want > 0:
-            self._body += data[:want]
+        if want > 0 and data:
+            chunk = data[:want]
+            generation = _state.budget.reserve(len(chunk))  # bytes held, not bytes announced: a claim costs nothing
+            if generation is None:
+                self._refuse(f"{_state.budget.limit} bytes are already held by frames not yet verified")
+                return
+            self._reserved, self._generation = self._reserved + len(chunk), generation
+            self._body += chunk
         if len(data) > want:
             self._extra += bytes(data[max(want, 0):])
         self._blen = len(self._body)

@@ -145,8 +145,9 @@ class FrameAuth:
 
 class ByteBudget:
     """What all not-yet-verified frames of one process may hold together, so many connections that
-    each announce a large frame cannot exhaust memory: a frame reserves its announced size before a
-    byte of its body is buffered, and gives it back when it is verified, refused or dropped."""
+    each send part of a large frame cannot exhaust memory: a frame reserves each chunk before it is
+    buffered and gives it all back when it is verified, refused or dropped.  Only bytes actually held
+    count, so a mere claim costs an attacker nothing and blocks nobody."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
