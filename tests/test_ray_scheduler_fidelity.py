@@ -137,7 +137,7 @@ def _streams(name: str) -> list[tuple[str, int]]:
     return [(name, i) for i in range(len(_load(name)["streams"]))]
 
 
-_NOT_YET = {"hyperband"}  # being brought in line; see the report of issue 14
+_NOT_YET: set[str] = set()
 
 
 @pytest.mark.parametrize(("name", "index"), [

@@ -104,10 +104,10 @@ def test_driver_killed_then_restored_fifo(point, tmp_path, no_leaks):
     for tid, rows in finished.items():  # finished before the crash: not rerun
         assert by_id[tid].metrics_history == rows
     resumed = [r for r in state["trials"] if r["status"] == "RUNNING" and r["checkpoint"]]
-    for row in resumed:  # went on from its saved checkpoint, not from scratch
+    for row in resumed:  # went on from its saved checkpoint (or a newer one in storage), not from scratch
         it = row["checkpoint"]["iteration"]
         history = by_id[row["trial_id"]].metrics_history
-        assert history[it]["restored_from"] >= it - 1, (row["trial_id"], it)
+        assert history[-1]["restored_from"] >= it - 1, (row["trial_id"], it)
     if point == "mid_trial_with_checkpoint":
         assert resumed
     assert all(committed for _, committed in checkpoint_dirs(run.storage))
@@ -270,30 +270,37 @@ def _final_iterations(grid: Any) -> dict[float, int]:
 
 @pytest.mark.slow
 def test_driver_killed_then_restored_hyperband_keeps_its_brackets(tmp_path, no_leaks):
-    """Killed while x=1 and x=2 are parked (PAUSED) at bracket s=1's first milestone and x=25,
-    the last of that bracket, still runs towards it.
+    """max_t=3, rf=3 fills brackets as Ray Tune does: s=0 (2 trials, milestone 3) takes x=1, 2;
+    s=1 (3 trials, milestones 1 and 3) takes x=25, 3, 4.  Killed while x=3 and x=4 are parked
+    (PAUSED) at s=1's first milestone and x=25 (slow), the last of that bracket, still runs
+    towards it.
 
     A restored HyperBand still has them waiting in that bracket: when x=25 arrives it halves
-    the bracket, resumes only x=1 (from its checkpoint) and stops x=2 and x=25 at iteration 1,
+    the bracket, resumes only x=3 (from its checkpoint) and stops x=4 and x=25 at iteration 1,
     exactly as an uninterrupted run does. A fresh one would not know them as parked: it would
-    resume them as ordinary paused trials, and x=2 would run past its first milestone.
+    run them as ordinary pending trials of new brackets, and x=4 would run past its first milestone.
     """
+    def _waiting(st: dict[str, Any]) -> tuple[float, set[str]]:
+        b = next((b for b in _hyperband_state(st)["_bands"][0] if b is not None and b.s == 1), None)
+        if b is None:
+            return 0, set()
+        return b.r, {t for t, p in b.live.items() if p is not None and p[0] >= b.r}
+
     def parked_while_others_run(st: dict[str, Any]) -> bool:
         if st.get("scheduler") is None or "RUNNING" not in D.statuses(st):
             return False
-        first = _hyperband_state(st)["_brackets"][0]
+        milestone, waiting = _waiting(st)
         paused = {r["trial_id"] for r in st["trials"] if r["status"] == "PAUSED" and r["checkpoint"]}
-        return first.rung == 0 and len(first.waiting) == 2 and set(first.waiting) <= paused
+        return milestone == 1 and len(waiting) == 2 and waiting <= paused
 
     with D.Run(tmp_path, "hyperband") as run:
-        run.wait_for("x=1 and x=2 parked, x=25 running", D.when_state(run, parked_while_others_run))
+        run.wait_for("x=3 and x=4 parked, x=25 running", D.when_state(run, parked_while_others_run))
         run.kill()
     before = run.state()
     assert before is not None
-    hb_before = _hyperband_state(before)
     rows = {r["trial_id"]: r for r in before["trials"]}
-    parked = dict(hb_before["_brackets"][0].waiting)
-    assert sorted(rows[t]["config"]["x"] for t in parked) == [1.0, 2.0], parked
+    parked = _waiting(before)[1]
+    assert sorted(rows[t]["config"]["x"] for t in parked) == [3.0, 4.0], parked
     history_before = {t: result_lines(run, t) for t in parked}
     assert all(len(h) == 1 for h in history_before.values()), history_before
 
@@ -306,19 +313,20 @@ def test_driver_killed_then_restored_hyperband_keeps_its_brackets(tmp_path, no_l
         assert history[:it] == history_before[tid], tid  # its rows before the kill were kept
         if len(history) > it:
             assert history[it]["restored_from"] == it - 1, (tid, history)
-    winner = next(t for t in parked if rows[t]["config"]["x"] == 1.0)
+    winner = next(t for t in parked if rows[t]["config"]["x"] == 3.0)
     assert len(by_id[winner].metrics_history) > 1  # promoted after the restore
     # the halving after the restore gave what an uninterrupted run with this config gives
     reference = D.tuner(str(tmp_path / "reference"), "reference", "hyperband").fit()
-    assert _final_iterations(grid) == _final_iterations(reference) == {1.0: 3, 2.0: 1, 25.0: 1, 3.0: 3, 4.0: 3}
+    assert _final_iterations(grid) == _final_iterations(reference) == {1.0: 3, 2.0: 3, 25.0: 1, 3.0: 3, 4.0: 1}
     after = run.state()
     assert after is not None
-    hb_after = _hyperband_state(after)
-    assert len(hb_after["_brackets"]) == 2  # one band: trials suggested later joined the same brackets
-    for b_before, b_after in zip(hb_before["_brackets"], hb_after["_brackets"], strict=False):
+    hb_before, hb_after = _hyperband_state(before), _hyperband_state(after)
+    assert [[b.s for b in band] for band in hb_after["_bands"]] == [[0, 1]]  # one band, kept across the kill
+    for b_before, b_after in zip(hb_before["_bands"][0], hb_after["_bands"][0], strict=False):
         assert b_after.trials[:len(b_before.trials)] == b_before.trials, (b_before, b_after)
-    assert hb_before["_trial_bracket"].items() <= hb_after["_trial_bracket"].items()
-    assert [b.rung for b in hb_after["_brackets"]] == [1, 0]  # bracket s=1 halved once, s=0 at max_t
+    in_before = {t: b.s for t, b in hb_before["_trial_bracket"].items()}
+    assert in_before.items() <= {t: b.s for t, b in hb_after["_trial_bracket"].items()}.items()
+    assert [(b.r, b.halves) for b in hb_after["_bands"][0]] == [(3, 0), (3, 0)]  # s=1 halved once
 
 
 @pytest.mark.slow
@@ -467,7 +475,8 @@ def _row(tid: str, status: str, ck: Any, max_index: int, last: int) -> dict[str,
 
 
 def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
-    """Rows, checkpoints and trial dirs written after the last state save are removed."""
+    """Rows, checkpoints and trial dirs written after the last state save are removed, except that
+    a trial resumes from a checkpoint committed after the save when its history reaches it."""
     from actors._restore import _rewind
     from actors.messages import CheckpointRef
     from storage import ResultWriter, list_checkpoints
@@ -479,7 +488,7 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
         w = ResultWriter(io.ctx, io.layout, tid)
         w.append([{"training_iteration": i, "step": i - 1} for i in range(1, n + 1)])
         w.close()
-    ck_a = [_commit(io, a, i, i + 1) for i in range(3)]  # the state knows 0 and 1 (iteration 2)
+    ck_a = [_commit(io, a, i, i + 1) for i in range(3)]  # the state knows 0 and 1 (iteration 2); 2 is newer
     half = io.layout.checkpoint_dir(a, 3)  # an upload cut short: files, no manifest
     os.makedirs(half)
     open(os.path.join(half, "w.txt"), "w").close()
@@ -497,15 +506,15 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     io2, table = _io(storage_dir, _rewind(state, True, False, False), keep=2)
     assert io2.trial_prefix == pre  # re-suggested trials get their old ids back
     assert not os.path.exists(io.layout.trial_dir(late))
-    assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(a))] == [0, 1]
-    assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, a)] == [1, 2]
-    assert table.get(a).checkpoint.index == 1 and io2.next_checkpoint_index(table.get(a)) == 2
+    assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(a))] == [0, 1, 2]
+    assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, a)] == [1, 2, 3]
+    assert table.get(a).checkpoint.index == 2 and io2.next_checkpoint_index(table.get(a)) == 3
     assert table.get(gone).checkpoint.index == 0  # fell back to the older committed one
     assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, gone)] == [1]
     assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, done)] == [1, 2]
     assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(done))] == [1]
     assert os.path.isdir(elsewhere)  # never outside the experiment being restored
-    assert [c.index for c in io2.ckpts[a]] == [0, 1]  # retention knows the surviving ones
+    assert [c.index for c in io2.ckpts[a]] == [0, 1, 2]  # retention knows the surviving ones
 
 
 def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):

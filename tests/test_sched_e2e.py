@@ -85,20 +85,19 @@ def test_asha_stops_trials_early(trainable, storage_dir, no_leaks):
 # ---------------------------------------------------------------------------- HyperBand
 
 def _check_hyperband(grid: ResultGrid) -> None:
-    """max_t=9, rf=3 puts all 9 trials in one bracket with milestones 1, 3, 9: they pause at 1, the
-    best 3 (x = 1, 2, 3) resume to 3, the best of those (x = 1) resumes to 9.  The trial whose result
-    completes a rung is not paused (it goes on or stops), so pauses are checked with that slack."""
+    """max_t=9, rf=3 (milestones 1, 3, 9).  As in Ray Tune, a bracket counts its *live* trials to
+    decide it is full and the engine creates trials as slots free up, so which bracket a trial joins
+    depends on timing (``tests/test_ray_scheduler_fidelity.py`` pins the decisions themselves).  What
+    holds whatever the timing: trials stop only at a milestone, a run resumed after a pause starts
+    from the checkpoint just before a milestone, and the best trial (x = 1) runs to max_t."""
     _check_all_terminated(grid, 9)
     by_x = _by_x(grid)
-    assert {x: len(r.metrics_history) for x, r in by_x.items()} == {
-        1.0: 9, 2.0: 3, 3.0: 3, **{x: 1 for x in XS[3:]}}
+    assert {len(r.metrics_history) for r in grid} <= {1, 3, 9}
     for r in grid:
-        # a run resumed after a pause at milestone m starts from the checkpoint of step m - 1
         restored = [h["restored_from"] for h in r.metrics_history]
         assert restored == sorted(restored), restored
         assert all(v == -1 or (v + 1 in (1, 3) and v + 1 <= i) for i, v in enumerate(restored)), restored
-    # at most one of the three winners completed rung 1 itself; the others paused and resumed
-    assert sum(by_x[x].metrics_history[1]["restored_from"] == 0 for x in (1.0, 2.0, 3.0)) >= 2
+    assert len(by_x[1.0].metrics_history) == 9
     assert by_x[1.0].metrics_history[-1]["step"] == 8  # its state went on from the checkpoints
     assert by_x[1.0].checkpoint is not None
 
@@ -123,12 +122,13 @@ def test_hyperband_decisions_arrive_while_saves_are_in_flight(trainable, delay, 
 
 
 def test_hyperband_bracket_that_never_fills_is_halved(storage_dir, no_leaks):
-    """6 trials in a bracket made for 9: it is halved once nothing else can run, not stranded."""
+    """Brackets made for more trials than there are: each is halved once its trials wait, none is
+    stranded (the exact halvings are pinned by test_sched_hyperband.py)."""
     grid = _fit(T.ClassTrainable, HyperBandScheduler(time_attr="training_iteration", max_t=9),
                 storage_dir, XS[:6], steps=9)
     _check_all_terminated(grid, 9)
     lengths = {x: len(r.metrics_history) for x, r in _by_x(grid).items()}
-    assert lengths == {1.0: 9, 2.0: 3, 3.0: 1, 4.0: 1, 5.0: 1, 6.0: 1}  # keeps 6 // 3, then 2 // 3 -> 1
+    assert set(lengths.values()) <= {1, 3, 9} and lengths[1.0] == 9
 
 
 # ---------------------------------------------------------------------------- median stopping

@@ -1,55 +1,95 @@
-"""Synchronous HyperBand: successive halving in brackets of fixed size.
+"""Synchronous HyperBand, decision for decision as Ray Tune 2.60's ``HyperBandScheduler``.
 
-Bracket ``s`` (``s = s_max, ..., 0`` with ``s_max = floor(log_rf(max_t))``, the
-most aggressive bracket first, then the cycle repeats) holds
-``ceil((s_max + 1) * rf**s / (s + 1))`` trials, whose first milestone is
-``max_t / rf**s``.  A trial that reaches its bracket's milestone is paused
-there (with a checkpoint).  When every live trial of the bracket waits at the
-milestone, the best ``max(1, n // rf)`` of the ``n`` waiting trials are resumed
-towards the next milestone (``rf`` times further) and the rest are stopped; at
-``max_t`` trials are stopped if ``stop_last_trials``.
+A band holds ``s_max + 1`` brackets (``s_max + 1 = round(log_rf(max_t)) + 1``), filled in
+the order ``s = 0, 1, ..., s_max``; bracket ``s`` takes ``ceil((s_max + 1) / (s + 1) * rf**s)``
+trials and first judges them at ``r = int(max_t * rf**-s)`` (a bracket whose ``r`` would be
+0 is skipped).  A trial whose ``time_attr`` reaches the bracket's milestone is paused until
+every live trial of the bracket has reached it; then the bracket keeps the best
+``ceil(n / rf)`` (``n`` is the bracket's size, not its live count), stops the others and
+multiplies the milestone by ``rf`` (at most ``max_t``).  The best ones that are paused are
+run again by ``choose_trial_to_run``, which serves the least complete bracket first.  Once
+no halving is left, trials are stopped at the milestone (``stop_last_trials``).  A trial
+that ends early leaves its bracket, which may complete the wait.
 
-No bracket can wait forever: trials that end early leave their bracket (and
-may complete the wait), and a bracket that is not full is closed and halved as
-soon as the engine asks for a trial to run and nothing else is runnable.
+``tests/test_ray_scheduler_fidelity.py`` replays Ray's recorded decisions against this.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from actors._reducer import Decision
 from actors._trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
-from actors.schedulers._common import MetricScheduler, check_number
+from actors.schedulers._common import MetricScheduler, Mode, check_number
 
 
 @dataclass
 class _Bracket:
-    """One bracket: who is in it, which milestone it is at, who already waits there."""
+    """Ray's ``_Bracket`` bookkeeping: live trials with their last (time, value), the milestone."""
 
     s: int
-    capacity: int
-    milestones: list[float]
-    rung: int = 0
-    trials: list[str] = field(default_factory=list)  # every trial ever assigned, in add order
-    live: list[str] = field(default_factory=list)  # still competing (not ended, not cut)
-    waiting: dict[str, float] = field(default_factory=dict)  # paused at the milestone -> score
-    closed: bool = False  # takes no new trials (full, or halved before it filled)
+    n: int  # the bracket's size (shrinks by rf at each halving)
+    r: float
+    max_t: float
+    rf: int
+    stop_last_trials: bool
+    total_work: int
+    halves: int = 0
+    live: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # in add order
+    trials: list[str] = field(default_factory=list)  # every trial ever added
+    progress: float = 0.0
+    being_processed: bool = False
+    to_unpause: set[str] = field(default_factory=set)
 
     @property
     def milestone(self) -> float:
-        """The milestone the bracket's live trials are heading for."""
-        return self.milestones[min(self.rung, len(self.milestones) - 1)]
+        return self.r
 
-    def ready(self) -> bool:
-        """Every live trial waits at the milestone (and there is at least one)."""
-        return bool(self.live) and all(t in self.waiting for t in self.live)
+    def _time(self, tid: str) -> float:
+        point = self.live[tid]
+        return 0 if point is None else point[0]
+
+    def filled(self) -> bool:
+        return len(self.live) == self.n
+
+    def cur_iter_done(self) -> bool:
+        return all(self._time(t) >= self.r for t in self.live)
+
+    def finished(self) -> bool:
+        return self.stop_last_trials and self.halves == 0 and self.cur_iter_done()
+
+    def continue_trial(self, tid: str) -> bool:
+        if not self.stop_last_trials and self.halves == 0:
+            return True
+        return self._time(tid) < self.r
+
+    def update(self, tid: str, t: float, value: float) -> None:
+        last = self.live[tid]
+        self.progress += t - (0 if last is None else last[0])
+        self.live[tid] = (t, value)
+        self.to_unpause.discard(tid)
+
+    def halve(self, sign: float) -> tuple[list[str], list[str]]:
+        """(good, bad): the best ``ceil(n / rf)`` by ``sign * value`` and the rest."""
+        if self.halves == 0 and not self.stop_last_trials:
+            return list(self.live), []
+        self.halves -= 1
+        self.n = math.ceil(self.n / self.rf)
+        self.r = int(min(self.r * self.rf, self.max_t))
+        ranked = sorted(self.live, key=lambda t: sign * self.live[t][1])  # type: ignore[index]
+        return ranked[-self.n:], ranked[:-self.n]
+
+    def completion(self) -> float:
+        if self.finished():
+            return 1.0
+        return min(self.progress / self.total_work, 1.0)
 
 
 class HyperBandScheduler(MetricScheduler):
-    """Synchronous HyperBand with pause-at-milestone and promote-or-stop.
+    """Synchronous HyperBand: pause at the bracket's milestone, keep the best ``1/rf``, stop the rest.
 
     Args:
         time_attr: monotonically increasing result key that measures progress.
@@ -60,7 +100,7 @@ class HyperBandScheduler(MetricScheduler):
     """
 
     _PARAMS: ClassVar[tuple[str, ...]] = ("time_attr", "max_t", "reduction_factor", "stop_last_trials")
-    _STATE: ClassVar[tuple[str, ...]] = ("_brackets", "_trial_bracket", "_next_s", "_promoted", "_stopped")
+    _STATE: ClassVar[tuple[str, ...]] = ("_bands", "_current", "_trial_bracket", "_stopped", "_gone")
 
     def __init__(
         self,
@@ -81,64 +121,68 @@ class HyperBandScheduler(MetricScheduler):
             name, "reduction_factor", reduction_factor, minimum=2, integer=True
         )
         self.stop_last_trials = bool(stop_last_trials)
-        s_max = 0
-        while self.reduction_factor ** (s_max + 1) <= self.max_t:
-            s_max += 1
-        self.s_max = s_max
-        self._brackets: list[_Bracket] = []
-        self._trial_bracket: dict[str, int] = {}
-        self._next_s = s_max
-        self._promoted: set[str] = set()  # resumed after a halving, not yet reporting again
-        self._stopped: set[str] = set()  # cut at a milestone or stopped at max_t
+        self.s_max = round(math.log(self.max_t) / math.log(self.reduction_factor))
+        self._bands: list[list[_Bracket | None]] = [[]]
+        self._current: _Bracket | None = None
+        self._trial_bracket: dict[str, _Bracket] = {}
+        self._stopped: set[str] = set()  # stopped by this scheduler: later results get STOP
+        self._gone: set[str] = set()  # already left their bracket when this scheduler stopped them
 
     # ------------------------------------------------------------------ bracket shapes
 
     def bracket_capacity(self, s: int) -> int:
-        """Trials in bracket ``s``: ``ceil((s_max + 1) * rf**s / (s + 1))``."""
-        return -(-(self.s_max + 1) * self.reduction_factor**s // (s + 1))
+        """Trials in bracket ``s``: ``ceil((s_max + 1) / (s + 1) * rf**s)``."""
+        return math.ceil((self.s_max + 1) / (s + 1) * self.reduction_factor**s)
 
-    def bracket_milestones(self, s: int) -> list[float]:
-        """Milestones of bracket ``s``: ``max_t / rf**(s - i)`` for ``i = 0..s`` (whole numbers
-        when ``max_t`` is an int)."""
-        if isinstance(self.max_t, int):
-            return [max(1, self.max_t // self.reduction_factor ** (s - i)) for i in range(s + 1)]
-        return [self.max_t / self.reduction_factor ** (s - i) for i in range(s + 1)]
+    def bracket_start(self, s: int) -> int:
+        """The first milestone of bracket ``s``: ``int(max_t * rf**-s)`` (0: the bracket is skipped)."""
+        return int(self.max_t * self.reduction_factor ** (-s))
 
-    def band(self) -> list[tuple[int, list[float]]]:
-        """``(capacity, milestones)`` of each bracket of one band, in the order they are filled."""
-        return [(self.bracket_capacity(s), self.bracket_milestones(s)) for s in range(self.s_max, -1, -1)]
+    def band(self) -> list[tuple[int, int]]:
+        """``(capacity, first milestone)`` of each bracket of one band, in the order they are filled."""
+        return [(self.bracket_capacity(s), self.bracket_start(s)) for s in range(self.s_max + 1)]
+
+    def _total_work(self, n: float, r: float, s: int) -> int:
+        work, cumulative = 0, r
+        for _ in range(s + 1):
+            work += int(n) * int(r)
+            n = math.ceil(n / self.reduction_factor)
+            r = int(min(r * self.reduction_factor, self.max_t - cumulative))
+        return work
 
     def bracket_info(self) -> list[dict[str, Any]]:
         """A read-only summary of every bracket created so far (for progress output and tests)."""
         return [
-            {
-                "s": b.s, "capacity": b.capacity, "milestone": b.milestone,
-                "rung": b.rung, "trials": list(b.trials), "live": list(b.live), "waiting": dict(b.waiting),
-                "closed": b.closed,
-            }
-            for b in self._brackets
+            {"s": b.s, "size": b.n, "milestone": b.r, "trials": list(b.trials), "live": list(b.live),
+             "to_unpause": sorted(b.to_unpause)}
+            for band in self._bands for b in band if b is not None
         ]
 
     # ------------------------------------------------------------------ hooks
 
-    def _assign(self, trial_id: str) -> _Bracket:
-        if trial_id in self._trial_bracket:
-            return self._brackets[self._trial_bracket[trial_id]]
-        cur = self._brackets[-1] if self._brackets else None
-        if cur is None or cur.closed:
-            s = self._next_s
-            self._next_s = s - 1 if s > 0 else self.s_max
-            cur = _Bracket(s, self.bracket_capacity(s), self.bracket_milestones(s))
-            self._brackets.append(cur)
-        cur.trials.append(trial_id)
-        cur.live.append(trial_id)
-        if len(cur.trials) >= cur.capacity:
-            cur.closed = True
-        self._trial_bracket[trial_id] = len(self._brackets) - 1
-        return cur
-
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self._assign(trial.trial_id)
+        self._objective()
+        if trial.trial_id in self._trial_bracket:
+            return  # added again after a restore: it keeps its bracket
+        cur = self._current
+        if cur is None or cur.filled():
+            while True:
+                band = self._bands[-1]
+                if len(band) == self.s_max + 1:
+                    band = []
+                    self._bands.append(band)
+                s = len(band)
+                r0 = self.bracket_start(s)
+                cur = None if r0 == 0 else _Bracket(
+                    s, self.bracket_capacity(s), r0, self.max_t, self.reduction_factor, self.stop_last_trials,
+                    self._total_work(self.bracket_capacity(s), r0, s), halves=s)
+                band.append(cur)
+                if cur is not None:
+                    break
+            self._current = cur
+        cur.live[trial.trial_id] = None
+        cur.trials.append(trial.trial_id)
+        self._trial_bracket[trial.trial_id] = cur
 
     def on_trial_result(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
@@ -146,123 +190,108 @@ class HyperBandScheduler(MetricScheduler):
         tid = trial.trial_id
         if tid in self._stopped:
             return Decision.STOP
-        b = self._assign(tid)
         t = self._time(result, self.time_attr)
-        score = self._score(result)
-        if tid in b.waiting:
-            return Decision.PAUSE  # a result that raced its pause: keep it parked
-        self._promoted.discard(tid)
-        if tid not in b.live:
-            return Decision.CONTINUE  # past the last milestone with stop_last_trials=False
-        if t < b.milestone:
+        score = self._score(result, keep_nan=True)
+        b = self._trial_bracket.get(tid)
+        if b is None or tid not in b.live:
+            return Decision.CONTINUE  # it left its bracket (a result that raced its end)
+        b.update(tid, t, score if self._objective()[1] is Mode.MAX else -score)
+        if b.continue_trial(tid):
             return Decision.CONTINUE
-        if b.rung == len(b.milestones) - 1:
-            b.live.remove(tid)
-            if self.stop_last_trials:
-                self._stopped.add(tid)
-                return Decision.STOP
-            return Decision.CONTINUE
-        if result.get("done"):
-            # It ends on its own now, so it cannot be promoted; let the others go on without it.
-            self._leave(controller, tid)
-            return Decision.CONTINUE
-        b.waiting[tid] = score
-        if b.closed and b.ready():
-            winners = self._halve(controller, b, exempt=tid)
-            return Decision.CONTINUE if tid in winners else Decision.STOP
-        return Decision.PAUSE
+        return self._process(controller, b, current=tid)
 
-    def _leave(self, controller: SchedulerController, tid: str) -> None:
-        """``tid`` ended: drop it from its bracket and halve the bracket if it was the last one awaited."""
-        self._promoted.discard(tid)
-        idx = self._trial_bracket.get(tid)
-        if idx is None:
+    def _process(self, controller: SchedulerController, b: _Bracket, current: str | None) -> Decision:
+        """Ray's ``_process_bracket``: halve ``b`` once every live trial waits at its milestone.
+
+        ``current`` (the trial whose hook runs) is decided by the return value; every other
+        trial is stopped through the controller, or marked to be run again by
+        ``choose_trial_to_run`` (Ray resumes the paused winners that way, not by a resume call).
+        """
+        action = Decision.PAUSE
+        if not b.cur_iter_done():
+            return action
+        if b.finished():
+            for tid in list(b.live):
+                if tid != current:
+                    self._stop_other(controller, b, tid)
+            if current is not None:
+                self._stopped.add(current)
+            return Decision.STOP
+        b.being_processed = True
+        sign = 1.0 if self._objective()[1] is Mode.MAX else -1.0
+        good, bad = b.halve(sign)
+        for tid in bad:
+            if tid == current:
+                b.live.pop(tid, None)
+                self._stopped.add(tid)
+                action = Decision.STOP
+            else:
+                self._stop_other(controller, b, tid)
+        status = {s.trial_id: s.status for s in controller.get_trials()}
+        for tid in good:
+            if b.continue_trial(tid):
+                if tid == current:
+                    action = Decision.CONTINUE
+                elif status.get(tid) is not TrialStatus.PENDING:
+                    b.to_unpause.add(tid)
+            elif b.finished() and b.stop_last_trials:
+                if tid == current:
+                    b.live.pop(tid, None)
+                    self._stopped.add(tid)
+                    action = Decision.STOP
+                else:
+                    self._stop_other(controller, b, tid)
+        return action
+
+    def _stop_other(self, controller: SchedulerController, b: _Bracket, tid: str) -> None:
+        """Stop a paused (or pausing) trial; it leaves the bracket now, as Ray's nested
+        ``on_trial_remove`` makes it do before the halving goes on."""
+        b.live.pop(tid, None)
+        self._stopped.add(tid)
+        self._gone.add(tid)
+        snap = next((s for s in controller.get_trials() if s.trial_id == tid), None)
+        controller.stop_trial(snap or TrialSnapshot(tid, {}, TrialStatus.PAUSED))
+
+    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        tid = trial.trial_id
+        if tid in self._gone:
+            return  # left its bracket when this scheduler stopped it
+        b = self._trial_bracket.get(tid)
+        if b is None:
             return
-        b = self._brackets[idx]
-        if tid in b.live:
-            b.live.remove(tid)
-        b.waiting.pop(tid, None)
-        if b.closed and b.ready():
-            self._halve(controller, b, exempt=None)
+        b.live.pop(tid, None)
+        if not b.finished() and not b.being_processed:
+            self._process(controller, b, current=None)
 
     def on_trial_complete(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:
-        self._leave(controller, trial.trial_id)
+        self.on_trial_remove(controller, trial)
 
     def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self._leave(controller, trial.trial_id)
-
-    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self._leave(controller, trial.trial_id)
-
-    def _halve(
-        self, controller: SchedulerController, b: _Bracket, exempt: str | None, hold_first: bool = False
-    ) -> list[str]:
-        """Promote the best waiting trials of ``b`` and stop the others.
-
-        ``exempt`` (the trial whose hook is running) gets no controller call: the
-        caller turns the outcome into its return value.  With ``hold_first`` the
-        best paused winner is not resumed either, because the caller will choose it.
-        """
-        ranked = sorted(b.waiting, key=lambda t: -b.waiting[t])  # stable: ties keep arrival order
-        keep = max(1, len(ranked) // self.reduction_factor)
-        winners, losers = ranked[:keep], ranked[keep:]
-        b.rung += 1
-        b.waiting = {}
-        b.closed = True
-        b.live = [t for t in b.live if t in winners]
-        snaps = {t.trial_id: t for t in controller.get_trials()}
-        held = False
-        for tid in winners:
-            self._promoted.add(tid)
-            if tid == exempt:
-                continue
-            snap = snaps.get(tid) or TrialSnapshot(tid, {}, TrialStatus.PAUSED)
-            if hold_first and not held and snap.status is TrialStatus.PAUSED:
-                held = True
-                continue
-            controller.resume_trial(snap)
-        for tid in losers:
-            self._stopped.add(tid)
-            if tid != exempt:
-                controller.stop_trial(snaps.get(tid) or TrialSnapshot(tid, {}, TrialStatus.PAUSED))
-        return winners
-
-    def _parked(self, tid: str) -> bool:
-        idx = self._trial_bracket.get(tid)
-        return idx is not None and tid in self._brackets[idx].waiting
+        self.on_trial_remove(controller, trial)
 
     def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
-        """Pending trials first, then promoted paused ones, then any other paused trial
-        that is not parked at a milestone; failing all that, halve a bracket that is not
-        full but has every live trial parked, and run its best trial."""
-        trials = [t for t in controller.get_trials() if t.trial_id not in self._stopped]
-        for t in trials:
-            if t.status is TrialStatus.PENDING:
-                return t
-        paused = [t for t in trials if t.status is TrialStatus.PAUSED]
-        for t in paused:
-            if t.trial_id in self._promoted:
-                return t
-        for t in paused:
-            if not self._parked(t.trial_id):
-                return t
-        for b in self._brackets:
-            if b.ready():
-                winners = self._halve(controller, b, exempt=None, hold_first=True)
-                by_id = {t.trial_id: t for t in paused}
-                for tid in winners:
-                    if tid in by_id:
-                        return by_id[tid]
-                return None
+        """Band by band, the least complete bracket first: a pending trial, or a paused one
+        that a halving promoted (or that is not parked at a milestone)."""
+        snaps = {s.trial_id: s for s in controller.get_trials()}
+        for band in self._bands:
+            for b in sorted((b for b in band if b is not None), key=_Bracket.completion):
+                for tid in b.live:
+                    snap = snaps.get(tid)
+                    if snap is None:
+                        continue
+                    # a paused trial short of its milestone (paused by the engine, e.g. running when
+                    # the driver died and restored paused) is never parked: Ray has no such trial
+                    if snap.status is TrialStatus.PENDING or (snap.status is TrialStatus.PAUSED and (
+                            tid in b.to_unpause or b.continue_trial(tid))):
+                        return snap
         return None
 
     def debug_string(self) -> str:
         rows = [
-            f"s={b.s} n={len(b.trials)}/{b.capacity} milestone={b.milestone} "
-            f"live={len(b.live)} waiting={len(b.waiting)}"
-            for b in self._brackets
+            f"s={b.s} n={b.n} milestone={b.r} live={len(b.live)} completed={b.completion():.1%}"
+            for band in self._bands for b in band if b is not None
         ]
         return f"{type(self).__name__}: " + "; ".join(rows)
 
