@@ -30,13 +30,25 @@ def check_key(key: bytes) -> None:
                           "(e.g. python -c 'import secrets; print(secrets.token_hex(32))')")
 
 
+def refuse_empty(environ: Mapping[str, str] | None = None) -> None:
+    """A key variable set to "" (or blanks) is a mistake, never "no key": ``export AUDITION_CLUSTER_KEY=$KEY``
+    with ``$KEY`` unset would otherwise run the cluster without authentication."""
+    env = os.environ if environ is None else environ
+    for name in (ENV_KEY, ENV_KEY_FILE):
+        if name in env and not env[name].strip():
+            what = "the path of the cluster key file" if name == ENV_KEY_FILE else "the cluster key"
+            raise ConfigError(f"${name} is set but empty: set it to {what} (the same key on every host), or unset "
+                              "it to run without a key (loopback only); see docs/security.md")
+
+
 def load_cluster_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     """The key from $AUDITION_CLUSTER_KEY (its UTF-8 bytes) or the file named by $AUDITION_CLUSTER_KEY_FILE.
 
-    None when neither is set.  The file must not be readable by group or others (like ssh keys);
-    trailing whitespace is stripped so ``echo KEY > file`` works.
+    None when neither is set; a variable set to an empty value is refused.  The file must not be
+    readable by group or others (like ssh keys); trailing whitespace is stripped so ``echo KEY > file`` works.
     """
     env = os.environ if environ is None else environ
+    refuse_empty(env)
     value, path = env.get(ENV_KEY), env.get(ENV_KEY_FILE)
     if value and path:
         raise ConfigError(f"set only one of ${ENV_KEY} and ${ENV_KEY_FILE}")
@@ -67,8 +79,9 @@ def load_key_file(path: str, *, option: str = "--key-file") -> bytes:
     """
     where = f"{option} {path!r}"
     for name in (ENV_KEY, ENV_KEY_FILE):
-        if os.environ.get(name):
-            raise ConfigError(f"{where}: ${name} is also set; give the cluster key only one way")
+        if name in os.environ:
+            empty = " (to an empty value)" if not os.environ[name].strip() else ""
+            raise ConfigError(f"{where}: ${name} is also set{empty}; give the cluster key only one way")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -93,4 +106,4 @@ def load_key_file(path: str, *, option: str = "--key-file") -> bytes:
     return key
 
 
-__all__ = ["ENV_KEY", "ENV_KEY_FILE", "MIN_KEY_BYTES", "check_key", "load_cluster_key", "load_key_file"]
+__all__ = ["ENV_KEY", "ENV_KEY_FILE", "MIN_KEY_BYTES", "check_key", "load_cluster_key", "load_key_file", "refuse_empty"]

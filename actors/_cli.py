@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--resources", help='other resources as JSON, e.g. \'{"gpu": 1}\'')
     w.add_argument("--id", dest="member_id", help="member identity (default: HOSTNAME-PORT)")
     w.add_argument("--key-file", metavar="PATH", help=_KEY_FILE_HELP)
+    w.add_argument("--join-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to wait for the leader to listen before giving up (default: 10)")
     c = sub.add_parser("cluster", help="inspect a running multi-host experiment",
                        description="Inspect a running multi-host experiment.")
     csub = c.add_subparsers(dest="cluster_verb", required=True, metavar="VERB")
@@ -130,7 +132,7 @@ def _worker(args: argparse.Namespace) -> int:
     from actors._worker import run_worker
 
     return run_worker(args.leader, args.bind, args.port, args.cpus, args.resources, args.member_id,
-                      key_file=args.key_file)
+                      key_file=args.key_file, join_timeout_s=args.join_timeout)
 
 
 def _cluster_status(args: argparse.Namespace) -> int:

@@ -27,13 +27,21 @@ class FailureConfig:
     """How often a crashed trial is retried from its latest checkpoint (-1: forever)."""
 
     max_failures: int = 0
-    fail_fast: bool = False
+    # True: the first trial in ERROR stops the others and fit() returns the results (Ray Tune);
+    # "raise": fit() raises that trial's error instead
+    fail_fast: bool | str = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_failures, int) or self.max_failures < -1:
             raise ConfigError(
                 f"FailureConfig(max_failures={self.max_failures!r}): use an int >= 0, or -1 to retry forever"
             )
+        if not isinstance(self.fail_fast, bool) and not (
+                isinstance(self.fail_fast, str) and self.fail_fast.upper() == "RAISE"):
+            raise ConfigError(f"FailureConfig(fail_fast={self.fail_fast!r}): use True, False or 'raise'")
+        if self.fail_fast and self.max_failures != 0:  # Ray Tune refuses this too
+            raise ConfigError(f"FailureConfig(fail_fast={self.fail_fast!r}, max_failures={self.max_failures}): "
+                              "max_failures must be 0 when fail_fast is set (a retried trial never fails fast)")
 
 
 @dataclass

@@ -88,6 +88,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         self.replies: Sequencer[Any] = Sequencer()
         self.events: list[TrialEvent] = []  # for the driver's callbacks, sent in batches
         self.event_seq = 0
+        self.stop_all_deadline: float | None = None  # fail_fast=True is stopping every trial
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:
         # A bug here must end the experiment with a message, never leave the driver waiting.
@@ -222,8 +223,10 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
             self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result),
                                                  rec.status is TrialStatus.ERROR)
         if rec.status is TrialStatus.ERROR and self.spec is not None and self.spec.fail_fast:
-            self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
-            return
+            if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
+                self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
+                return
+            self._stop_all()  # fail_fast=True: stop the rest, fit() returns the results (Ray Tune)
         self._fill()
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
@@ -287,6 +290,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
             else:
                 self.wakeupAfter(datetime.timedelta(seconds=self.spec.progress_interval_s))
             return
+        self._end_stragglers()
         self.send(self.driver, self._progress())
         self._flush_events()
         if self.spec.multi_host:

@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Any
 from thespian.actors import ActorExitRequest
 
 from actors._system import shutdown_orphaned_system
-from actors.messages import ExperimentFinished, HookKind
+from actors._trial import TrialStatus
+from actors.messages import ActionKind, EndReason, ExperimentFinished, HookKind, SchedulerAction
 
 # how long an abort waits for the scheduler's state before it ends without it
 ABORT_SAVE_TIMEOUT_S = 5.0
+# fail_fast=True: how long a running trial may stay in its own code (it stops at its next
+# report()) before it is ended without it; Ray Tune ends its actor at once
+STOP_ALL_GRACE_S = 2.0
 
 
 class EndMixin:
@@ -37,6 +41,7 @@ class EndMixin:
     actor_of: dict[str, Any]
     idle: list[tuple[Any, str]]
     event_seq: int
+    stop_all_deadline: float | None
 
     if TYPE_CHECKING:  # provided by the Thespian actor and the other mixins; never shadow them at run time
         def send(self, target: Any, msg: Any) -> None: ...
@@ -46,6 +51,9 @@ class EndMixin:
         def _run(self, effects: list[Any]) -> None: ...
 
         def _flush_events(self) -> None: ...
+
+        def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: Any = None,
+                   error: str | None = None, tb: str | None = None) -> None: ...
 
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
@@ -73,6 +81,30 @@ class EndMixin:
         else:
             self.abort_save = tag
             self.abort_deadline = time.monotonic() + ABORT_SAVE_TIMEOUT_S
+
+    def _stop_all(self) -> None:
+        """``FailureConfig(fail_fast=True)``, as in Ray Tune: no new trials, every other trial is
+        stopped (TERMINATED), and the run ends normally, so ``fit()`` returns the grid with the
+        failed trial's error in it. Only ``fail_fast="raise"`` aborts (``_abort``) and raises."""
+        if self.stop_all_deadline is not None or self.finished or self.abort_save is not None:
+            return
+        self.searcher_done = True
+        self.stop_all_deadline = time.monotonic() + STOP_ALL_GRACE_S
+        effects: list[Any] = []
+        for rec in list(self.table.trials.values()):
+            effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
+        self._run(effects)
+
+    def _end_stragglers(self) -> None:
+        """After ``STOP_ALL_GRACE_S``, end the trials still in their own code (a long step, a
+        sleep): their actor is told to exit and the trial ends TERMINATED with what it reported."""
+        if self.stop_all_deadline is None or time.monotonic() < self.stop_all_deadline:
+            return
+        for rec in self.table.with_status(TrialStatus.RUNNING):
+            actor = self.actor_of.pop(rec.trial_id, None)
+            if actor is not None:
+                self.send(actor, ActorExitRequest())
+            self._ended(rec.trial_id, rec.run_id, EndReason.STOPPED)
 
     def _finish(self, error: str | None) -> None:
         if self.finished:

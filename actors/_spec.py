@@ -23,7 +23,7 @@ class ExperimentSpec:
     resources_per_trial: dict[str, float]
     total_resources: dict[str, float]
     max_failures: int
-    fail_fast: bool
+    fail_fast: bool  # True for FailureConfig(fail_fast=True) and for fail_fast="raise"
     storage_url: str
     storage_options: dict[str, Any]
     num_to_keep: int | None = None
@@ -55,3 +55,5 @@ class ExperimentSpec:
     # LoggerCallbacks run by the controller (None: the JSON and CSV loggers)
     loggers: list[Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # FailureConfig(fail_fast="raise"): abort and raise the trial's error instead of returning the results
+    fail_fast_raise: bool = False

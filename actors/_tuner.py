@@ -170,7 +170,8 @@ class Tuner:
             searcher=self._searcher, scheduler=self._scheduler, stopper=self._stopper,
             metric=tc.metric, mode=tc.mode, num_samples=self._num_samples, max_concurrent=self._slots,
             resources_per_trial=self._resources, total_resources={"cpu": float(default_cpus())},
-            max_failures=rc.failure_config.max_failures, fail_fast=rc.failure_config.fail_fast,
+            max_failures=rc.failure_config.max_failures, fail_fast=bool(rc.failure_config.fail_fast),
+            fail_fast_raise=isinstance(rc.failure_config.fail_fast, str),
             storage_url=self._ctx.url, storage_options=dict(self._ctx.options),
             num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
             checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
@@ -217,6 +218,10 @@ class Tuner:
         results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name) for s in finished.trials]
         grid = ResultGrid(results, self.tune_config.metric, self.tune_config.mode,
                           self._ctx.uri(layout.experiment_dir))
+        if finished.error and spec.fail_fast_raise:  # Ray Tune raises the trial's own error here
+            failed = [r.error for r in results if r.error is not None]
+            if failed:
+                raise failed[0]
         if finished.error:
             raise TuneError(f"experiment {self.name!r} stopped: {finished.error.strip()}\n"
                             f"what was written so far is in {grid.experiment_path}")

@@ -58,9 +58,9 @@ def _check_bind(bind: str | None, key_file: str | None) -> None:
     """``--bind`` every interface only with a cluster key (any process that reaches the port could run code)."""
     if bind is None or bind.strip("[]") not in _EVERY_INTERFACE:
         return
-    from actors._auth_keys import ENV_KEY, ENV_KEY_FILE
+    from actors._auth_keys import ENV_KEY, load_cluster_key
 
-    if key_file is None and not (os.environ.get(ENV_KEY) or os.environ.get(ENV_KEY_FILE)):
+    if key_file is None and load_cluster_key() is None:  # an empty $AUDITION_CLUSTER_KEY is refused here
         raise ConfigError(f"--bind {bind!r} listens on every interface and needs a cluster key: pass --key-file "
                           f"PATH or set ${ENV_KEY} (the same key as the leader), or bind the one address the leader "
                           "reaches (default: the one on the route to the leader); see docs/security.md")
@@ -81,11 +81,14 @@ def _listen_and_advertise(bind: str | None, leader_host: str) -> str:
 
 def run_worker(leader: str, bind: str | None = None, port: int | None = None, cpus: float | None = None,
                resources: str | None = None, member_id: str | None = None,
-               stop: threading.Event | None = None, key_file: str | None = None) -> int:
+               stop: threading.Event | None = None, key_file: str | None = None,
+               join_timeout_s: float = 10.0) -> int:
     """Join ``leader`` (HOST:PORT) and serve until interrupted.
 
     The cluster key comes from ``key_file`` (``--key-file``) or $AUDITION_CLUSTER_KEY /
     $AUDITION_CLUSTER_KEY_FILE; it is checked, and authentication enabled, before the system starts.
+    Then one frame to the leader (``actors/_join.py``) checks that it listens (waiting up to
+    ``join_timeout_s``) and accepts this worker's key: otherwise a ConfigError says why, and nothing runs.
     """
     # Re-register with the leader every few seconds (Thespian's default is 7m22s), so a
     # worker that lost its leader, or its link, rejoins quickly.  Read by Thespian at import.
@@ -98,6 +101,10 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     addr = _listen_and_advertise(bind, lhost)
     _bind_loopback()
     _authenticate(addr, key_file)
+    from actors._auth import current_auth
+    from actors._join import check_leader
+
+    check_leader(lhost, lport, current_auth(), wait_s=join_timeout_s)
     try:
         port = port or free_port(addr)
     except OSError as exc:
@@ -158,6 +165,10 @@ def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = 
     os.environ["AUDITION_BIND_ADDR"] = host
     _bind_loopback()
     _authenticate(host, key_file)
+    from actors._auth import current_auth
+    from actors._join import check_leader
+
+    check_leader(host, port, current_auth(), wait_s=0)  # a wrong or missing key: said now, not after a timeout
     # An external client of the running system: never call shutdown() on it (that would stop the leader).
     asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=_log_defs(), transientUnique=True)
     controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME)

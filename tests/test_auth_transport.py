@@ -75,6 +75,26 @@ def _port_of(addr: Any) -> int:
     return int(re.findall(r":(\d+)\)", str(addr))[-1])
 
 
+def _capture_frames(path: str) -> None:
+    """Append every frame this process (and every process forked from it) puts on the wire to ``path``:
+    what an on-path observer records.  One JSON line per frame: the port dialled and the bytes."""
+    from thespian.system.transport import TCPTransport as tt
+
+    seal = tt.TCPTransport.serializer
+
+    def recording(self: Any, intent: Any) -> bytes:
+        frame = seal(self, intent)
+        line = json.dumps({"port": intent.targetAddr.addressDetails.sockname[1], "frame": frame.hex()}) + "\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        return bytes(frame)
+
+    tt.TCPTransport.serializer = recording
+
+
 def serve(opts: dict[str, Any]) -> None:
     """Start a system (authenticated if the env carries a key), then obey commands on stdin."""
     from thespian.actors import ActorSystem
@@ -83,7 +103,11 @@ def serve(opts: dict[str, Any]) -> None:
     from actors._errors import ConfigError
     from actors._system import _bind_loopback, _log_defs, free_port
 
+    if opts.get("limits"):  # small buffering limits, so a test can reach them
+        enable_authentication(os.environ["AUDITION_CLUSTER_KEY"].encode(), **opts["limits"])
     enabled = enable_from_environment()
+    if opts.get("capture"):
+        _capture_frames(opts["capture"])
     os.environ["THESPIAN_BASE_IPADDR"] = os.environ["AUDITION_BIND_ADDR"] = "127.0.0.1"
     _bind_loopback()
     port = free_port()
@@ -400,6 +424,87 @@ def test_signed_frame_is_delivered_once_and_replay_dropped(servers: Any):
         assert (opened.kind, pickle.loads(opened.payload)) == (b"A", "ACK")  # both acknowledged
     assert srv.request("notes") == {"notes": ["hello"]}  # ...but delivered once
     _wait_for(lambda: "duplicate frame" in srv.log(), 10, "the duplicate to be logged")
+
+
+def _opened_reply(auth: Any, reply: bytes) -> str:
+    """The ACK string in a signed reply (a verified ACK body is safe to unpickle)."""
+    opened = auth.open(reply[reply.index(b">") + 1:])
+    assert opened.kind == b"A"
+    return str(pickle.loads(opened.payload))
+
+
+@pytest.mark.slow
+def test_captured_frame_replayed_to_another_process_is_refused(servers: Any, tmp_path: Any):
+    """A frame recorded on its way from the leader to a member is refused by every other process
+    (it names the member's address); at the member itself it is a duplicate, acknowledged and dropped."""
+    from actors._auth import FrameAuth
+
+    capture = tmp_path / "frames.jsonl"
+    leader = servers("leader", KEY, watch=True, capture=str(capture))
+    member = servers("member", KEY, leader=leader.ready["admin_port"], member="m")
+    member_port = member.ready["admin_port"]
+    joined = lambda: [u for u in leader.request("updates")["updates"] if u[1] == "m" and u[2]]  # noqa: E731
+    _wait_for(joined, 15, "the member to join")
+
+    def to_member() -> list[bytes]:
+        lines = capture.read_text().splitlines() if capture.exists() else []
+        return [bytes.fromhex(f["frame"]) for f in map(json.loads, lines) if f["port"] == member_port]
+
+    frame = _wait_for(to_member, 15, "a frame from the leader to the member")[-1]
+    auth = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
+    for name, port in (("leader admin", leader.ready["admin_port"]), ("leader actor", leader.ready["echo_port"]),
+                       ("member actor", member.ready["echo_port"])):
+        reply, _src = _send_raw(port, frame)
+        assert _opened_reply(auth, reply) == "ACK+DATAERR", f"{name} accepted a frame meant for the member"
+    _wait_for(lambda: f"addressed to 127.0.0.1:{member_port}, not to this process" in leader.log(), 10,
+              "the leader to log the misaddressed frame")
+    reply, _src = _send_raw(member_port, frame)  # its own recipient: seen before, so acknowledged and dropped
+    assert _opened_reply(auth, reply) == "ACK"
+    _wait_for(lambda: "duplicate frame" in member.log(), 10, "the member to log the duplicate")
+    assert leader.request("ask after") == {"answer": "echo:after"} and member.request("ask after") == {
+        "answer": "echo:after"}
+    assert [u for u in leader.request("updates")["updates"] if u[1] == "m"] == joined()  # nothing removed it
+
+
+@pytest.mark.slow
+def test_unverified_bytes_are_bounded_across_connections(servers: Any):
+    """Connections that each send most of a large frame cannot together make a process hold more
+    than ``max_buffered_bytes``: the ones past the limit are refused, and a frame announcing more
+    than ``max_frame_bytes`` is refused before its body is sent."""
+    mib = 1 << 20
+    srv = servers("budget", KEY, limits={"max_frame_bytes": mib, "max_buffered_bytes": 3 * mib})
+    port = srv.ready["admin_port"]
+    reply, _src = _send_raw(port, b"%d>" % (mib + 1))  # the header alone: refused at once
+    assert b"ACK+DATAERR" in reply or reply == b""
+    conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(6)]
+    try:
+        for c in conns:  # 6 x 700 KiB of junk, each frame announced as 1 MiB: 4.2 MiB > 3 MiB
+            try:
+                c.sendall(b"%d>" % mib + os.urandom(700 << 10))
+            except OSError:
+                pass  # refused and closed while we were sending
+
+        def refused() -> int:
+            closed = 0
+            for c in conns:
+                c.settimeout(0.05)
+                try:
+                    closed += c.recv(4096, socket.MSG_PEEK) != b""
+                except (TimeoutError, BlockingIOError):
+                    pass
+                except OSError:
+                    closed += 1
+            return closed if closed >= 2 else 0
+
+        assert _wait_for(refused, 20, "the connections past the budget to be refused") >= 2
+        assert "frames not yet verified" in srv.log() or "left of the" in srv.log(), srv.log()[-2000:]
+    finally:
+        for c in conns:
+            c.close()
+    reply, _src = _send_raw(port, b"%d>" % mib + os.urandom(mib))  # the budget was given back: read, then rejected
+    assert b"ACK+DATAERR" in reply
+    _wait_for(lambda: "bad HMAC tag" in srv.log(), 10, "the full frame to be read and its tag checked")
+    assert srv.request("ask still-alive") == {"answer": "echo:still-alive"}
 
 
 @pytest.mark.slow

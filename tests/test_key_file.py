@@ -134,19 +134,23 @@ def test_worker_bound_to_every_interface_advertises_a_reachable_address(leader: 
 
 @pytest.mark.slow
 def test_worker_with_wrong_key_file_is_rejected(leader: Server, tmp_path: Path) -> None:
+    """It no longer retries forever in silence: its join check fails, it says why and exits 2."""
     key_file = _key_file(tmp_path, WRONG_KEY)
     tag = f"keyfile-wrong-{uuid.uuid4().hex[:8]}"
     port = free_port()
     worker = subprocess.Popen(
         [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{leader.ready['admin_port']}",
          "--bind", "127.0.0.1", "--port", str(port), "--id", tag, "--key-file", key_file],
-        cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: "rejected frame" in leader.log(), 30, "the leader to reject the wrong key's frames")
-        assert not _joined(leader, port)
+        _out, err = worker.communicate(timeout=60)
+        assert worker.returncode == 2 and "uses a different cluster key" in err, err[-2000:]
+        _wait_for(lambda: "rejected frame" in leader.log(), 30, "the leader to reject the wrong key's frame")
+        assert not _joined(leader, port) and not _family(tag)
     finally:
-        worker.kill()
-        worker.wait(timeout=10)
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=10)
         _kill_family(tag)
 
 

@@ -6,9 +6,14 @@ out different and nothing said why.
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
-from actors import Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report
+import pytest
+
+from actors import Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
+from actors._errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
 from actors.search import grid_search
 
@@ -117,3 +122,48 @@ def test_explicit_basic_variant_generator_runs_num_samples(storage_dir) -> None:
     assert sorted(r.config["x"] for r in grid) == [1, 1, 2, 2]
     assert len(_fit(reports_then_returns_dict, storage_dir,
                     tune_config=TuneConfig(search_alg=BasicVariantGenerator(), num_samples=3))) == 3
+
+
+# ---------------------------------------------------------------- 4. fail_fast
+def sleeper_or_raiser(config: dict[str, Any]) -> None:
+    """'sleep' reports, then stays in its own code for good; 'raise' fails once 'sleep' reported."""
+    marker = os.path.join(config["dir"], "sleeper_reported")
+    if config["role"] == "sleep":
+        report({"score": 1})
+        open(marker, "w").close()
+        time.sleep(600)  # only an engine that ends this trial itself lets the test finish
+    elif config["role"] == "raise":
+        deadline = time.monotonic() if config.get("at_once") else time.monotonic() + 60
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise ValueError("boom")
+    report({"score": 3})
+
+
+def test_fail_fast_true_stops_the_rest_and_returns_the_results(storage_dir, tmp_path, no_leaks) -> None:
+    grid = Tuner(with_resources(sleeper_or_raiser, {"cpu": 0.5}),
+                 param_space={"role": grid_search(["sleep", "raise", "never started"]), "dir": str(tmp_path)},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
+                 run_config=RunConfig(storage=storage_dir, verbose=0,
+                                      failure_config=FailureConfig(fail_fast=True))).fit()
+    by_role = {r.config["role"]: r for r in grid}
+    failed = by_role["raise"]
+    assert failed.status.value == "ERROR" and "ValueError: boom" in str(failed.error)
+    assert grid.errors == [failed.error]
+    assert by_role["sleep"].status.value == "TERMINATED" and by_role["sleep"].error is None
+    assert by_role["sleep"].metrics["score"] == 1  # what it reported before it was stopped
+    assert by_role["never started"].status.value == "TERMINATED" and not by_role["never started"].metrics_history
+
+
+def test_fail_fast_raise_raises_the_trial_error(storage_dir, tmp_path) -> None:
+    with pytest.raises(TrialError, match="ValueError: boom") as info:
+        _fit(sleeper_or_raiser, storage_dir, param_space={"role": "raise", "dir": str(tmp_path), "at_once": True},
+             failure_config=FailureConfig(fail_fast="raise"))
+    assert "Traceback" in info.value.traceback_text
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"fail_fast": "yes"}, "use True, False or 'raise'"),
+                                               ({"fail_fast": True, "max_failures": 2}, "max_failures must be 0")])
+def test_fail_fast_values_are_checked(kwargs, match) -> None:
+    with pytest.raises(ConfigError, match=match):
+        FailureConfig(**kwargs)
