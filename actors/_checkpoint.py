@@ -98,6 +98,15 @@ class Checkpoint:
         assert self._dict is not None
         return dict(self._dict)
 
+    def _check_reportable(self) -> None:
+        """A local checkpoint must still exist when reported: the user's error, not storage's."""
+        if self.is_local:
+            local = self.path[len("file://"):] if self.path.startswith("file://") else self.path
+            if not os.path.isdir(local):
+                raise FileNotFoundError(
+                    f"report(checkpoint=...): the checkpoint directory {local} no longer exists; keep it "
+                    "until report() returns (it copies the files to storage), then delete it")
+
     def _release(self) -> None:
         """Remove the temp dir made by from_dict once the files were committed."""
         if self._owned_tmp:

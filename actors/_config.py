@@ -6,6 +6,7 @@ reaches an actor: the user gets one clear message and nothing is started.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -92,9 +93,12 @@ class TuneConfig:
 
     def __post_init__(self) -> None:
         check_mode(self.mode, "TuneConfig")
+        if self.metric is not None and (not isinstance(self.metric, str) or not self.metric):
+            raise ConfigError(f"TuneConfig(metric={self.metric!r}): use the name of a reported result key, "
+                              "such as metric='loss'")
         if self.mode is not None and self.metric is None:
             raise ConfigError("TuneConfig: mode was given without metric; pass metric='<name>' too")
-        if not isinstance(self.num_samples, int) or self.num_samples < 1:
+        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or self.num_samples < 1:
             raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1")
         if self.max_concurrent_trials is not None and (
             not isinstance(self.max_concurrent_trials, int) or self.max_concurrent_trials < 1
@@ -142,11 +146,25 @@ class RunConfig:
             )
         if self.name is not None and (not self.name or "/" in self.name or self.name in (".", "..")):
             raise ConfigError(f"RunConfig(name={self.name!r}): use a non-empty name without '/'")
+        if isinstance(self.storage, os.PathLike):
+            self.storage = os.fspath(self.storage)
+        if self.storage is not None and (not isinstance(self.storage, str) or not self.storage.strip()):
+            raise ConfigError(f"RunConfig(storage={self.storage!r}): use a local directory or a URL such as "
+                              f"s3://bucket/prefix, or leave it out for the default {DEFAULT_STORAGE}")
+        if self.resources_per_trial is not None:
+            self.resources_per_trial = check_resources(self.resources_per_trial,
+                                                       "RunConfig(resources_per_trial=...)")
         if str(self.system).startswith("tcp://"):
             from actors._system import parse_host_port
 
             parse_host_port(str(self.system)[len("tcp://"):], what=f"RunConfig(system={self.system!r})")
-        for knob in ("heartbeat_timeout_s", "placement_timeout_s"):
+        for knob, kind in (("failure_config", FailureConfig), ("checkpoint_config", CheckpointConfig)):
+            if not isinstance(getattr(self, knob), kind):
+                raise ConfigError(f"RunConfig({knob}={getattr(self, knob)!r}): pass a {kind.__name__}(...), "
+                                  f"e.g. {knob}={kind.__name__}()")
+        if self.callbacks is not None and not isinstance(self.callbacks, (list, tuple)):
+            raise ConfigError(f"RunConfig(callbacks={self.callbacks!r}): pass a list, e.g. callbacks=[cb]")
+        for knob in ("heartbeat_timeout_s", "placement_timeout_s", "controller_timeout_s"):
             value = getattr(self, knob)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"RunConfig({knob}={value!r}): use seconds > 0")
@@ -162,6 +180,33 @@ def default_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def check_resources(resources: Any, where: str) -> dict[str, float]:
+    """Per-trial resources as ``{"cpu": n, ...}`` (Ray's "CPU"/"GPU" spellings accepted).
+
+    A trial that asks for no CPU, or a negative amount, could never be placed and the
+    experiment would wait on "PENDING" forever: refused here instead.
+    """
+    if not isinstance(resources, Mapping):
+        raise ConfigError(f"{where}: resources must be a dict such as {{'cpu': 2, 'gpu': 1}}, "
+                          f"got {type(resources).__name__}")
+    out: dict[str, float] = {}
+    for key, value in resources.items():
+        name = key.lower() if key in ("CPU", "GPU") else key
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{where}: resource names must be non-empty strings such as 'cpu', got {key!r}")
+        if name in out:
+            raise ConfigError(f"{where}: {name!r} is given twice ({sorted(resources)}); give it once")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value < 0:
+            raise ConfigError(f"{where}: the amount of {key!r} must be a finite number >= 0, got {value!r}")
+        out[name] = float(value)
+    if out.get("cpu", 1.0) <= 0:
+        raise ConfigError(f"{where}: {{'cpu': {resources.get('cpu', resources.get('CPU'))!r}}} would never be "
+                          "scheduled (every trial runs in a process that needs some CPU); ask for a fraction "
+                          "such as {'cpu': 0.5} to run several trials per core")
+    return out
+
+
 def with_resources(trainable: Any, resources: Mapping[str, float]) -> Any:
     """Attach per-trial resources (e.g. ``{"cpu": 2, "gpu": 1}``) to a trainable.
 
@@ -170,10 +215,7 @@ def with_resources(trainable: Any, resources: Mapping[str, float]) -> Any:
     import functools
     import inspect
 
-    bad = {k: v for k, v in resources.items() if not isinstance(v, (int, float)) or v < 0}
-    if bad:
-        raise ConfigError(f"with_resources: amounts must be numbers >= 0, got {bad}")
-    res = {str(k): float(v) for k, v in resources.items()}
+    res = check_resources(resources, "with_resources")
     if inspect.isclass(trainable):
         return type(trainable.__name__, (trainable,), {"_audition_resources": res,
                                                        "__module__": trainable.__module__})

@@ -22,6 +22,7 @@ from thespian.actors import (
     WakeupMessage,
 )
 
+from actors._checks import stopper_failed
 from actors._cluster import ClusterMixin
 from actors._controller_end import EndMixin
 from actors._controller_io import ExperimentIO
@@ -181,10 +182,15 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         effects: list[Effect] = []
         stopper = self.spec.stopper
         if stopper is not None:
-            hits = [stopper(msg.trial_id, r) for r in msg.results]  # every result, no short-circuit
+            try:  # user code: its failure is the user's error, reported as such (not "internal error")
+                hits = [stopper(msg.trial_id, r) for r in msg.results]  # every result, no short-circuit
+                stop_all = stopper.stop_all()
+            except Exception as exc:
+                self._abort(stopper_failed(stopper, msg.trial_id, exc))
+                return
             if any(hits):
                 effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
-            if stopper.stop_all():
+            if stop_all:
                 self.searcher_done = True
                 for rec in self.table.trials.values():
                     effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))

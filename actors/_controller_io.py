@@ -127,14 +127,15 @@ class ExperimentIO:
 
     def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
         """Append a batch to the trial's history; an error message if the metric is missing."""
-        metric = self.spec.metric
-        if metric is not None:
+        needed = self.spec.required_metrics or (
+            ((self.spec.metric, "TuneConfig(metric=...)"),) if self.spec.metric is not None else ())
+        for metric, where in needed:
             for r in results:
                 if metric not in r:
                     user_keys = sorted(k for k in r if k not in _AUTO_KEYS)
                     return (f"trial {rec.trial_id} reported a result without the metric {metric!r} "
                             f"(it reported {user_keys}); report {metric!r} in every result or change "
-                            "TuneConfig(metric=...)")
+                            f"{where}")
         try:
             self.loggers.results(rec.snapshot(), list(results))
         except LoggerFailed as exc:

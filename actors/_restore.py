@@ -54,16 +54,21 @@ def _split(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
 
 
 def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
-    """True if ``path`` holds a saved tuner and at least one experiment state version."""
-    from storage import StorageError, exists
-    from storage._io import list_dir
+    """True if ``path`` holds what :func:`restore_tuner` reads: a saved tuner (a pickle) and an
+    experiment state this version can restore. Files with those names but other contents are not
+    an experiment: False (Ray checks only that ``tuner.pkl`` exists)."""
+    from storage import StorageError, read_bytes, read_experiment_state
 
     try:
         ctx, layout, _ = _split(path, options)
-        if not exists(ctx, layout.tuner_file):
+        if read_bytes(ctx, layout.tuner_file)[:1] != b"\x80":  # every pickle protocol >= 2 starts so
             return False
-        return exists(ctx, layout.state_pointer) or bool(list_dir(ctx, layout.state_dir))
-    except (ConfigError, StorageError):
+        state = read_experiment_state(ctx, layout)
+        if state is None:
+            return False
+        _check_state(state, ctx.uri(layout.experiment_dir))
+        return True
+    except (ConfigError, StorageError, OSError):  # missing, a directory, unreadable
         return False
 
 

@@ -28,6 +28,7 @@ import cloudpickle
 
 from actors._capture import OutputCapture
 from actors._checkpoint import Checkpoint
+from actors._checks import check_result
 from actors._function import run_function
 from actors._session import _set_session
 from actors._trainable import Trainable
@@ -218,6 +219,7 @@ class TrialRunner:
     def _report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, save_class: bool) -> None:
         if self.stop_requested:
             raise _StopTrial()
+        check_result(metrics)  # before it reaches the transport: an unpicklable value fails this trial
         now = self.clock()
         self.iteration += 1
         elapsed = now - self._run_started

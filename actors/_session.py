@@ -43,8 +43,15 @@ def report(metrics: dict[str, Any], *, checkpoint: Checkpoint | None = None) -> 
     bounded result buffer).  When the decision is STOP or PAUSE, the trainable is
     ended here: code after the last ``report`` may not run.
     """
+    from actors._checkpoint import Checkpoint
+
     if not isinstance(metrics, dict):
         raise TypeError(f"report() expects a dict of metrics, got {type(metrics).__name__}")
+    if checkpoint is not None:
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"report(checkpoint=...) takes an actors.Checkpoint, got {type(checkpoint).__name__}; "
+                            "wrap the data: Checkpoint.from_dict({...}) or Checkpoint.from_directory(path)")
+        checkpoint._check_reportable()
     _get_session("report").report(metrics, checkpoint)
 
 

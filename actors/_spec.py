@@ -55,5 +55,8 @@ class ExperimentSpec:
     # LoggerCallbacks run by the controller (None: the JSON and CSV loggers)
     loggers: list[Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # (result key, who needs it) checked in every result, as Ray Tune does: TuneConfig's metric, then
+    # the scheduler's, then the searcher's (empty in specs saved before: TuneConfig's metric only)
+    required_metrics: tuple[tuple[str, str], ...] = ()
     # FailureConfig(fail_fast="raise"): abort and raise the trial's error instead of returning the results
     fail_fast_raise: bool = False

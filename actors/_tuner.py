@@ -8,7 +8,6 @@ asking a killed actor stalls Thespian's external API for half a minute).
 from __future__ import annotations
 
 import datetime
-import inspect
 import logging
 import os
 import time
@@ -18,7 +17,14 @@ from typing import Any
 import cloudpickle
 
 from actors._callbacks import CallbackDispatcher
-from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, default_cpus
+from actors._checks import (
+    check_scheduler_objective,
+    check_trainable,
+    claim_name,
+    make_run_stopper,
+    required_metrics,
+)
+from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
 from actors._errors import TuneError
 from actors._loggers import LoggerCallback, controller_loggers, driver_callbacks
 from actors._plugins import load_scheduler
@@ -52,22 +58,7 @@ def _dumps(obj: Any, what: str) -> bytes:
 
 
 def _check_trainable(trainable: Any) -> str:
-    if inspect.isclass(trainable):
-        if not issubclass(trainable, Trainable):
-            raise ConfigError(f"trainable class {trainable.__name__} must subclass actors.Trainable")
-        return trainable.__name__
-    if not callable(trainable):
-        raise ConfigError(f"trainable must be a function taking a config dict or a Trainable subclass, "
-                          f"got {type(trainable).__name__}")
-    try:
-        params = inspect.signature(trainable).parameters
-    except (TypeError, ValueError):
-        params = {}  # type: ignore[assignment]
-    if params and len([p for p in params.values() if p.default is p.empty
-                       and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) > 1:
-        raise ConfigError(f"trainable {getattr(trainable, '__name__', trainable)!r} must take one argument "
-                          "(the config dict)")
-    return str(getattr(trainable, "__name__", type(trainable).__name__))
+    return check_trainable(trainable)
 
 
 class Tuner:
@@ -77,9 +68,12 @@ class Tuner:
                  param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
                  run_config: RunConfig | None = None) -> None:
         from actors.search import BasicVariantGenerator, Searcher
-        from actors.stoppers import make_stopper
         from storage import StorageContext, StorageError
 
+        for arg, value, cls in (("tune_config", tune_config, TuneConfig), ("run_config", run_config, RunConfig)):
+            if value is not None and not isinstance(value, cls):
+                raise ConfigError(f"Tuner({arg}=...) takes a {cls.__name__}, got {type(value).__name__}; "
+                                  f"pass {arg}={cls.__name__}(...)")
         self.tune_config = tc = tune_config or TuneConfig()
         self.run_config = rc = run_config or RunConfig()
         if param_space is not None and not isinstance(param_space, dict):
@@ -101,9 +95,10 @@ class Tuner:
                 self._num_samples = tc.num_samples
         self._searcher = searcher
         scheduler = load_scheduler(tc.scheduler)
-        scheduler.set_search_properties(tc.metric, tc.mode)
+        check_scheduler_objective(scheduler, tc.metric, tc.mode)
+        self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = _dumps(scheduler, "scheduler")
-        self._stopper = make_stopper(rc.stop)
+        self._stopper = make_run_stopper(rc.stop)
         _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         _dumps((searcher, self._stopper), "search algorithm or stopper")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
@@ -120,8 +115,8 @@ class Tuner:
             )
         stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
         self.name = rc.name or f"{self.trainable_name}_{stamp}"
-        resources = dict(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
-                         or {"cpu": 1})
+        resources = check_resources(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
+                                    or {"cpu": 1}, "with_resources(...)")
         cpus = default_cpus()
         need = float(resources.get("cpu", 1))
         if self._multi_host:
@@ -179,7 +174,7 @@ class Tuner:
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
-            max_progress_rows=rc.max_progress_rows,
+            max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
         )
 
     def fit(self) -> ResultGrid:
@@ -190,6 +185,11 @@ class Tuner:
             self._ctx.check_usable()
         except StorageError as exc:
             raise TuneError(str(exc)) from None
+        if getattr(self, "_prebuilt", None) is None:  # a new experiment (not a restore): never over an old one
+            try:
+                self.name = claim_name(self._ctx, self.name, chosen=self.run_config.name is not None)
+            except StorageError as exc:
+                raise TuneError(str(exc)) from None
         where = self._ctx.uri(ExperimentLayout(self._ctx, self.name).experiment_dir)
         for cb in self.run_config.callbacks or []:  # before anything is written or started
             cb.on_experiment_start(where, self._ctx.is_local)

@@ -130,6 +130,11 @@ def read_experiment_state(ctx: StorageContext, layout: ExperimentLayout) -> dict
     )
 
 
+def has_experiment_state(ctx: StorageContext, layout: ExperimentLayout) -> bool:
+    """True if an experiment saved its state here (a pointer or a version), readable or not."""
+    return exists(ctx, layout.state_pointer) or bool(_versions(ctx, layout))
+
+
 def list_experiment(ctx: StorageContext, layout: ExperimentLayout) -> list[str]:
     """Trial ids that have a directory in the experiment, sorted."""
     trials = []

@@ -112,10 +112,10 @@ class PopulationBasedTraining(MetricScheduler):
             check_number(name, "perturbation_factors item", f, minimum=0, strict=True)
             for f in perturbation_factors
         )
-        if hyperparam_mutations is None and custom_explore_fn is None:
+        if not hyperparam_mutations and custom_explore_fn is None:  # Ray: `{}` is refused like None
             raise ValueError(
                 f"{name}: give hyperparam_mutations (e.g. {{'lr': [1e-3, 1e-2]}}) or custom_explore_fn, "
-                "otherwise PBT has nothing to explore"
+                f"otherwise PBT has nothing to explore (got hyperparam_mutations={hyperparam_mutations!r})"
             )
         if hyperparam_mutations is not None:
             validate_mutations(hyperparam_mutations, name)

@@ -1,0 +1,296 @@
+"""The catalogue of bad inputs (issue 13, item 6): each fails fast with an error that names the problem
+and the fix, never hangs, never reports the user's mistake as an internal error, and leaves nothing
+half-written. One test per case."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any
+
+import pytest
+
+from actors import Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
+from actors._errors import ConfigError, TuneError
+from actors._trial import TrialStatus
+from actors.schedulers import ASHAScheduler, PopulationBasedTraining
+from actors.search import grid_search
+
+
+def steps(config: dict[str, Any]) -> None:
+    for i in range(config.get("steps", 2)):
+        report({"loss": 1.0 / (i + 1)})
+
+
+def reports_a_lock(config: dict[str, Any]) -> None:
+    report({"loss": 1.0, "lk": threading.Lock()} if config["bad"] else {"loss": 1.0})
+    report({"loss": 0.5})
+
+
+def no_config() -> None:
+    report({"loss": 1.0})
+
+
+def _empty(path: str) -> bool:
+    """Nothing was written: the directory is absent or holds nothing."""
+    return not os.path.exists(path) or not os.listdir(path)
+
+
+def _fit(trainable: Any, storage: str, **kw: Any) -> Any:
+    tc = kw.pop("tune_config", None)
+    return Tuner(trainable, param_space=kw.pop("param_space", None), tune_config=tc,
+                 run_config=RunConfig(storage=storage, system=kw.pop("system", "simple"), verbose=0, **kw)).fit()
+
+
+def _checkpoint_dirs(storage: str) -> list[str]:
+    return [d for d, _, _ in os.walk(storage) if os.path.basename(d).startswith("checkpoint_")]
+
+
+# ---------------------------------------------------------------------------------------- results
+@pytest.mark.timeout(90)
+def test_unpicklable_metric_fails_that_trial_naming_the_key(storage_dir, no_leaks) -> None:
+    """Multi-process: the lock used to poison the transport and hang the run forever."""
+    grid = _fit(reports_a_lock, storage_dir, system="multiproc", param_space={"bad": grid_search([True, False])},
+                controller_timeout_s=30)
+    by_bad = {r.config["bad"]: r for r in grid}
+    bad, good = by_bad[True], by_bad[False]
+    assert bad.status is TrialStatus.ERROR and good.status is TrialStatus.TERMINATED
+    assert "'lk'" in str(bad.error) and "cannot be pickled" in str(bad.error)
+    assert "report numbers, strings" in str(bad.error)
+    assert bad.metrics_history == [] and len(good.metrics_history) == 2  # the bad row never landed
+
+
+class StepsALock(Trainable):
+    def step(self) -> dict[str, Any]:
+        return {"loss": 1.0, "handle": threading.Lock()}
+
+
+def test_unpicklable_metric_from_a_class_trainable_fails_that_trial(storage_dir) -> None:
+    [r] = _fit(StepsALock, storage_dir)
+    assert r.status is TrialStatus.ERROR and "'handle'" in str(r.error) and "cannot be pickled" in str(r.error)
+
+
+def test_metric_name_that_is_not_a_string_fails_that_trial(storage_dir) -> None:
+    def int_keys(config: dict[str, Any]) -> None:
+        report({1: 0.5})
+
+    [r] = _fit(int_keys, storage_dir)
+    assert r.status is TrialStatus.ERROR and "metric names must be strings" in str(r.error)
+
+
+# ---------------------------------------------------------------------------------------- resources
+@pytest.mark.parametrize("make", [
+    lambda: Tuner(with_resources(steps, {"cpu": 0})),
+    lambda: Tuner(with_resources(steps, {"CPU": 0})),
+    lambda: Tuner(steps, run_config=RunConfig(resources_per_trial={"cpu": 0})),
+], ids=["with_resources", "ray_spelling", "resources_per_trial"])
+def test_zero_cpu_is_refused_up_front(make) -> None:
+    """It used to wait on '1 PENDING' forever."""
+    with pytest.raises(ConfigError, match=r"would never be scheduled.*\{'cpu': 0\.5\}"):
+        make()
+
+
+@pytest.mark.parametrize("amount", [-1, float("nan"), float("inf"), True, "2"])
+def test_negative_or_non_numeric_cpu_is_refused_up_front(amount) -> None:
+    with pytest.raises(ConfigError, match=r"with_resources: the amount of 'cpu' must be a finite number >= 0"):
+        with_resources(steps, {"cpu": amount})
+
+
+def test_ray_spelling_of_resources_is_understood() -> None:
+    assert Tuner(with_resources(steps, {"CPU": 1}))._resources == {"cpu": 1.0}
+    with pytest.raises(ConfigError, match="'cpu' is given twice"):
+        with_resources(steps, {"CPU": 1, "cpu": 2})
+
+
+# ---------------------------------------------------------------------------------------- stop=
+@pytest.mark.parametrize("stop, says", [
+    ({"loss": "low"}, "threshold for 'loss' must be a number"),
+    (lambda result: True, "must accept two arguments"),
+    (42, "stop must be a dict"),
+    (ASHAScheduler, "is a class; pass an instance"),
+], ids=["dict_value", "function_signature", "unknown_type", "a_class"])
+def test_stop_mistake_is_refused_up_front_naming_stop(stop, says, storage_dir) -> None:
+    with pytest.raises(ConfigError, match=r"RunConfig\(stop=\.\.\.\) is invalid: .*" + says):
+        Tuner(steps, run_config=RunConfig(storage=storage_dir, stop=stop))
+    assert _empty(storage_dir)
+
+
+def test_stop_key_never_reported_is_the_users_error(storage_dir) -> None:
+    with pytest.raises(TuneError) as err:
+        _fit(steps, storage_dir, stop={"acc": 0.9})
+    msg = str(err.value)
+    assert "internal error" not in msg and "RunConfig(stop=...)" in msg
+    assert "'acc' is not in the result" in msg and "remove it from stop=" in msg
+
+
+def test_stop_function_that_raises_is_the_users_error(storage_dir) -> None:
+    def stop(trial_id: str, result: dict[str, Any]) -> bool:
+        return result["acc"] > 0.9
+
+    with pytest.raises(TuneError) as err:
+        _fit(steps, storage_dir, stop=stop)
+    msg = str(err.value)
+    assert "internal error" not in msg and "RunConfig(stop=...) (FunctionStopper) failed" in msg
+    assert "KeyError: 'acc'" in msg and "error in stop=, not in audition" in msg
+
+
+# ---------------------------------------------------------------------------------------- metrics
+@pytest.mark.parametrize("sched, tc, says", [
+    (ASHAScheduler(metric="loss", mode="min"), TuneConfig(metric="acc", mode="min"),
+     r"metric is 'loss' in ASHAScheduler\(\.\.\.\) but 'acc' in TuneConfig"),
+    (ASHAScheduler(metric="loss", mode="min"), TuneConfig(metric="loss", mode="max"),
+     r"mode is 'min' in ASHAScheduler\(\.\.\.\) but 'max' in TuneConfig"),
+    (ASHAScheduler(), TuneConfig(), r"ASHAScheduler: metric and mode not set; pass metric=/mode="),
+    (ASHAScheduler(metric="loss"), TuneConfig(), r"ASHAScheduler: mode not set"),
+], ids=["metric_conflict", "mode_conflict", "neither", "no_mode"])
+def test_scheduler_objective_is_checked_up_front(sched, tc, says, storage_dir) -> None:
+    tc.scheduler = sched
+    with pytest.raises(ConfigError, match=says):
+        Tuner(steps, tune_config=tc, run_config=RunConfig(storage=storage_dir))
+    assert _empty(storage_dir)
+
+
+def test_scheduler_metric_never_reported_fails_at_the_first_result_clearly(storage_dir) -> None:
+    tc = TuneConfig(scheduler=ASHAScheduler(metric="acc", mode="max"))
+    with pytest.raises(TuneError) as err:
+        _fit(steps, storage_dir, tune_config=tc)
+    msg = str(err.value)
+    assert "reported a result without the metric 'acc' (it reported ['loss'])" in msg
+    assert "change ASHAScheduler(metric=...)" in msg and "Traceback" not in msg
+
+
+# ---------------------------------------------------------------------------------------- checkpoints
+def test_report_checkpoint_that_is_not_a_checkpoint_fails_that_trial(storage_dir) -> None:
+    def dict_checkpoint(config: dict[str, Any]) -> None:
+        report({"loss": 1.0}, checkpoint={"step": 1})  # type: ignore[arg-type]
+
+    [r] = _fit(dict_checkpoint, storage_dir)
+    assert r.status is TrialStatus.ERROR
+    assert "takes an actors.Checkpoint, got dict" in str(r.error) and "Checkpoint.from_dict" in str(r.error)
+    assert "AttributeError" not in str(r.error) and _checkpoint_dirs(storage_dir) == []
+
+
+def deletes_its_checkpoint(config: dict[str, Any]) -> None:
+    d = tempfile.mkdtemp()
+    with open(os.path.join(d, "w.bin"), "wb") as f:
+        f.write(b"w")
+    ckpt = Checkpoint.from_directory(d)
+    if config["delete"]:
+        shutil.rmtree(d)
+    report({"loss": 1.0}, checkpoint=ckpt)
+
+
+def test_checkpoint_directory_deleted_before_report_fails_only_that_trial(storage_dir) -> None:
+    """It used to abort the whole experiment as a storage failure."""
+    grid = _fit(deletes_its_checkpoint, storage_dir, param_space={"delete": grid_search([True, False])})
+    by = {r.config["delete"]: r for r in grid}
+    assert by[True].status is TrialStatus.ERROR and by[False].status is TrialStatus.TERMINATED
+    assert "no longer exists; keep it until report() returns" in str(by[True].error)
+    assert by[False].checkpoint is not None and len(_checkpoint_dirs(storage_dir)) == 1
+
+
+# ---------------------------------------------------------------------------------------- trainable
+@pytest.mark.parametrize("fn", [no_config, lambda a, b: None, lambda *, config: None],
+                         ids=["no_argument", "two_arguments", "keyword_only"])
+def test_trainable_that_cannot_take_the_config_is_refused(fn, storage_dir) -> None:
+    """Ray's rule (wrap_function: fn must bind one positional argument); it used to fail in every trial."""
+    with pytest.raises(ConfigError, match=r"must take one argument, the config dict .*def \w+\(config\)"):
+        Tuner(fn, run_config=RunConfig(storage=storage_dir))
+    assert _empty(storage_dir)
+
+
+def test_trainable_with_optional_extras_is_accepted() -> None:
+    Tuner(lambda config, data=None: None)
+
+
+# ---------------------------------------------------------------------------------------- schedulers
+def test_pbt_with_empty_mutations_is_refused_like_pbt_without_any() -> None:
+    for kwargs in ({}, {"hyperparam_mutations": {}}):
+        with pytest.raises(ValueError, match=r"give hyperparam_mutations .* or custom_explore_fn"):
+            PopulationBasedTraining(metric="loss", mode="min", **kwargs)
+    PopulationBasedTraining(hyperparam_mutations={}, custom_explore_fn=lambda c: c)
+
+
+# ---------------------------------------------------------------------------------------- configs
+@pytest.mark.parametrize("storage", ["", "   ", 5])
+def test_empty_storage_is_refused(storage) -> None:
+    """'' used to become the default location silently."""
+    with pytest.raises(ConfigError, match=r"RunConfig\(storage=.*\): use a local directory or a URL"):
+        RunConfig(storage=storage)
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: Tuner(steps, tune_config=RunConfig()), r"Tuner\(tune_config=\.\.\.\) takes a TuneConfig"),  # type: ignore[arg-type]
+    (lambda: Tuner(steps, run_config=TuneConfig()), r"Tuner\(run_config=\.\.\.\) takes a RunConfig"),  # type: ignore[arg-type]
+    (lambda: RunConfig(failure_config={"max_failures": 2}), r"pass a FailureConfig\(\.\.\.\)"),
+    (lambda: RunConfig(callbacks=object()), r"callbacks=.*pass a list"),
+    (lambda: RunConfig(controller_timeout_s=0), r"controller_timeout_s=0\): use seconds > 0"),
+    (lambda: TuneConfig(metric=5), r"TuneConfig\(metric=5\): use the name of a reported result key"),
+    (lambda: TuneConfig(num_samples=True), r"num_samples=True\): use an int >= 1"),
+], ids=["configs_swapped", "configs_swapped_2", "failure_config_dict", "callbacks_not_a_list",
+        "controller_timeout_zero", "metric_not_a_string", "num_samples_bool"])
+def test_config_of_the_wrong_kind_is_refused(make, says) -> None:
+    with pytest.raises(ConfigError, match=says):
+        make()
+
+
+# ---------------------------------------------------------------------------------------- restore
+def _exp(root: str, tuner: bytes, state: bytes) -> str:
+    path = os.path.join(root, "exp")
+    os.makedirs(os.path.join(path, ".state"))
+    with open(os.path.join(path, "tuner.pkl"), "wb") as f:
+        f.write(tuner)
+    with open(os.path.join(path, "experiment_state.json"), "wb") as f:
+        f.write(state)
+    with open(os.path.join(path, ".state", "experiment_state-000000-ab.json"), "wb") as f:
+        f.write(state)
+    return path
+
+
+@pytest.mark.parametrize("tuner, state", [
+    (b"garbage", b"garbage"),
+    (b"\x80\x05garbage", b"garbage"),
+    (b"\x80\x05garbage", b'{"version": 999}'),
+    (b"garbage", b'{"latest": "experiment_state-000000-ab.json", "seq": 0}'),
+], ids=["all_garbage", "state_garbage", "state_of_another_version", "tuner_garbage"])
+def test_can_restore_is_false_for_a_directory_of_garbage(tuner, state, tmp_path) -> None:
+    assert Tuner.can_restore(_exp(str(tmp_path), tuner, state)) is False
+
+
+def test_can_restore_is_false_when_a_real_experiments_tuner_is_garbage(storage_dir) -> None:
+    path = _fit(steps, storage_dir, name="real").experiment_path
+    assert Tuner.can_restore(path)
+    with open(os.path.join(path, "tuner.pkl"), "wb") as f:
+        f.write(b"not a pickle")
+    assert Tuner.can_restore(path) is False
+
+
+def test_reusing_an_experiment_name_is_refused_and_keeps_the_earlier_state(storage_dir) -> None:
+    grid = _fit(steps, storage_dir, name="same")
+    files = {}
+    for d, _, names in os.walk(grid.experiment_path):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                files[os.path.join(d, n)] = f.read()
+    with pytest.raises(ConfigError) as err:
+        _fit(steps, storage_dir, name="same")
+    msg = str(err.value)
+    assert "an experiment named 'same' already exists" in msg
+    assert "Tuner.restore(" in msg and "RunConfig(name=...)" in msg
+    after = {}
+    for d, _, names in os.walk(grid.experiment_path):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                after[os.path.join(d, n)] = f.read()
+    assert after == files  # not a byte of the earlier experiment changed
+    assert Tuner.can_restore(grid.experiment_path)
+
+
+def test_generated_names_never_overwrite_an_earlier_experiment(storage_dir) -> None:
+    tuner = Tuner(steps, run_config=RunConfig(storage=storage_dir, system="simple", verbose=0))
+    first = tuner.fit().experiment_path
+    second = tuner.fit().experiment_path  # the same generated name: a new directory, not over the first
+    assert second == first + "_2"
+    assert Tuner.can_restore(first) and Tuner.can_restore(second)
