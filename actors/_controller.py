@@ -26,7 +26,7 @@ from actors._checks import stopper_failed
 from actors._cluster import ClusterMixin
 from actors._controller_end import EndMixin
 from actors._controller_io import ExperimentIO
-from actors._controller_progress import ProgressMixin
+from actors._controller_progress import EVENTS_TICK, ProgressMixin
 from actors._controller_sched import SchedulerLinkMixin
 from actors._lifecycle import Effect, EffectKind, TrialTable
 from actors._logger_host import LoggerFailed
@@ -220,6 +220,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
                 self._checkpointed(rec, ckpt)
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
+            self._recover(rec)
         self._run(effects)
         if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
             self.io.dirty = True
@@ -234,6 +235,21 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
                 return
             self._stop_all()  # fail_fast=True: stop the rest, fit() returns the results (Ray Tune)
         self._fill()
+
+    def _recover(self, rec: Any) -> None:
+        """The failed run may have committed checkpoints whose results never arrived (its process
+        died first): the retry resumes from the newest, the history gets the results they carry."""
+        got = self.io.recover(rec)
+        if got is None or got.checkpoint is None:
+            return
+        for row in got.rows:
+            self._event(EventType.RESULT, rec, result=row)
+        for c in got.usable:
+            self._checkpointed(rec, c)
+        rec.checkpoint = got.checkpoint
+        if got.rows:
+            rec.last_result = dict(got.rows[-1])
+        self.table.changed.add(rec.trial_id)
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         addr = msg.childAddress
@@ -282,6 +298,10 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         if self.finished or self.spec is None:
+            return
+        if msg.payload == EVENTS_TICK:  # not the periodic tick: just send the driver its events
+            self.events_tick = False
+            self._flush_events()
             return
         if self.spec.driver_pid and not pid_alive(self.spec.driver_pid):
             # The driver was killed (SIGKILL): nobody will shut this system down.

@@ -19,12 +19,14 @@ import cloudpickle
 
 from actors._lifecycle import TrialRecord, TrialTable
 from actors._logger_host import ControllerLoggers, LoggerFailed
+from actors._recovery import Recovery, choose, found_from
 from actors._spec import ExperimentSpec
 from actors._trial import TrialStatus
 from actors.messages import CheckpointRef, TrialSummary
 from storage import (
     ExperimentLayout,
     StorageContext,
+    committed_after,
     delete_checkpoint,
     write_experiment_state,
     write_json,
@@ -183,6 +185,23 @@ class ExperimentIO:
         if self.table is None:
             return set()
         return {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
+
+    def recover(self, rec: TrialRecord) -> Recovery | None:
+        """After a failed run: the checkpoints it committed that the controller never heard of
+        (``actors._recovery``). Their results missing from the history are logged now; those
+        the history cannot reach are deleted. None if storage holds nothing newer."""
+        known = self.max_index.get(rec.trial_id, -1)
+        infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
+        if not infos:
+            return None
+        got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0))
+        for c in got.unusable:  # a gap in the history before it: the results are gone
+            delete_checkpoint(self.ctx, c.path)
+        self.max_index[rec.trial_id] = max(known, infos[-1].index)
+        if got.rows:
+            self.loggers.results(rec.snapshot(), got.rows)
+            self.logged_iter[rec.trial_id] = int(got.rows[-1]["training_iteration"])
+        return got
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
         return self.max_index.get(rec.trial_id, -1) + 1

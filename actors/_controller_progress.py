@@ -1,11 +1,13 @@
 """What the controller tells the driver while it runs: progress rows and batched trial events.
 
 Mixed into ``ControllerActor``. Both are built off the result path: progress about once a
-second, events in batches of up to 500, so callbacks and the live table cost the trials nothing.
+second, events in batches of up to 500 sent at most ``EVENTS_DELAY_S`` after the first of them,
+so callbacks hear of results promptly and the live table costs the trials nothing.
 """
 
 from __future__ import annotations
 
+import datetime
 import heapq
 import time
 from collections.abc import Iterable
@@ -79,6 +81,10 @@ def choose_rows(trials: Iterable[R], limit: int, metric: str | None,
     return shown, {s.value: n for s, n in counts.items() if n}
 
 
+EVENTS_DELAY_S = 0.05  # longest an event for the driver's callbacks waits to be batched
+EVENTS_TICK = "events"  # the payload of the wake-up that sends them
+
+
 class ProgressMixin:
     """Uses the controller's ``spec``, ``table``, ``placement``, ``driver`` and ``started_at``."""
 
@@ -90,8 +96,11 @@ class ProgressMixin:
     events: list[TrialEvent]
     event_seq: int
 
+    events_tick = False  # a wake-up with EVENTS_TICK is pending
+
     if TYPE_CHECKING:  # provided by the Thespian actor this is mixed into; never shadow it at run time
         def send(self, target: Any, msg: Any) -> None: ...
+        def wakeupAfter(self, period: datetime.timedelta, payload: Any = None) -> None: ...
 
     def _progress(self) -> ExperimentProgress:
         assert self.spec is not None
@@ -118,6 +127,9 @@ class ProgressMixin:
         self.events.append(TrialEvent(kind, rec.snapshot(), result, checkpoint))
         if len(self.events) >= 500:
             self._flush_events()
+        elif not self.events_tick:
+            self.events_tick = True
+            self.wakeupAfter(datetime.timedelta(seconds=EVENTS_DELAY_S), payload=EVENTS_TICK)
 
     def _flush_events(self) -> None:
         if self.events and self.driver is not None:

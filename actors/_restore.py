@@ -7,7 +7,9 @@ rebuilds the spec with the new trainable and rewinds the table (``_rewind``,
 in the driver).  When the controller starts, ``prepare_storage`` makes storage
 agree with that table: whatever the crashed run wrote after the state was
 saved (result rows, checkpoints, whole trial directories) is removed, because
-the restored searcher, scheduler and table have never seen it.
+the restored searcher, scheduler and table have never seen it; except that a resumed
+trial continues from the newest checkpoint committed in storage, even one newer than
+the state, when its history reaches it (the results its manifest carries fill it in).
 """
 
 from __future__ import annotations
@@ -197,6 +199,8 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
 
     tid = row["trial_id"]
     max_index = int(row.get("max_index", -1))
+    if row["restore"] == RESUME:
+        max_index = row["max_index"] = _resume_newest(ctx, layout, row, max_index)
     kept: list[CheckpointRef] = []
     for info in list_checkpoints(ctx, layout.trial_dir(tid)):
         if not info.committed:
@@ -229,6 +233,39 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
     writer.close()
     row["logged_iteration"] = upto
     return kept
+
+
+def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -> int:
+    """Checkpoints committed after the state was saved: the trial resumes from the newest one its
+    history reaches (``actors._recovery``), the history filled from their manifests. Returns the
+    highest index to keep; the ones above it are deleted as before."""
+    from actors._recovery import choose, found_from
+    from storage import ResultWriter, committed_after, read_results
+
+    tid = row["trial_id"]
+    infos = committed_after(ctx, layout.trial_dir(tid), max_index)
+    if not infos:
+        return max_index
+    logged = 0  # the history's gap-free prefix 1..logged
+    for r in read_results(ctx, layout, tid):
+        it = r.get("training_iteration")
+        if it == logged + 1:
+            logged += 1
+        elif not isinstance(it, int) or it > logged:
+            break
+    got = choose([found_from(i) for i in infos], logged)
+    c = got.checkpoint
+    if c is None:
+        return max_index
+    if got.rows:
+        writer = ResultWriter(ctx, layout, tid)
+        writer.truncate(logged)
+        writer.append(got.rows)
+        writer.close()
+    row["checkpoint"] = {"path": c.path, "index": c.index, "iteration": c.iteration,
+                         "time_total_s": c.time_total_s, "metrics": c.metrics}
+    log.info("restore: trial %s resumes from %s, committed after the state was saved", tid, ctx.uri(c.path))
+    return c.index
 
 
 def _still_there(ctx: Any, path: str, kept: list[Any]) -> bool:

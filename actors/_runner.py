@@ -6,11 +6,19 @@ actor, ``commands`` (proceed, save, stop) flow down.  Commands are acted on only
 inside ``report()``, between steps, so the user's state is never touched by two
 threads at once.  ``report()`` blocks while ``window`` results are unacknowledged:
 a window of 1 means the decision on result N is known before step N+1 starts.
+
+The actor may sleep between events: the thread wakes it through ``wake_fd`` (a pipe the
+actor watches) for every event it must forward at once (a checkpoint, a save, the end, or
+the thread blocking on its window) and, while ``wake_any`` is set, for any event at all.
+A checkpoint's manifest also carries the results the controller has not acknowledged since
+the previous checkpoint, so they survive the process dying right after the commit.
 """
 
 from __future__ import annotations
 
+import collections
 import inspect
+import json
 import os
 import queue
 import shutil
@@ -95,6 +103,12 @@ class TrialRunner:
         self.waiting = False
         self.cmd_seen = 0
         self.unacked = 0
+        # results not yet acknowledged (so perhaps never received), oldest first: a checkpoint's
+        # manifest keeps those after the previous checkpoint, for a retry to recover
+        self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
+        self.committed_iteration = msg.start_iteration
+        self.wake_fd: int | None = None  # set by the actor when it sleeps between events
+        self.wake_any = True  # the actor wants a wake-up for any event, not only urgent ones
         self.iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
         self.next_index = msg.next_checkpoint_index
@@ -126,6 +140,17 @@ class TrialRunner:
 
     def send_command(self, cmd: Command, arg: int = 0) -> None:
         self.commands.put((cmd, arg))
+
+    def _wake(self, urgent: bool) -> None:
+        """Wake the actor (a byte on its watched pipe) if it asked to hear of this event."""
+        fd = self.wake_fd
+        if fd is None or not (urgent or self.wake_any):
+            return
+        self.wake_any = False
+        try:
+            os.write(fd, b"\0")
+        except OSError:  # full (wake-ups are pending anyway) or closed (the actor is exiting)
+            pass
 
     def is_idle(self, cmd_sent: int) -> bool:
         """True when the thread is blocked waiting for a command it has not got yet."""
@@ -177,6 +202,7 @@ class TrialRunner:
                               storage_failure=failure))
         with self.lock:
             self.waiting = True
+        self._wake(urgent=True)
 
     def _run_class(self, cls: type[Trainable]) -> None:
         t, old, self.reuse = None, self.reuse, None
@@ -241,6 +267,7 @@ class TrialRunner:
         if self.msg.member:
             result["member"] = self.msg.member
         self.last_result = result
+        self.unacked_rows.append(result)
         ref = None
         if checkpoint is not None:
             ref = self._commit(checkpoint, result)
@@ -249,7 +276,10 @@ class TrialRunner:
         self.output.maybe_flush()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
         self.unacked += 1
-        self._serve(block=self.unacked >= self.msg.window)
+        block = self.unacked >= self.msg.window
+        if not block:  # (blocking wakes the actor anyway)
+            self._wake(urgent=ref is not None)  # a checkpoint's result goes to the controller at once
+        self._serve(block)
 
     def _serve(self, block: bool) -> None:
         """Handle queued commands; while ``block``, wait for the window to open."""
@@ -257,6 +287,7 @@ class TrialRunner:
             if block:
                 with self.lock:
                     self.waiting = True
+                self._wake(urgent=True)  # the actor must now send everything it holds
                 cmd, arg = self.commands.get()
             else:
                 try:
@@ -268,10 +299,13 @@ class TrialRunner:
                 self.cmd_seen += 1
             if cmd is Command.PROCEED:
                 self.unacked -= arg
+                for _ in range(min(arg, len(self.unacked_rows))):
+                    self.unacked_rows.popleft()
             elif cmd is Command.SAVE:
                 ckpt = self._save_class() if self._class_trainable is not None else self.latest
                 self.output.flush()
                 self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
+                self._wake(urgent=True)
             elif cmd is Command.STOP:
                 self.stop_requested = True
                 if arg and self._class_trainable is not None:
@@ -304,19 +338,32 @@ class TrialRunner:
         metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
         from storage import StorageError
 
+        meta = {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics,
+                "results": self._unconfirmed()}
         with checkpoint.as_directory() as local:
             try:
-                commit_checkpoint(
-                    self.ctx, dest, local,
-                    {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics},
-                )
+                commit_checkpoint(self.ctx, dest, local, meta)
             except StorageError as exc:
                 self.storage_failure = str(exc)
                 raise
         checkpoint._release()
         ref = CheckpointRef(dest, index, self.iteration, self.time_total, metrics)
         self.latest = ref
+        self.committed_iteration = self.iteration
         return ref
+
+    def _unconfirmed(self) -> list[dict[str, Any]]:
+        """Results after the previous checkpoint that the controller may not have (JSON-safe).
+
+        Acknowledged results were logged; those up to the previous checkpoint are in that
+        checkpoint's manifest, or the controller logged them when it heard of that checkpoint.
+        """
+        from storage._io import dumps
+
+        rows = [r for r in self.unacked_rows
+                if self.committed_iteration < int(r["training_iteration"]) <= self.iteration]
+        out: list[dict[str, Any]] = json.loads(dumps(rows))
+        return out
 
 
 __all__ = ["Command", "Event", "EventKind", "TrialRunner"]

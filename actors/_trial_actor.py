@@ -2,17 +2,32 @@
 
 The actor's thread never runs user code; it forwards the runner's events as
 messages (coalescing consecutive results into one ``TrialResults`` batch) and
-turns the controller's messages into runner commands.  While the worker thread
-computes, the actor polls its event queue with short blocking waits between
-wake-ups, so the mailbox stays live for STOP, SAVE and shutdown.
+turns the controller's messages into runner commands.
+
+Batches are bounded in count (``MAX_BATCH``) and in time: a result is sent at once
+unless a batch went out less than ``batch_delay_s`` ago, and then when that time is up;
+a checkpoint, a save, the end, or the worker blocking on its window sends at once.
+Where Thespian supports ``ThespianWatch`` (the TCP base) the actor sleeps in its
+transport's select while the worker computes, woken by a byte on a pipe: a spinning
+``wakeupAfter(0)`` would keep the transport from ever selecting, and sent batches would
+wait in it (unsent) until the trial ended.  Elsewhere (the simple base) it polls the
+event queue with short blocking waits between wake-ups.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+import time
 from typing import Any
 
-from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
+from thespian.actors import (
+    ActorExitRequest,
+    ActorTypeDispatcher,
+    ThespianWatch,
+    WakeupMessage,
+    WatchMessage,
+)
 
 from actors._placement import MEMBER_CAP
 from actors._proc import die_with_parent
@@ -35,6 +50,7 @@ class TrialActor(ActorTypeDispatcher):
     """Runs trials handed to it by the controller, one at a time."""
 
     poll_block_s = 0.02
+    batch_delay_s = 0.05  # longest a result waits in this actor for more to batch with
 
     @staticmethod
     def actorSystemCapabilityCheck(capabilities: dict[str, Any], requirements: dict[str, Any]) -> bool:
@@ -44,6 +60,13 @@ class TrialActor(ActorTypeDispatcher):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.clock = time.monotonic
+        self.held: list[dict[str, Any]] = []  # results not sent yet, and the checkpoints among them
+        self.held_ckpts: list[Any] = []
+        self.last_sent = -1e9
+        # a pipe the worker writes to when the actor must wake (where Thespian can watch it)
+        self.wake: tuple[int, int] | None = None
+        self.wake_checked = False
         die_with_parent()
         self.runner: TrialRunner | None = None
         self.trainable_bytes = b""
@@ -63,7 +86,13 @@ class TrialActor(ActorTypeDispatcher):
         self.cmd_sent = 0
         self.seq = 0
         self.batch_sizes = {}
+        self.held, self.held_ckpts = [], []
         self.ended = False
+        if not self.wake_checked:
+            self._open_wake()
+        if self.wake is not None:
+            self._drain_wake()
+            self.runner.wake_fd = self.wake[1]
         self.runner.start()
         self._pump(block=True)
 
@@ -98,6 +127,37 @@ class TrialActor(ActorTypeDispatcher):
         self.wakeup_pending = False
         self._pump(block=True)
 
+    def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
+        self._drain_wake()
+        self._pump(block=False)
+
+    def _open_wake(self) -> None:
+        """Use a watched pipe if this actor's transport can watch one (the condition Thespian's
+        own ActorManager applies to a returned ``ThespianWatch``); else poll."""
+        self.wake_checked = True
+        transport = getattr(getattr(self, "_myRef", None), "transport", None)
+        if hasattr(transport, "set_watch"):
+            rfd, wfd = os.pipe()
+            os.set_blocking(rfd, False)
+            os.set_blocking(wfd, False)
+            self.wake = (rfd, wfd)
+
+    def _drain_wake(self) -> None:
+        assert self.wake is not None
+        try:
+            while os.read(self.wake[0], 4096):
+                pass
+        except OSError:  # empty (non-blocking)
+            pass
+
+    def receiveMessage(self, msg: Any, sender: Any) -> Any:
+        """Every handler's answer: keep watching the worker's pipe while a run is on (Thespian
+        replaces the watch list after each message with what the handler returned)."""
+        super().receiveMessage(msg, sender)
+        if self.wake is None or self.runner is None or self.ended or isinstance(msg, ActorExitRequest):
+            return None
+        return ThespianWatch([self.wake[0]])
+
     def _kept(self, trainable: bytes) -> Trainable | None:
         """The previous run's Trainable if it is of the same trainable and was kept for reuse."""
         prev = self.runner
@@ -124,38 +184,38 @@ class TrialActor(ActorTypeDispatcher):
 
     # ------------------------------------------------------------------ event pump
     def _pump(self, block: bool) -> None:
-        """Forward whatever the worker thread produced; keep polling while it computes."""
+        """Forward what the worker thread produced, batching results for at most ``batch_delay_s``;
+        arrange to run again: a timer while results are held, else the worker's wake-up (or a poll)."""
         r = self.runner
         if r is None or self.ended:
             return
+        # read before draining: if the thread was blocked then, every event it will
+        # produce before our next command is already queued
         idle = r.is_idle(self.cmd_sent)
-        results: list[dict[str, Any]] = []
-        ckpts: list[Any] = []  # every checkpoint committed in this batch, in order
-        first = True
+        polling = self.wake is None
+        wait = block and polling and not idle
         while True:
-            try:
-                if first and block and not idle:
-                    ev = r.events.get(timeout=self.poll_block_s)
-                else:
-                    ev = r.events.get_nowait()
-            except Exception:
-                break
-            first = False
-            if ev.kind is EventKind.RESULT:
-                assert ev.result is not None
-                results.append(ev.result)
-                if ev.checkpoint is not None:
-                    ckpts.append(ev.checkpoint)
-                if len(results) >= MAX_BATCH:
-                    self._flush(r, results, ckpts)
-                    results, ckpts = [], []
-                continue
-            self._flush(r, results, ckpts)
-            results, ckpts = [], []
-            self.seq += 1
-            if ev.kind is EventKind.SAVED:
-                self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint))
-            else:
+            urgent = False
+            while True:
+                try:
+                    ev = r.events.get(timeout=self.poll_block_s) if wait else r.events.get_nowait()
+                except Exception:
+                    break
+                wait = False
+                if ev.kind is EventKind.RESULT:
+                    assert ev.result is not None
+                    self.held.append(ev.result)
+                    if ev.checkpoint is not None:
+                        self.held_ckpts.append(ev.checkpoint)
+                        urgent = True
+                    if len(self.held) >= MAX_BATCH:
+                        self._flush(r)
+                    continue
+                self._flush(r)
+                self.seq += 1
+                if ev.kind is EventKind.SAVED:
+                    self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint))
+                    continue
                 assert ev.reason is not None
                 self.ended = True
                 self.send(
@@ -164,18 +224,33 @@ class TrialActor(ActorTypeDispatcher):
                                ev.traceback, ev.storage_failure),
                 )
                 return
-        self._flush(r, results, ckpts)
-        # ``idle`` was read before draining: if the thread was blocked then, every
-        # event it will ever produce before our next command is already forwarded.
+            due = self.last_sent + self.batch_delay_s - self.clock()
+            if self.held and (urgent or idle or due <= 0):
+                self._flush(r)
+            if self.held:  # sent within the last batch_delay_s: wait for the rest of it
+                r.wake_any = False  # until then only urgent events wake me
+                if not self.wakeup_pending:
+                    self.wakeup_pending = True
+                    self.wakeupAfter(datetime.timedelta(seconds=0 if polling else due))
+                return
+            if polling:
+                break
+            r.wake_any = True  # nothing held: wake me for the next result; but one may be in already
+            if r.events.empty():
+                return
         if not idle and not self.wakeup_pending:
             self.wakeup_pending = True
             self.wakeupAfter(datetime.timedelta(seconds=0))
 
-    def _flush(self, r: TrialRunner, results: list[dict[str, Any]], ckpts: list[Any]) -> None:
+    def _flush(self, r: TrialRunner) -> None:
+        """Send the held results as one batch, with every checkpoint committed among them."""
+        results, ckpts = self.held, self.held_ckpts
         if not results:
             return
+        self.held, self.held_ckpts = [], []
         self.seq += 1
         self.batch_sizes[self.seq] = len(results)
+        self.last_sent = self.clock()
         latest = ckpts[-1] if ckpts else None
         self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), latest,
                                                 tuple(ckpts[:-1])))

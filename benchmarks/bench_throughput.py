@@ -5,14 +5,16 @@ Two modes, in separate child processes (``--mode both``, the default, runs them 
 - ``batched``: the default FIFO scheduler, which tolerates batching (window 256, results travel
   in batches);
 - ``per-result``: ``PerResult(FIFOScheduler)`` with ``tolerates_batching = False``: every result is
-  decided by the scheduler before the trial's next step (window 1).
+  decided by the scheduler before the trial's next step (window 1);
+- ``checkpointed`` (only when asked for): FIFO, and every report commits a small checkpoint, each of
+  which the trial actor sends to the controller at once.
 
 ``results_per_s`` = 2N / (fit() return - first result's timestamp): every result has been through
 the controller (written to result.json, seen by the scheduler) when fit() returns, so this is the
 rate through the controller, without actor start-up; ``fit_results_per_s`` = 2N / fit() wall.
 Every trial's stored history is checked to hold all N results. Prints one JSON line.
 
-    python benchmarks/bench_throughput.py [--n 2000] [--mode both|batched|per-result] [--repeat 3]
+    python benchmarks/bench_throughput.py [--n 2000] [--mode both|batched|per-result|checkpointed] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ class PerResult(FIFOScheduler):
 
 
 def stream(config: dict[str, Any]) -> None:
-    from actors import report
+    from actors import Checkpoint, report
 
+    every = config.get("ckpt", False)
     for i in range(config["n"]):
-        report({"loss": 1.0 / (i + 1)})
+        report({"loss": 1.0 / (i + 1)}, checkpoint=Checkpoint.from_dict({"i": i}) if every else None)
 
 
 def inner(n: int, mode: str) -> dict[str, Any]:
@@ -46,7 +49,7 @@ def inner(n: int, mode: str) -> dict[str, Any]:
     _common.quiet_logs()
     scheduler = PerResult() if mode == "per-result" else None
     with _common.temp_storage() as storage:
-        tuner = Tuner(stream, param_space={"n": n},
+        tuner = Tuner(stream, param_space={"n": n, "ckpt": mode == "checkpointed"},
                       tune_config=TuneConfig(num_samples=2, max_concurrent_trials=2, scheduler=scheduler),
                       run_config=RunConfig(name="throughput", storage=storage, verbose=0))
         started_wall = time.time()
@@ -68,7 +71,7 @@ def inner(n: int, mode: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--mode", default="both", choices=["both", "batched", "per-result"])
+    parser.add_argument("--mode", default="both", choices=["both", "batched", "per-result", "checkpointed"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -262,6 +262,31 @@ def list_checkpoints(ctx: StorageContext, trial_dir: str) -> list[CheckpointInfo
     return sorted(parallel_map(inspect, sorted(dirs)), key=lambda info: info.index)
 
 
+def committed_after(ctx: StorageContext, trial_dir: str, after_index: int) -> list[CheckpointInfo]:
+    """The trial's committed checkpoints numbered above ``after_index``, oldest first.
+
+    Only their manifests are read, so asking "anything newer than what I know?" costs one listing
+    when the answer is no. A directory without a manifest (an upload cut short) is left out.
+    """
+    dirs: list[tuple[int, str]] = []
+    for entry in list_dir(ctx, trial_dir):
+        index = ExperimentLayout.parse_checkpoint_index(entry["name"])
+        if index is not None and index > after_index and entry.get("type") == "directory":
+            dirs.append((index, entry["name"].rstrip("/")))
+
+    def inspect(item: tuple[int, str]) -> CheckpointInfo | None:
+        index, path = item
+        try:
+            return CheckpointInfo(index, path, True, dict(read_manifest(ctx, path).get("metadata") or {}))
+        except StorageError as exc:
+            if not isinstance(exc.__cause__, FileNotFoundError):
+                _log.warning("ignoring checkpoint: %s", exc)
+            return None
+
+    found = [info for info in parallel_map(inspect, sorted(dirs)) if info is not None]
+    return sorted(found, key=lambda info: info.index)
+
+
 def latest_committed_checkpoint(ctx: StorageContext, trial_dir: str) -> CheckpointInfo | None:
     committed = [info for info in list_checkpoints(ctx, trial_dir) if info.committed]
     return committed[-1] if committed else None

@@ -1,0 +1,162 @@
+"""A retry, or a restore, resumes from the newest checkpoint committed in storage.
+
+The controller may never have heard of it: the trial's process died after the checkpoint's
+manifest was written but before its result was sent. The history stays contiguous, with no
+duplicate iteration: rows the controller never got come from the manifests (up to the chosen
+checkpoint), and the resumed run reports the iterations after it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import pytest
+
+from actors import Checkpoint, FailureConfig, RunConfig, Tuner, get_checkpoint, report
+from actors._recovery import Found, choose
+from actors._trial import TrialStatus
+from actors.messages import CheckpointRef
+from storage import committed_after, read_experiment_state
+from tests import _driver_script as D
+from tests.test_restore import assert_contiguous, restore_and_fit
+from tests.test_result_latency import DiesAfterCommit
+
+
+def crashes_once(config: dict[str, Any]) -> None:
+    """``i`` always equals ``training_iteration``; the first run dies after 10 checkpointed reports."""
+    ckpt = get_checkpoint()
+    start = ckpt.to_dict()["i"] if ckpt else 0
+    for i in range(start + 1, config["steps"] + 1):
+        first_run = ckpt is None
+        dying = first_run and i == 10
+        kind = DiesAfterCommit if dying and config["inside_commit"] else Checkpoint
+        report({"i": i, "restored_from": start}, checkpoint=kind.from_dict({"i": i}))
+        if dying:
+            os._exit(3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inside_commit", [False, True], ids=["dies_after_report", "dies_inside_commit"])
+def test_retry_resumes_from_the_newest_committed_checkpoint(inside_commit, tmp_path, no_leaks):
+    grid = Tuner(crashes_once, param_space={"steps": 14, "inside_commit": inside_commit},
+                 run_config=RunConfig(name="exp", storage=str(tmp_path / "results"), verbose=0,
+                                      failure_config=FailureConfig(max_failures=1))).fit()
+    (result,) = list(grid)
+    assert result.status is TrialStatus.TERMINATED, result.error
+    history = result.metrics_history
+    assert [h["training_iteration"] for h in history] == list(range(1, 15))  # contiguous, no duplicate
+    assert [h["i"] for h in history] == list(range(1, 15))
+    assert [h["restored_from"] for h in history] == [0] * 10 + [10] * 4  # the retry started at 10
+
+
+# ---------------------------------------------------------------------------------- the choice
+def _ref(index: int, iteration: int) -> CheckpointRef:
+    return CheckpointRef(f"t/checkpoint_{index:06d}", index, iteration, float(iteration), {})
+
+
+def _rows(*its: int) -> tuple[dict[str, Any], ...]:
+    return tuple({"training_iteration": i} for i in its)
+
+
+def test_choose_takes_the_newest_checkpoint_the_history_reaches():
+    found = [Found(_ref(3, 4), _rows(3, 4)), Found(_ref(4, 6), _rows(5, 6)), Found(_ref(5, 8), _rows(8))]
+    got = choose(found, logged=2)
+    assert got.checkpoint == _ref(4, 6)  # 8 is past a gap: iteration 7 is nowhere
+    assert [r["training_iteration"] for r in got.rows] == [3, 4, 5, 6]
+    assert got.usable == [_ref(3, 4), _ref(4, 6)] and got.unusable == [_ref(5, 8)]
+
+
+def test_choose_skips_rows_already_logged_and_needs_none_when_the_history_has_them():
+    assert [r["training_iteration"] for r in choose([Found(_ref(1, 4), _rows(2, 3, 4))], 3).rows] == [4]
+    got = choose([Found(_ref(1, 4))], logged=6)  # rows after it were logged: they get rewound
+    assert got.checkpoint == _ref(1, 4) and got.rows == []
+
+
+def test_choose_finds_nothing_usable_past_a_gap():
+    got = choose([Found(_ref(2, 5), _rows(5))], logged=3)  # iteration 4 is lost
+    assert got.checkpoint is None and got.unusable == [_ref(2, 5)]
+
+
+# ---------------------------------------------------------------------------------- restore
+def _newer_than_state(run: D.Run) -> dict[str, int]:
+    """RUNNING trials in the saved state -> the newest committed index in storage above the
+    state's ``max_index`` for them (the state never heard of it)."""
+    state = read_experiment_state(run.ctx, run.layout)
+    out: dict[str, int] = {}
+    for row in (state or {}).get("trials", []):
+        if row["status"] == "RUNNING":
+            newer = committed_after(run.ctx, run.layout.trial_dir(row["trial_id"]), int(row["max_index"]))
+            if newer:
+                out[row["trial_id"]] = newer[-1].metadata["iteration"]
+    return out
+
+
+def _freeze_when_newer(run: D.Run) -> dict[str, int]:
+    """Stop the whole actor system (SIGSTOP) at a moment when storage holds a checkpoint newer
+    than the saved state; then it is killed as a machine crash would. Frozen first, so no
+    state write can land between looking and killing."""
+    def frozen_with_newer() -> dict[str, int] | None:
+        if not run.groups or not _newer_than_state(run):
+            return None
+        for g in run.groups:
+            os.killpg(g, signal.SIGSTOP)
+        found = _newer_than_state(run)
+        if not found:
+            for g in run.groups:
+                os.killpg(g, signal.SIGCONT)
+        return found or None
+
+    return run.wait_for("a checkpoint newer than the saved state", frozen_with_newer)
+
+
+@pytest.mark.slow
+def test_restore_resumes_from_a_checkpoint_newer_than_the_saved_state(tmp_path, no_leaks):
+    with D.Run(tmp_path, "fifo") as run:
+        newest = _freeze_when_newer(run)
+        run.kill()
+    grid = restore_and_fit(run)
+    assert_contiguous(grid, 6, steps=10)
+    by_id = {r.trial_id: r for r in grid}
+    for tid, it in newest.items():  # its first resumed row restored the newest checkpoint
+        assert by_id[tid].metrics_history[it]["restored_from"] == it - 1, (tid, it)
+
+
+def test_restore_fills_the_history_from_manifests_and_drops_what_it_cannot_reach(storage_dir):
+    """Storage side of a restore: the state knows checkpoint 0 (iteration 2) of both trials. For
+    ``a`` the newer ones carry rows 3..5: it resumes from iteration 5 with history 1..5. For ``b``
+    row 3 is nowhere: its newer checkpoint is unreachable, deleted, and it resumes from 0."""
+    from actors._restore import _rewind
+    from storage import ResultWriter, commit_checkpoint, list_checkpoints, read_results
+    from tests.test_restore import _io, _row
+
+    io, _ = _io(storage_dir)
+    a, b = f"{io.trial_prefix}_00000", f"{io.trial_prefix}_00001"
+
+    def commit(tid: str, index: int, iteration: int, rows: tuple[int, ...]) -> CheckpointRef:
+        local = os.path.join(io.ctx.root, f".src-{tid}-{index}")
+        os.makedirs(local)
+        path = io.layout.checkpoint_dir(tid, index)
+        commit_checkpoint(io.ctx, path, local, {"iteration": iteration, "time_total_s": 1.0, "metrics": {},
+                                                "results": [{"training_iteration": i, "trial_id": tid}
+                                                            for i in rows]})
+        return CheckpointRef(path, index, iteration, 1.0, {})
+
+    known = {}
+    for tid in (a, b):
+        w = ResultWriter(io.ctx, io.layout, tid)
+        w.append([{"training_iteration": i, "trial_id": tid} for i in (1, 2)])
+        w.close()
+        known[tid] = commit(tid, 0, 2, (1, 2))
+    commit(a, 1, 4, (3, 4))
+    commit(a, 2, 5, (5,))
+    commit(b, 1, 4, (4,))
+    state = {"version": 1, "trial_prefix": io.trial_prefix, "suggested": 2,
+             "trials": [_row(t, "RUNNING", known[t], 0, 2) for t in (a, b)]}
+    io2, table = _io(storage_dir, _rewind(state, True, False, False))
+    assert table.get(a).checkpoint.index == 2 and io2.next_checkpoint_index(table.get(a)) == 3
+    assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, a)] == [1, 2, 3, 4, 5]
+    assert table.get(b).checkpoint.index == 0 and io2.next_checkpoint_index(table.get(b)) == 1
+    assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, b)] == [1, 2]
+    assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(b))] == [0]
