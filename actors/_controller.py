@@ -237,19 +237,13 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         self._fill()
 
     def _recover(self, rec: Any) -> None:
-        """The failed run may have committed checkpoints whose results never arrived (its process
-        died first): the retry resumes from the newest, the history gets the results they carry."""
+        """Checkpoints the failed run committed but never sent (``ExperimentIO.recover``): callbacks
+        hear of them and of the results they carry, retention counts them."""
         got = self.io.recover(rec)
-        if got is None or got.checkpoint is None:
-            return
-        for row in got.rows:
+        for row in got.rows if got else ():
             self._event(EventType.RESULT, rec, result=row)
-        for c in got.usable:
+        for c in got.usable if got else ():
             self._checkpointed(rec, c)
-        rec.checkpoint = got.checkpoint
-        if got.rows:
-            rec.last_result = dict(got.rows[-1])
-        self.table.changed.add(rec.trial_id)
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         addr = msg.childAddress

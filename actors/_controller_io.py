@@ -188,8 +188,9 @@ class ExperimentIO:
 
     def recover(self, rec: TrialRecord) -> Recovery | None:
         """After a failed run: the checkpoints it committed that the controller never heard of
-        (``actors._recovery``). Their results missing from the history are logged now; those
-        the history cannot reach are deleted. None if storage holds nothing newer."""
+        (its process died first; ``actors._recovery``). The trial resumes from the newest one the
+        history reaches, whose missing results are logged now; those past a gap are deleted.
+        None if storage holds nothing newer."""
         known = self.max_index.get(rec.trial_id, -1)
         infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
         if not infos:
@@ -201,6 +202,11 @@ class ExperimentIO:
         if got.rows:
             self.loggers.results(rec.snapshot(), got.rows)
             self.logged_iter[rec.trial_id] = int(got.rows[-1]["training_iteration"])
+            rec.last_result = dict(got.rows[-1])
+        if got.checkpoint is not None:
+            rec.checkpoint = got.checkpoint
+            if self.table is not None:
+                self.table.changed.add(rec.trial_id)  # the scheduler's mirror shows the new checkpoint
         return got
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
