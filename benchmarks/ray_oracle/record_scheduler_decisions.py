@@ -318,7 +318,8 @@ def pbt_streams() -> list[dict[str, Any]]:
             mode = "max" if (i + j) % 2 == 0 else "min"
             spec = dict(time_attr="training_iteration", metric="score", mode=mode, n=8 + 4 * j,
                         concurrency=4 + 2 * j, min_len=20, max_len=28,
-                        lrs=[0.0001, 0.001, 0.01, 0.1, 1.0], mutations={"lr": [0.0001, 0.001, 0.01, 0.1, 1.0]})
+                        lrs=[0.0001, 0.003 if j else 0.001, 0.01, 0.1, 1.0],  # 0.003: not a mutation value
+                        mutations={"lr": [0.0001, 0.001, 0.01, 0.1, 1.0]})
             sched = PopulationBasedTraining(
                 time_attr="training_iteration", metric="score", mode=mode,
                 hyperparam_mutations={"lr": list(spec["mutations"]["lr"])}, log_config=False, **params)
@@ -332,7 +333,7 @@ def pbt_streams() -> list[dict[str, Any]]:
 def numeric_cases() -> dict[str, Any]:
     rng = random.Random(7)
     pct, means = [], []
-    for k in range(200):
+    for k in range(150):
         n = rng.choice([1, 2, 3, 4, 5, 7, 9, 16, 33])
         xs = [rng.choice([round(rng.random(), 1), rng.gauss(0, 1), -rng.random()]) for _ in range(n)]
         if k % 7 == 0:
@@ -340,9 +341,12 @@ def numeric_cases() -> dict[str, Any]:
         rf = rng.choice([2, 3, 4, 2.5, 1.5])
         q = (1 - 1 / rf) * 100
         pct.append([xs, q, float(np.nanpercentile(xs, q)) if not all(map(math.isnan, xs)) else math.nan])
-    for _ in range(60):
-        n = rng.choice([1, 2, 5, 8, 9, 15, 16, 17, 33, 129, 260])
+    for _ in range(40):
+        n = rng.choice([1, 2, 5, 8, 9, 15, 16, 17, 33, 129, 140])
         xs = [rng.choice([0.1, rng.random(), rng.gauss(0, 1e3)]) for _ in range(n)]
+        means.append([xs, float(np.mean(xs)), float(np.median(xs))])
+    for n in (200, 333, 517, 650):  # pairwise summation splits blocks above 128 values
+        xs = [round(rng.gauss(0, 1e3), 3) + 0.1 for _ in range(n)]
         means.append([xs, float(np.mean(xs)), float(np.median(xs))])
     return {"nanpercentile": pct, "mean_median": means}
 
