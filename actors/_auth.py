@@ -307,11 +307,6 @@ def current_auth() -> FrameAuth | None:
     return None if _state is None else _state.auth
 
 
-def ack_bodies() -> dict[str, bytes]:
-    """Thespian's ACK strings -> the signed bodies this process sends for them (empty without a key)."""
-    return {} if _state is None else {name: body for body, name in _state.ack_frames.items()}
-
-
 _PATCHED = ("TCPTransport.serializer", "TCPTransport._check_XMIT_4_done", "TCPTransport._processReceivedEnvelope",
             "TCPTransport._addedDataToIncoming", "TCPIncoming_Common.__init__", "ReceiveBuffer", "ackMsg",
             "ackDataErrMsg", "ackPacket", "toSendBuffer", "get_multiproc_context")
@@ -408,6 +403,6 @@ def _patch_thespian(st: _Installed) -> None:
     log.debug("Thespian TCP transport authentication enabled")
 
 
-__all__ = ["ENV_KEY", "ENV_KEY_FILE", "MIN_KEY_BYTES", "AuthError", "FrameAuth", "ack_bodies", "authentication_enabled",
+__all__ = ["ENV_KEY", "ENV_KEY_FILE", "MIN_KEY_BYTES", "AuthError", "FrameAuth", "authentication_enabled",
            "check_key", "current_auth", "enable_authentication", "enable_from_environment", "load_cluster_key",
            "load_key_file"]
