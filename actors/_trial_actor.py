@@ -4,9 +4,9 @@ The actor's thread never runs user code; it forwards the runner's events as
 messages (coalescing consecutive results into one ``TrialResults`` batch) and
 turns the controller's messages into runner commands.
 
-Batches are bounded in count (``MAX_BATCH``) and in time: a result is sent at once
-unless a batch went out less than ``batch_delay_s`` ago, and then when that time is up;
-a checkpoint, a save, the end, or the worker blocking on its window sends at once.
+Batches are bounded in count (``MAX_BATCH``) and in time: a result waits at most
+``batch_delay_s`` for more to join it, and none at all when it follows a pause that long
+(a slow trainable); a checkpoint, a save, the end, or a full window sends at once.
 Where Thespian supports ``ThespianWatch`` (the TCP base) the actor sleeps in its
 transport's select while the worker computes, woken by a byte on a pipe: a spinning
 ``wakeupAfter(0)`` would keep the transport from ever selecting, and sent batches would
@@ -63,7 +63,8 @@ class TrialActor(ActorTypeDispatcher):
         self.clock = time.monotonic
         self.held: list[dict[str, Any]] = []  # results not sent yet, and the checkpoints among them
         self.held_ckpts: list[Any] = []
-        self.last_sent = -1e9
+        self.held_since = self.last_result_at = 0.0
+        self.quiet = False  # the held batch began after a pause of batch_delay_s: send it at once
         # a pipe the worker writes to when the actor must wake (where Thespian can watch it)
         self.wake: tuple[int, int] | None = None
         self.wake_checked = False
@@ -87,6 +88,7 @@ class TrialActor(ActorTypeDispatcher):
         self.seq = 0
         self.batch_sizes = {}
         self.held, self.held_ckpts = [], []
+        self.last_result_at = self.clock()
         self.ended = False
         if not self.wake_checked:
             self._open_wake()
@@ -125,7 +127,7 @@ class TrialActor(ActorTypeDispatcher):
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         self.wakeup_pending = False
-        self._pump(block=True)
+        self._pump(block=self.wake is None)  # with a watched pipe this is only the batch timer
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         self._drain_wake()
@@ -193,7 +195,7 @@ class TrialActor(ActorTypeDispatcher):
         # produce before our next command is already queued
         idle = r.is_idle(self.cmd_sent)
         polling = self.wake is None
-        wait = block and polling and not idle
+        wait = block and not idle  # e.g. right after a command: the next event is often imminent
         while True:
             urgent = False
             while True:
@@ -204,6 +206,10 @@ class TrialActor(ActorTypeDispatcher):
                 wait = False
                 if ev.kind is EventKind.RESULT:
                     assert ev.result is not None
+                    now = self.clock()
+                    if not self.held:  # a slow trainable gains nothing from waiting for more
+                        self.held_since, self.quiet = now, now - self.last_result_at >= self.batch_delay_s
+                    self.last_result_at = now
                     self.held.append(ev.result)
                     if ev.checkpoint is not None:
                         self.held_ckpts.append(ev.checkpoint)
@@ -224,10 +230,12 @@ class TrialActor(ActorTypeDispatcher):
                                ev.traceback, ev.storage_failure),
                 )
                 return
-            due = self.last_sent + self.batch_delay_s - self.clock()
-            if self.held and (urgent or idle or due <= 0):
+            due = self.held_since + self.batch_delay_s - self.clock()
+            # the worker has (or is about to have) a full window: it waits for these to be decided
+            full = sum(self.batch_sizes.values()) + len(self.held) >= r.msg.window
+            if self.held and (urgent or idle or full or self.quiet or due <= 0):
                 self._flush(r)
-            if self.held:  # sent within the last batch_delay_s: wait for the rest of it
+            if self.held:  # results keep coming: wait up to batch_delay_s for more
                 r.wake_any = False  # until then only urgent events wake me
                 if not self.wakeup_pending:
                     self.wakeup_pending = True
@@ -250,7 +258,6 @@ class TrialActor(ActorTypeDispatcher):
         self.held, self.held_ckpts = [], []
         self.seq += 1
         self.batch_sizes[self.seq] = len(results)
-        self.last_sent = self.clock()
         latest = ckpts[-1] if ckpts else None
         self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), latest,
                                                 tuple(ckpts[:-1])))
