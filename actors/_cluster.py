@@ -11,8 +11,11 @@ resume, or it registers again, it gets work again.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
+import os
+import signal
 import time
 from typing import Any
 
@@ -23,7 +26,7 @@ from actors._proc import die_with_parent
 from actors._sequencer import Sequencer
 from actors._trial import TrialStatus
 from actors._trial_actor import TrialActor
-from actors.messages import EndReason, EventType, MemberHeartbeat, ProbeStart, RunTrial
+from actors.messages import EndReason, EventType, MemberHeartbeat, ProbeKill, ProbeStart, RunTrial
 
 log = logging.getLogger("audition.cluster")
 
@@ -52,6 +55,12 @@ class MemberProbe(ActorTypeDispatcher):
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         self._beat()
+
+    def receiveMsg_ProbeKill(self, msg: ProbeKill, sender: Any) -> None:
+        """A trial process on this member ignored its stop past the grace period (controller's call)."""
+        if sender == self.controller and msg.pid not in (os.getpid(), os.getppid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(msg.pid, signal.SIGKILL)
 
     def _beat(self) -> None:
         self.seq += 1

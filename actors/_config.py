@@ -6,6 +6,7 @@ reaches an actor: the user gets one clear message and nothing is started.
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -90,9 +91,19 @@ class TuneConfig:
     max_concurrent_trials: int | None = None
     seed: int | None = None
     reuse_actors: bool = True
+    # the experiment's wall-clock budget (seconds or a timedelta), as in Ray Tune: when it is
+    # spent every trial is stopped, reporting or not (a TimeoutStopper added to stop=)
+    time_budget_s: float | datetime.timedelta | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode, "TuneConfig")
+        budget = self.time_budget_s
+        if isinstance(budget, datetime.timedelta):
+            budget = budget.total_seconds()
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                                   or not budget > 0 or budget == float("inf")):
+            raise ConfigError(f"TuneConfig(time_budget_s={self.time_budget_s!r}): use seconds > 0 (or a "
+                              "datetime.timedelta), or None for no budget")
         if self.metric is not None and (not isinstance(self.metric, str) or not self.metric):
             raise ConfigError(f"TuneConfig(metric={self.metric!r}): use the name of a reported result key, "
                               "such as metric='loss'")
@@ -138,6 +149,9 @@ class RunConfig:
     placement_timeout_s: float = 30.0
     # rows of the live progress table (Ray Tune's CLIReporter default); the rest are counted
     max_progress_rows: int = 20
+    # how long a trial asked to stop or pause may take to reach its next report(); then its
+    # process is killed and it ends as asked (TERMINATED, or PAUSED at its latest checkpoint)
+    trial_stop_grace_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
@@ -164,7 +178,7 @@ class RunConfig:
                                   f"e.g. {knob}={kind.__name__}()")
         if self.callbacks is not None and not isinstance(self.callbacks, (list, tuple)):
             raise ConfigError(f"RunConfig(callbacks={self.callbacks!r}): pass a list, e.g. callbacks=[cb]")
-        for knob in ("heartbeat_timeout_s", "placement_timeout_s", "controller_timeout_s"):
+        for knob in ("heartbeat_timeout_s", "placement_timeout_s", "controller_timeout_s", "trial_stop_grace_s"):
             value = getattr(self, knob)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"RunConfig({knob}={value!r}): use seconds > 0")

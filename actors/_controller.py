@@ -28,9 +28,10 @@ from actors._controller_end import EndMixin
 from actors._controller_io import ExperimentIO
 from actors._controller_progress import EVENTS_TICK, ProgressMixin
 from actors._controller_sched import SchedulerLinkMixin
-from actors._lifecycle import Effect, EffectKind, TrialTable
+from actors._controller_watch import WatchMixin
+from actors._lifecycle import Effect, EffectKind, Phase, TrialTable
 from actors._logger_host import LoggerFailed
-from actors._proc import die_with_parent
+from actors._proc import die_with_parent, record_child_exits
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
 from actors._spec import ExperimentSpec
@@ -61,10 +62,13 @@ from storage import StorageError
 # How long an abort waits for the scheduler's state before ending without it.
 
 
-class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin, ActorTypeDispatcher):
+class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin, WatchMixin,
+                      ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         die_with_parent()
+        record_child_exits()
+        self._watch_init()
         self.spec: ExperimentSpec | None = None
         self.driver: Any = None
         self.sched: Any = None
@@ -127,6 +131,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         except Exception as exc:
             self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
             return
+        self._check_time_limits()  # a time budget counts from here
         self.wakeupAfter(datetime.timedelta(seconds=spec.progress_interval_s))
 
     # ------------------------------------------------------------------ trial messages
@@ -257,8 +262,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         del self.actor_of[trial_id]
         rec = self.table.get(trial_id)
         if rec.status is TrialStatus.RUNNING:
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
-                        "the trial's actor process exited unexpectedly (killed, or crashed outside Python)",
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None, self._death(addr),
                         "ChildActorExited: the process running this trial is gone\n")
 
     def _trial_of(self, addr: Any) -> str | None:
@@ -311,6 +315,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
                 self.wakeupAfter(datetime.timedelta(seconds=self.spec.progress_interval_s))
             return
         self._end_stragglers()
+        self._watch_tick()
         self.send(self.driver, self._progress())
         self._flush_events()
         if self.spec.multi_host:
@@ -331,12 +336,16 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
             actor = self.actor_of.get(e.trial_id)
             if e.kind is EffectKind.START:
                 self._start(e.trial_id)
+                self._watch_started(e.trial_id)
             elif e.kind is EffectKind.PROCEED and actor is not None:
                 self.send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq))
             elif e.kind is EffectKind.SAVE and actor is not None:
                 self.send(actor, TrialSave(e.trial_id, rec.run_id))
+                if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
+                    self._arm_halt(e.trial_id)
             elif e.kind is EffectKind.STOP and actor is not None:
                 self.send(actor, TrialStop(e.trial_id, rec.run_id, self._save_at_end()))
+                self._arm_halt(e.trial_id)
             elif e.kind is EffectKind.RELEASE:
                 self._release(e.trial_id, e.flag)
             elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):

@@ -50,6 +50,8 @@ class ExperimentSpec:
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 10.0
     placement_grace_s: float = 30.0
+    # RunConfig(trial_stop_grace_s): a trial asked to stop or pause is killed if it has not halted by then
+    trial_stop_grace_s: float = 10.0
     # send TrialEvents to the driver (only when callbacks are configured: it costs messages)
     forward_events: bool = False
     # LoggerCallbacks run by the controller (None: the JSON and CSV loggers)

@@ -20,6 +20,7 @@ from typing import Any
 
 from actors._errors import ConfigError
 from actors._placement import MEMBER_CAP, RESOURCES_CAP
+from actors._proc import pid_alive, watch_owner
 
 _patched = False
 log = logging.getLogger("audition")
@@ -120,21 +121,45 @@ def _log_defs() -> dict[str, Any]:
 
 @contextlib.contextmanager
 def actor_system(kind: str, leader_resources: dict[str, float] | None = None) -> Iterator[Any]:
-    """Yield a fresh actor system of ``kind``; it is shut down on every exit path."""
+    """Yield a fresh actor system of ``kind``; it is shut down on every exit path.
+
+    Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` while it runs, and are held while it starts
+    and while it shuts down: one landing in between would leave an admin nobody shuts down.
+    """
+    with _Interrupts() as interrupts:
+        asys = _start(kind, leader_resources)
+        try:
+            interrupts.deliver()
+            yield asys
+        finally:
+            interrupts.hold()
+            asys.shutdown()
+        interrupts.deliver()  # one that came during the shutdown still interrupts, now that all is down
+
+
+# After its driver dies, the admin asks for its own shutdown (the controller normally has already:
+# it writes the final state first) and kills what is left (see actors/_proc.py).
+ORPHAN_SHUTDOWN_S = 8.0
+ORPHAN_KILL_S = 15.0
+
+
+def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
     from thespian.actors import ActorSystem
 
     if kind == "simple":
-        asys = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
-    elif kind == "multiproc":
+        return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    if kind == "multiproc":
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
         os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
         _bind_loopback()
         _start_authentication(os.environ["THESPIAN_BASE_IPADDR"])
         port = free_port()
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
+        watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
         asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
         asys.audition_admin_port = port
-    elif kind.startswith("tcp://"):
+        return asys
+    if kind.startswith("tcp://"):
         host, port = parse_host_port(kind[len("tcp://"):], what="RunConfig(system=...)")
         os.environ["THESPIAN_BASE_IPADDR"] = host
         os.environ["AUDITION_BIND_ADDR"] = host
@@ -142,36 +167,50 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
         _start_authentication(host)
         caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
                 RESOURCES_CAP: dict(leader_resources or {})}
+        watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
         try:
             asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
         except Exception as exc:
             raise ConfigError(f"could not start the convention leader on {host}:{port} ({exc}); is the port "
                               "free and the address one of this machine's?") from exc
         asys.audition_admin_port = port
-    else:
-        raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc', 'simple' or 'tcp://HOST:PORT'")
-    try:
-        with _sigterm_as_interrupt():
-            yield asys
-    finally:
-        asys.shutdown()
+        return asys
+    raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc', 'simple' or 'tcp://HOST:PORT'")
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt in the driver so the system is shut down in ``finally``."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class _Interrupts:
+    """SIGINT/SIGTERM -> ``KeyboardInterrupt`` in the driver, or held for later while ``holding``."""
 
-    def handler(signum: int, frame: Any) -> None:
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.holding = True
+        self.pending: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, h in self.previous.items():
+            signal.signal(s, h)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.holding:
+            self.pending = signum
+            return
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def hold(self) -> None:
+        self.holding = True
+
+    def deliver(self) -> None:
+        self.holding = False
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise KeyboardInterrupt(f"signal {signum}")
 
 
 def shutdown_orphaned_system(admin_port: int) -> None:
@@ -194,21 +233,6 @@ def shutdown_orphaned_system(admin_port: int) -> None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 __all__ = ["actor_system", "free_port", "pid_alive", "shutdown_orphaned_system"]

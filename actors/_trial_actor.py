@@ -37,6 +37,7 @@ from actors.messages import (
     RunTrial,
     TrialEnded,
     TrialProceed,
+    TrialProcess,
     TrialResults,
     TrialSave,
     TrialSaved,
@@ -81,6 +82,8 @@ class TrialActor(ActorTypeDispatcher):
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
         self.controller = sender
+        # who to kill if this run ignores a stop (blocked in C, sleeping without reports)
+        self.send(sender, TrialProcess(msg.trial_id, msg.run_id, os.getpid()))
         reuse = self._kept(msg.trainable)
         self.trainable_bytes = msg.trainable
         self.runner = TrialRunner(msg, reuse=reuse)

@@ -40,6 +40,7 @@ from actors.messages import (
     StartExperiment,
     TrialEvents,
 )
+from actors.stoppers import with_time_budget
 
 log = logging.getLogger("audition")
 CONTROLLER_NAME = "audition-controller"
@@ -98,7 +99,7 @@ class Tuner:
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
         self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = _dumps(scheduler, "scheduler")
-        self._stopper = make_run_stopper(rc.stop)
+        self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
         _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         _dumps((searcher, self._stopper), "search algorithm or stopper")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
@@ -175,6 +176,7 @@ class Tuner:
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
             max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
+            trial_stop_grace_s=float(rc.trial_stop_grace_s),
         )
 
     def fit(self) -> ResultGrid:

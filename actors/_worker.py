@@ -16,6 +16,7 @@ from typing import Any
 
 from actors._errors import ConfigError
 from actors._placement import MEMBER_CAP, RESOURCES_CAP
+from actors._proc import watch_owner
 from actors._system import _bind_loopback, _log_defs, _start_authentication, free_port, parse_host_port
 
 
@@ -41,6 +42,8 @@ def parse_resources_arg(cpus: float | None, resources: str | None) -> dict[str, 
 
 
 _EVERY_INTERFACE = ("0.0.0.0", "::", "*", "")
+# after the worker command dies its admin shuts down at once; what has not exited by then is killed
+WORKER_ORPHAN_KILL_S = 5.0
 
 
 def _authenticate(host: str, key_file: str | None) -> None:
@@ -122,6 +125,9 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
+    # whatever ends this command (even SIGKILL), its admin leaves the convention and every process
+    # it started ends within seconds: the admin is detached, so it watches this process itself
+    watch_owner(shutdown_after_s=0.0, kill_after_s=WORKER_ORPHAN_KILL_S)
     asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
     try:
         advertised = os.environ["THESPIAN_BASE_IPADDR"]

@@ -309,6 +309,24 @@ class TrialEnded(_Message):
     storage_failure: str | None = None  # a permanent storage error: the experiment stops
 
 
+@dataclass(frozen=True)
+class TrialProcess(_Message):
+    """Trial actor -> controller, at each ``RunTrial``: the OS process running it, so a trial that
+    does not stop within ``RunConfig(trial_stop_grace_s)`` can be killed (by the member's probe
+    when it runs on another host)."""
+
+    trial_id: str
+    run_id: int
+    pid: int
+
+
+@dataclass(frozen=True)
+class ProbeKill(_Message):
+    """Controller -> the member probe on the host of a trial process: SIGKILL ``pid``."""
+
+    pid: int
+
+
 class EventType(Enum):
     """What happened to a trial, for callbacks."""
 
@@ -397,6 +415,7 @@ __all__ = [
     "MemberHeartbeat",
     "ProbeDrain",
     "ProbeForward",
+    "ProbeKill",
     "ProbeStart",
     "ProgressRow",
     "RunTrial",
@@ -408,6 +427,7 @@ __all__ = [
     "SchedulerSetup",
     "StartExperiment",
     "TrialEnded",
+    "TrialProcess",
     "TrialEvent",
     "TrialEvents",
     "TrialProceed",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from actors.stoppers._base import CombinedStopper, FunctionStopper, Stopper
 from actors.stoppers._criteria import DictStopper, make_stopper
-from actors.stoppers._limits import MaximumIterationStopper, TimeoutStopper
+from actors.stoppers._limits import MaximumIterationStopper, TimeoutStopper, with_time_budget
 from actors.stoppers._plateau import ExperimentPlateauStopper, TrialPlateauStopper
 
 __all__ = [
@@ -21,4 +21,5 @@ __all__ = [
     "TimeoutStopper",
     "TrialPlateauStopper",
     "make_stopper",
+    "with_time_budget",
 ]

@@ -23,8 +23,14 @@ class Stopper(ABC):
         """True if ``trial_id`` should stop after ``result``."""
 
     def stop_all(self) -> bool:
-        """True if the whole experiment should stop (checked after every result)."""
+        """True if the whole experiment should stop (checked after every result, and about once
+        a second without results: a time budget ends trials that never report)."""
         return False
+
+    def trial_time_limit(self) -> float | None:
+        """Seconds of ``time_total_s`` after which every trial stops, reporting or not (the
+        controller checks it on its own clock); None: no such limit."""
+        return None
 
     def save(self) -> dict[str, Any]:
         """Picklable state for experiment resume; stateless stoppers return ``{}``."""
@@ -62,6 +68,10 @@ class CombinedStopper(Stopper):
     def stop_all(self) -> bool:
         votes = [s.stop_all() for s in self.stoppers]
         return any(votes)
+
+    def trial_time_limit(self) -> float | None:
+        limits = [x for x in (s.trial_time_limit() for s in self.stoppers) if x is not None]
+        return min(limits) if limits else None
 
     def save(self) -> dict[str, Any]:
         return {"stoppers": [s.save() for s in self.stoppers]}

@@ -67,6 +67,11 @@ class DictStopper(Stopper):
             stop = stop or value >= threshold
         return stop
 
+    def trial_time_limit(self) -> float | None:
+        """``{"time_total_s": T}`` also stops a trial that stopped reporting, T seconds into it."""
+        limit = self.criteria.get("time_total_s")
+        return float(limit) if limit is not None else None
+
 
 def make_stopper(
     stop: Mapping[str, Any] | Callable[[str, dict[str, Any]], bool] | Stopper | None,

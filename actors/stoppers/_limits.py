@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.schedulers._common import check_number
-from actors.stoppers._base import Stopper
+from actors.stoppers._base import CombinedStopper, Stopper
 
 
 class MaximumIterationStopper(Stopper):
@@ -85,4 +85,12 @@ class TimeoutStopper(Stopper):
         self._start = None
 
 
-__all__ = ["MaximumIterationStopper", "TimeoutStopper"]
+def with_time_budget(stopper: Stopper | None, budget: float | datetime.timedelta | None) -> Stopper | None:
+    """``stop=`` and ``TuneConfig(time_budget_s)`` together, as Ray Tune combines them."""
+    if budget is None:
+        return stopper
+    timeout = TimeoutStopper(budget)
+    return timeout if stopper is None else CombinedStopper(stopper, timeout)
+
+
+__all__ = ["MaximumIterationStopper", "TimeoutStopper", "with_time_budget"]
