@@ -26,7 +26,7 @@ from actors import Callback, Checkpoint, FailureConfig, RunConfig, Tuner, get_tr
 from actors._trial import TrialStatus
 
 NAME = "exp"
-STEP_S = 0.3  # six times the batching bound, so "before step k+2" leaves a wide margin
+STEP_S = 0.5  # ten times the batching bound, so "before step k+2" leaves a wide margin
 
 
 def _rows(path: str) -> int:
