@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import logging
 import pickle
 import secrets
 import time
@@ -26,6 +27,7 @@ from actors.messages import CheckpointRef, TrialSummary
 from storage import (
     ExperimentLayout,
     StorageContext,
+    StorageError,
     committed_after,
     delete_checkpoint,
     write_experiment_state,
@@ -33,6 +35,7 @@ from storage import (
     write_text,
 )
 
+log = logging.getLogger("audition")
 STATE_VERSION = 1
 # A state write requested by a pause, stop or completion waits at least this many times the cost
 # of the last write, so large experiments spend a bounded share of the controller on it.
@@ -192,7 +195,11 @@ class ExperimentIO:
         history reaches, whose missing results are logged now; those past a gap are deleted.
         None if storage holds nothing newer."""
         known = self.max_index.get(rec.trial_id, -1)
-        infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
+        try:
+            infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
+        except StorageError as exc:  # the retry still has the checkpoint the controller knows
+            log.warning("trial %s: could not look for checkpoints newer than the known one: %s", rec.trial_id, exc)
+            return None
         if not infos:
             return None
         got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0))
