@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 from abc import ABC
+from collections.abc import Callable
 from typing import Any
 
 from actors._sequencer import Sequencer
 from actors._trial import TrialSnapshot
-from actors.messages import EventType, TrialEvent, TrialEvents
+from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents
+from actors.result import SHOULD_CHECKPOINT
 
 log = logging.getLogger("audition")
 
@@ -29,7 +31,9 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
 
     def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                         result: dict[str, Any]) -> None:
-        """A trial reported ``result``."""
+        """A trial reported ``result``. Set ``result["should_checkpoint"] = True`` to have the trial
+        checkpointed at this result (as in Ray Tune): while a callback implements this hook, each
+        result waits for the driver's callbacks before the trial goes on."""
 
     def on_checkpoint(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                       checkpoint: str) -> None:
@@ -61,6 +65,13 @@ class CallbackDispatcher:
         self.trials: dict[str, TrialSnapshot] = {}
         self.iteration = 0
         self.received = 0
+        # a callback implementing on_trial_result may set should_checkpoint; loggers only log
+        from actors._loggers import LoggerCallback
+
+        self.may_ask_checkpoint = any(type(cb).on_trial_result is not Callback.on_trial_result
+                                      and not isinstance(cb, LoggerCallback) for cb in self.callbacks)
+        self.answer: Callable[[CallbackAnswer], None] | None = None  # to the controller (set by fit())
+        self.asked: set[str] = set()  # trials whose callbacks asked for a checkpoint in the held batch
 
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
@@ -73,12 +84,13 @@ class CallbackDispatcher:
         snap = ev.trial
         self.trials[snap.trial_id] = snap
         table = list(self.trials.values())
+        result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
         for cb in self.callbacks:
             try:
                 if ev.kind is EventType.START:
                     cb.on_trial_start(self.iteration, table, snap)
                 elif ev.kind is EventType.RESULT:
-                    cb.on_trial_result(self.iteration, table, snap, dict(ev.result or {}))
+                    cb.on_trial_result(self.iteration, table, snap, result)
                 elif ev.kind is EventType.CHECKPOINT:
                     cb.on_checkpoint(self.iteration, table, snap, ev.checkpoint or "")
                 elif ev.kind is EventType.COMPLETE:
@@ -87,6 +99,19 @@ class CallbackDispatcher:
                     cb.on_trial_error(self.iteration, table, snap)
             except Exception:  # a broken callback must not end the experiment
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
+        if ev.kind is EventType.RESULT:
+            self._answer(ev, result)
+
+    def _answer(self, ev: TrialEvent, result: dict[str, Any]) -> None:
+        """Tell the controller, for a held batch, whether a callback asked for a checkpoint (a
+        ``should_checkpoint`` the trainable reported itself was already acted on in the trial)."""
+        tid = ev.trial.trial_id
+        if result.get(SHOULD_CHECKPOINT) and not (ev.result or {}).get(SHOULD_CHECKPOINT):
+            self.asked.add(tid)
+        if ev.answer_batch and self.answer is not None:
+            want = tid in self.asked
+            self.asked.discard(tid)
+            self.answer(CallbackAnswer(tid, ev.answer_run, ev.answer_batch, want))
 
     def end(self) -> None:
         """``on_experiment_end``; ``fit()`` calls it once, whether the run finished, failed or was interrupted."""

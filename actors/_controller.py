@@ -25,6 +25,7 @@ from thespian.actors import (
 from actors._checks import stopper_failed
 from actors._cluster import ClusterMixin
 from actors._controller_end import EndMixin
+from actors._controller_gate import GateMixin
 from actors._controller_io import ExperimentIO
 from actors._controller_progress import EVENTS_TICK, ProgressMixin
 from actors._controller_sched import SchedulerLinkMixin
@@ -62,7 +63,7 @@ from storage import StorageError
 # How long an abort waits for the scheduler's state before ending without it.
 
 
-class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin, WatchMixin,
+class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin, WatchMixin,
                       ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -94,6 +95,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         self.events: list[TrialEvent] = []  # for the driver's callbacks, sent in batches
         self.event_seq = 0
         self.stop_all_deadline: float | None = None  # fail_fast=True is stopping every trial
+        self.held: dict[str, Any] = {}  # result batches waiting for the driver's callbacks (GateMixin)
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:
         # A bug here must end the experiment with a message, never leave the driver waiting.
@@ -199,13 +201,17 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
                 self.searcher_done = True
                 for rec in self.table.trials.values():
                     effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
-        self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
+        if self._gated():  # a driver callback may ask for a checkpoint at this result: wait for it
+            self._hold(msg)
+        else:
+            self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
         self._run(effects)
 
     def _on_saved(self, msg: TrialSaved) -> None:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
             self._checkpointed(self.table.get(msg.trial_id), msg.checkpoint)
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
+        self._saved_release(msg.trial_id)
 
     def _checkpointed(self, rec: Any, ckpt: CheckpointRef) -> None:
         """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
@@ -221,6 +227,7 @@ class ControllerActor(EndMixin, SchedulerLinkMixin, ProgressMixin, ClusterMixin,
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.inbox.pop(trial_id, None)  # this run is over: no more messages are expected from it
+            self.held.pop(trial_id, None)  # a stop ended it: its held result needs no decision
             if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
                 self._checkpointed(rec, ckpt)
         if effects and reason is EndReason.FAILED:

@@ -64,8 +64,9 @@ class SchedulerLinkMixin:
         self.ready = True
         self.hooks = msg.hooks
         # Stop criteria are checked here, in the controller, so they too need every result
-        # decided before the next step: with a stopper, a trial may not run ahead.
-        batching = msg.batching_allowed and self.spec.stopper is None
+        # decided before the next step: with a stopper, a trial may not run ahead (nor with a
+        # driver callback that may ask for a checkpoint at a result: see _controller_gate).
+        batching = msg.batching_allowed and self.spec.stopper is None and not self.spec.callback_gate
         self.window = self.spec.batch_window if batching else 1
         for rec in self.table.trials.values():
             if not rec.status.is_finished:

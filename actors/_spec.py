@@ -62,3 +62,6 @@ class ExperimentSpec:
     required_metrics: tuple[tuple[str, str], ...] = ()
     # FailureConfig(fail_fast="raise"): abort and raise the trial's error instead of returning the results
     fail_fast_raise: bool = False
+    # a driver callback implements on_trial_result, so it may set should_checkpoint: each result
+    # waits for the driver's answer before it is decided (actors/_controller_gate.py)
+    callback_gate: bool = False

@@ -203,6 +203,7 @@ class Tuner:
         extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
         spec.forward_events = bool(self._dispatcher.callbacks)
+        spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:
             with actor_system(self._system, spec.leader_resources) as asys:
                 finished = self._run_system(asys, spec)
@@ -238,6 +239,7 @@ class Tuner:
         blob = cloudpickle.dumps(spec)
         # a global name lets `audition cluster status` find the controller from outside
         controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
+        self._dispatcher.answer = lambda msg: asys.tell(controller, msg)
         asys.tell(controller, StartExperiment(blob))
         try:
             return self._wait(asys, controller)

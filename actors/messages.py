@@ -345,6 +345,10 @@ class TrialEvent:
     trial: TrialSnapshot
     result: dict[str, Any] | None = None
     checkpoint: str | None = None
+    # a RESULT the controller holds until the driver's callbacks ran: the driver answers with a
+    # CallbackAnswer naming this run and result batch (set on the batch's last result only)
+    answer_run: int = 0
+    answer_batch: int = 0
 
 
 @dataclass(frozen=True)
@@ -353,6 +357,17 @@ class TrialEvents(_Message):
 
     seq: int
     events: tuple[TrialEvent, ...]
+
+
+@dataclass(frozen=True)
+class CallbackAnswer(_Message):
+    """Driver -> controller: the callbacks' ``on_trial_result`` ran for a held result batch;
+    ``checkpoint`` if one of them set ``result["should_checkpoint"] = True`` (Ray Tune's rule)."""
+
+    trial_id: str
+    run_id: int
+    batch: int
+    checkpoint: bool
 
 
 @dataclass(frozen=True)
@@ -404,6 +419,7 @@ class ProbeDrain(_Message):
 __all__ = [
     "AbortExperiment",
     "ActionKind",
+    "CallbackAnswer",
     "CheckpointRef",
     "ClusterStatus",
     "ClusterStatusRequest",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from actors import Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
+from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
 from actors._errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
 from actors.search import grid_search
@@ -107,6 +107,44 @@ def test_step_result_should_checkpoint_saves_at_that_iteration(storage_dir) -> N
     assert r.metrics["n"] == 4
     assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 2}
     assert isinstance(r.checkpoint, Checkpoint)
+
+
+class Counter(Trainable):
+    def setup(self, config: dict[str, Any]) -> None:
+        self.n = 0
+
+    def step(self) -> dict[str, Any]:
+        self.n += 1
+        return {"n": self.n, "done": self.n == 7}
+
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any]:
+        return {"n": self.n}
+
+
+class CheckpointEveryThird(Callback):
+    """Ray's custom_checkpointing_with_callback pattern; it also keeps state in the driver."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any]) -> None:
+        self.seen.append(result["n"])
+        if result["n"] % 3 == 0:
+            result[SHOULD_CHECKPOINT] = True
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_callback_should_checkpoint_saves_at_that_iteration(system, storage_dir, no_leaks) -> None:
+    cb = CheckpointEveryThird()
+    [r] = _fit(Counter, storage_dir, system=system, callbacks=[cb])
+    assert cb.seen == [1, 2, 3, 4, 5, 6, 7]  # it ran in this process, on every result
+    trial_dir = os.path.join(storage_dir, os.path.basename(r.path.rstrip("/")))
+    if not os.path.isdir(trial_dir):
+        trial_dir = r.path
+    saved = sorted(Checkpoint(os.path.join(trial_dir, d)).to_dict()["n"]
+                   for d in os.listdir(trial_dir) if d.startswith("checkpoint_"))
+    assert saved == [3, 6]  # exactly at the iterations the callback asked for
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 6}
 
 
 # ---------------------------------------------------------------- 3. an explicit BasicVariantGenerator
