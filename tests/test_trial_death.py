@@ -1,0 +1,74 @@
+"""A trial process that dies outside Python is a trial failure within seconds, retried per max_failures.
+
+Thespian installs a Python-level handler for every signal in its actor processes: a real segfault
+then re-ran the faulting instruction forever and the experiment never ended (issue 13 item 2).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+
+import pytest
+
+from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_checkpoint, report
+from actors._proc import describe_exit
+from actors._trial import TrialStatus
+from actors.search import grid_search
+
+
+def _die(how: str) -> None:
+    if how == "segfault":
+        ctypes.string_at(0)
+    elif how == "abort":
+        os.abort()
+    elif how == "exit":
+        os._exit(3)
+    elif how == "sigkill":  # what the kernel's OOM killer does
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def crashing(config: dict) -> None:
+    """Reports steps 0..4 with a checkpoint each; dies after step 2 ("once") or in every run ("always")."""
+    ckpt = get_checkpoint()
+    start = ckpt.to_dict()["step"] + 1 if ckpt else 0
+    crash_at = max(2, start) if config["mode"] == "always" else (2 if ckpt is None else -1)
+    for step in range(start, 5):
+        report({"step": step, "restored_from": start - 1}, checkpoint=Checkpoint.from_dict({"step": step}))
+        if step == crash_at:
+            time.sleep(0.2)  # let the checkpointed result reach the controller first
+            _die(config["how"])
+
+
+EXPECTED = {"segfault": "killed by SIGSEGV", "abort": "killed by SIGABRT", "exit": "exited with code 3",
+            "sigkill": "killed by SIGKILL"}
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("how", list(EXPECTED))
+def test_native_death_is_a_failure_retried_from_checkpoint(how, storage_dir, no_leaks):
+    t0 = time.monotonic()
+    grid = Tuner(crashing, param_space={"how": how, "mode": grid_search(["once", "always"])},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
+                 run_config=RunConfig(name=how, storage=storage_dir, verbose=0,
+                                      failure_config=FailureConfig(max_failures=1))).fit()
+    elapsed = time.monotonic() - t0
+    by_mode = {r.config["mode"]: r for r in grid}
+    once, always = by_mode["once"], by_mode["always"]
+    # one crash, then resumed from the checkpoint of step 2: steps 0..4 exactly once
+    assert once.status is TrialStatus.TERMINATED and once.num_failures == 1
+    assert [m["step"] for m in once.metrics_history] == [0, 1, 2, 3, 4]
+    assert once.metrics["restored_from"] == 2
+    # crashed in both runs: ERROR, and the error says how the process died
+    assert always.status is TrialStatus.ERROR and always.num_failures == 2
+    assert EXPECTED[how] in str(always.error), always.error
+    print(f"{how}: experiment over in {elapsed:.1f}s")
+
+
+def test_describe_exit():
+    assert describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV (a segmentation fault)"
+    assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
+    assert describe_exit(3) == "exited with code 3"
+    assert describe_exit(None) == "exited (how is unknown)"
