@@ -34,6 +34,11 @@ _EXPORTS: dict[str, str] = {
     "JsonLoggerCallback": "actors._loggers",
     "CSVLoggerCallback": "actors._loggers",
     "TBXLoggerCallback": "actors._loggers",
+    # the rest of ``from ray import tune``, so ``import actors as tune`` ports a script unchanged
+    "Stopper": "actors.stoppers",
+    **{name: "actors.search" for name in (
+        "choice", "grid_search", "lograndint", "loguniform", "qlograndint", "qloguniform", "qrandint",
+        "qrandn", "quniform", "randint", "randn", "sample_from", "uniform")},
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]

@@ -152,8 +152,15 @@ class RunConfig:
     # how long a trial asked to stop or pause may take to reach its next report(); then its
     # process is killed and it ends as asked (TERMINATED, or PAUSED at its latest checkpoint)
     trial_stop_grace_s: float = 10.0
+    # Ray Tune's name for ``storage`` (RunConfig(storage_path=...)): either may be given
+    storage_path: str | None = None
 
     def __post_init__(self) -> None:
+        if self.storage_path is not None:
+            if self.storage is not None and os.fspath(self.storage) != os.fspath(self.storage_path):
+                raise ConfigError(f"RunConfig(storage={self.storage!r}, storage_path={self.storage_path!r}): "
+                                  "these name the same setting (storage_path is Ray Tune's name); give one")
+            self.storage = self.storage_path
         if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
             raise ConfigError(
                 f"RunConfig(system={self.system!r}): use 'multiproc' (default) or 'simple' (in-process)"

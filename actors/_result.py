@@ -55,6 +55,17 @@ class Result:
         return self._history
 
     @property
+    def best_checkpoints(self) -> list[tuple[Checkpoint, dict[str, Any]]]:
+        """Every checkpoint kept in storage (CheckpointConfig.num_to_keep), oldest first, each with
+        the metrics of the result it was saved at (Ray Tune's ``Result.best_checkpoints``)."""
+        from storage import ExperimentLayout, StorageContext, list_checkpoints
+
+        ctx = StorageContext(self._url, self._options)
+        trial_dir = ExperimentLayout(ctx, self._experiment).trial_dir(self.trial_id)
+        return [(Checkpoint(ctx.uri(info.path), self._options), dict(info.metadata.get("metrics") or {}))
+                for info in list_checkpoints(ctx, trial_dir) if info.committed]
+
+    @property
     def metrics_dataframe(self) -> Any:
         import pandas as pd
 
@@ -140,12 +151,24 @@ class ResultGrid:
         tail = values[-n:]
         return sum(tail) / len(tail)
 
-    def get_dataframe(self) -> Any:
+    def get_dataframe(self, filter_metric: str | None = None, filter_mode: str | None = None) -> Any:
+        """One row per trial: its last result, or with ``filter_metric``/``filter_mode`` the result
+        in its history with the best value of that metric (Ray Tune's ``get_dataframe``)."""
         import pandas as pd
 
+        if (filter_metric is None) != (filter_mode is None):
+            raise ConfigError("get_dataframe: pass filter_metric and filter_mode together, e.g. "
+                              "get_dataframe(filter_metric='loss', filter_mode='min')")
+        check_mode(filter_mode, "get_dataframe(filter_mode=...)")
         rows = []
         for r in self._results:
             row = dict(r.metrics)
+            if filter_metric is not None:
+                scored = [h for h in r.metrics_history if isinstance(h.get(filter_metric), (int, float))
+                          and not math.isnan(h[filter_metric])]
+                if scored:
+                    pick = min if filter_mode == "min" else max
+                    row = dict(pick(scored, key=lambda h: h[filter_metric]))
             row.update({f"config/{k}": v for k, v in _flatten(r.config).items()})
             row["trial_id"] = r.trial_id
             row["status"] = r.status.value

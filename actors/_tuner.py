@@ -228,6 +228,15 @@ class Tuner:
         if finished.error:
             raise TuneError(f"experiment {self.name!r} stopped: {finished.error.strip()}\n"
                             f"what was written so far is in {grid.experiment_path}")
+        self._grid = grid
+        return grid
+
+    def get_results(self) -> ResultGrid:
+        """The results of this tuner's ``fit()`` (Ray Tune's ``Tuner.get_results``)."""
+        grid: ResultGrid | None = getattr(self, "_grid", None)
+        if grid is None:
+            raise TuneError("get_results(): this Tuner has not run yet; call fit() first (for an earlier run, "
+                            "Tuner.restore(path, trainable).fit() continues it and returns its results)")
         return grid
 
     def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:

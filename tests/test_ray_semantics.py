@@ -205,3 +205,54 @@ def test_fail_fast_raise_raises_the_trial_error(storage_dir, tmp_path) -> None:
 def test_fail_fast_values_are_checked(kwargs, match) -> None:
     with pytest.raises(ConfigError, match=match):
         FailureConfig(**kwargs)
+
+
+# ---------------------------------------------------------------- missing surface
+RAY_TUNE_NAMES = ("uniform", "loguniform", "choice", "randint", "grid_search", "sample_from", "quniform",
+                  "qloguniform", "qrandint", "lograndint", "qlograndint", "randn", "qrandn", "with_resources",
+                  "Stopper", "Callback", "report", "get_checkpoint", "Checkpoint", "CheckpointConfig",
+                  "FailureConfig", "RunConfig", "TuneConfig", "Tuner", "ResultGrid", "Trainable")
+
+
+def test_import_actors_as_tune_has_ray_tunes_names() -> None:
+    import actors as tune
+    import actors.search
+
+    missing = [n for n in RAY_TUNE_NAMES if not hasattr(tune, n)]
+    assert missing == []
+    assert tune.uniform is actors.search.uniform and set(RAY_TUNE_NAMES) <= set(dir(tune))
+    from actors.search.basic_variant import BasicVariantGenerator
+    from actors.search.optuna import OptunaSearch
+    from actors.stopper import MaximumIterationStopper
+    from actors.stoppers import MaximumIterationStopper as Same
+
+    assert MaximumIterationStopper is Same and OptunaSearch and BasicVariantGenerator
+
+
+def scored(config: dict[str, Any]) -> None:
+    for loss in config["losses"]:
+        report({"loss": loss}, checkpoint=Checkpoint.from_dict({"loss": loss}))
+
+
+def test_storage_path_results_checkpoints_and_filtered_dataframe(storage_dir) -> None:
+    pytest.importorskip("pandas")
+    from actors import CheckpointConfig
+
+    tuner = Tuner(scored, param_space={"losses": grid_search([[3.0, 1.0, 2.0], [5.0, 4.0, 6.0]])},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(storage_path=storage_dir, system="simple", verbose=0,
+                                       checkpoint_config=CheckpointConfig(num_to_keep=2)))
+    with pytest.raises(Exception, match="call fit"):
+        tuner.get_results()
+    grid = tuner.fit()
+    assert tuner.get_results() is grid and grid.experiment_path.startswith(storage_dir)
+    first = next(r for r in grid if r.config["losses"][0] == 3.0)
+    # the two newest are kept (num_to_keep=2), each with the metrics of its result
+    assert [(c.to_dict()["loss"], m["loss"]) for c, m in first.best_checkpoints] == [(1.0, 1.0), (2.0, 2.0)]
+    df = grid.get_dataframe(filter_metric="loss", filter_mode="min")
+    assert sorted(df["loss"]) == [1.0, 4.0] and sorted(grid.get_dataframe()["loss"]) == [2.0, 6.0]
+    assert sorted(grid.get_dataframe(filter_metric="loss", filter_mode="max")["loss"]) == [3.0, 6.0]
+    with pytest.raises(ConfigError, match="together"):
+        grid.get_dataframe(filter_metric="loss")
+    with pytest.raises(ConfigError, match="same setting"):
+        RunConfig(storage=storage_dir, storage_path=storage_dir + "x")
