@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, Checkpoint, FailureConfig, RunConfig, Tuner, get_trial_id, report
+from actors import Callback, Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_trial_id, report
 from actors._trial import TrialStatus
+from actors.search import grid_search
 
 NAME = "exp"
 STEP_S = 0.5  # ten times the batching bound, so "before step k+2" leaves a wide margin
@@ -38,40 +39,46 @@ def _rows(path: str) -> int:
 
 
 def slow_steps(config: dict[str, Any]) -> None:
-    """At the start of each step, counts the rows its result.json holds and the results the
-    driver's callback has seen (no waiting: what is there is what it reports)."""
+    """At the start of each step, counts the rows its result.json holds and the checkpoints the
+    driver's callback has heard of (no waiting: what is there is what it reports)."""
     trial_dir = os.path.join(config["root"], NAME, get_trial_id())
-    for _ in range(config["steps"]):
+    for i in range(config["steps"]):
         seen = _rows(os.path.join(trial_dir, "result.json"))
-        heard = _rows(config["heard"])
+        heard = _rows(os.path.join(config["heard"], get_trial_id()))
         time.sleep(STEP_S)
-        report({"seen": seen, "heard": heard})
+        report({"seen": seen, "heard": heard}, checkpoint=Checkpoint.from_dict({"i": i}) if config["ckpt"] else None)
 
 
 class Heard(Callback):
-    """Appends each result's iteration to a file as the driver hears of it."""
+    """Appends a line to a file per trial each time the driver hears of a checkpoint. (A callback
+    with ``on_trial_result`` is sent each result batch at once and answers it; this one gets the
+    controller's batched events.)"""
 
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(f"{result['training_iteration']}\n")
+    def on_checkpoint(self, iteration: int, trials: Any, trial: Any, checkpoint: Any, **info: Any) -> None:
+        with open(os.path.join(self.path, trial.trial_id), "a", encoding="utf-8") as f:
+            f.write("1\n")
 
 
 @pytest.mark.slow
 def test_results_reach_result_json_and_callbacks_while_the_trial_runs(tmp_path, no_leaks):
-    """Row k is in result.json, and the driver's callback has seen it, before step k+2 starts."""
-    root, heard = str(tmp_path / "results"), str(tmp_path / "heard.txt")
-    grid = Tuner(slow_steps, param_space={"root": root, "heard": heard, "steps": 6},
+    """Row k is in result.json before step k+2 starts (a trial without checkpoints: the time bound
+    sends it); the driver's callback has heard of checkpoint k by then (the controller's events)."""
+    root, heard = str(tmp_path / "results"), str(tmp_path / "heard")
+    os.makedirs(heard)
+    grid = Tuner(slow_steps, param_space={"root": root, "heard": heard, "steps": 6, "ckpt": grid_search([False, True])},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
                  run_config=RunConfig(name=NAME, storage=root, verbose=0, callbacks=[Heard(heard)])).fit()
-    (result,) = list(grid)
-    assert result.error is None
-    history = result.metrics_history
-    assert [h["training_iteration"] for h in history] == [1, 2, 3, 4, 5, 6]
+    by_ckpt = {r.config["ckpt"]: r.metrics_history for r in grid}
+    for history in by_ckpt.values():
+        assert [h["training_iteration"] for h in history] == [1, 2, 3, 4, 5, 6]
     # history[k-1] was reported at the end of step k, and counted what step k saw at its start
-    assert [h["seen"] >= k - 2 for k, h in enumerate(history, 1)] == [True] * 6, [h["seen"] for h in history]
-    assert [h["heard"] >= k - 2 for k, h in enumerate(history, 1)] == [True] * 6, [h["heard"] for h in history]
+    seen = [h["seen"] for h in by_ckpt[False]]
+    assert [n >= k - 2 for k, n in enumerate(seen, 1)] == [True] * 6, seen
+    heard_ = [h["heard"] for h in by_ckpt[True]]
+    assert [n >= k - 2 for k, n in enumerate(heard_, 1)] == [True] * 6, heard_
 
 
 def reports_then_dies(config: dict[str, Any]) -> None:
