@@ -8,7 +8,7 @@ from setuptools import setup
 CORE = [
     "thespian>=4.0.1,<4.1",  # actors/_auth.py patches its TCP transport: a new release line needs a look
     "cloudpickle>=2.2,<4",
-    "fsspec>=2025.3.0,<2027",
+    "fsspec>=2025.3.2,<2027",
     "rich>=13,<16",
 ]
 TEST = [
@@ -22,7 +22,7 @@ TEST = [
 # No boto3 here: storage/ does not use it, s3fs pins aiobotocore, which pins botocore. An unbounded boto3
 # beside an unbounded s3fs made pip give up on s3fs (that day's boto3 was newer than any aiobotocore
 # supported) and fall back to s3fs 0.4.2, from before aiobotocore. The tests' boto3 comes through moto.
-S3 = ["s3fs>=2025.3.0,<2027"]
+S3 = ["s3fs>=2025.3.2,<2027"]
 PLOT = ["matplotlib>=3.5,<4"]
 OPTUNA = ["optuna>=3.0,<6"]
 PANDAS = ["pandas>=1.5,<4"]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 # The oldest s3fs the test suite runs against (setup.py's floor; tests/test_s3_stack.py keeps them equal).
-S3FS_FLOOR = "2025.3.0"
+S3FS_FLOOR = "2025.3.2"
 _STACK = ("s3fs", "aiobotocore", "botocore", "boto3", "fsspec")
 
 

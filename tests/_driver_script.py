@@ -327,19 +327,24 @@ def hold_second_upload(storage: str) -> None:
 
     Patched in the driver before its actor system forks, so every trial process inherits it;
     the test process (which restores) keeps the real filesystem. On ``s3://`` the patched
-    method is s3fs's sync ``put_file`` (which ``commit_checkpoint`` calls); fsspec only
-    generates it from ``_put_file`` when the class defines none, so the patch is used.
+    method is s3fs's coroutine ``_put_file``, which every s3fs/fsspec release routes uploads
+    through (the generated sync ``put_file`` differs between releases).
     """
     if storage.startswith("s3://"):
+        import asyncio
+
         import s3fs
-        from fsspec.asyn import sync
 
-        def s3_put_file(self: Any, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
+        real_async = s3fs.S3FileSystem._put_file
+
+        async def s3_put_file(self: Any, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
             if _held(lpath):
-                _NEVER.wait()
-            return sync(self.loop, self._put_file, lpath, rpath, *args, **kwargs)
+                await asyncio.Event().wait()  # never set: the upload hangs until the process dies
+            return await real_async(self, lpath, rpath, *args, **kwargs)
 
-        s3fs.S3FileSystem.put_file = s3_put_file
+        s3fs.S3FileSystem._put_file = s3_put_file
+        # instances made before the patch hold sync wrappers bound to the real coroutine (older fsspec)
+        s3fs.S3FileSystem.clear_instance_cache()
         return
     from fsspec.implementations.local import LocalFileSystem
 

@@ -73,3 +73,13 @@ def s3_proxy(moto_server: MotoServer) -> Iterator[TcpProxy]:
     finally:
         proxy.stop()
         _clear_s3fs_cache()
+
+
+_S3_FIXTURES = frozenset({"moto_server", "moto_auth_server", "s3_location", "s3_proxy"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the S3 server is marked ``s3``, so ``-m s3`` (CI's floors run) selects them all."""
+    for item in items:
+        if _S3_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.s3)
