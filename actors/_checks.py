@@ -73,9 +73,11 @@ def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | No
 def required_metrics(metric: str | None, scheduler: Any, searcher: Any) -> tuple[tuple[str, str], ...]:
     """The metrics every result must hold and who asks for each (Ray Tune's strict metric check)."""
     out: list[tuple[str, str]] = []
+    searched = getattr(searcher, "metric", None)  # a list for a multi-objective searcher: each is required
     for key, where in ((metric, "TuneConfig(metric=...)"),
                        (getattr(scheduler, "metric", None), f"{type(scheduler).__name__}(metric=...)"),
-                       (getattr(searcher, "metric", None), f"{type(searcher).__name__}(metric=...)")):
+                       *((m, f"{type(searcher).__name__}(metric=...)")
+                         for m in (searched if isinstance(searched, list) else [searched]))):
         if isinstance(key, str) and key and key not in [k for k, _ in out]:
             out.append((key, where))
     return tuple(out)

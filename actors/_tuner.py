@@ -92,7 +92,11 @@ class Tuner:
                 searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
                 self._num_samples = searcher.total_trials
             else:
-                searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
+                if not searcher.set_search_properties(tc.metric, tc.mode, param_space or {}) and param_space:
+                    raise ConfigError(
+                        f"{type(searcher).__name__} was built with its own search space or objective, so it "
+                        "cannot take Tuner(param_space=...) too; define the space (constants included) in "
+                        "one place and give the searcher a metric/mode that agrees with TuneConfig's")
                 self._num_samples = tc.num_samples
         self._searcher = searcher
         scheduler = load_scheduler(tc.scheduler)

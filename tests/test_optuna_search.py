@@ -198,3 +198,190 @@ def test_save_before_first_suggestion_and_inside_limiter() -> None:
     resumed = ConcurrencyLimiter(OptunaSearch(), max_concurrent=1)
     resumed.restore(state)
     assert _run(resumed, 12) == expected
+
+
+# ------------------------------------------------------------------ define-by-run (Ray's space=<function>)
+
+def _define(trial: Any) -> dict[str, Any]:
+    """Conditional space as in Ray's optuna_define_by_run example, plus a nested name and a constant."""
+    act = trial.suggest_categorical("activation", ["relu", "tanh"])
+    trial.suggest_float("x", -10, 10)
+    trial.suggest_float("y", -10, 10)
+    if act == "relu":
+        trial.suggest_int("model/width", 1, 4)
+    return {"steps": 3, "model/kind": "mlp"}
+
+
+def test_define_by_run_space_builds_configs_from_suggestions_and_constants() -> None:
+    searcher = OptunaSearch(space=_define, metric="loss", mode="min", seed=3)
+    history = _run(searcher, 40)
+    configs = [c for c, _ in history]
+    assert all(c["steps"] == 3 and c["model"]["kind"] == "mlp" for c in configs)
+    relu = [c for c in configs if c["activation"] == "relu"]
+    tanh = [c for c in configs if c["activation"] == "tanh"]
+    assert relu and tanh
+    assert all(1 <= c["model"]["width"] <= 4 for c in relu)
+    assert all("width" not in c["model"] for c in tanh)  # the conditional parameter exists only for relu
+    assert min(loss for _, loss in history) < 2.0  # TPE learned from what it was told
+    trial = searcher.study.trials[0]
+    assert trial.state == optuna.trial.TrialState.COMPLETE and trial.intermediate_values
+
+
+def test_define_by_run_save_restore_continues_exactly() -> None:
+    original = OptunaSearch(space=_define, metric="loss", mode="min", seed=5)
+    _run(original, 12)
+    state = cloudpickle.loads(cloudpickle.dumps(original.save()))
+    expected = _run(original, 8, start=12)
+    resumed = OptunaSearch()
+    resumed.restore(state)
+    assert _run(resumed, 8, start=12) == expected
+
+
+def test_define_by_run_points_to_evaluate() -> None:
+    point = {"activation": "relu", "x": 2.0, "y": -1.0, "model/width": 2}
+    searcher = OptunaSearch(space=_define, metric="loss", mode="min", points_to_evaluate=[point], seed=0)
+    first = searcher.suggest("a")
+    assert first == {"activation": "relu", "x": 2.0, "y": -1.0, "model": {"width": 2, "kind": "mlp"}, "steps": 3}
+
+
+def test_define_by_run_mistakes_are_named() -> None:
+    def returns_list(trial: Any) -> Any:
+        trial.suggest_float("x", 0, 1)
+        return [1]
+
+    def raises(trial: Any) -> None:
+        raise KeyError("oops")
+
+    with pytest.raises(TypeError, match=r"define-by-run function returns_list\(trial\) returned a list"):
+        OptunaSearch(space=returns_list, metric="loss", mode="min").suggest("a")
+    searcher = OptunaSearch(space=raises, metric="loss", mode="min")
+    with pytest.raises(KeyError) as info:
+        searcher.suggest("a")
+    assert any("define-by-run function raises(trial)" in note for note in info.value.__notes__)
+    assert searcher.study.trials[0].state == optuna.trial.TrialState.FAIL  # no trial left RUNNING
+    with pytest.raises(TypeError, match="define-by-run function"):
+        OptunaSearch(space=42, metric="loss", mode="min")  # type: ignore[arg-type]
+    # a define-by-run space and a param_space are two spaces: refused (the Tuner makes it a ConfigError)
+    assert not OptunaSearch(space=_define).set_search_properties("loss", "min", {"x": uniform(0, 1)})
+    assert OptunaSearch(space=_define).set_search_properties("loss", "min", {})
+
+
+# ------------------------------------------------------------------ multi-objective (metric=[...], mode=[...])
+
+def _two_objectives(searcher: Searcher, trials: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(trials):
+        config = searcher.suggest(f"t{i}")
+        assert isinstance(config, dict)
+        result = {"loss": (config["x"] - 2) ** 2, "gain": config["x"], "training_iteration": 1}
+        searcher.on_trial_result(f"t{i}", result)
+        searcher.on_trial_complete(f"t{i}", result)
+        out.append(config)
+    return out
+
+
+def test_multi_objective_tells_optuna_every_metric() -> None:
+    searcher = OptunaSearch({"x": uniform(0, 10)}, metric=["loss", "gain"], mode=["min", "max"], seed=0)
+    assert searcher.metric == ["loss", "gain"] and searcher.mode == ["min", "max"] and searcher.multi_objective
+    _two_objectives(searcher, 20)
+    study = searcher.study
+    assert [d.name for d in study.directions] == ["MINIMIZE", "MAXIMIZE"]
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 20 and all(len(t.values) == 2 for t in done)
+    assert all(t.values == [(t.params["x"] - 2) ** 2, t.params["x"]] for t in done)
+    assert all(not t.intermediate_values for t in done)  # Optuna keeps no intermediate values for several
+    pareto = {round(t.params["x"], 9) for t in study.best_trials}
+    assert pareto and all(x >= 2 - 1e-9 for x in pareto)  # left of the loss optimum is dominated
+
+
+def test_multi_objective_missing_metric_prunes_and_restores() -> None:
+    searcher = OptunaSearch({"x": uniform(0, 10)}, metric=["loss", "gain"], mode=["min", "max"], seed=1)
+    searcher.suggest("a")
+    searcher.on_trial_complete("a", {"loss": 1.0})  # gain missing: not a complete multi-objective value
+    assert searcher.study.trials[0].state == optuna.trial.TrialState.PRUNED
+    resumed = OptunaSearch()
+    resumed.restore(cloudpickle.loads(cloudpickle.dumps(searcher.save())))
+    assert resumed.metric == ["loss", "gain"] and resumed.mode == ["min", "max"]
+    assert len(_two_objectives(resumed, 3)) == 3
+
+
+def test_multi_objective_argument_errors_and_search_properties() -> None:
+    for metric, mode in ((["loss", "gain"], "min"), ("loss", ["min"]), (["loss", "gain"], ["min"]),
+                         ([], []), (["loss", "loss"], ["min", "max"])):
+        with pytest.raises(ValueError, match=r"OptunaSearch: .*metric"):
+            OptunaSearch(metric=metric, mode=mode)
+    with pytest.raises(ValueError, match="every mode must be 'min' or 'max'"):
+        OptunaSearch(metric=["loss", "gain"], mode=["min", "maximize"])
+    multi = OptunaSearch(metric=["loss", "gain"], mode=["min", "max"])
+    assert multi.set_search_properties("gain", "max", {"x": uniform(0, 1)})  # TuneConfig's objective is one of them
+    assert multi.metric == ["loss", "gain"]
+    assert not OptunaSearch(metric=["loss", "gain"], mode=["min", "max"]).set_search_properties("acc", "max", {})
+    assert not OptunaSearch(metric=["loss", "gain"], mode=["min", "max"]).set_search_properties("gain", "min", {})
+    assert ConcurrencyLimiter(multi, 2).metric == ["loss", "gain"]
+
+
+def multi_trainable(config: dict[str, Any]) -> None:
+    from actors import report
+
+    for step in range(1, 3):
+        loss = (config["x"] - 2) ** 2 + 1 / step
+        report({"loss": loss, "gain": loss * config["x"]})
+
+
+def gain_only(config: dict[str, Any]) -> None:
+    from actors import report
+
+    report({"gain": config["x"]})
+
+
+def test_multi_objective_tuner_run_and_best_results(tmp_path: Any) -> None:
+    from actors import RunConfig, TuneConfig, Tuner
+    from actors._errors import ConfigError, TuneError
+
+    def tuner(trainable: Any, **tc: Any) -> Tuner:
+        searcher = OptunaSearch(metric=["loss", "gain"], mode=["min", "max"], seed=0)
+        return Tuner(trainable, param_space={"x": uniform(0, 10)},
+                     tune_config=TuneConfig(search_alg=ConcurrencyLimiter(searcher, 2), num_samples=6, **tc),
+                     run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0))
+
+    grid = tuner(multi_trainable).fit()
+    assert len(grid) == 6 and not grid.errors
+    best_loss = grid.get_best_result("loss", "min")
+    best_gain = grid.get_best_result("gain", "max")
+    assert best_loss.metrics["loss"] == min(r.metrics["loss"] for r in grid)
+    assert best_gain.metrics["gain"] == max(r.metrics["gain"] for r in grid)
+    with pytest.raises(Exception, match="metric"):
+        grid.get_best_result()  # as in Ray: no TuneConfig metric, so the caller must name one
+    with pytest.raises(TuneError, match="without the metric 'loss'"):  # every searched metric is required
+        tuner(gain_only).fit()  # in every result (Ray's strict check)
+    with pytest.raises(ConfigError, match="agrees with TuneConfig"):
+        tuner(multi_trainable, metric="acc", mode="max")
+
+
+def steps_trainable(config: dict[str, Any]) -> None:
+    from actors import report
+
+    for _ in range(config["steps"]):
+        report({"loss": (config["x"] - 2) ** 2 + (config["y"] + 1) ** 2, "width": config["model"].get("width")})
+
+
+def test_define_by_run_through_the_tuner(tmp_path: Any) -> None:
+    from actors import RunConfig, TuneConfig, Tuner
+
+    grid = Tuner(steps_trainable, tune_config=TuneConfig(
+        metric="loss", mode="min", num_samples=4, search_alg=OptunaSearch(space=_define, seed=0)),
+        run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0)).fit()
+    assert len(grid) == 4 and not grid.errors
+    assert all(r.metrics["training_iteration"] == 3 and r.config["model"]["kind"] == "mlp" for r in grid)
+    assert {r.config["activation"] for r in grid} <= {"relu", "tanh"}
+
+
+def test_repeater_averages_every_objective() -> None:
+    from actors.search import Repeater
+
+    inner = OptunaSearch({"x": uniform(0, 10)}, metric=["loss", "gain"], mode=["min", "max"], seed=0)
+    repeater = Repeater(inner, repeat=2)
+    for tid, loss, gain in (("a", 1.0, 4.0), ("b", 3.0, float("nan"))):
+        assert isinstance(repeater.suggest(tid), dict)
+        repeater.on_trial_complete(tid, {"loss": loss, "gain": gain})
+    assert inner.study.trials[0].values == [2.0, 4.0]  # NaN left out of the mean, as for one objective

@@ -1,10 +1,12 @@
 """Optuna-backed searcher (ask/tell), an optional extra.
 
 Optuna is imported only when an :class:`OptunaSearch` is built, so
-``import actors.search`` stays light.  Audition domains are translated to Optuna
-distributions keyed by flattened paths (``model/layers``); constants and
-``sample_from`` values are filled in around Optuna's suggestions, so
-:meth:`OptunaSearch.suggest` returns complete configs.
+``import actors.search`` stays light.  The space is either an audition/Optuna
+space dict (translated in :mod:`actors.search._optuna_space`; constants and
+``sample_from`` values are filled in around Optuna's suggestions) or, as in
+Ray Tune, a define-by-run function that calls ``trial.suggest_*`` and may
+return a dict of constants.  ``metric``/``mode`` may be lists: a
+multi-objective study told every metric's value of a trial's last result.
 """
 
 from __future__ import annotations
@@ -14,166 +16,66 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from actors.search._domain import (
-    Categorical,
-    Domain,
-    Float,
-    Function,
-    GridSearch,
-    Integer,
-    SearchSpaceError,
-    _quantized,
+from actors.search._optuna_space import (
+    CategoryIndex,
+    SuggestCaptor,
+    collect,
+    convert,
+    fill,
+    flat_point,
+    import_optuna,
+    unflatten,
 )
-from actors.search._searcher import Searcher, Suggestion, check_state
+from actors.search._searcher import Searcher, Suggestion, check_metric, check_state
 from actors.search._space import Path, format_path, normalize, resolve, validate_param_space
 
-_PRIMITIVES = (type(None), bool, int, float, str)
+DefineByRun = Callable[[Any], "dict[str, Any] | None"]
 
 
-def _import_optuna() -> Any:
-    try:
-        import optuna
-    except ImportError as exc:
-        raise ImportError(
-            f"OptunaSearch needs the optuna package ({exc}); install it with pip install 'audition[optuna]'"
-        ) from exc
-    return optuna
-
-
-def _has_domain(value: Any) -> bool:
-    if isinstance(value, Domain):
-        return True
-    if isinstance(value, dict):
-        return any(_has_domain(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_domain(v) for v in value)
-    return False
-
-
-Decoder = Callable[[Any], Any]
-
-
-def _identity(value: Any) -> Any:
-    return value
-
-
-class _Requantize:
-    """Snap Optuna's ``low + k * step`` back onto clean multiples of ``q`` (picklable, unlike a lambda)."""
-
-    def __init__(self, q: float) -> None:
-        self.q = q
-
-    def __call__(self, value: Any) -> float:
-        return _quantized(round(value / self.q), self.q)
-
-
-class _Index:
-    """Map a category index back to a category that Optuna cannot store itself."""
-
-    def __init__(self, categories: tuple[Any, ...]) -> None:
-        self.categories = categories
-
-    def __call__(self, value: Any) -> Any:
-        return self.categories[value]
-
-
-def _convert(optuna: Any, path: Path, domain: Any) -> tuple[Any, Decoder]:
-    """One audition domain -> (Optuna distribution, decoder of Optuna's value)."""
-    dists = optuna.distributions
-    where = f"OptunaSearch: {format_path(path)!r}"
-    if isinstance(domain, dists.BaseDistribution):
-        return domain, _identity
-    if isinstance(domain, GridSearch):
-        raise SearchSpaceError(
-            f"{where}: grid_search is not supported by OptunaSearch; use choice() "
-            "or the default BasicVariantGenerator for grid search"
+def _objectives(metric: Any, mode: Any) -> tuple[list[str], list[str]] | None:
+    """Validated multi-objective ``metric``/``mode`` lists, or ``None`` for a single objective."""
+    if not isinstance(metric, list | tuple) and not isinstance(mode, list | tuple):
+        return None
+    if not isinstance(metric, list | tuple) or not isinstance(mode, list | tuple) or len(metric) != len(mode):
+        raise ValueError(
+            f"OptunaSearch: for multi-objective search pass metric and mode as lists of the same length "
+            f"(one mode per metric), got metric={metric!r}, mode={mode!r}"
         )
-    if isinstance(domain, Float):
-        if domain.q is not None and domain.log:
-            raise SearchSpaceError(
-                f"{where}: {domain.describe()} is not supported (Optuna cannot quantize log ranges); "
-                "use loguniform() or quniform()"
-            )
-        if domain.q is not None:
-            return dists.FloatDistribution(domain.low, domain.high, step=domain.q), _Requantize(domain.q)
-        return dists.FloatDistribution(domain.lower, domain.upper, log=domain.log), _identity
-    if isinstance(domain, Integer):
-        if domain.q is not None and domain.log:
-            raise SearchSpaceError(
-                f"{where}: {domain.describe()} is not supported (Optuna cannot quantize log ranges); "
-                "use lograndint() or qrandint()"
-            )
-        return dists.IntDistribution(domain.low, domain.high, log=domain.log, step=domain.q or 1), _identity
-    if isinstance(domain, Categorical):
-        if any(_has_domain(c) for c in domain.categories):
-            raise SearchSpaceError(
-                f"{where}: choice() categories holding domains are not supported by OptunaSearch"
-            )
-        if all(isinstance(c, _PRIMITIVES) for c in domain.categories):
-            return dists.CategoricalDistribution(domain.categories), _identity
-        return dists.CategoricalDistribution(tuple(range(len(domain.categories)))), _Index(domain.categories)
-    raise SearchSpaceError(
-        f"{where}: {domain.describe()} is not supported by OptunaSearch; "
-        "use uniform/loguniform/quniform/randint/lograndint/qrandint/choice"
-    )
-
-
-def _collect(space: Any, path: Path, optuna: Any, out: dict[Path, Any]) -> None:
-    """Paths of every searchable leaf (audition domain or Optuna distribution), in key order."""
-    if isinstance(space, Domain | optuna.distributions.BaseDistribution) and not isinstance(space, Function):
-        out[path] = space
-    elif isinstance(space, dict):
-        for key, value in space.items():
-            _collect(value, (*path, key), optuna, out)
-    elif isinstance(space, list | tuple):
-        for i, value in enumerate(space):
-            _collect(value, (*path, i), optuna, out)
-
-
-def _fill(space: Any, path: Path, values: dict[Path, Any]) -> Any:
-    """Copy ``space`` with the searched leaves replaced by ``values`` (sample_from left in place)."""
-    if path in values:
-        return values[path]
-    if isinstance(space, dict):
-        return {k: _fill(v, (*path, k), values) for k, v in space.items()}
-    if isinstance(space, list | tuple):
-        items = [_fill(v, (*path, i), values) for i, v in enumerate(space)]
-        return items if isinstance(space, list) else tuple(items)
-    return space
-
-
-def _flat_point(point: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` or ``{"a/b": 1}`` -> ``{"a/b": 1}``."""
-    out: dict[str, Any] = {}
-    for key, value in point.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flat_point(value, f"{name}/"))
-        else:
-            out[name] = value
-    return out
+    if not metric or len(set(metric)) != len(metric):
+        raise ValueError(f"OptunaSearch: metric must list distinct metric names, got {metric!r}")
+    for m, d in zip(metric, mode, strict=True):
+        check_metric(m)
+        if d not in ("min", "max"):
+            raise ValueError(f"OptunaSearch: every mode must be 'min' or 'max', got {d!r} for metric {m!r}")
+    return list(metric), list(mode)
 
 
 class OptunaSearch(Searcher):
     """Searcher driven by an Optuna study through ask/tell (TPE by default).
 
-    Intermediate results are reported with ``trial.report(value, step=training_iteration)``;
-    a failed trial is told FAIL, one that ended without the metric PRUNED.
+    Intermediate results are reported with ``trial.report(value, step=training_iteration)``
+    (single objective only: Optuna has no intermediate values for several);
+    a failed trial is told FAIL, one that ended without every metric PRUNED.
     ``save()`` pickles the study (in-memory storage and sampler RNG included), so a
     restored searcher makes exactly the suggestions the original would have made.
     """
 
     def __init__(
         self,
-        space: dict[str, Any] | None = None,
-        metric: str | None = None,
-        mode: str | None = None,
+        space: dict[str, Any] | DefineByRun | None = None,
+        metric: str | list[str] | None = None,
+        mode: str | list[str] | None = None,
         points_to_evaluate: list[dict[str, Any]] | None = None,
         sampler: Any = None,
         seed: int | None = None,
     ) -> None:
-        super().__init__(metric, mode)
-        self._optuna = _import_optuna()
+        objectives = _objectives(metric, mode)
+        if objectives is None:
+            super().__init__(metric, mode)  # type: ignore[arg-type]  # lists were handled above
+        else:
+            super().__init__()
+            self._metric, self._mode = objectives
+        self._optuna = import_optuna()
         if sampler is not None and seed is not None:
             raise ValueError(
                 "OptunaSearch: pass either sampler= or seed=, not both; seed the sampler you pass"
@@ -187,22 +89,33 @@ class OptunaSearch(Searcher):
             or not all(isinstance(p, dict) for p in points_to_evaluate)
         ):
             raise ValueError("OptunaSearch: points_to_evaluate must be a list of config dicts")
+        if space is not None and not isinstance(space, dict) and not callable(space):
+            raise TypeError(
+                f"OptunaSearch: space must be a dict of parameters or a define-by-run function "
+                f"(trial) -> dict | None, got {type(space).__name__}"
+            )
         self._sampler = sampler or self._optuna.samplers.TPESampler(seed=seed)
         self._seed = seed if seed is not None else random.SystemRandom().getrandbits(63)
-        self._points = [_flat_point(p) for p in points_to_evaluate or []]
+        self._points = [flat_point(p) for p in points_to_evaluate or []]
         self._space: dict[str, Any] | None = None
+        self._define: DefineByRun | None = space if callable(space) else None
         self._study: Any = None
         self._trials: dict[str, Any] = {}
         self._steps: dict[str, int] = {}
-        if space:
+        if isinstance(space, dict) and space:
             self._set_space(space)
+
+    @property
+    def multi_objective(self) -> bool:
+        """Whether the study optimises several metrics (``metric``/``mode`` are lists)."""
+        return isinstance(self._metric, list)
 
     def _set_space(self, space: dict[str, Any]) -> None:
         validate_param_space(space)
         normalized = normalize(space)
         leaves: dict[Path, Any] = {}
-        _collect(normalized, (), self._optuna, leaves)
-        converted = {path: _convert(self._optuna, path, leaf) for path, leaf in leaves.items()}
+        collect(normalized, (), self._optuna, leaves)
+        converted = {path: convert(self._optuna, path, leaf) for path, leaf in leaves.items()}
         self._space = normalized
         self._names = {format_path(path): path for path in converted}
         self._dists = {format_path(path): dist for path, (dist, _) in converted.items()}
@@ -218,10 +131,19 @@ class OptunaSearch(Searcher):
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
     ) -> bool:
-        """Adopt the experiment's space unless one was given here (then ``False``: two spaces clash)."""
-        if config and (self._space is not None or self._study is not None):
+        """Adopt the experiment's space unless one was given here (then ``False``: two spaces clash).
+
+        A multi-objective searcher keeps its metric lists; TuneConfig's metric
+        (used for the best result and schedulers) must be one of them.
+        """
+        has_space = self._space is not None or self._define is not None or self._study is not None
+        if config and has_space:
             return False
-        if not self._set_metric_mode(metric, mode):
+        if isinstance(self._metric, list) and isinstance(self._mode, list):
+            known = dict(zip(self._metric, self._mode, strict=True))
+            if metric is not None and (metric not in known or mode not in (None, known[metric])):
+                return False
+        elif not self._set_metric_mode(metric, mode):
             return False
         if config:
             self._set_space(config)
@@ -230,16 +152,23 @@ class OptunaSearch(Searcher):
     def _ensure_study(self) -> Any:
         if self._study is not None:
             return self._study
-        if self._space is None:
-            raise ValueError("OptunaSearch has no search space: pass space= or a param_space to the Tuner")
+        if self._space is None and self._define is None:
+            raise ValueError(
+                "OptunaSearch has no search space: pass space= (a dict or a define-by-run function) "
+                "or a param_space to the Tuner"
+            )
         if self._metric is None or self._mode is None:
             raise ValueError(
                 "OptunaSearch needs metric and mode: pass them to OptunaSearch(...) or TuneConfig(...)"
             )
-        direction = "minimize" if self._mode == "min" else "maximize"
-        self._study = self._optuna.create_study(direction=direction, sampler=self._sampler)
+        directions: dict[str, Any]
+        if isinstance(self._mode, list):
+            directions = {"directions": ["minimize" if m == "min" else "maximize" for m in self._mode]}
+        else:
+            directions = {"direction": "minimize" if self._mode == "min" else "maximize"}
+        self._study = self._optuna.create_study(sampler=self._sampler, **directions)
         for point in self._points:
-            self._study.enqueue_trial(self._encode(point))
+            self._study.enqueue_trial(point if self._define is not None else self._encode(point))
         return self._study
 
     def _encode(self, point: dict[str, Any]) -> dict[str, Any]:
@@ -247,7 +176,7 @@ class OptunaSearch(Searcher):
         out = {}
         for name, value in point.items():
             decoder = self._decoders[name]
-            if isinstance(decoder, _Index):
+            if isinstance(decoder, CategoryIndex):
                 matches = [i for i, c in enumerate(decoder.categories) if c == value]
                 if not matches:
                     raise ValueError(
@@ -263,31 +192,71 @@ class OptunaSearch(Searcher):
             raise ValueError(
                 f"suggest(): trial_id {trial_id!r} is already live; every trial needs a fresh id"
             )
+        if self._define is not None:
+            trial = study.ask()
+            defined = self._run_define(trial)
+            self._trials[trial_id] = trial
+            return defined
         trial = study.ask(fixed_distributions=self._dists)
         self._trials[trial_id] = trial
         values = {self._names[name]: self._decoders[name](value) for name, value in trial.params.items()}
         assert self._space is not None
-        filled = _fill(self._space, (), values)
+        filled = fill(self._space, (), values)
         config: dict[str, Any] = resolve(
             filled, {}, random.Random(f"audition-optuna:{self._seed}:{trial.number}")
         )
         return config
 
-    def _value(self, result: dict[str, Any] | None) -> float | None:
-        if not result or self._metric not in result:
+    def _run_define(self, trial: Any) -> dict[str, Any]:
+        """Ray's define-by-run config: every captured ``suggest_*`` value, then the returned constants."""
+        assert self._define is not None
+        captor = SuggestCaptor(trial)
+        name = getattr(self._define, "__name__", type(self._define).__name__)
+        try:
+            constants = self._define(captor)
+        except Exception as exc:
+            self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+            exc.add_note(f"(raised by OptunaSearch's define-by-run function {name}(trial))")
+            raise
+        problem = None
+        if constants is not None and not isinstance(constants, dict):
+            problem = f"returned a {type(constants).__name__}"
+        elif constants and not all(isinstance(k, str) for k in constants):
+            problem = "returned a dict with a key that is not a str"
+        if problem:
+            self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+            raise TypeError(
+                f"OptunaSearch: the define-by-run function {name}(trial) {problem}; it should only call "
+                "trial.suggest_* and return None or a dict of constants with str keys"
+            )
+        return unflatten({**captor.captured, **(constants or {})})
+
+    def _number(self, result: dict[str, Any], metric: str) -> float | None:
+        if metric not in result:
             return None
         try:
-            value = float(result[self._metric])
+            value = float(result[metric])
         except (TypeError, ValueError):
             raise ValueError(
-                f"OptunaSearch: metric {self._metric!r} must be a number, got {result[self._metric]!r}"
+                f"OptunaSearch: metric {metric!r} must be a number, got {result[metric]!r}"
             ) from None
         return value if math.isfinite(value) else None
 
+    def _values(self, result: dict[str, Any] | None) -> float | list[float] | None:
+        """The value (or, multi-objective, the values) Optuna is told; ``None`` if any is missing."""
+        if not result or self._metric is None:
+            return None
+        if isinstance(self._metric, str):
+            return self._number(result, self._metric)
+        values = [self._number(result, m) for m in self._metric]
+        return None if any(v is None for v in values) else [v for v in values if v is not None]
+
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         trial = self._trials.get(trial_id)
-        value = self._value(result)
-        if trial is None or value is None:
+        if trial is None or self.multi_objective:
+            return
+        value = self._values(result)
+        if value is None:
             return
         step = result.get("training_iteration")
         step = int(step) if isinstance(step, int | float) else self._steps.get(trial_id, 0) + 1
@@ -302,7 +271,7 @@ class OptunaSearch(Searcher):
         if trial is None:
             return
         states = self._optuna.trial.TrialState
-        value = None if error else self._value(result)
+        value = None if error else self._values(result)
         if error:
             self._study.tell(trial, state=states.FAIL)
         elif value is None:
@@ -321,6 +290,7 @@ class OptunaSearch(Searcher):
 
         payload = {
             "space": self._space,
+            "define": self._define,
             "points": self._points,
             "seed": self._seed,
             "sampler": self._sampler,
@@ -337,6 +307,7 @@ class OptunaSearch(Searcher):
         self._restore_base(state)
         payload = cloudpickle.loads(state["payload"])
         self._points, self._seed = payload["points"], payload["seed"]
+        self._define = payload.get("define")
         if payload["space"] is not None:
             self._set_space(payload["space"])
         else:

@@ -47,15 +47,16 @@ class Searcher(ABC):
     FINISHED: ClassVar[Literal[SearcherSignal.FINISHED]] = SearcherSignal.FINISHED
 
     def __init__(self, metric: str | None = None, mode: str | None = None) -> None:
-        self._metric = check_metric(metric)
-        self._mode = check_mode(mode)
+        # lists only in multi-objective searchers (OptunaSearch(metric=[...], mode=[...]), as in Ray Tune)
+        self._metric: str | list[str] | None = check_metric(metric)
+        self._mode: str | list[str] | None = check_mode(mode)
 
     @property
-    def metric(self) -> str | None:
+    def metric(self) -> str | list[str] | None:
         return self._metric
 
     @property
-    def mode(self) -> str | None:
+    def mode(self) -> str | list[str] | None:
         return self._mode
 
     def set_search_properties(

@@ -29,11 +29,11 @@ class _Wrapper(Searcher):
         self.searcher = searcher
 
     @property
-    def metric(self) -> str | None:
+    def metric(self) -> str | list[str] | None:
         return self.searcher.metric
 
     @property
-    def mode(self) -> str | None:
+    def mode(self) -> str | list[str] | None:
         return self.searcher.mode
 
     def set_search_properties(
@@ -163,14 +163,19 @@ class Repeater(_Wrapper):
         if group_id is None:
             return
         group = self._groups[group_id]
-        score = None if error or not result else result.get(self.metric or "")
-        group["scores"][trial_id] = score
+        metrics = self.metric if isinstance(self.metric, list) else [self.metric or ""]
+        group["scores"][trial_id] = None if error or not result else [result.get(m) for m in metrics]
         if len(group["scores"]) < self.repeat:
             return
         del self._groups[group_id]
-        values = [float(s) for s in group["scores"].values() if s is not None and not math.isnan(float(s))]
-        if values and self.metric is not None:
-            self.searcher.on_trial_complete(group_id, {self.metric: sum(values) / len(values)})
+        means = {}
+        for i, metric in enumerate(metrics):
+            values = [float(s[i]) for s in group["scores"].values()
+                      if s is not None and s[i] is not None and not math.isnan(float(s[i]))]
+            if values:
+                means[metric] = sum(values) / len(values)
+        if self.metric is not None and len(means) == len(metrics):
+            self.searcher.on_trial_complete(group_id, means)
         else:
             self.searcher.on_trial_complete(group_id, None, error=True)
 
