@@ -13,6 +13,9 @@ Two modes, chosen by the controller (``RunTrial.capture_fds``), never guessed:
   the writing thread: a trial's worker thread writes into that trial's buffer, every other thread
   passes straight through (threads the trainable starts and fd-level writes are not captured).
 
+With ``RunConfig(log_to_driver=True)`` (the default) every write is also fed to a
+:class:`~actors._console.ConsoleTee`, which the trial actor empties for the driver's console.
+
 Buffers reach storage only on :meth:`OutputCapture.flush` (at a report when ``FLUSH_EVERY_S`` has
 passed, at saves and at the run's end; it first drains the pipes), so a print never costs a
 storage call, and a storage failure while saving output never fails the trial.
@@ -28,6 +31,7 @@ import time
 from typing import Any, TextIO
 
 from actors import _fdcapture
+from actors._console import ConsoleTee
 from storage import StorageContext, read_bytes, retrying, write_bytes
 
 FLUSH_EVERY_S = 0.5  # how far captured output may lag behind the trial's reports
@@ -111,8 +115,10 @@ def _uninstall() -> None:
 class OutputCapture:
     """One run's captured output; appends to what earlier runs (pause/resume, retries) wrote."""
 
-    def __init__(self, ctx: StorageContext, paths: dict[str, str], capture_fds: bool = False) -> None:
+    def __init__(self, ctx: StorageContext, paths: dict[str, str], capture_fds: bool = False,
+                 console: ConsoleTee | None = None) -> None:
         self.ctx = ctx
+        self.console = console  # RunConfig(log_to_driver): lines also go to the driver's console
         self.paths = paths  # stream name -> path within ctx.fs
         # never in the main process: it is the driver's or the test runner's, whatever the caller says
         self.capture_fds = capture_fds and multiprocessing.current_process().name != "MainProcess"
@@ -126,6 +132,8 @@ class OutputCapture:
         """Buffer ``text`` (the fd pumps call this, holding their lock)."""
         with self._buf_lock:
             self._pending[name].append(text)
+        if self.console is not None:
+            self.console.feed(1 if name == "stdout" else 2, text)
 
     def add(self, name: str, text: str) -> None:
         """Buffer ``text`` after everything already written to the fds (e.g. a failure's traceback)."""

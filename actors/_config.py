@@ -154,6 +154,9 @@ class RunConfig:
     trial_stop_grace_s: float = 10.0
     # Ray Tune's name for ``storage`` (RunConfig(storage_path=...)): either may be given
     storage_path: str | None = None
+    # echo what trials print on this terminal, prefixed "(trial_id pid=N)" (Ray's
+    # ``ray.init(log_to_driver=...)``); it is saved in each trial's stdout.txt/stderr.txt either way
+    log_to_driver: bool = True
 
     def __post_init__(self) -> None:
         if self.storage_path is not None:
@@ -189,6 +192,9 @@ class RunConfig:
             value = getattr(self, knob)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"RunConfig({knob}={value!r}): use seconds > 0")
+        if not isinstance(self.log_to_driver, bool):
+            raise ConfigError(f"RunConfig(log_to_driver={self.log_to_driver!r}): use True (echo trial output "
+                              "on this terminal, the default) or False")
         if self.verbose not in (0, 1, 2):
             raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0, 1 or 2")
         rows = self.max_progress_rows

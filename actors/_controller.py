@@ -96,6 +96,7 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
         self.event_seq = 0
         self.stop_all_deadline: float | None = None  # fail_fast=True is stopping every trial
         self.held: dict[str, Any] = {}  # result batches waiting for the driver's callbacks (GateMixin)
+        self.console_out: list[Any] = []  # TrialOutput for the driver's console (ProgressMixin)
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:
         # A bug here must end the experiment with a message, never leave the driver waiting.
@@ -161,6 +162,8 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
             elif isinstance(m, TrialSaved):
                 self._on_saved(m)
             else:
+                if m.output is not None:
+                    self.receiveMsg_TrialOutput(m.output, None)
                 self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
                 if m.storage_failure and not self.finished:
                     # retrying cannot help (the storage package already retried transient errors),

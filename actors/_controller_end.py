@@ -41,6 +41,7 @@ class EndMixin:
     actor_of: dict[str, Any]
     idle: list[tuple[Any, str]]
     event_seq: int
+    output_batches: int
     stop_all_deadline: float | None
 
     if TYPE_CHECKING:  # provided by the Thespian actor and the other mixins; never shadow them at run time
@@ -121,7 +122,7 @@ class EndMixin:
         if self.driver is not None:
             self._flush_events()
             self.send(self.driver, ExperimentFinished(summaries, error, time.time() - self.started_at,
-                                                      self.event_seq))
+                                                      self.event_seq, self.output_batches))
         for actor in [*self.actor_of.values(), *(a for a, _ in self.idle)]:
             self.send(actor, ActorExitRequest())
         if self.orphaned and self.spec is not None and self.spec.admin_port:

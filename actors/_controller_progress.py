@@ -14,7 +14,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from actors._trial import TrialStatus
-from actors.messages import EventType, ExperimentProgress, ProgressRow, TrialEvent, TrialEvents
+from actors.messages import (
+    EventType,
+    ExperimentProgress,
+    ProgressRow,
+    TrialEvent,
+    TrialEvents,
+    TrialOutput,
+    TrialOutputBatch,
+)
 
 
 def error_summary(error: str | None, traceback: str | None, width: int = 80) -> str | None:
@@ -95,6 +103,10 @@ class ProgressMixin:
     started_at: float
     events: list[TrialEvent]
     event_seq: int
+    console_out: list[TrialOutput]
+    finished: bool
+
+    output_batches = 0  # TrialOutputBatch messages sent (ExperimentFinished tells the driver)
 
     events_tick = False  # a wake-up with EVENTS_TICK is pending
 
@@ -131,11 +143,24 @@ class ProgressMixin:
             self.events_tick = True
             self.wakeupAfter(datetime.timedelta(seconds=EVENTS_DELAY_S), payload=EVENTS_TICK)
 
+    def receiveMsg_TrialOutput(self, msg: TrialOutput, sender: Any) -> None:
+        """A trial's printed lines (already rate-bounded in its process): sent on with the events."""
+        if self.spec is None or self.finished or not self.spec.log_to_driver:
+            return
+        self.console_out.append(msg)
+        if not self.events_tick:
+            self.events_tick = True
+            self.wakeupAfter(datetime.timedelta(seconds=EVENTS_DELAY_S), payload=EVENTS_TICK)
+
     def _flush_events(self) -> None:
         if self.events and self.driver is not None:
             self.event_seq += 1
             self.send(self.driver, TrialEvents(self.event_seq, tuple(self.events)))
         self.events = []
+        if self.console_out and self.driver is not None:
+            self.output_batches += 1
+            self.send(self.driver, TrialOutputBatch(tuple(self.console_out)))
+        self.console_out = []
 
 
 def _short(config: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ Rendering happens in the driver from ``ExperimentProgress`` messages (about one 
 second), off the controller's path.  In a terminal with ``rich`` installed it is a
 live table; otherwise (CI logs, notebooks, pipes) periodic plain lines.
 ``RunConfig(verbose=0)`` is silent, 1 shows the table/status lines, 2 also prints
-every finished or failed trial.
+every finished or failed trial. Whatever the verbosity, what trials print is echoed here with a
+``(trial_id pid=N)`` prefix (``RunConfig(log_to_driver=False)`` turns that off), above the live
+table if there is one.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import time
 from typing import Any, TextIO
 
 from actors._callbacks import Callback
+from actors._console import ConsolePrinter
 from actors._trial import TrialSnapshot
-from actors.messages import ExperimentProgress
+from actors.messages import ExperimentProgress, TrialOutputBatch
 
 
 def _fmt(v: Any) -> str:
@@ -35,6 +38,7 @@ class ProgressReporter:
         self.last_plain = -1e9
         self.live: Any = None
         self.console: Any = None
+        self.printer = ConsolePrinter(self._echo)
         if verbose and not force_plain and getattr(self.stream, "isatty", lambda: False)():
             try:
                 from rich.console import Console
@@ -76,12 +80,15 @@ class ProgressReporter:
 
     def _table(self, msg: ExperimentProgress) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         keys: list[str] = []
         for r in msg.rows:
             keys += [k for k in r.config if k not in keys]
         keys = keys[:5]
-        t = Table(title=self._line(msg), title_justify="left", caption=self._hidden(msg), caption_justify="left")
+        # Text, not a markup string: "[name]" would be read as a rich style tag and vanish
+        t = Table(title=Text(self._line(msg), style="italic"), title_justify="left", caption=self._hidden(msg),
+                  caption_justify="left")
         for col in ("trial", "status", *keys, "iter", msg.metric or "metric", "member", "error"):
             t.add_column(col)
         for r in msg.rows:
@@ -101,7 +108,20 @@ class ProgressReporter:
             self.stream.write(text + "\n")
             self.stream.flush()
 
+    def output(self, batch: TrialOutputBatch) -> None:
+        """Trial output lines, in each run's order."""
+        self.printer.push(batch.chunks)
+
+    def _echo(self, fd: int, text: str) -> None:
+        if self.live is not None and self.console is not None:  # above the live table, which stays
+            self.console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+            return
+        stream = self.stream if fd == 1 else sys.stderr
+        stream.write(text + "\n")
+        stream.flush()
+
     def close(self, final: str | None = None) -> None:
+        self.printer.close()
         if self.live is not None:
             self.live.stop()
             self.live = None

@@ -37,6 +37,7 @@ import cloudpickle
 from actors._capture import OutputCapture
 from actors._checkpoint import Checkpoint
 from actors._checks import check_result
+from actors._console import ConsoleTee
 from actors._function import run_function
 from actors._session import _set_session
 from actors._trainable import Trainable
@@ -129,9 +130,11 @@ class TrialRunner:
         self.kept: Trainable | None = None  # this run's instance, kept for the next run
         self.last_result: dict[str, Any] | None = None
         self._extra = dict(msg.extra_result)
+        # lines for the driver's console; the first after each send wakes the actor
+        self.console = ConsoleTee(notify=self._wake_for_output) if msg.echo_output else None
         self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
                                                "stderr": self.layout.stderr_file(msg.trial_id)},
-                                    capture_fds=msg.capture_fds)
+                                    capture_fds=msg.capture_fds, console=self.console)
         self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
 
     # ------------------------------------------------------------------ actor side
@@ -151,6 +154,15 @@ class TrialRunner:
             os.write(fd, b"\0")
         except OSError:  # full (wake-ups are pending anyway) or closed (the actor is exiting)
             pass
+
+    def _wake_for_output(self) -> None:
+        """The trial printed: the actor sends it within its output tick (any thread may call this)."""
+        fd = self.wake_fd
+        if fd is not None:
+            try:
+                os.write(fd, b"\0")
+            except OSError:
+                pass
 
     def is_idle(self, cmd_sent: int) -> bool:
         """True when the thread is blocked waiting for a command it has not got yet."""

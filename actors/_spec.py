@@ -52,6 +52,8 @@ class ExperimentSpec:
     placement_grace_s: float = 30.0
     # RunConfig(trial_stop_grace_s): a trial asked to stop or pause is killed if it has not halted by then
     trial_stop_grace_s: float = 10.0
+    # RunConfig(log_to_driver): trials send what they print, echoed on the driver's console
+    log_to_driver: bool = True
     # send TrialEvents to the driver (only when callbacks are configured: it costs messages)
     forward_events: bool = False
     # LoggerCallbacks run by the controller (None: the JSON and CSV loggers)

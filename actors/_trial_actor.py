@@ -36,6 +36,7 @@ from actors._trainable import Trainable
 from actors.messages import (
     RunTrial,
     TrialEnded,
+    TrialOutput,
     TrialProceed,
     TrialProcess,
     TrialResults,
@@ -45,6 +46,7 @@ from actors.messages import (
 )
 
 MAX_BATCH = 512
+OUTPUT_TICK = "output"  # the wake-up payload that sends the trial's printed lines
 
 
 class TrialActor(ActorTypeDispatcher):
@@ -52,6 +54,7 @@ class TrialActor(ActorTypeDispatcher):
 
     poll_block_s = 0.02
     batch_delay_s = 0.05  # longest a result waits in this actor for more to batch with
+    output_every_s = 0.3  # at most one TrialOutput per this long (RunConfig(log_to_driver))
 
     @staticmethod
     def actorSystemCapabilityCheck(capabilities: dict[str, Any], requirements: dict[str, Any]) -> bool:
@@ -78,6 +81,9 @@ class TrialActor(ActorTypeDispatcher):
         self.batch_sizes: dict[int, int] = {}
         self.wakeup_pending = False
         self.ended = False
+        self.output_seq = 0
+        self.output_sent_at = -1e9
+        self.output_timer = False
 
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
@@ -93,6 +99,7 @@ class TrialActor(ActorTypeDispatcher):
         self.held, self.held_ckpts = [], []
         self.last_result_at = self.clock()
         self.ended = False
+        self.output_seq = 0
         if not self.wake_checked:
             self._open_wake()
         if self.wake is not None:
@@ -129,6 +136,11 @@ class TrialActor(ActorTypeDispatcher):
             self._command(r, Command.STOP, int(msg.save))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if msg.payload == OUTPUT_TICK:
+            self.output_timer = False
+            if self.runner is not None and not self.ended:
+                self._send_output(self.runner)
+            return
         self.wakeup_pending = False
         self._pump(block=self.wake is None)  # with a watched pipe this is only the batch timer
 
@@ -159,6 +171,7 @@ class TrialActor(ActorTypeDispatcher):
         """Every handler's answer: keep watching the worker's pipe while a run is on (Thespian
         replaces the watch list after each message with what the handler returned)."""
         super().receiveMessage(msg, sender)
+        self._output_due()
         if self.wake is None or self.runner is None or self.ended or isinstance(msg, ActorExitRequest):
             return None
         return ThespianWatch([self.wake[0]])
@@ -230,7 +243,8 @@ class TrialActor(ActorTypeDispatcher):
                 self.send(
                     self.controller,
                     TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
-                               ev.traceback, ev.storage_failure),
+                               ev.traceback, ev.storage_failure,
+                               output=self._output_chunk(r, final=True)),  # in order with the end
                 )
                 return
             due = self.held_since + self.batch_delay_s - self.clock()
@@ -252,6 +266,32 @@ class TrialActor(ActorTypeDispatcher):
         if not idle and not self.wakeup_pending:
             self.wakeup_pending = True
             self.wakeupAfter(datetime.timedelta(seconds=0))
+
+    def _output_due(self) -> None:
+        """Send the trial's printed lines now if the last send was ``output_every_s`` ago, else
+        when that time comes: a quiet trial costs nothing, a chatty one ~3 messages a second."""
+        r = self.runner
+        if r is None or r.console is None or self.ended or self.output_timer or not r.console.pending():
+            return
+        due = self.output_sent_at + self.output_every_s - self.clock()
+        if due <= 0:
+            self._send_output(r)
+        else:
+            self.output_timer = True
+            self.wakeupAfter(datetime.timedelta(seconds=due), payload=OUTPUT_TICK)
+
+    def _send_output(self, r: TrialRunner) -> None:
+        chunk = self._output_chunk(r)
+        if chunk is not None:
+            self.output_sent_at = self.clock()
+            self.send(self.controller, chunk)
+
+    def _output_chunk(self, r: TrialRunner, final: bool = False) -> TrialOutput | None:
+        lines = r.console.take(final) if r.console is not None else []
+        if not lines:
+            return None
+        self.output_seq += 1
+        return TrialOutput(r.trial_id, r.msg.run_id, self.output_seq, os.getpid(), r.msg.member, tuple(lines))
 
     def _flush(self, r: TrialRunner) -> None:
         """Send the held results as one batch, with every checkpoint committed among them."""

@@ -39,6 +39,7 @@ from actors.messages import (
     ExperimentProgress,
     StartExperiment,
     TrialEvents,
+    TrialOutputBatch,
 )
 from actors.stoppers import with_time_budget
 
@@ -181,6 +182,7 @@ class Tuner:
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
             max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
             trial_stop_grace_s=float(rc.trial_stop_grace_s),
+            log_to_driver=bool(getattr(rc, "log_to_driver", True)),  # absent from older saved run configs
         )
 
     def fit(self) -> ResultGrid:
@@ -275,11 +277,14 @@ class Tuner:
                 deadline = min(deadline or now + 10.0, now + 10.0)  # collect the last event batches
             elif isinstance(msg, TrialEvents):
                 self._dispatcher.push(msg)
+            elif isinstance(msg, TrialOutputBatch):
+                self._reporter.output(msg)
             elif isinstance(msg, ExperimentProgress) and not quiet:
                 self._reporter.update(msg)
             if msg is not None:
                 last = now
-            if finished is not None and self._dispatcher.received >= finished.event_batches:
+            if (finished is not None and self._dispatcher.received >= finished.event_batches
+                    and self._reporter.printer.batches >= finished.output_batches):
                 return finished
             if deadline is not None and now > deadline:
                 return finished

@@ -143,6 +143,16 @@ class ExperimentFinished(_Message):
     error: str | None
     elapsed_s: float
     event_batches: int = 0
+    # how many TrialOutputBatch were sent, so the driver prints every trial's last lines
+    output_batches: int = 0
+
+
+@dataclass(frozen=True)
+class TrialOutputBatch(_Message):
+    """Controller -> driver: trial output lines to echo on the console (``RunConfig(log_to_driver)``),
+    gathered from every trial for at most ~50 ms so a chatty experiment costs few messages."""
+
+    chunks: tuple[TrialOutput, ...]
 
 
 @dataclass(frozen=True)
@@ -234,6 +244,24 @@ class RunTrial(_Message):
     member: str = ""
     # the actor is a process of its own (multi-process systems): capture its fds 1/2, not one thread
     capture_fds: bool = False
+    # RunConfig(log_to_driver): also send what the trial prints for the driver's console (TrialOutput)
+    echo_output: bool = False
+
+
+@dataclass(frozen=True)
+class TrialOutput(_Message):
+    """Trial actor -> controller: lines the trial printed since the last one, for the driver's console.
+
+    ``lines`` are ``(fd, text)`` with fd 1 (stdout) or 2 (stderr), rate-bounded in the trial's
+    process (``actors/_console.py``). Numbered by ``seq`` from 1 per run: the driver restores the
+    order (the transport does not keep it)."""
+
+    trial_id: str
+    run_id: int
+    seq: int
+    pid: int
+    member: str
+    lines: tuple[tuple[int, str], ...]
 
 
 @dataclass(frozen=True)
@@ -307,6 +335,7 @@ class TrialEnded(_Message):
     error: str | None = None
     traceback: str | None = None
     storage_failure: str | None = None  # a permanent storage error: the experiment stops
+    output: TrialOutput | None = None  # the run's last printed lines (RunConfig(log_to_driver))
 
 
 @dataclass(frozen=True)
@@ -443,6 +472,8 @@ __all__ = [
     "SchedulerSetup",
     "StartExperiment",
     "TrialEnded",
+    "TrialOutput",
+    "TrialOutputBatch",
     "TrialProcess",
     "TrialEvent",
     "TrialEvents",

@@ -50,6 +50,13 @@ class PrintingClass(T.ClassTrainable):
         return out
 
 
+def _leaked(seen: Any, words: tuple[str, ...]) -> list[str]:
+    """Terminal lines holding one of ``words`` without the trial prefix of the echo
+    (``RunConfig(log_to_driver)``): output that escaped the capture."""
+    lines = (seen.out + seen.err).splitlines()
+    return [x for x in lines if any(w in x for w in words) and not re.match(r"\(\S+ pid=\d+\) ", x)]
+
+
 def _read(trial_dir: str, name: str) -> str:
     with open(os.path.join(trial_dir, name), encoding="utf-8") as f:
         return f.read()
@@ -70,7 +77,7 @@ def test_function_trial_output_is_captured_and_appended_by_the_retry(storage_dir
     assert "KeyError: 'printed, not raised'" in err  # traceback.print_exc() goes to stderr
     assert "ValueError: fail once" in err  # so does the traceback of the failure itself
     seen = capfd.readouterr()
-    assert "fn-out" not in seen.out and "fn-err" not in seen.err  # nothing reached the terminal
+    assert not _leaked(seen, ("fn-out", "fn-err"))  # only the prefixed echo reached the terminal
 
 
 @pytest.mark.parametrize("system", ["simple", "multiproc"])
@@ -88,7 +95,7 @@ def test_class_trial_output_is_appended_across_pause_and_resume(system, storage_
     ]
     assert _read(trial_dir, "stderr.txt").splitlines() == ["cls-err setup", "cls-err setup"]
     seen = capfd.readouterr()
-    assert "cls-out" not in seen.out and "cls-err" not in seen.err
+    assert not _leaked(seen, ("cls-out", "cls-err"))
 
 
 def test_other_threads_pass_through_and_object_stores_are_rewritten_whole(capfd) -> None:
@@ -162,8 +169,7 @@ def test_fd_level_output_of_concurrent_trials_lands_in_each_trials_files(storage
         assert _read(trial_dir, "stdout.txt").splitlines() == _expected_out(tag)
         assert _read(trial_dir, "stderr.txt").splitlines() == [f"fd-two-{tag}-{s}" for s in range(3)]
     seen = capfd.readouterr()
-    for word in ("thread-", "fd-one", "fd-two", "child-", "last-"):
-        assert word not in seen.out and word not in seen.err, seen
+    assert not _leaked(seen, ("thread-", "fd-one", "fd-two", "child-", "last-")), seen
 
 
 def test_a_reused_actor_process_gives_each_trial_only_its_own_fd_output(storage_dir, no_leaks, capfd) -> None:
@@ -183,8 +189,10 @@ def test_a_reused_actor_process_gives_each_trial_only_its_own_fd_output(storage_
         else:
             assert len(err.splitlines()) == 3, err
     seen = capfd.readouterr()
-    for word in ("thread-", "fd-one", "fd-two", "child-", "last-", "fd-before"):
-        assert word not in seen.out and word not in seen.err, seen
+    assert not _leaked(seen, ("thread-", "fd-one", "fd-two", "child-", "last-", "fd-before")), seen
+    for tag, r in by_tag.items():  # the echo names the trial that printed each line, also in one process
+        echoed = [x for x in seen.out.splitlines() if f"fd-one-{tag}-" in x]
+        assert len(echoed) == 3 and all(x.startswith(f"({r.trial_id} pid=") for x in echoed), echoed
 
 
 def _pump_child(root: str) -> None:
