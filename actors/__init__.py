@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "actors._reducer",
     "TuneError": "actors._errors",
     "with_resources": "actors._config",
+    "with_parameters": "actors._parameters",
     "Callback": "actors._callbacks",
     "LoggerCallback": "actors._loggers",
     "JsonLoggerCallback": "actors._loggers",

@@ -76,6 +76,7 @@ def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
 
 def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, resume_errored: bool,
                   restart_errored: bool, options: dict[str, Any] | None) -> Any:
+    from actors._parameters import parameters_of
     from actors._tuner import _check_trainable, _dumps
     from storage import StorageError, read_bytes, read_experiment_state
 
@@ -105,6 +106,7 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     spec.restore_state = _rewind(state, resume_unfinished, resume_errored, restart_errored)
     tuner = cls.__new__(cls)
     tuner._restored(spec, saved, ctx)
+    tuner._parameters = parameters_of(trainable)  # with_parameters objects, published by fit()
     return tuner
 
 

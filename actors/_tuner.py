@@ -27,6 +27,7 @@ from actors._checks import (
 from actors._config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
 from actors._errors import TuneError
 from actors._loggers import LoggerCallback, controller_loggers, driver_callbacks
+from actors._parameters import parameters_of, publish, unpublish
 from actors._plugins import load_scheduler
 from actors._progress import ProgressReporter, TrialLines
 from actors._result import Result, ResultGrid
@@ -81,7 +82,8 @@ class Tuner:
         if param_space is not None and not isinstance(param_space, dict):
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
         self.trainable_name = _check_trainable(trainable)
-        self._trainable = _dumps(trainable, "trainable")
+        self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
+        self._parameters = parameters_of(trainable)
         if tc.search_alg is None:
             searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed)
             self._num_samples = searcher.total_trials
@@ -201,6 +203,17 @@ class Tuner:
         where = self._ctx.uri(ExperimentLayout(self._ctx, self.name).experiment_dir)
         for cb in self.run_config.callbacks or []:  # before anything is written or started
             cb.on_experiment_start(where, self._ctx.is_local)
+        # with_parameters objects: written once for this machine (and storage, for other machines)
+        published = publish(getattr(self, "_parameters", []), self._ctx,
+                            ExperimentLayout(self._ctx, self.name).experiment_dir, self._multi_host)
+        try:
+            return self._fit()
+        finally:
+            unpublish(published)
+
+    def _fit(self) -> ResultGrid:
+        from storage import ExperimentLayout
+
         spec = self._spec()
         self._save_tuner(spec)
         spec.loggers = controller_loggers(self.run_config.callbacks)  # they travel with the spec

@@ -22,7 +22,16 @@ from storage._checkpoint import (
 )
 from storage._context import DEFAULT_URL, StorageContext
 from storage._errors import StorageError
-from storage._io import exists, read_bytes, read_json, write_bytes, write_json, write_text
+from storage._io import (
+    download_file,
+    exists,
+    read_bytes,
+    read_json,
+    upload_file,
+    write_bytes,
+    write_json,
+    write_text,
+)
 from storage._layout import (
     MANIFEST_NAME,
     PARAMS_NAME,
@@ -61,6 +70,7 @@ __all__ = [
     "committed_after",
     "delete_checkpoint",
     "download_checkpoint",
+    "download_file",
     "exists",
     "flatten",
     "has_experiment_state",
@@ -74,6 +84,7 @@ __all__ = [
     "read_manifest",
     "read_results",
     "retrying",
+    "upload_file",
     "write_bytes",
     "write_experiment_state",
     "write_json",

@@ -99,6 +99,31 @@ def read_bytes(ctx: StorageContext, path: str, *, what: str = "reading") -> byte
     return bytes(retrying(lambda: fs.cat_file(path), what=what, url=ctx.uri(path)))
 
 
+def upload_file(ctx: StorageContext, local: str, path: str, *, what: str = "uploading") -> None:
+    """Copy the local file ``local`` to ``path``, streamed (never whole in memory); atomic on local disk."""
+    url = ctx.uri(path)
+    fs = ctx.fs
+    if ctx.has_directories:
+        retrying(lambda: fs.makedirs(posixpath.dirname(path), exist_ok=True), what=what, url=url)
+    kwargs = upload_kwargs(ctx, os.path.getsize(local))
+    if not ctx.is_local:
+        retrying(lambda: fs.put_file(local, path, **kwargs), what=what, url=url)
+        return
+    tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+    try:
+        retrying(lambda: fs.put_file(local, tmp), what=what, url=url)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def download_file(ctx: StorageContext, path: str, local: str, *, what: str = "downloading") -> None:
+    """Copy the object at ``path`` to the local file ``local`` (streamed); ``FileNotFoundError`` if absent."""
+    fs = ctx.fs
+    retrying(lambda: fs.get_file(path, local), what=what, url=ctx.uri(path))
+
+
 def exists(ctx: StorageContext, path: str) -> bool:
     """True if a file or directory is at ``path`` (fresh answer: caches are dropped first)."""
     fs = ctx.fs
