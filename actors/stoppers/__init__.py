@@ -6,7 +6,7 @@ None; :func:`make_stopper` turns any of those into a :class:`Stopper`.
 
 from __future__ import annotations
 
-from actors.stoppers._base import CombinedStopper, FunctionStopper, Stopper
+from actors.stoppers._base import CombinedStopper, FunctionStopper, NoopStopper, Stopper
 from actors.stoppers._criteria import DictStopper, make_stopper
 from actors.stoppers._limits import MaximumIterationStopper, TimeoutStopper, with_time_budget
 from actors.stoppers._plateau import ExperimentPlateauStopper, TrialPlateauStopper
@@ -17,6 +17,7 @@ __all__ = [
     "ExperimentPlateauStopper",
     "FunctionStopper",
     "MaximumIterationStopper",
+    "NoopStopper",
     "Stopper",
     "TimeoutStopper",
     "TrialPlateauStopper",

@@ -45,6 +45,13 @@ class Stopper(ABC):
             )
 
 
+class NoopStopper(Stopper):
+    """Never stops anything (Ray Tune's ``NoopStopper``, the same as giving no ``stop=``)."""
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return False
+
+
 class CombinedStopper(Stopper):
     """Stops a trial (or the experiment) when any of ``stoppers`` says so.
 
