@@ -92,6 +92,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--storage-options", metavar="JSON", help=_STORAGE_HELP)
     r.add_argument("--key-file", metavar="PATH", help=_KEY_FILE_HELP + "; needed to resume a multi-host experiment "
                    "whose leader listens beyond loopback")
+    g = sub.add_parser("migrate", help="rewrite a Ray Tune script's imports to audition's",
+                       description="Rewrite the Ray Tune imports of a Python script to audition's (from ray import "
+                       "tune -> import actors as tune, ray.tune.schedulers -> actors.schedulers, ...), remove "
+                       "ray.init()/ray.shutdown() calls, and keep everything else as it is. Prints the result; "
+                       "every ray name it cannot map is listed on stderr with its line, and the exit code is 1.",
+                       epilog="example: audition migrate train.py --diff, then audition migrate train.py --write")
+    g.add_argument("file", metavar="FILE.py", help="the script to migrate")
+    g.add_argument("--write", action="store_true", help="write the result back to FILE.py instead of printing it")
+    g.add_argument("--diff", action="store_true", help="print a unified diff instead of the whole file")
     return parser
 
 
@@ -110,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         if verb == "resume":
             logging.getLogger("audition").setLevel(logging.INFO)  # progress, not Thespian's chatter
     handler = {"worker": _worker, "cluster status": _cluster_status, "status": _status, "plot": _plot,
-               "resume": _resume}[verb]
+               "resume": _resume, "migrate": _migrate}[verb]
     try:
         return handler(args)
     except (ConfigError, StorageError) as exc:
@@ -125,6 +134,52 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `audition status ... | head`: the reader left, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
+
+
+# ---------------------------------------------------------------------------------- migrate
+def _audition_has(module: str, name: str) -> bool:
+    """Whether ``from <module> import <name>`` works in this audition (lazy names included)."""
+    import importlib
+
+    try:
+        target = importlib.import_module(module)
+    except ImportError:
+        return False
+    return name in getattr(target, "__all__", ()) or hasattr(target, name)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    import difflib
+
+    from actors._errors import ConfigError
+    from actors._migrate import migrate
+
+    try:
+        with open(args.file, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {args.file}: {exc}") from None
+    try:
+        result = migrate(source, _audition_has)
+    except SyntaxError as exc:
+        raise ConfigError(f"{args.file} is not valid Python (line {exc.lineno}: {exc.msg}); fix it first") from None
+    if args.diff:
+        sys.stdout.writelines(difflib.unified_diff(source.splitlines(keepends=True),
+                                                   result.text.splitlines(keepends=True),
+                                                   args.file, f"{args.file} (migrated)"))
+    elif not args.write:
+        sys.stdout.write(result.text)
+    if args.write and result.text != source:
+        tmp = f"{args.file}.audition-migrate.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(result.text)
+        os.replace(tmp, args.file)  # never a half-written script
+        print(f"audition migrate: wrote {args.file} ({result.changes} change(s))", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"audition migrate: {args.file}:{warning.line}: {warning.name}: {warning.why}", file=sys.stderr)
+    if result.warnings:
+        print(f"audition migrate: {len(result.warnings)} ray name(s) left to port by hand", file=sys.stderr)
+    return 1 if result.warnings else 0
 
 
 # ---------------------------------------------------------------------------------- multi-host
