@@ -75,7 +75,7 @@ class ClusterMixin:
     """Mixed into ControllerActor: members, liveness, and placing/releasing trial actors.
 
     Uses the controller's ``table``, ``io``, ``actor_of``, ``idle``, ``inbox`` and
-    ``window``, and calls back into its ``_ended``, ``_abort`` and ``_fill``.
+    ``window``, and calls back into its ``_ended``, ``_abort``, ``_fill`` and ``_recover``.
     """
 
     spec: Any
@@ -94,6 +94,9 @@ class ClusterMixin:
         raise NotImplementedError
 
     def _fill(self) -> None:
+        raise NotImplementedError
+
+    def _recover(self, rec: Any) -> None:
         raise NotImplementedError
 
     def _event(self, kind: Any, rec: Any, result: dict[str, Any] | None = None,
@@ -220,6 +223,9 @@ class ClusterMixin:
             actor, ActorExitRequest())  # delivered if the member comes back
         self.placement.release(trial_id, self._need())
         if rec.status is TrialStatus.RUNNING:
+            # what the lost run committed before now counts, even unreported (its result died with
+            # the member); only its later commits are fenced off. Fencing first hid them all.
+            self._recover(rec)
             self.io.fence(trial_id)
             self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
                         f"lost contact with member {member!r} ({why})", "host lost\n")

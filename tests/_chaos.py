@@ -8,9 +8,10 @@ trials run, a seeded ``random.Random(seed)`` picks the faults, from this process
   checked to be one of this run's processes: same command line as ours, or the worker's ``--id``);
 * a worker crash: SIGKILL of every process of the worker at once (its process groups first, as a
   machine dying), then the worker restarted under the same ``--id``;
-* a storage stall: checkpoint uploads (``LocalFileSystem.put_file``, in the leader's processes and,
-  through ``tests/_chaos_worker.py``, in the worker's) wait while a flag file exists, so deaths
-  also land inside commits.
+* a storage stall (in the leader's processes and, through ``tests/_chaos_worker.py``, in the
+  worker's): checkpoint uploads wait, or commits land but their answer waits, while a flag file
+  exists; most stalls get a trial killed in the middle, so deaths land inside commits and between
+  a commit and the result that names it.
 
 Then the invariants (each break is a line in ``ChaosReport.violations``): ``fit()`` returns within
 its deadline and every trial ends TERMINATED (``max_failures=-1``); every trial's history
@@ -24,7 +25,6 @@ no process of the run outlives it. Used by ``tests/test_chaos.py`` and
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import signal
@@ -41,58 +41,10 @@ from typing import Any
 
 import psutil
 
+from tests._chaos_checks import NAME, Storage, chaos_trainable, check, install_stall, remove_stall
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER_SCRIPT = os.path.join(ROOT, "tests", "_chaos_worker.py")
-NAME = "chaos"
-STALL_LIMIT_S = 30.0  # a stall flag left behind by a crashed harness never hangs a trial for longer
-
-
-# ---------------------------------------------------------------------------------- the trainable
-def chaos_trainable(config: dict[str, Any]) -> None:
-    """``it`` always equals ``training_iteration``. ``run`` names this run, starting with its start
-    time (runs of a trial order by it); ``restored_from`` is the iteration of the checkpoint it
-    resumed from (0: none). Checkpoints carry ``run`` in their manifest's metrics."""
-    from actors import Checkpoint, get_checkpoint, report
-
-    ckpt = get_checkpoint()
-    start = int(ckpt.to_dict()["it"]) if ckpt else 0
-    run = f"{time.time():.6f}-{uuid.uuid4().hex[:6]}"
-    every = 1 + int(config["x"]) % 2  # half the trials checkpoint every iteration, half every other one
-    for it in range(start + 1, config["steps"] + 1):
-        time.sleep(config["step_s"])
-        saved = Checkpoint.from_dict({"it": it}) if it % every == 0 else None
-        report({"loss": config["x"] / it, "it": it, "restored_from": start, "run": run}, checkpoint=saved)
-
-
-def run_start(run: str) -> float:
-    return float(run.split("-", 1)[0])
-
-
-# ---------------------------------------------------------------------------------- storage stall
-def install_stall(flag: str) -> None:
-    """Checkpoint uploads to local storage wait while ``flag`` exists (at most STALL_LIMIT_S).
-
-    Installed before an actor system starts, so every process it forks inherits it."""
-    from fsspec.implementations.local import LocalFileSystem
-
-    real = getattr(LocalFileSystem.put_file, "_chaos_real", LocalFileSystem.put_file)
-
-    def put_file(self: Any, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
-        deadline = time.monotonic() + STALL_LIMIT_S
-        while os.path.exists(flag) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return real(self, lpath, rpath, *args, **kwargs)
-
-    put_file._chaos_real = real  # type: ignore[attr-defined]
-    LocalFileSystem.put_file = put_file  # type: ignore[method-assign]
-
-
-def remove_stall() -> None:
-    from fsspec.implementations.local import LocalFileSystem
-
-    real = getattr(LocalFileSystem.put_file, "_chaos_real", None)
-    if real is not None:
-        LocalFileSystem.put_file = real  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------------------------- settings
@@ -108,7 +60,7 @@ class ChaosConfig:
     faults: int = 12
     worker_crashes: int = 1
     gap_s: tuple[float, float] = (0.15, 0.45)  # between two faults
-    stall_s: tuple[float, float] = (0.3, 1.0)
+    stall_s: tuple[float, float] = (0.3, 0.9)  # < 1 s: a trial blocked in it still counts as running
     worker_cpus: int = 2
     heartbeat_timeout_s: float = 2.0
     deadline_s: float = 90.0  # fit() must return within this
@@ -216,52 +168,6 @@ def _kill_all(procs: list[psutil.Process]) -> None:
     psutil.wait_procs(procs, timeout=5)
 
 
-# ---------------------------------------------------------------------------------- storage views
-def _rows(path: str) -> list[dict[str, Any]]:
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                with contextlib.suppress(ValueError):
-                    rows.append(json.loads(line))
-    except OSError:
-        pass
-    return rows
-
-
-class Storage:
-    def __init__(self, root: str) -> None:
-        from storage import StorageContext
-
-        self.root, self.exp = root, os.path.join(root, NAME)
-        self.ctx = StorageContext(root)
-        self.seen: dict[str, dict[str, tuple[str, int]]] = {}  # trial -> checkpoint path -> (run, it)
-
-    def trials(self) -> list[str]:
-        try:
-            return sorted(d for d in os.listdir(self.exp) if os.path.isfile(os.path.join(self.exp, d, "params.json")))
-        except OSError:
-            return []
-
-    def last_rows(self) -> list[dict[str, Any]]:
-        out = []
-        for tid in self.trials():
-            rows = _rows(os.path.join(self.exp, tid, "result.json"))
-            if rows:
-                out.append(rows[-1])
-        return out
-
-    def snapshot(self) -> None:
-        """Remember every committed checkpoint now in storage (a later deletion cannot hide it)."""
-        from storage import list_checkpoints
-
-        for tid in self.trials():
-            for info in list_checkpoints(self.ctx, os.path.join(self.exp, tid)):
-                metrics = (info.metadata or {}).get("metrics") or {}
-                if info.committed and "run" in metrics:
-                    self.seen.setdefault(tid, {})[info.path] = (str(metrics["run"]), int(info.metadata["iteration"]))
-
-
 # ---------------------------------------------------------------------------------- the run
 class ChaosRun:
     def __init__(self, cfg: ChaosConfig, workdir: str) -> None:
@@ -294,7 +200,7 @@ class ChaosRun:
                 and (member is None or r.get("member") == member)
                 and self.procs.is_trial(int(r.get("pid", 0)), float(r.get("timestamp", 0)))]
 
-    def kill_trial(self, how: signal.Signals) -> None:
+    def kill_trial(self, how: signal.Signals, during: str = "") -> None:
         from actors._proc import pid_alive
 
         rows = self.running_trials()
@@ -306,7 +212,7 @@ class ChaosRun:
             os.kill(int(victim["pid"]), how)
         if not _wait(lambda: not pid_alive(int(victim["pid"])), 5.0):
             self.report.violations.append(f"trial process {victim['pid']} survived {how.name} for 5s")
-        self.report.injected[f"{how.name.lower()}_trial"] += 1
+        self.report.injected[f"{how.name.lower()}_trial" + (f"_in_{during}_stall" if during else "")] += 1
         self.storage.snapshot()
 
     def crash_worker(self) -> None:
@@ -319,52 +225,70 @@ class ChaosRun:
         time.sleep(self.rng.uniform(0.2, 1.5))  # down for a while: fault timing, not synchronisation
         self.start_worker()
 
-    def stall(self) -> float:
-        with open(self.flag, "w"):
-            pass
-        self.report.injected["storage_stall"] += 1
-        return time.monotonic() + self.rng.uniform(*self.cfg.stall_s)
+    def stall(self, alive: Callable[[], bool]) -> None:
+        """Storage stalls for a while; most times a trial is killed in the middle of it (it is
+        then blocked in a checkpoint's upload, or in a commit whose answer is late)."""
+        rng = self.rng
+        length = rng.uniform(*self.cfg.stall_s)
+        ends = time.monotonic() + length
+        how = rng.choice(["upload", "answer"])
+        with open(self.flag + ".tmp", "w", encoding="ascii") as f:
+            f.write(how)
+        os.replace(self.flag + ".tmp", self.flag)  # never read half written
+        self.report.injected[f"storage_stall_{how}"] += 1
+        try:
+            if rng.random() < 0.7:
+                _wait(lambda: not alive(), rng.uniform(0.1, 0.6 * length))  # trials reach a commit
+                self.kill_trial(rng.choice([signal.SIGKILL, signal.SIGSEGV]), during=how)
+            _wait(lambda: not alive(), ends - time.monotonic())
+        finally:
+            os.unlink(self.flag)
 
     def inject(self, alive: Callable[[], bool]) -> None:
         cfg, rng = self.cfg, self.rng
         crash_at = set(rng.sample(range(1, max(cfg.faults, cfg.worker_crashes + 1)), cfg.worker_crashes))
-        stall_ends = 0.0
         for n in range(cfg.faults):
-            end = time.monotonic() + rng.uniform(*cfg.gap_s)
-            while alive() and time.monotonic() < end:
-                if stall_ends and time.monotonic() > stall_ends:
-                    os.unlink(self.flag)
-                    stall_ends = 0.0
-                time.sleep(0.01)
+            _wait(lambda: not alive(), rng.uniform(*cfg.gap_s))
             if not alive():
                 break
             pick = rng.random()
             if n in crash_at:
                 self.crash_worker()
-            elif pick < 0.45:
+            elif pick < 0.4:
                 self.kill_trial(signal.SIGKILL)
-            elif pick < 0.75:
+            elif pick < 0.7:
                 self.kill_trial(signal.SIGSEGV)
-            elif not stall_ends:
-                stall_ends = self.stall()
-        if stall_ends:
-            time.sleep(max(0.0, stall_ends - time.monotonic()))
-            os.unlink(self.flag)
+            else:
+                self.stall(alive)
 
     # -- the whole run ------------------------------------------------------------------------
-    def run(self) -> ChaosReport:
+    def tuner(self, trainable: Any = chaos_trainable, param_space: dict[str, Any] | None = None,
+              **run_config: Any) -> Any:
+        """The chaos experiment (or ``trainable`` over ``param_space``) led by this process."""
         from actors import FailureConfig, RunConfig, TuneConfig, Tuner
         from actors.search import grid_search
 
         cfg = self.cfg
-        tuner = Tuner(chaos_trainable,
-                      param_space={"x": grid_search(list(range(1, cfg.trials + 1))), "steps": cfg.steps,
-                                   "step_s": cfg.step_s},
-                      tune_config=TuneConfig(metric="loss", mode="min"),
-                      run_config=RunConfig(name=NAME, storage=self.storage.root, verbose=0,
-                                           system=f"tcp://127.0.0.1:{self.port}",
-                                           heartbeat_timeout_s=cfg.heartbeat_timeout_s,
-                                           failure_config=FailureConfig(max_failures=-1)))
+        space = param_space or {"x": grid_search(list(range(1, cfg.trials + 1))), "steps": cfg.steps,
+                                "step_s": cfg.step_s}
+        settings: dict[str, Any] = {"heartbeat_timeout_s": cfg.heartbeat_timeout_s,
+                                    "failure_config": FailureConfig(max_failures=-1), **run_config}
+        return Tuner(trainable, param_space=space, tune_config=TuneConfig(metric="loss", mode="min"),
+                     run_config=RunConfig(name=NAME, storage=self.storage.root, verbose=0,
+                                          system=f"tcp://127.0.0.1:{self.port}", **settings))
+
+    def run(self) -> ChaosReport:
+        """The chaos experiment with faults injected; then every invariant is checked."""
+        grid = self.fit(self.tuner(), self.inject)
+        if grid is not None:
+            cfg = self.cfg
+            check(grid, self.storage, cfg.steps, cfg.trials, self.ident, self.report)
+        return self.report
+
+    def fit(self, tuner: Any, during: Callable[[Callable[[], bool]], None]) -> Any:
+        """``tuner.fit()`` as the leader, the worker joined, ``during(alive)`` while it runs; then
+        the worker stopped and leaks looked for. The grid, or None after a violation."""
+        cfg = self.cfg
         started = time.monotonic()
         install_stall(self.flag)
         thread = threading.Thread(target=self._fit, args=(tuner,), daemon=True)
@@ -373,7 +297,7 @@ class ChaosRun:
             if not _wait(lambda: _listening(self.port) or not thread.is_alive(), 30):
                 self.report.violations.append("the leader never listened")
             self.start_worker()
-            self.inject(thread.is_alive)
+            during(thread.is_alive)
             thread.join(max(0.0, cfg.deadline_s - (time.monotonic() - started)))
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -388,11 +312,11 @@ class ChaosRun:
             self.report.violations.append(f"processes outlived the run: {leaked}")
         if thread.is_alive():
             _kill_all(self.procs.forked())
-        elif "error" in self.out:
+            return None
+        if "error" in self.out:
             self.report.violations.append(f"fit() raised {self.out['error']!r}")
-        else:
-            self.check(self.out["grid"])
-        return self.report
+            return None
+        return self.out["grid"]
 
     def _fit(self, tuner: Any) -> None:
         try:
@@ -411,49 +335,6 @@ class ChaosRun:
         if left and not _wait(lambda: not self.procs.worker(), 20):
             self.report.violations.append(f"worker processes outlived it: {[p.pid for p in self.procs.worker()]}")
             _kill_all(self.procs.worker())
-
-    # -- invariants ---------------------------------------------------------------------------
-    def check(self, grid: Any) -> None:
-        from actors._trial import TrialStatus
-
-        bad = self.report.violations
-        self.storage.snapshot()
-        want = list(range(1, self.cfg.steps + 1))
-        if len(grid) != self.cfg.trials:
-            bad.append(f"{len(grid)} trials, expected {self.cfg.trials}")
-        for r in grid:
-            tid = r.trial_id
-            self.report.failures += r.num_failures
-            if r.status is not TrialStatus.TERMINATED:
-                bad.append(f"{tid}: ended {r.status.name}: {r.error}")
-            history = list(r.metrics_history)
-            self.report.members.update("worker" if h.get("member") == self.ident else "leader" for h in history)
-            its = [h["training_iteration"] for h in history]
-            if its != want:
-                bad.append(f"{tid}: history iterations {its}, expected 1..{self.cfg.steps} once each")
-            on_disk = [h["training_iteration"] for h in _rows(os.path.join(self.storage.exp, tid, "result.json"))]
-            if on_disk != want:
-                bad.append(f"{tid}: result.json iterations {on_disk}, expected 1..{self.cfg.steps} once each")
-            if any(h.get("it") != h["training_iteration"] for h in history):
-                bad.append(f"{tid}: the trainable's counter disagrees with training_iteration (wrong checkpoint)")
-            bad.extend(self._resumes(tid, history))
-
-    def _resumes(self, tid: str, history: list[dict[str, Any]]) -> list[str]:
-        """Every run resumed from the newest checkpoint committed by the runs before it."""
-        committed = list(self.storage.seen.get(tid, {}).values())
-        out, previous = [], None
-        for h in history:
-            run = h.get("run")
-            if run is None or run == previous:
-                continue
-            previous = run
-            newest = max((it for r, it in committed if run_start(r) < run_start(run)), default=0)
-            self.report.resumes += newest > 0
-            if h.get("restored_from") != newest:
-                out.append(f"{tid}: the run starting at iteration {h['training_iteration']} resumed from "
-                           f"{h.get('restored_from')}, but iteration {newest} was the newest committed checkpoint")
-        return out
-
 
 def run_chaos(cfg: ChaosConfig, workdir: str) -> ChaosReport:
     """One chaos run in ``workdir`` (storage, the stall flag and the worker's log go there)."""

@@ -12,7 +12,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from actors._cli import main
-    from tests._chaos import install_stall
+    from tests._chaos_checks import install_stall
 
     install_stall(sys.argv[1])
     sys.exit(main(sys.argv[2:]))
