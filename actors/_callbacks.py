@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from abc import ABC
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from actors._sequencer import Sequencer
@@ -72,6 +73,20 @@ class CallbackDispatcher:
                                       and not isinstance(cb, LoggerCallback) for cb in self.callbacks)
         self.answer: Callable[[CallbackAnswer], None] | None = None  # to the controller (set by fit())
         self.asked: set[str] = set()  # trials whose callbacks asked for a checkpoint in the held batch
+        # what Ray's Trial carries beyond the controller's snapshot (set by fit(): describe())
+        self.trainable_name = ""
+        self.experiment_path: str | None = None
+        self.local = False
+
+    def describe(self, trainable_name: str, experiment_path: str, local: bool) -> None:
+        self.trainable_name, self.experiment_path, self.local = trainable_name, experiment_path, local
+
+    def _as_ray_trial(self, snap: TrialSnapshot) -> TrialSnapshot:
+        """The snapshot with ``trainable_name``, ``path`` and ``local_path``, as Ray's ``Trial`` has them."""
+        if self.experiment_path is None:
+            return snap
+        path = f"{self.experiment_path.rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
+        return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None)
 
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
@@ -81,7 +96,7 @@ class CallbackDispatcher:
 
     def _dispatch(self, ev: TrialEvent) -> None:
         self.iteration += 1
-        snap = ev.trial
+        snap = self._as_ray_trial(ev.trial)
         self.trials[snap.trial_id] = snap
         table = list(self.trials.values())
         result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys

@@ -198,7 +198,8 @@ class ClusterMixin:
             trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
             rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
             self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
-            member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver))
+            member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
+            trial_dirname=rec.dirname or ""))
 
     def _release(self, trial_id: str, reusable: bool) -> None:
         assert self.spec is not None

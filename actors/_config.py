@@ -94,9 +94,18 @@ class TuneConfig:
     # the experiment's wall-clock budget (seconds or a timedelta), as in Ray Tune: when it is
     # spent every trial is stopped, reporting or not (a TimeoutStopper added to stop=)
     time_budget_s: float | datetime.timedelta | None = None
+    # Ray Tune's: each called with the new trial; a display name (str(trial)) and the name of the
+    # trial's directory in storage (actors/_naming.py says what is refused)
+    trial_name_creator: Callable[[Any], str] | None = None
+    trial_dirname_creator: Callable[[Any], str] | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode, "TuneConfig")
+        for knob in ("trial_name_creator", "trial_dirname_creator"):
+            value = getattr(self, knob)
+            if value is not None and not callable(value):
+                raise ConfigError(f"TuneConfig({knob}={value!r}): pass a function taking the trial and returning "
+                                  "a string, e.g. lambda trial: f'{trial.trainable_name}_{trial.trial_id}'")
         budget = self.time_budget_s
         if isinstance(budget, datetime.timedelta):
             budget = budget.total_seconds()

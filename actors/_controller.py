@@ -32,6 +32,7 @@ from actors._controller_sched import SchedulerLinkMixin
 from actors._controller_watch import WatchMixin
 from actors._lifecycle import Effect, EffectKind, Phase, TrialTable
 from actors._logger_host import LoggerFailed
+from actors._naming import TrialNamer
 from actors._proc import die_with_parent, record_child_exits
 from actors._scheduler_actor import SchedulerActor
 from actors._sequencer import Sequencer
@@ -128,6 +129,8 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
             self.io = ExperimentIO(spec)
             self.trial_prefix = self.io.trial_prefix
             self.suggested = self.io.restore_into(self.table, spec.searcher)
+            self.namer = TrialNamer(spec.trial_name_creator, spec.trial_dirname_creator, spec.trainable_name,
+                                    self.table.trials.values())
             self.sched = self.createActor(SchedulerActor)
             self.send(self.sched, SchedulerSetup(spec.scheduler, spec.metric, spec.mode,
                                                  self.io.scheduler_state()))
@@ -409,6 +412,10 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
                 return
             self.suggested += 1
             rec = self.table.add(trial_id, config)
+            problem = self.namer.apply(rec)
+            if problem is not None:
+                self._abort(problem)
+                return
             self.io.on_add(rec)
             self._call(HookKind.ADD, trial_id)
 

@@ -86,6 +86,8 @@ class ExperimentIO:
         if not state:
             return 0
         state = copy.deepcopy(state)
+        for row in state["trials"]:
+            self.layout.set_dirname(row["trial_id"], row.get("dirname"))
         kept = prepare_storage(self.ctx, self.layout, state)
         self.sched_blob = _unb64(state.get("scheduler"))
         if state.get("searcher") is not None and searcher is not None:
@@ -96,6 +98,7 @@ class ExperimentIO:
         for row in state["trials"]:
             rec = table.add(row["trial_id"], row["config"])
             table.set_status(rec, TrialStatus(row["status"]))
+            rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no creators were given
             rec.last_result = row["last_result"]
             rec.num_failures = row["num_failures"]
             rec.error = row.get("error")
@@ -118,6 +121,7 @@ class ExperimentIO:
 
     # ------------------------------------------------------------------ trial events
     def on_add(self, rec: TrialRecord) -> None:
+        self.layout.set_dirname(rec.trial_id, rec.dirname)
         write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
 
     def on_start(self, rec: TrialRecord) -> None:
@@ -318,6 +322,7 @@ class ExperimentIO:
             "logged_iteration": self.logged_iter.get(r.trial_id, 0),
             "max_index": self.max_index.get(r.trial_id, -1),
             "marks": [m.to_dict() for m in r.marks],
+            **({"name": r.name} if r.name else {}), **({"dirname": r.dirname} if r.dirname else {}),
         }
 
     def close(self, final: bool) -> None:
@@ -329,7 +334,7 @@ class ExperimentIO:
         if r.status is TrialStatus.ERROR:
             err = f"{r.error}\n{r.traceback or ''}"
         return TrialSummary(r.trial_id, r.config, r.status, r.last_result, r.checkpoint, err,
-                            r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)))
+                            r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
 
 
 _AUTO_KEYS = {"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done",

@@ -64,6 +64,9 @@ class Experiment:
         from storage import read_results
 
         ids = [t["trial_id"] for t in self.trials]
+        for t in self.trials:  # TuneConfig(trial_dirname_creator=...) names the directory
+            if isinstance(t.get("dirname"), str):
+                self.layout.set_dirname(t["trial_id"], t["dirname"])
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="inspect") as pool:
             rows = list(pool.map(lambda tid: read_results(self.ctx, self.layout, tid), ids))
         return dict(zip(ids, rows))

@@ -82,11 +82,13 @@ class TrialRecord:
     traceback: str | None = None
     extra_result: dict[str, Any] = field(default_factory=dict)
     marks: list[Mark] = field(default_factory=list)
+    name: str | None = None  # TuneConfig(trial_name_creator=...)
+    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
 
     def snapshot(self) -> TrialSnapshot:
         return TrialSnapshot(
             self.trial_id, dict(self.config), self.status, dict(self.last_result), self.num_failures,
-            self.checkpoint.iteration if self.checkpoint else None,
+            self.checkpoint.iteration if self.checkpoint else None, self.name, self.dirname,
         )
 
 

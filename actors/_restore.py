@@ -107,7 +107,28 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     tuner = cls.__new__(cls)
     tuner._restored(spec, saved, ctx)
     tuner._parameters = parameters_of(trainable)  # with_parameters objects, published by fit()
+    tuner._saved_state = state  # get_results() before fit(): the experiment as it was saved
     return tuner
+
+
+def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any) -> Any:
+    """The saved experiment as a ``ResultGrid``, statuses as saved; nothing runs (Ray Tune's
+    ``Tuner.restore(...).get_results()``). Histories and checkpoints are read from storage on use."""
+    from actors._result import Result, ResultGrid
+    from actors.messages import CheckpointRef, TrialSummary
+    from storage import ExperimentLayout
+
+    layout = ExperimentLayout(ctx, name)
+    results = []
+    for row in state["trials"]:
+        tid, status, ck = row["trial_id"], TrialStatus(row["status"]), row.get("checkpoint")
+        layout.set_dirname(tid, row.get("dirname"))
+        error = f"{row.get('error')}\n{row.get('traceback') or ''}" if status is TrialStatus.ERROR else None
+        summary = TrialSummary(tid, row["config"], status, row["last_result"], CheckpointRef(**ck) if ck else None,
+                               error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
+                               row.get("dirname"))
+        results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config))
+    return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
 
 
 def _check_state(state: dict[str, Any], where: str) -> None:
@@ -178,9 +199,12 @@ def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, l
 
     rows = {r["trial_id"]: r for r in state["trials"]}
     own = re.compile(rf"{re.escape(str(state['trial_prefix']))}_\d{{5,}}")
+    taken = {posixpath.basename(layout.trial_dir(tid)) for tid in rows}
+    named = any(r.get("dirname") for r in rows.values())  # trial_dirname_creator: any name may be a trial's
     stale = [e["name"] for e in list_dir(ctx, layout.experiment_dir)
-             if e.get("type") == "directory" and own.fullmatch(posixpath.basename(e["name"].rstrip("/")))
-             and posixpath.basename(e["name"].rstrip("/")) not in rows]
+             if e.get("type") == "directory" and posixpath.basename(e["name"].rstrip("/")) not in taken
+             and (own.fullmatch(posixpath.basename(e["name"].rstrip("/")))
+                  or (named and _is_trial_dir(ctx, e["name"])))]
     touched = [r for r in rows.values() if r.get("restore")]
     inside = layout.experiment_dir.rstrip("/") + "/"
     retired = [p for p in state.get("retired") or [] if isinstance(p, str) and p.startswith(inside)]
@@ -192,6 +216,14 @@ def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, l
     if stale:
         log.info("restore: removed %d trial dir(s) written after the last state save", len(stale))
     return kept
+
+
+def _is_trial_dir(ctx: Any, path: str) -> bool:
+    """A directory the controller made for a trial (it writes params.json first), not a dot-dir."""
+    from storage import PARAMS_NAME, exists
+
+    base = posixpath.basename(path.rstrip("/"))
+    return not base.startswith(".") and exists(ctx, posixpath.join(path.rstrip("/"), PARAMS_NAME))
 
 
 def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from actors._checkpoint import Checkpoint
-from actors._config import check_mode
+from actors._config import CheckpointConfig, check_mode
 from actors._errors import ConfigError, TrialError
 from actors._trial import TrialStatus
 from actors.messages import TrialSummary
@@ -21,8 +21,9 @@ class Result:
     """One trial's outcome (Ray Tune's ``Result``)."""
 
     def __init__(self, summary: TrialSummary, storage_url: str, storage_options: dict[str, Any],
-                 experiment: str) -> None:
+                 experiment: str, checkpoint_config: CheckpointConfig | None = None) -> None:
         self._summary = summary
+        self._checkpoint_config = checkpoint_config or CheckpointConfig()
         self._url = storage_url
         self._options = storage_options
         self._experiment = experiment
@@ -44,26 +45,36 @@ class Result:
             ctx = StorageContext(storage_url, storage_options)
             self.checkpoint = Checkpoint(ctx.uri(summary.checkpoint.path), storage_options)
 
+    def _layout(self) -> tuple[Any, Any]:
+        from storage import ExperimentLayout, StorageContext
+
+        ctx = StorageContext(self._url, self._options)
+        layout = ExperimentLayout(ctx, self._experiment)
+        layout.set_dirname(self.trial_id, self._summary.dirname)
+        return ctx, layout
+
     @property
     def metrics_history(self) -> list[dict[str, Any]]:
         """Every reported result of the trial, in order (read from storage once)."""
         if self._history is None:
-            from storage import ExperimentLayout, StorageContext, read_results
+            from storage import read_results
 
-            ctx = StorageContext(self._url, self._options)
-            self._history = read_results(ctx, ExperimentLayout(ctx, self._experiment), self.trial_id)
+            ctx, layout = self._layout()
+            self._history = read_results(ctx, layout, self.trial_id)
         return self._history
 
     @property
     def best_checkpoints(self) -> list[tuple[Checkpoint, dict[str, Any]]]:
-        """Every checkpoint kept in storage (CheckpointConfig.num_to_keep), oldest first, each with
-        the metrics of the result it was saved at (Ray Tune's ``Result.best_checkpoints``)."""
-        from storage import ExperimentLayout, StorageContext, list_checkpoints
+        """The checkpoints kept in storage, each with the metrics of the result it was saved at,
+        in Ray Tune's order: with ``checkpoint_score_attribute``, worst first and best last (equal
+        scores oldest first); without it, oldest first. At most ``num_to_keep`` (Ray leaves out the
+        latest checkpoint here when it is kept only for resuming)."""
+        from storage import list_checkpoints
 
-        ctx = StorageContext(self._url, self._options)
-        trial_dir = ExperimentLayout(ctx, self._experiment).trial_dir(self.trial_id)
-        return [(Checkpoint(ctx.uri(info.path), self._options), dict(info.metadata.get("metrics") or {}))
-                for info in list_checkpoints(ctx, trial_dir) if info.committed]
+        ctx, layout = self._layout()
+        found = [(Checkpoint(ctx.uri(info.path), self._options), dict(info.metadata.get("metrics") or {}))
+                 for info in list_checkpoints(ctx, layout.trial_dir(self.trial_id)) if info.committed]
+        return ray_checkpoint_order(found, self._checkpoint_config)
 
     @property
     def metrics_dataframe(self) -> Any:
@@ -177,6 +188,32 @@ class ResultGrid:
 
     def __repr__(self) -> str:
         return f"ResultGrid({len(self._results)} trials, {self.num_errors} errors)"
+
+
+def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
+                         cc: CheckpointConfig) -> list[tuple[Any, dict[str, Any]]]:
+    """Ray Tune 2.60's ``_CheckpointManager.best_checkpoint_results`` for checkpoints in commit order:
+    one with the score attribute is inserted after every entry whose score is not higher (NaN lowest,
+    ``min`` negates), one without it is appended; then the last ``num_to_keep``."""
+    attr, sign = cc.checkpoint_score_attribute, 1.0 if cc.checkpoint_score_order == "max" else -1.0
+
+    def score(metrics: dict[str, Any]) -> tuple[bool, float]:
+        value = _flatten(metrics).get(attr or "", float("-inf"))
+        try:
+            s = sign * float(value)
+        except (TypeError, ValueError):
+            s = float("-inf")
+        return (False, float("-inf")) if math.isnan(s) else (True, s)
+
+    out: list[tuple[Any, dict[str, Any]]] = []
+    for item in found:
+        if attr is not None and attr in item[1]:
+            key = score(item[1])
+            at = next((i for i, other in enumerate(out) if score(other[1]) > key), len(out))
+            out.insert(at, item)
+        else:
+            out.append(item)
+    return out if cc.num_to_keep is None else out[-cc.num_to_keep:]
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -121,6 +121,7 @@ class TrialRunner:
         self.storage_failure: str | None = None
         self.ctx = StorageContext(msg.storage_url, msg.storage_options)
         self.layout = ExperimentLayout(self.ctx, msg.experiment_name)
+        self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
         self.restore_checkpoint: Checkpoint | None = (
             Checkpoint(self.ctx.uri(msg.checkpoint.path), msg.storage_options) if msg.checkpoint else None
         )

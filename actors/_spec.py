@@ -67,3 +67,6 @@ class ExperimentSpec:
     # a driver callback implements on_trial_result, so it may set should_checkpoint: each result
     # waits for the driver's answer before it is decided (actors/_controller_gate.py)
     callback_gate: bool = False
+    # TuneConfig(trial_name_creator=, trial_dirname_creator=): called in the controller per new trial
+    trial_name_creator: Any = None
+    trial_dirname_creator: Any = None

@@ -109,6 +109,7 @@ class Tuner:
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
         _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         _dumps((searcher, self._stopper), "search algorithm or stopper")
+        _dumps((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
         self._system = rc.system
         self._multi_host = str(rc.system).startswith("tcp://")
@@ -183,6 +184,7 @@ class Tuner:
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
             max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
+            trial_name_creator=tc.trial_name_creator, trial_dirname_creator=tc.trial_dirname_creator,
             trial_stop_grace_s=float(rc.trial_stop_grace_s),
             log_to_driver=bool(getattr(rc, "log_to_driver", True)),  # absent from older saved run configs
         )
@@ -221,6 +223,8 @@ class Tuner:
         self._reporter = ProgressReporter(self.name, self.run_config.verbose, metric=spec.metric)
         extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
+        self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
+                                                                     .experiment_dir), self._ctx.is_local)
         spec.forward_events = bool(self._dispatcher.callbacks)
         spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:
@@ -237,7 +241,8 @@ class Tuner:
         self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
                              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
         layout = ExperimentLayout(self._ctx, self.name)
-        results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name) for s in finished.trials]
+        cc = self.run_config.checkpoint_config
+        results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name, cc) for s in finished.trials]
         grid = ResultGrid(results, self.tune_config.metric, self.tune_config.mode,
                           self._ctx.uri(layout.experiment_dir))
         if finished.error and spec.fail_fast_raise:  # Ray Tune raises the trial's own error here
@@ -251,12 +256,19 @@ class Tuner:
         return grid
 
     def get_results(self) -> ResultGrid:
-        """The results of this tuner's ``fit()`` (Ray Tune's ``Tuner.get_results``)."""
+        """The results of this tuner's ``fit()``, or, on a ``Tuner.restore(...)`` not yet fitted,
+        the stored results of the experiment as it was saved, without running anything (Ray
+        Tune's ``Tuner.get_results``)."""
         grid: ResultGrid | None = getattr(self, "_grid", None)
-        if grid is None:
-            raise TuneError("get_results(): this Tuner has not run yet; call fit() first (for an earlier run, "
-                            "Tuner.restore(path, trainable).fit() continues it and returns its results)")
-        return grid
+        if grid is not None:
+            return grid
+        saved: dict[str, Any] | None = getattr(self, "_saved_state", None)
+        if saved is None:
+            raise TuneError("get_results(): this Tuner has not run yet; call fit() first (or read an earlier "
+                            "run with Tuner.restore(path, trainable).get_results())")
+        from actors._restore import stored_results
+
+        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config)
 
     def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:
         from actors._controller import ControllerActor

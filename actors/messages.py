@@ -103,6 +103,8 @@ class TrialSummary:
     error: str | None
     num_failures: int
     path: str
+    name: str | None = None  # TuneConfig(trial_name_creator=...)
+    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,8 @@ class RunTrial(_Message):
     capture_fds: bool = False
     # RunConfig(log_to_driver): also send what the trial prints for the driver's console (TrialOutput)
     echo_output: bool = False
+    # the trial's directory in the experiment when not its id (TuneConfig(trial_dirname_creator=...))
+    trial_dirname: str = ""
 
 
 @dataclass(frozen=True)

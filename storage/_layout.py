@@ -42,6 +42,17 @@ def _check_component(value: object, kind: str) -> str:
     return value
 
 
+RESERVED_NAMES = frozenset({STATE_POINTER_NAME, TUNER_NAME})
+
+
+def check_dirname(value: object, kind: str) -> str:
+    """A trial directory's name: one plain path component that is not one of the experiment's files."""
+    name = _check_component(value, kind)
+    if name in RESERVED_NAMES or name in (".", ".."):
+        raise ValueError(f"{kind} {name!r} is the name of one of the experiment's own files: pick another")
+    return name
+
+
 class ExperimentLayout:
     """Paths (within ``ctx.fs``, no protocol) of one experiment's files."""
 
@@ -52,6 +63,8 @@ class ExperimentLayout:
         self.state_dir = posixpath.join(self.experiment_dir, STATE_DIR_NAME)
         self.state_pointer = posixpath.join(self.experiment_dir, STATE_POINTER_NAME)
         self.tuner_file = posixpath.join(self.experiment_dir, TUNER_NAME)
+        # trial id -> its directory's name where it is not the id (TuneConfig(trial_dirname_creator=))
+        self.dirnames: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"ExperimentLayout({self.ctx.uri(self.experiment_dir)!r})"
@@ -70,7 +83,17 @@ class ExperimentLayout:
 
     # -- trials --------------------------------------------------------------------------------
     def trial_dir(self, trial_id: str) -> str:
+        name = self.dirnames.get(trial_id)
+        if name is not None:
+            return posixpath.join(self.experiment_dir, name)
         return posixpath.join(self.experiment_dir, _check_component(trial_id, "trial id"))
+
+    def set_dirname(self, trial_id: str, dirname: str | None) -> None:
+        """Name ``trial_id``'s directory ``dirname`` (None or "": the trial id, the default)."""
+        if dirname:
+            self.dirnames[trial_id] = check_dirname(dirname, "trial directory name")
+        else:
+            self.dirnames.pop(trial_id, None)
 
     def params_file(self, trial_id: str) -> str:
         return posixpath.join(self.trial_dir(trial_id), PARAMS_NAME)
