@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import pickle
 import sys
 from typing import Any
@@ -71,11 +72,17 @@ def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | No
 
 
 def required_metrics(metric: str | None, scheduler: Any, searcher: Any) -> tuple[tuple[str, str], ...]:
-    """The metrics every result must hold and who asks for each (Ray Tune's strict metric check)."""
+    """The metrics every result must hold and who asks for each (Ray Tune's strict metric check).
+
+    None with ``TUNE_DISABLE_STRICT_METRIC_CHECKING=1`` (Ray's switch); a scheduler built with
+    ``skip_missing=True`` passes over results without its metric, so it does not require it."""
+    if os.environ.get("TUNE_DISABLE_STRICT_METRIC_CHECKING", "0") not in ("", "0"):
+        return ()
     out: list[tuple[str, str]] = []
     searched = getattr(searcher, "metric", None)  # a list for a multi-objective searcher: each is required
     for key, where in ((metric, "TuneConfig(metric=...)"),
-                       (getattr(scheduler, "metric", None), f"{type(scheduler).__name__}(metric=...)"),
+                       (None if getattr(scheduler, "skip_missing", False) else getattr(scheduler, "metric", None),
+                        f"{type(scheduler).__name__}(metric=...)"),
                        *((m, f"{type(searcher).__name__}(metric=...)")
                          for m in (searched if isinstance(searched, list) else [searched]))):
         if isinstance(key, str) and key and key not in [k for k, _ in out]:

@@ -80,8 +80,9 @@ def _our_outcome(kind: str, tid: str, reply: SchedulerReply) -> Any:
     return (reply.decision.name, stops, saves, exploit)
 
 
-def replay(name: str, stream: dict[str, Any]) -> tuple[int, list[str]]:
-    """Feed one recorded stream to audition's scheduler; (decisions compared, differences)."""
+def replay(name: str, stream: dict[str, Any], sched: Scheduler | None = None) -> tuple[int, list[str]]:
+    """Feed one recorded stream to audition's scheduler (``sched``, else built from the stream's
+    parameters); (decisions compared, differences). A null time or value is a result without that key."""
     spec = stream["spec"]
     time_attr, metric = spec["time_attr"], spec["metric"]
     table: dict[str, TrialSnapshot] = {}
@@ -100,7 +101,7 @@ def replay(name: str, stream: dict[str, Any]) -> tuple[int, list[str]]:
         dirty.clear()
         return kit.call(hook, tid, results, updates=updates)
 
-    with SchedulerTestKit(_make(name, stream)) as kit:
+    with SchedulerTestKit(sched if sched is not None else _make(name, stream)) as kit:
         for i, ev in enumerate(stream["events"]):
             kind, tid = ev[0], ev[1]
             if kind == "status":
@@ -116,7 +117,7 @@ def replay(name: str, stream: dict[str, Any]) -> tuple[int, list[str]]:
                 reply = send(kit, HookKind.REMOVE, tid)
             else:
                 t, v = ev[2]
-                result = {time_attr: t, metric: v}
+                result = {k: x for k, x in ((time_attr, t), (metric, v)) if x is not None}
                 hook = HookKind.RESULT if kind == "result" else HookKind.COMPLETE
                 reply = send(kit, hook, tid, (result,))
             ours, theirs = _our_outcome(kind, tid, reply), _ray_outcome(kind, ev)
@@ -175,3 +176,68 @@ def test_mean_and_median_are_numpys_bit_for_bit() -> None:
     wrong = [(len(xs), mean, np_mean(xs), med, np_median(xs)) for xs, mean, med in cases
              if np_mean(xs) != mean or np_median(xs) != med]
     assert not wrong, wrong[:5]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The flags that give Ray's behaviour where audition's default differs on purpose (docs/coming-from-ray.md,
+# "Scheduler decisions"), replayed against streams recorded from Ray (flags.json).
+
+from actors.search import uniform  # noqa: E402
+
+_FLAGS: dict[str, Any] = {
+    # Ray draws each trial's bracket from numpy.random; the recorder seeded it with the stream's seed
+    "asha_random": lambda s, c: ASHAScheduler(**c, **s["params"], random_brackets=True, seed=s["seed"]),
+    "asha_missing": lambda s, c: ASHAScheduler(**c, **s["params"], skip_missing=True),
+    "median_missing": lambda s, c: MedianStoppingRule(**c, **s["params"], skip_missing=True),
+    "hyperband_float": lambda s, c: HyperBandScheduler(**c, **s["params"]),
+    "pbt_unclipped": lambda s, c: PopulationBasedTraining(
+        **c, **s["params"], hyperparam_mutations={k: uniform(lo, hi) for k, (lo, hi) in s["spec"]["domains"].items()},
+        log_config=False, seed=s["seed"], clip_perturbations=False),
+}
+
+
+def _flag_stream(kind: str, index: int) -> tuple[dict[str, Any], Scheduler]:
+    stream = _load("flags")[kind][index]
+    spec = stream["spec"]
+    return stream, _FLAGS[kind](stream, {"time_attr": spec["time_attr"], "metric": spec["metric"],
+                                         "mode": spec["mode"]})
+
+
+@pytest.mark.parametrize(("kind", "index"), [(k, i) for k in _FLAGS for i in range(len(_load("flags")[k]))])
+def test_flags_give_rays_decisions(kind: str, index: int) -> None:
+    stream, sched = _flag_stream(kind, index)
+    compared, diffs = replay(kind.split("_")[0], stream, sched)
+    assert compared > 20
+    assert not diffs, f"{len(diffs)} of {compared} decisions differ from Ray {stream['params']}:\n" + "\n".join(
+        diffs[:10])
+
+
+@pytest.mark.parametrize("index", range(len(_load("flags")["asha_random"])))
+def test_random_brackets_are_rays_draws(index: int) -> None:
+    stream, sched = _flag_stream("asha_random", index)
+    assert isinstance(sched, ASHAScheduler)
+    for tid in stream["brackets_of"]:  # in the order Ray added them (the draw needs no controller)
+        sched.on_trial_add(None, TrialSnapshot(tid, {}, TrialStatus.PENDING))  # type: ignore[arg-type]
+    drawn = {tid: sched.bracket_of(tid) for tid in stream["brackets_of"]}
+    assert drawn == stream["brackets_of"]
+    assert len(set(drawn.values())) > 1  # really drawn, not all in one bracket
+
+
+def test_the_flags_change_decisions_on_these_streams() -> None:
+    """Without the flags the same streams give other decisions (or errors): the tests above test them."""
+    for kind, index in (("asha_random", 0), ("pbt_unclipped", 0), ("asha_missing", 0)):
+        stream = _load("flags")[kind][index]
+        spec = stream["spec"]
+        common = {"time_attr": spec["time_attr"], "metric": spec["metric"], "mode": spec["mode"]}
+        if kind == "asha_random":
+            plain: Scheduler = ASHAScheduler(**common, **stream["params"])
+        elif kind == "pbt_unclipped":
+            plain = PopulationBasedTraining(**common, **stream["params"], log_config=False, seed=stream["seed"],
+                                            hyperparam_mutations={"lr": uniform(*spec["domains"]["lr"])})
+        else:
+            plain = ASHAScheduler(**common, **stream["params"])
+        try:
+            _, diffs = replay(kind.split("_")[0], stream, plain)
+        except Exception:  # the missing key stops the default scheduler
+            continue
+        assert diffs, kind

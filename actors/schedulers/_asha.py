@@ -16,13 +16,14 @@ what makes it asynchronous and why it never pauses a trial.
 from __future__ import annotations
 
 import math
+import random
 from typing import Any, ClassVar
 
 from actors._reducer import Decision
 from actors._trial import TrialSnapshot
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, check_number
-from actors.schedulers._numeric import nanpercentile
+from actors.schedulers._numeric import nanpercentile, np_sum, numpy_choice, numpy_legacy_rng
 
 
 class ASHAScheduler(MetricScheduler):
@@ -38,12 +39,18 @@ class ASHAScheduler(MetricScheduler):
             order they are added, so the assignment is deterministic (Ray draws
             a bracket at random, weighted by ``e**rungs``).
         stop_last_trials: stop trials at ``max_t`` (else they run until they end).
+        random_brackets: draw each trial's bracket as Ray does (weighted by ``e**rungs``), from a
+            generator that repeats ``numpy.random`` after ``numpy.random.seed(seed)``.
+        seed: for ``random_brackets``; ``None`` draws one.
+        skip_missing: a result without ``metric`` or ``time_attr`` is passed over (CONTINUE, not
+            recorded) as Ray's scheduler does, instead of stopping the experiment with an error.
     """
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", "stop_last_trials",
+        "random_brackets", "skip_missing",
     )
-    _STATE: ClassVar[tuple[str, ...]] = ("_rungs", "_trial_bracket", "_next_bracket", "_stopped")
+    _STATE: ClassVar[tuple[str, ...]] = ("_rungs", "_trial_bracket", "_next_bracket", "_stopped", "_rng")
 
     def __init__(
         self,
@@ -55,8 +62,14 @@ class ASHAScheduler(MetricScheduler):
         reduction_factor: float = 4,
         brackets: int = 1,
         stop_last_trials: bool = True,
+        random_brackets: bool = False,
+        seed: int | None = None,
+        skip_missing: bool = False,
     ) -> None:
         super().__init__(metric, mode)
+        self.skip_missing = bool(skip_missing)
+        self.random_brackets = bool(random_brackets)
+        self._rng = numpy_legacy_rng(random.SystemRandom().getrandbits(32) if seed is None else seed)
         name = type(self).__name__
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
@@ -96,8 +109,14 @@ class ASHAScheduler(MetricScheduler):
 
     def _assign(self, trial_id: str) -> int:
         if trial_id not in self._trial_bracket:
-            self._trial_bracket[trial_id] = self._next_bracket % self.brackets
-            self._next_bracket += 1
+            if self.random_brackets:  # Ray's draw: numpy.random.choice(brackets, p=e**rungs normalised)
+                sizes = [len(r) for r in self._rungs]
+                probs = [math.e ** (n - max(sizes)) for n in sizes]
+                total = np_sum(probs)
+                self._trial_bracket[trial_id] = numpy_choice(self._rng, [x / total for x in probs])
+            else:
+                self._trial_bracket[trial_id] = self._next_bracket % self.brackets
+                self._next_bracket += 1
         return self._trial_bracket[trial_id]
 
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
@@ -107,6 +126,8 @@ class ASHAScheduler(MetricScheduler):
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         tid = trial.trial_id
+        if self.skip_missing and self._missing(result):
+            return Decision.CONTINUE  # Ray's check comes first, before the stopped set
         if tid in self._stopped:
             return Decision.STOP
         t = self._time(result, self.time_attr)
@@ -145,7 +166,7 @@ class ASHAScheduler(MetricScheduler):
     ) -> None:
         """Record the final result at its rung, as Ray Tune does (it raises later cutoffs)."""
         metric, _ = self._objective()
-        if self.time_attr in result and metric in result:
+        if self.time_attr in result and metric in result:  # (Ray's rule, whatever skip_missing says)
             self._judge(trial.trial_id, self._time(result, self.time_attr), self._score(result, keep_nan=True))
 
     def debug_string(self) -> str:

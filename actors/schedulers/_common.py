@@ -136,6 +136,10 @@ class MetricScheduler(FIFOScheduler):
         return signed(lookup(result, metric, type(self).__name__), mode, type(self).__name__, metric,
                       keep_nan=keep_nan)
 
+    def _missing(self, result: dict[str, Any]) -> bool:
+        """The result lacks the metric or ``time_attr`` (``skip_missing``: Ray passes it over)."""
+        return self._objective()[0] not in result or getattr(self, "time_attr", "") not in result
+
     def _time(self, result: dict[str, Any], time_attr: str) -> float:
         value = lookup(result, time_attr, type(self).__name__)
         if isinstance(value, bool) or not isinstance(value, Real):

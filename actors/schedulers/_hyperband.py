@@ -95,7 +95,7 @@ class HyperBandScheduler(MetricScheduler):
         time_attr: monotonically increasing result key that measures progress.
         metric, mode: objective; may be left ``None`` and taken from ``TuneConfig``.
         max_t: the largest budget a trial gets (last milestone of every bracket).
-        reduction_factor: an integer >= 2; each halving keeps ``1/reduction_factor``.
+        reduction_factor: a number > 1; each halving keeps ``1/reduction_factor``.
         stop_last_trials: stop trials at ``max_t`` (else they run until they end).
     """
 
@@ -117,9 +117,8 @@ class HyperBandScheduler(MetricScheduler):
             raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
         self.time_attr = time_attr
         self.max_t = check_number(name, "max_t", max_t, minimum=0, strict=True)
-        self.reduction_factor = check_number(
-            name, "reduction_factor", reduction_factor, minimum=2, integer=True
-        )
+        # any factor above 1, as in Ray (2.5 halves to ceil(n / 2.5) with milestones int(r * 2.5))
+        self.reduction_factor = check_number(name, "reduction_factor", reduction_factor, minimum=1, strict=True)
         self.stop_last_trials = bool(stop_last_trials)
         self.s_max = round(math.log(self.max_t) / math.log(self.reduction_factor))
         self._bands: list[list[_Bracket | None]] = [[]]

@@ -35,10 +35,12 @@ class MedianStoppingRule(MetricScheduler):
         min_time_slice: least progress (in ``time_attr`` units) between two yields.
         hard_stop: stop bad trials; if False they are paused, never judged again,
             and run on to their end when chosen again.
+        skip_missing: a result without ``metric`` or ``time_attr`` is passed over (CONTINUE, not
+            kept) as Ray's rule does, instead of stopping the experiment with an error.
     """
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
-        "time_attr", "grace_period", "min_samples_required", "min_time_slice", "hard_stop",
+        "time_attr", "grace_period", "min_samples_required", "min_time_slice", "hard_stop", "skip_missing",
     )
     _STATE: ClassVar[tuple[str, ...]] = ("_results", "_stopped", "_last_pause")
 
@@ -51,8 +53,10 @@ class MedianStoppingRule(MetricScheduler):
         min_samples_required: int = 3,
         min_time_slice: float = 0,
         hard_stop: bool = True,
+        skip_missing: bool = False,
     ) -> None:
         super().__init__(metric, mode)
+        self.skip_missing = bool(skip_missing)
         name = type(self).__name__
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
@@ -84,6 +88,8 @@ class MedianStoppingRule(MetricScheduler):
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         tid = trial.trial_id
+        if self.skip_missing and self._missing(result):
+            return Decision.CONTINUE  # Ray: passed over, not kept
         if tid in self._stopped:
             return Decision.STOP if self.hard_stop else Decision.CONTINUE
         t, value = self._point(result)

@@ -11,7 +11,9 @@ recorded from numpy.
 
 from __future__ import annotations
 
+import bisect
 import math
+import random
 from collections.abc import Sequence
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
@@ -84,4 +86,32 @@ def nanpercentile(values: Sequence[float], q: float) -> float:
     return _lerp(s[prev], s[nxt], gamma)
 
 
-__all__ = ["nanpercentile", "np_mean", "np_median", "np_sum"]
+def numpy_legacy_rng(seed: int) -> random.Random:
+    """A ``random.Random`` whose ``random()`` returns what ``numpy.random.random_sample()`` returns
+    after ``numpy.random.seed(seed)``: the same Mersenne Twister, seeded as numpy's legacy
+    ``RandomState`` seeds it from an integer (``init_genrand``, where Python's seeding uses
+    ``init_by_array``), and both make a double from two 32-bit draws the same way."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 0xFFFFFFFF:
+        raise ValueError(f"seed must be an integer in [0, 2**32 - 1] (numpy's range), got {seed!r}")
+    key = [seed]
+    for i in range(1, 624):
+        prev = key[-1]
+        key.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
+    rng = random.Random()
+    rng.setstate((3, (*key, 624), None))
+    return rng
+
+
+def numpy_choice(rng: random.Random, p: Sequence[float]) -> int:
+    """``numpy.random.choice(len(p), p=p)`` for the legacy generator: the running sum of ``p``,
+    normalised by its last value, searched (``side="right"``) for one uniform draw."""
+    cdf: list[float] = []
+    acc = 0.0
+    for x in p:
+        acc = acc + x if cdf else x
+        cdf.append(acc)
+    cdf = [c / cdf[-1] for c in cdf]
+    return bisect.bisect_right(cdf, rng.random())
+
+
+__all__ = ["nanpercentile", "np_mean", "np_median", "np_sum", "numpy_choice", "numpy_legacy_rng"]

@@ -60,6 +60,7 @@ class PopulationBasedTraining(MetricScheduler):
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "time_attr", "perturbation_interval", "burn_in_period", "quantile_fraction",
         "resample_probability", "perturbation_factors", "log_config", "require_attrs", "synch",
+        "clip_perturbations",
     )
     _STATE: ClassVar[tuple[str, ...]] = ("_members", "_rng", "_next_sync", "_exploits")
 
@@ -79,8 +80,11 @@ class PopulationBasedTraining(MetricScheduler):
         require_attrs: bool = True,
         synch: bool = False,
         seed: int | None = None,
+        clip_perturbations: bool = True,
     ) -> None:
         super().__init__(metric, mode)
+        # a perturbed value of a search domain stays within its bounds; False: unclipped, as in Ray
+        self.clip_perturbations = bool(clip_perturbations)
         name = type(self).__name__
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
@@ -266,7 +270,7 @@ class PopulationBasedTraining(MetricScheduler):
         source_config = dict(source.config) or self._members[source.trial_id].config
         new_config = explore(
             source_config, self.hyperparam_mutations, self._rng, self.resample_probability,
-            self.perturbation_factors, self.custom_explore_fn, type(self).__name__,
+            self.perturbation_factors, self.custom_explore_fn, type(self).__name__, clip=self.clip_perturbations,
         )
         info = {
             "source": source.trial_id,

@@ -94,6 +94,7 @@ def _mutate(
     factors: Sequence[float],
     owner: str,
     path: str,
+    clip: bool = True,
 ) -> None:
     for key, spec in mutations.items():
         current = config.get(key, _MISSING)
@@ -105,7 +106,7 @@ def _mutate(
                     f"{owner}: config{path}[{key!r}] is {current!r}, but hyperparam_mutations gives a nested "
                     "dict for it; make the config value a dict or the mutation a list/domain"
                 )
-            _mutate(current, spec, rng, resample_probability, factors, owner, f"{path}[{key!r}]")
+            _mutate(current, spec, rng, resample_probability, factors, owner, f"{path}[{key!r}]", clip)
             continue
         cats = _categories(spec)
         if cats is not None:
@@ -119,7 +120,8 @@ def _mutate(
         if current is _MISSING or not _is_number(current) or rng.random() < resample_probability:
             config[key] = _draw(spec, rng)
             continue
-        value = _clip(spec, current * rng.choice(factors))
+        value = current * rng.choice(factors)
+        value = _clip(spec, value) if clip else value
         config[key] = round(value) if isinstance(current, int) else float(value)
 
 
@@ -131,11 +133,12 @@ def explore(
     perturbation_factors: Sequence[float],
     custom_explore_fn: ExploreFn | None = None,
     owner: str = "PopulationBasedTraining",
+    clip: bool = True,
 ) -> dict[str, Any]:
     """A perturbed deep copy of ``config`` (the input is never modified)."""
     new = copy.deepcopy(config)
     if mutations:
-        _mutate(new, mutations, rng, resample_probability, perturbation_factors, owner, "")
+        _mutate(new, mutations, rng, resample_probability, perturbation_factors, owner, "", clip)
     if custom_explore_fn is not None:
         out = custom_explore_fn(new)
         if not isinstance(out, dict):

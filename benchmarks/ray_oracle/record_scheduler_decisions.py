@@ -29,8 +29,9 @@ Event format (lists, to keep the files small):
 One deliberate change to Ray: ASHA with several brackets draws each trial's bracket
 with ``numpy.random``; audition assigns brackets round-robin (deterministic), so the
 recorder overwrites Ray's draw with the round-robin bracket (the rung math is then
-compared bracket by bracket).  The numeric cases at the end record numpy's own
-``nanpercentile``/``mean``/``median`` outputs for audition's pure-Python versions.
+compared bracket by bracket); ``flags.json`` keeps Ray's own draw, for
+``ASHAScheduler(random_brackets=True, seed=...)`` (see ``flag_streams``).  The numeric cases
+at the end record numpy's own ``nanpercentile``/``mean``/``median`` outputs for audition's pure-Python versions.
 """
 
 from __future__ import annotations
@@ -208,6 +209,12 @@ def simulate(sched: Any, spec: dict[str, Any], seed: int, *, pbt: bool = False,
         t.pos += 1
         steps += 1
         result = {time_attr: tt, metric: _clean(v), "training_iteration": t.pos}
+        # a result without one of the keys (never a trial's last: completions carry both, as Ray's
+        # median rule reads a completed trial's final result later)
+        if spec.get("missing") and t.pos < len(pts) and rng.random() < spec["missing"]:
+            gone = metric if rng.random() < 0.5 else time_attr
+            del result[gone]
+            tt, v = (None, v) if gone == time_attr else (tt, None)  # recorded as null
         d = rec.hook("result", t, [tt, v], lambda t=t, r=result: sched.on_trial_result(rec, t, dict(r)))
         ev = rec.last_hook
         t.last_result, t.last_point = result, [tt, v]
@@ -330,6 +337,81 @@ def pbt_streams() -> list[dict[str, Any]]:
     return out
 
 
+def flag_streams() -> dict[str, list[dict[str, Any]]]:
+    """Streams for the flags that give Ray's behaviour where audition's default differs on purpose
+    (``docs/coming-from-ray.md``, "Scheduler decisions"): ASHA brackets drawn with ``numpy.random``
+    (``random_brackets=True, seed=``), results missing the metric or ``time_attr`` skipped
+    (``skip_missing=True``), HyperBand with a fractional ``reduction_factor``, PBT perturbations of a
+    search domain left unclipped (``clip_perturbations=False``)."""
+    from ray import tune
+
+    out: dict[str, list[dict[str, Any]]] = {"asha_random": [], "asha_missing": [], "median_missing": [],
+                                            "hyperband_float": [], "pbt_unclipped": []}
+    for i, params in enumerate([dict(max_t=20, grace_period=1, reduction_factor=2, brackets=3),
+                                dict(max_t=30, grace_period=1, reduction_factor=2.5, brackets=2),
+                                dict(max_t=81, grace_period=1, reduction_factor=3, brackets=4)]):
+        mode = "max" if i % 2 == 0 else "min"
+        spec = dict(time_attr="training_iteration", metric="score", mode=mode, n=24, concurrency=5,
+                    min_len=2, max_len=int(params["max_t"]) + 4)
+        sched = ASHAScheduler(time_attr="training_iteration", metric="score", mode=mode, **params)
+        drawn: dict[str, int] = {}
+        add = sched.on_trial_add
+
+        def on_trial_add(controller: Any, trial: Any, add: Any = add, sched: Any = sched,
+                         drawn: dict[str, int] = drawn) -> None:
+            add(controller, trial)
+            drawn[trial.trial_id] = sched._brackets.index(sched._trial_info[trial.trial_id])
+
+        sched.on_trial_add = on_trial_add
+        s = simulate(sched, spec, seed=500 + i)  # Ray's own numpy draw, after numpy.random.seed(seed)
+        s["params"] = params
+        s["brackets_of"] = drawn
+        out["asha_random"].append(s)
+    for i, params in enumerate([dict(max_t=16, grace_period=1, reduction_factor=2, brackets=1),
+                                dict(max_t=27, grace_period=1, reduction_factor=3, brackets=1,
+                                     stop_last_trials=False)]):
+        mode = "max" if i % 2 == 0 else "min"
+        spec = dict(time_attr="training_iteration", metric="score", mode=mode, n=14, concurrency=4, min_len=2,
+                    max_len=int(params["max_t"]) + 4, missing=0.15)
+        sched = ASHAScheduler(time_attr="training_iteration", metric="score", mode=mode, **params)
+        s = simulate(sched, spec, seed=600 + i, round_robin=params["brackets"])
+        s["params"] = params
+        out["asha_missing"].append(s)
+    for i, params in enumerate([dict(grace_period=3, min_samples_required=3, min_time_slice=0, hard_stop=True),
+                                dict(grace_period=1, min_samples_required=2, min_time_slice=2, hard_stop=False)]):
+        mode = "min" if i % 2 else "max"
+        # only the metric goes missing: Ray's rule keeps a completed trial's last result and then
+        # reads its time_attr (KeyError) or metric, so completions always carry both keys here
+        spec = dict(time_attr="time_total_s", metric="score", mode=mode, n=10, concurrency=3, min_len=3,
+                    max_len=20, missing=0.12, dts=[1, 0.5])
+        sched = MedianStoppingRule(time_attr="time_total_s", metric="score", mode=mode, **params)
+        s = simulate(sched, spec, seed=700 + i)
+        s["params"] = params
+        out["median_missing"].append(s)
+    for i, params in enumerate([dict(max_t=30, reduction_factor=2.5, stop_last_trials=True),
+                                dict(max_t=20, reduction_factor=1.5, stop_last_trials=False)]):
+        mode = "max" if i % 2 == 0 else "min"
+        spec = dict(time_attr="training_iteration", metric="score", mode=mode, n=14, concurrency=3,
+                    min_len=int(params["max_t"]) + 2, max_len=int(params["max_t"]) + 6)
+        sched = HyperBandScheduler(time_attr="training_iteration", metric="score", mode=mode, **params)
+        s = simulate(sched, spec, seed=800 + i)
+        s["params"] = params
+        out["hyperband_float"].append(s)
+    for i, params in enumerate([dict(perturbation_interval=3, quantile_fraction=0.25, resample_probability=0.0),
+                                dict(perturbation_interval=4, quantile_fraction=0.5, resample_probability=0.0)]):
+        mode = "max" if i % 2 == 0 else "min"
+        spec = dict(time_attr="training_iteration", metric="score", mode=mode, n=8, concurrency=4, min_len=20,
+                    max_len=28, lrs=[0.1, 0.5, 0.9, 1.0], domains={"lr": [0.05, 1.0]})
+        sched = PopulationBasedTraining(
+            time_attr="training_iteration", metric="score", mode=mode, log_config=False,
+            hyperparam_mutations={"lr": tune.uniform(0.05, 1.0)}, **params)
+        patch_pbt(sched, {})
+        s = simulate(sched, spec, seed=900 + i, pbt=True)
+        s["params"] = params
+        out["pbt_unclipped"].append(s)
+    return out
+
+
 def numeric_cases() -> dict[str, Any]:
     rng = random.Random(7)
     pct, means = [], []
@@ -363,6 +445,9 @@ def main() -> None:
         (out_dir / f"{name}.json").write_text(json.dumps({"meta": meta, "streams": streams},
                                                          separators=(",", ":")))
         print(f"{name}: {len(streams)} streams, {decisions} decisions")
+    flags = flag_streams()
+    (out_dir / "flags.json").write_text(json.dumps({"meta": meta, **flags}, separators=(",", ":")))
+    print("flags: " + ", ".join(f"{k} {len(v)} streams" for k, v in flags.items()))
     (out_dir / "numeric.json").write_text(json.dumps({"meta": meta, **numeric_cases()}, separators=(",", ":")))
 
 
