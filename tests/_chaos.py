@@ -246,7 +246,8 @@ class ChaosRun:
 
     def inject(self, alive: Callable[[], bool]) -> None:
         cfg, rng = self.cfg, self.rng
-        crash_at = set(rng.sample(range(1, max(cfg.faults, cfg.worker_crashes + 1)), cfg.worker_crashes))
+        # the crashes come in the first half, so they happen however fast the trials run
+        crash_at = set(rng.sample(range(1, max(cfg.faults // 2, cfg.worker_crashes + 1)), cfg.worker_crashes))
         for n in range(cfg.faults):
             _wait(lambda: not alive(), rng.uniform(*cfg.gap_s))
             if not alive():
