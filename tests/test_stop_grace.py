@@ -1,0 +1,122 @@
+"""The grace-period kill (``RunConfig(trial_stop_grace_s)``, issue 13 item 4): a trial that ignores a
+stop or a pause has its process killed while the rest of the experiment goes on, and ends as it was
+asked to (TERMINATED, or PAUSED at its latest checkpoint), with no failure counted; on another member
+the kill goes through that member's probe (``ProbeKill``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import psutil
+import pytest
+
+from actors import RunConfig, TuneConfig, Tuner
+from actors._proc import pid_alive
+from actors._trial import TrialStatus
+from actors.search import grid_search
+from tests import _stuck_trainables as S
+from tests.test_multihost import Cluster, _fit_in_thread, _listening, _wait_for
+
+GRACE_S = 1.0
+
+
+def _tuner(d: str, storage_dir: str, action: str, **run) -> Tuner:
+    return Tuner(S.stuck_or_working, param_space={"role": grid_search(["stuck", "work"]), "dir": d},
+                 tune_config=TuneConfig(scheduler=S.HaltTheStuck(action)),
+                 run_config=RunConfig(name=action, storage=storage_dir, verbose=0, trial_stop_grace_s=GRACE_S,
+                                      **run))
+
+
+def _see_the_stuck_trial_killed(d: str, fit: threading.Thread) -> float:
+    """Wait for the stop (or pause) of the stuck trial, then for its process to be gone while
+    ``fit`` still runs (the working trial only ends on ``release``); seconds from one to the other."""
+    _wait_for(lambda: os.path.exists(os.path.join(d, "stop-sent")), 60, "the stuck trial to be stopped")
+    asked = time.monotonic()
+    pid, work_pid = S.read_pid(d, "stuck"), S.read_pid(d, "work")
+    assert pid is not None and work_pid is not None
+    _wait_for(lambda: not pid_alive(pid), 30, f"the stuck trial's process {pid} to be killed")
+    took = time.monotonic() - asked
+    assert fit.is_alive() and pid_alive(work_pid), "the experiment ended before the kill was seen"
+    return took
+
+
+def _fit_and_kill(d: str, tuner: Tuner, before: Callable[[], None] = lambda: None) -> dict:
+    out: dict = {}
+    fit = _fit_in_thread(tuner, out)
+    try:
+        before()
+        took = _see_the_stuck_trial_killed(d, fit)
+    finally:
+        stuck = S.read_pid(d, "stuck")
+        if stuck is not None and pid_alive(stuck):  # the test failed: end it here so fit() can end
+            os.kill(stuck, signal.SIGKILL)
+        open(os.path.join(d, "release"), "w").close()
+        fit.join(timeout=60)
+    assert not fit.is_alive(), "fit() did not finish"
+    print(f"the stuck trial's process was gone {took:.1f}s after it was asked to halt (grace {GRACE_S}s)")
+    assert "error" not in out, out.get("error")
+    return {r.config["role"]: r for r in out["grid"]}
+
+
+def _iterations(r) -> list[int]:
+    return [h["training_iteration"] for h in r.metrics_history]
+
+
+@pytest.mark.timeout(90)
+def test_a_trial_that_ignores_its_stop_is_killed_while_the_run_goes_on(tmp_path, storage_dir, no_leaks):
+    d = str(tmp_path)
+    by_role = _fit_and_kill(d, _tuner(d, storage_dir, "stop"))
+    stuck, work = by_role["stuck"], by_role["work"]
+    assert stuck.status is TrialStatus.TERMINATED and stuck.num_failures == 0 and stuck.error is None
+    assert _iterations(stuck) == [1, 2]
+    assert work.status is TrialStatus.TERMINATED and work.num_failures == 0
+
+
+@pytest.mark.timeout(90)
+def test_a_pause_that_hangs_ends_paused_at_its_checkpoint_then_resumes(tmp_path, storage_dir, no_leaks):
+    d = str(tmp_path)
+    by_role = _fit_and_kill(d, _tuner(d, storage_dir, "pause"))
+    stuck = by_role["stuck"]
+    assert stuck.status is TrialStatus.TERMINATED and stuck.num_failures == 0 and stuck.error is None
+    assert _iterations(stuck) == list(range(1, S.STUCK_STEPS + 1))  # contiguous, nothing twice
+    # parked at the checkpoint of iteration 2 (step 1), the run after the kill restored it
+    assert [h["restored_from"] for h in stuck.metrics_history] == [-1, -1, 1, 1]
+    assert S.read_pid(d, "stuck-from-2") is not None
+    assert by_role["work"].num_failures == 0
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster(uuid.uuid4().hex[:8])
+    try:
+        yield c
+    finally:
+        for name in list(c.workers):
+            for p in c.processes(name):
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+        c.stop()
+
+
+@pytest.mark.timeout(150)
+def test_a_stuck_trial_on_a_worker_is_killed_by_its_probe(cluster, tmp_path, storage_dir, no_leaks):
+    d = str(tmp_path)
+    tuner = _tuner(d, storage_dir, "stop", system=f"tcp://127.0.0.1:{cluster.port}", leader_runs_trials=False)
+
+    def start_worker() -> None:
+        _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+        cluster.start_worker("a", cpus=2)
+
+    by_role = _fit_and_kill(d, tuner, start_worker)
+    stuck = by_role["stuck"]
+    assert stuck.status is TrialStatus.TERMINATED and stuck.num_failures == 0 and stuck.error is None
+    assert {h["member"] for r in by_role.values() for h in r.metrics_history} == {f"a-{cluster.tag}"}
+    assert cluster.workers["a"].poll() is None  # killed by the probe, not by the end of its member
+    cluster.stop()
