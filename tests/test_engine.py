@@ -84,7 +84,7 @@ def test_sigkill_without_retries_errors_and_rest_completes(storage_dir, no_leaks
     grid = _fit(T.killer, storage_dir, "multiproc", space={"kill": grid_search([True, False])})
     by_kill = {r.config["kill"]: r for r in grid}
     assert by_kill[True].status is TrialStatus.ERROR
-    assert "exited unexpectedly" in str(by_kill[True].error)
+    assert "the trial's process died (killed by SIGKILL" in str(by_kill[True].error)
     assert by_kill[False].status is TrialStatus.TERMINATED
     assert grid.num_errors == 1
 

@@ -195,8 +195,12 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
             # the loss was noticed (from the checkpoints' manifests); the moved run follows them
             after = [h for h in t["history"] if h["timestamp"] > cut_at and h["member"] != tag_a]
             first = t["history"].index(after[0])
-            assert after[0]["restored_from"] >= 2  # resumed from its checkpoint
+            if first == 0:  # a trial that started on the cut host moments before the cut: nothing committed
+                assert after[0]["restored_from"] == -1
+                continue
             assert after[0]["restored_from"] == t["history"][first - 1]["training_iteration"] - 1
+            if sum(1 for h in t["history"][:first] if h["member"] == tag_a) >= 3:
+                assert after[0]["restored_from"] >= 2  # the trial a_running saw: resumed from its checkpoint
             print(f"link cut -> trial running again: {after[0]['timestamp'] - cut_at:.1f}s")
         used_after = {h["member"] for t in trials for h in t["history"] if h["timestamp"] > back_at}
         assert tag_a in used_after, "host a never got work again after its link came back"

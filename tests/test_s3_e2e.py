@@ -287,5 +287,6 @@ def test_restore_from_s3_after_the_driver_was_killed(s3_location, tmp_path, no_l
     for row in state["trials"]:
         if row["status"] == "RUNNING" and row["checkpoint"]:
             it = row["checkpoint"]["iteration"]
-            assert by_id[row["trial_id"]].metrics_history[it]["restored_from"] >= it - 1
+            # the final run resumed from the saved checkpoint or a newer one committed before the kill
+            assert by_id[row["trial_id"]].metrics_history[-1]["restored_from"] >= it - 1
     assert not _uncommitted(_keys(url, options))
