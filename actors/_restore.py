@@ -281,10 +281,12 @@ def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -
     if not infos:
         return max_index
     logged = 0  # the history's gap-free prefix 1..logged
+    prefix: list[dict[str, Any]] = []
     for r in read_results(ctx, layout, tid):
         it = r.get("training_iteration")
         if it == logged + 1:
             logged += 1
+            prefix.append(r)
         elif not isinstance(it, int) or it > logged:
             break
     got = choose([found_from(i) for i in infos], logged)
@@ -296,6 +298,12 @@ def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -
         writer.truncate(logged)
         writer.append(got.rows)
         writer.close()
+    # the trial's last result is the history's last row: a run resuming from the final checkpoint
+    # reports nothing more, and its Result.metrics must not be an older row (also when the history
+    # already held the rows the state had not yet seen)
+    reached = [r for r in (got.rows or prefix) if int(r.get("training_iteration", 0)) <= c.iteration]
+    if reached and reached[-1].get("training_iteration", 0) > row["last_result"].get("training_iteration", 0):
+        row["last_result"] = dict(reached[-1])
     row["checkpoint"] = {"path": c.path, "index": c.index, "iteration": c.iteration,
                          "time_total_s": c.time_total_s, "metrics": c.metrics}
     log.info("restore: trial %s resumes from %s, committed after the state was saved", tid, ctx.uri(c.path))
