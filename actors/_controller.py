@@ -59,6 +59,7 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
+from actors.search._variant import pending_trials_wanted
 from storage import StorageError
 
 # How long an abort waits for the scheduler's state before ending without it.
@@ -392,13 +393,13 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
                         "it would wait forever (check its max_concurrent / suggest())")
 
     def _top_up(self) -> None:
-        """Ask the searcher for new trials while fewer than one per free slot are pending."""
+        """Ask the searcher for new trials while fewer than it should have are pending (Ray's rule)."""
         assert self.spec is not None
         s = self.spec
         while not self.searcher_done:
             pending = self.table.count(TrialStatus.PENDING)
             room = min(self._free_slots(self._need()), s.max_concurrent - self.table.running)
-            if pending >= max(1, room):
+            if pending >= pending_trials_wanted(s.searcher, room, s.total_resources.get("cpu", 1.0)):
                 return
             if self.suggested >= s.num_samples and s.num_samples > 0:
                 self.searcher_done = True

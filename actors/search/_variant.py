@@ -165,3 +165,17 @@ class BasicVariantGenerator(Searcher):
         self._max_concurrent = state["max_concurrent"]
         self._next = state["next"]
         self._live = set(state["live"])
+
+
+def pending_trials_wanted(searcher: Any, free_slots: int, total_cpus: float) -> int:
+    """How many PENDING trials the controller keeps ahead of the free slots.
+
+    As in Ray Tune, the default generator's trials are all created up front (up to
+    ``max(200, 1.1 x CPUs)`` waiting): HyperBand puts a trial into its bracket when it
+    is *added*, and halves once every trial of the bracket waits, so adding them one
+    slot at a time made brackets halve early, with only the first few in them. Other
+    searchers learn from results, so they are asked one trial per free slot.
+    """
+    if isinstance(searcher, BasicVariantGenerator):
+        return max(200, int(total_cpus * 1.1))
+    return max(1, free_slots)
