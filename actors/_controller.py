@@ -180,13 +180,26 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
             return
         assert self.spec is not None
         rec = self.table.get(msg.trial_id)
+        stopper = self.spec.stopper
+        hits: list[bool] = [False] * len(msg.results)
+        stop_all, stopper_error = False, ""
+        if stopper is not None:
+            try:  # user code: its failure is the user's error, reported as such (not "internal error")
+                hits = [bool(stopper(msg.trial_id, r)) for r in msg.results]  # every result, no short-circuit
+                stop_all = stopper.stop_all()
+            except Exception as exc:
+                stopper_error = stopper_failed(stopper, msg.trial_id, exc)
+        for r, hit in zip(msg.results, hits):
+            if hit:  # Ray Tune: the result a stopper fired on is the trial's last, done=True
+                r["done"] = True
         err = self.io.on_results(rec, msg.results)
-        if err:
-            self._abort(err)
+        if err or stopper_error:
+            self._abort(err or stopper_error)
             return
         if self.spec.searcher is not None:
-            for r in msg.results:
-                self.spec.searcher.on_trial_result(msg.trial_id, r)
+            for r, hit in zip(msg.results, hits):
+                if not hit:  # Ray Tune tells the searcher only of results that do not stop the trial
+                    self.spec.searcher.on_trial_result(msg.trial_id, r)
         if self.spec.forward_events:
             for r in msg.results:
                 self._event(EventType.RESULT, rec, result=r)
@@ -194,14 +207,7 @@ class ControllerActor(EndMixin, GateMixin, SchedulerLinkMixin, ProgressMixin, Cl
         for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
             self._checkpointed(rec, c)
         effects: list[Effect] = []
-        stopper = self.spec.stopper
         if stopper is not None:
-            try:  # user code: its failure is the user's error, reported as such (not "internal error")
-                hits = [stopper(msg.trial_id, r) for r in msg.results]  # every result, no short-circuit
-                stop_all = stopper.stop_all()
-            except Exception as exc:
-                self._abort(stopper_failed(stopper, msg.trial_id, exc))
-                return
             if any(hits):
                 effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
             if stop_all:

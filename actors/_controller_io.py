@@ -338,7 +338,8 @@ class ExperimentIO:
 
 
 _AUTO_KEYS = {"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done",
-              "hostname", "pid", "pbt_exploit"}
+              "hostname", "pid", "pbt_exploit", "date", "node_ip", "config", "time_since_restore",
+              "iterations_since_restore", "checkpoint_dir_name"}
 
 
 def _b64(data: bytes | None) -> str | None:

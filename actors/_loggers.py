@@ -19,7 +19,7 @@ from actors._trial import TrialSnapshot
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StorageContext, flatten
 
 # bookkeeping fields that make poor curves
-_SKIP = {"trial_id", "timestamp", "done", "pid", "hostname", "member", "training_iteration"}
+_SKIP = {"trial_id", "timestamp", "done", "pid", "hostname", "member", "training_iteration", "config"}
 
 
 class LoggerCallback(Callback):
@@ -168,6 +168,17 @@ class CSVLoggerCallback(_FileLogger):
     def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
         return CsvWriter(ctx, layout, trial_id)
 
+    # Ray's CSV logger leaves the config out of progress.csv (it is in params.json and result.json)
+    def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
+        self._writer(trial.trial_id).append([_no_config(result)])
+
+    def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
+        self._writer(trial.trial_id).append([_no_config(r) for r in results])
+
+
+def _no_config(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "config"}
+
 
 def controller_loggers(callbacks: list[Any] | None) -> list[LoggerCallback]:
     """The loggers the controller runs: the ``in_controller`` ones given, plus the JSON and CSV
@@ -220,7 +231,7 @@ class TBXLoggerCallback(LoggerCallback):
     def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
         step = int(result.get("training_iteration", 0))
         w = self._writer(trial.trial_id)
-        for key, value in flatten(result).items():
+        for key, value in flatten({k: v for k, v in result.items() if k != "config"}).items():
             if key not in _SKIP and isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and math.isfinite(value):
                 w.add_scalar(key, value, global_step=step)

@@ -20,6 +20,7 @@ import collections
 import inspect
 import json
 import os
+import posixpath
 import queue
 import shutil
 import socket
@@ -73,6 +74,21 @@ class _StopTrial(BaseException):
 
 
 _HOST = socket.gethostname()
+_node_ip: str | None = None
+
+
+def node_ip() -> str:
+    """This machine's address as Ray's ``node_ip`` (the source address of a route out, found once
+    per process by a UDP connect, which sends nothing); 127.0.0.1 without a network."""
+    global _node_ip
+    if _node_ip is None:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect(("8.8.8.8", 80))
+                _node_ip = str(s.getsockname()[0])
+        except OSError:
+            _node_ip = "127.0.0.1"
+    return _node_ip
 
 
 def _resettable(t: Trainable) -> bool:
@@ -112,6 +128,8 @@ class TrialRunner:
         self.wake_any = True  # the actor wants a wake-up for any event, not only urgent ones
         self.iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
+        self.time_since_restore = 0.0  # Ray's *_since_restore: this run only (each run is a restore)
+        self.node_ip = node_ip()
         self.next_index = msg.next_checkpoint_index
         self.latest: CheckpointRef | None = msg.checkpoint
         self.stop_requested = False
@@ -264,6 +282,7 @@ class TrialRunner:
         elapsed = now - self._run_started
         self._run_started = now
         self.time_total += elapsed
+        self.time_since_restore += elapsed
         result = dict(metrics)
         result.update(self._extra)
         self._extra = {}
@@ -276,7 +295,16 @@ class TrialRunner:
             done=bool(metrics.get("done", False)),
             hostname=_HOST,
             pid=os.getpid(),
+            date=time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)),
+            node_ip=self.node_ip,
+            config=self.msg.config,
+            time_since_restore=self.time_since_restore,
+            iterations_since_restore=self.iteration - self.msg.start_iteration,
         )
+        if self._class_trainable is None:  # Ray's function API (train.report) names the checkpoint
+            result["checkpoint_dir_name"] = (
+                None if checkpoint is None
+                else posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index)))
         if self.msg.member:
             result["member"] = self.msg.member
         self.last_result = result

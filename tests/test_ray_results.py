@@ -1,0 +1,119 @@
+"""The keys Ray Tune 2.60 puts in every result (``Trainable.get_auto_filled_metrics`` and, for the
+function API, ``checkpoint_dir_name``), and ``done=True`` on the result a stopper fires on, which
+the searcher does not see (``TuneController._process_trial_result``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from typing import Any
+
+from actors import Callback, Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report
+from actors.search import Searcher
+
+
+class Seen(Callback):
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any]) -> None:
+        self.results.append(dict(result))
+
+
+def reports(config: dict[str, Any]) -> None:
+    for i in range(3):
+        report({"score": i * config["x"]}, checkpoint=Checkpoint.from_dict({"i": i}) if i == 1 else None)
+
+
+class Steps(Trainable):
+    def step(self) -> dict[str, Any]:
+        return {"score": self.iteration, "done": self.iteration >= 1}
+
+
+def _fit(trainable: Any, storage: str, seen: Seen) -> Any:
+    return Tuner(trainable, param_space={"x": 2},
+                 run_config=RunConfig(name="keys", storage=storage, verbose=0, callbacks=[seen],
+                                      system="simple")).fit()[0]
+
+
+def _check_ray_keys(row: dict[str, Any], i: int) -> None:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", row["date"])
+    assert isinstance(row["node_ip"], str) and row["node_ip"]
+    assert row["config"] == {"x": 2}
+    assert row["iterations_since_restore"] == row["training_iteration"] == i + 1
+    assert row["time_since_restore"] == row["time_total_s"] > 0  # one run: nothing restored
+
+
+def test_function_results_carry_rays_keys(storage_dir) -> None:
+    seen = Seen()
+    res = _fit(reports, storage_dir, seen)
+    assert len(seen.results) == 3
+    for src in (seen.results, res.metrics_history):
+        for i, row in enumerate(src):
+            _check_ray_keys(row, i)
+        assert [r["checkpoint_dir_name"] for r in src] == [None, "checkpoint_000000", None]
+    _check_ray_keys(res.metrics, 2)
+    with open(os.path.join(res.path, "result.json")) as f:
+        assert json.loads(f.readline())["config"] == {"x": 2}
+    with open(os.path.join(res.path, "progress.csv")) as f:  # Ray's CSV logger leaves the config out
+        header = next(csv.reader(f))
+    assert "date" in header and not any(h.startswith("config") for h in header)
+
+
+def test_class_results_carry_rays_keys_without_checkpoint_dir_name(storage_dir) -> None:
+    seen = Seen()
+    _fit(Steps, storage_dir, seen)
+    assert len(seen.results) == 2
+    for i, row in enumerate(seen.results):
+        _check_ray_keys(row, i)
+        assert "checkpoint_dir_name" not in row  # Ray's class API does not add it
+
+
+class Once(Searcher):
+    """One trial; writes each result it is told of to a file (it runs in the controller)."""
+
+    def __init__(self, log: str) -> None:
+        super().__init__(metric="score", mode="max")
+        self.log, self.given = log, False
+
+    def suggest(self, trial_id: str) -> Any:
+        if self.given:
+            return Searcher.FINISHED
+        self.given = True
+        return {"x": 2}
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        with open(self.log, "a") as f:
+            f.write(f"{result['training_iteration']}\n")
+
+    def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False) -> None:
+        pass
+
+    def save(self) -> dict[str, Any]:
+        return {"given": self.given}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.given = state["given"]
+
+
+def forever(config: dict[str, Any]) -> None:
+    i = 0
+    while True:
+        i += 1
+        report({"score": i})
+
+
+def test_stopper_result_is_done_and_not_given_to_the_searcher(storage_dir, tmp_path) -> None:
+    seen, log = Seen(), str(tmp_path / "searcher.log")
+    res = Tuner(forever, tune_config=TuneConfig(search_alg=Once(log)),
+                run_config=RunConfig(name="stop", storage=storage_dir, verbose=0, callbacks=[seen],
+                                     system="simple", stop={"training_iteration": 3})).fit()[0]
+    hit = [r for r in seen.results if r["training_iteration"] == 3]
+    assert hit and hit[0]["done"] is True
+    assert all(r["done"] is False for r in seen.results if r["training_iteration"] < 3)
+    assert [r["done"] for r in res.metrics_history][:3] == [False, False, True]
+    with open(log) as f:
+        told = [int(line) for line in f]
+    assert 3 not in told and told[:2] == [1, 2]
