@@ -18,7 +18,7 @@ from actors.messages import ActionKind, EndReason, ExperimentFinished, HookKind,
 # how long an abort waits for the scheduler's state before it ends without it
 ABORT_SAVE_TIMEOUT_S = 5.0
 # fail_fast=True: how long a running trial may stay in its own code (it stops at its next
-# report()) before it is ended without it; Ray Tune ends its actor at once
+# report()) before its process is killed; Ray Tune ends its actor at once
 STOP_ALL_GRACE_S = 2.0
 
 
@@ -55,6 +55,9 @@ class EndMixin:
 
         def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: Any = None,
                    error: str | None = None, tb: str | None = None) -> None: ...
+
+        def _kill_trial(self, trial_id: str, run_id: int, grace: float | None = None,
+                        knob: str = "RunConfig(trial_stop_grace_s)") -> None: ...
 
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
@@ -98,14 +101,12 @@ class EndMixin:
 
     def _end_stragglers(self) -> None:
         """After ``STOP_ALL_GRACE_S``, end the trials still in their own code (a long step, a
-        sleep): their actor is told to exit and the trial ends TERMINATED with what it reported."""
+        sleep, a C call): killed as a stop past ``trial_stop_grace_s`` is, so no process keeps
+        running after the trial is TERMINATED with what it reported."""
         if self.stop_all_deadline is None or time.monotonic() < self.stop_all_deadline:
             return
         for rec in self.table.with_status(TrialStatus.RUNNING):
-            actor = self.actor_of.pop(rec.trial_id, None)
-            if actor is not None:
-                self.send(actor, ActorExitRequest())
-            self._ended(rec.trial_id, rec.run_id, EndReason.STOPPED)
+            self._kill_trial(rec.trial_id, rec.run_id, STOP_ALL_GRACE_S, "FailureConfig(fail_fast=True)")
 
     def _finish(self, error: str | None) -> None:
         if self.finished:

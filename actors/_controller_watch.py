@@ -89,6 +89,9 @@ class WatchMixin:
         """About once a second: time limits, then trials that ignored a stop past its grace."""
         self._check_time_limits()
         now = time.monotonic()
+        for rec in self.table.with_status(TrialStatus.RUNNING):
+            if rec.phase in (Phase.SAVING, Phase.STOPPING):  # e.g. a pause joined a save in flight:
+                self._arm_halt(rec.trial_id)  # no effect was sent, but it too must halt in time
         for trial_id, (run_id, deadline) in list(self.halt_by.items()):
             rec = self.table.trials.get(trial_id)
             if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
@@ -122,9 +125,11 @@ class WatchMixin:
                     effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
         self._run(effects)
 
-    def _kill_trial(self, trial_id: str, run_id: int) -> None:
-        """End a trial that did not halt within the grace period: kill its process, end it as asked."""
-        grace = self.spec.trial_stop_grace_s
+    def _kill_trial(self, trial_id: str, run_id: int, grace: float | None = None,
+                    knob: str = "RunConfig(trial_stop_grace_s)") -> None:
+        """End a trial that did not halt within the grace period: kill its process, end it as asked.
+        ``grace``/``knob`` name the limit in the log when it is not ``trial_stop_grace_s``."""
+        grace = self.spec.trial_stop_grace_s if grace is None else grace
         actor = self.actor_of.pop(trial_id, None)  # never reused; its ChildActorExited is now ignored
         member = self.placement.where.get(trial_id)
         proc = self.procs.pop(trial_id, None)
@@ -142,8 +147,7 @@ class WatchMixin:
                 how = f"killed its process {pid} on member {member!r}"
         if actor is not None:
             self.send(actor, ActorExitRequest())
-        log.warning("trial %s did not stop within %.0fs (RunConfig(trial_stop_grace_s)): %s", trial_id,
-                    grace, how)
+        log.warning("trial %s did not stop within %gs (%s): %s", trial_id, grace, knob, how)
         self._ended(trial_id, run_id, EndReason.STOPPED)
 
 

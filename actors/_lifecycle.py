@@ -11,7 +11,9 @@ Invariants (see docs/architecture.md):
   decision has arrived, or when an in-flight save finished; so a save in flight
   cannot lose a decision that arrives meanwhile;
 * a trial whose slot holds STOP never ends PAUSED; one holding PAUSE never
-  continues past its next decision point.
+  continues past its next decision point;
+* a STEPPING trial never holds a non-CONTINUE slot without a result awaiting its
+  decision: a STOP, or a PAUSE requested when no decision is pending, is acted on at once.
 
 Each trial also keeps ``marks`` (see ``actors._marks``): the pauses, stops, exploits
 and failures as they took effect, for ``audition plot``. They never influence a transition.
@@ -258,10 +260,13 @@ class TrialTable:
         rec.pending = merge(rec.pending, decision)
         if decision is Decision.PAUSE:
             rec.pause_checkpoint = rec.pause_checkpoint or should_checkpoint
-        if rec.pending is Decision.STOP and rec.phase is Phase.STEPPING:
-            rec.phase = Phase.STOPPING
-            return [Effect(EffectKind.STOP, rec.trial_id)]
-        return []  # PAUSE waits for the next decision point; in SAVING/STOPPING it is merged
+        if rec.phase is not Phase.STEPPING:
+            return []  # a save or stop is in flight: merged, applied when it lands
+        if rec.pending is Decision.PAUSE and rec.inflight:
+            return []  # a result's decision is on its way: that is the decision point (pause_trial + NOOP)
+        # STOP, or a PAUSE with no decision pending (asked about a trial computing in its own code,
+        # as Ray's pause_trial): act now, so a trial that never reports again is still halted
+        return self._act(rec)
 
     def saved(self, trial_id: str, run_id: int, checkpoint: CheckpointRef | None) -> list[Effect]:
         rec = self.trials.get(trial_id)

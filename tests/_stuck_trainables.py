@@ -91,3 +91,45 @@ class HaltTheStuck(FIFOScheduler):
         _wait_file(os.path.join(d, "blocked"), 60)
         open(os.path.join(d, "stop-sent"), "w").close()
         return Decision.STOP if self.action == "stop" else Decision.PAUSE
+
+
+class PauseTheStuckFromAnother(FIFOScheduler):
+    """Results one at a time (no batching): the stuck trial's result of step 1 is decided CONTINUE,
+    so it is blocked in its own code with no decision pending; then the *working* trial's hook
+    pauses it (``pause_trial(stuck)``), as a PBT-like scheduler pausing another trial does."""
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
+        d = trial.config["dir"]
+        if result.get("role") == "stuck" and result.get("step") == 1 and result.get("restored_from") == -1:
+            open(os.path.join(d, "seen"), "w").close()
+        elif (result.get("role") == "work" and not self.paused
+              and os.path.exists(os.path.join(d, "blocked"))):
+            stuck = [t for t in controller.get_trials() if t.config.get("role") == "stuck"]
+            self.paused = True
+            open(os.path.join(d, "stop-sent"), "w").close()
+            controller.pause_trial(stuck[0], should_checkpoint=True)
+        return Decision.CONTINUE
+
+
+class SeeTheStuck(FIFOScheduler):
+    """Only tells the stuck trial (``seen``) that its step-1 result reached the scheduler."""
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
+        if result.get("role") == "stuck" and result.get("step") == 1:
+            open(os.path.join(trial.config["dir"], "seen"), "w").close()
+        return Decision.CONTINUE
+
+
+def stuck_or_failing(config: dict[str, Any]) -> None:
+    """Role ``stuck`` as in :func:`stuck_or_working`; role ``fail`` raises once the stuck trial is
+    blocked in its C call (for ``FailureConfig(fail_fast=True)``)."""
+    d = config["dir"]
+    if config["role"] == "stuck":
+        stuck_or_working(config)
+        return
+    report({"role": "fail"})
+    _wait_file(os.path.join(d, "blocked"), 60)
+    raise RuntimeError("this trial fails on purpose so fail_fast stops the stuck one")

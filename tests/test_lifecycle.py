@@ -83,10 +83,18 @@ class TrialMachine(RuleBasedStateMachine):
         if kind in (ActionKind.PAUSE, ActionKind.STOP):
             self._note(Decision.PAUSE if kind is ActionKind.PAUSE else Decision.STOP)
         idle = self.rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED)
+        computing = self.rec.status is TrialStatus.RUNNING and self.rec.phase is Phase.STEPPING and not self.unacked
         before = len(self.rec.marks)
-        self._apply(self.table.request(SchedulerAction(kind, T, ckpt)))
+        effects = self.table.request(SchedulerAction(kind, T, ckpt))
+        self._apply(effects)
         stopped_idle = idle and kind is ActionKind.STOP
         assert [m.kind for m in self.rec.marks[before:]] == ([MarkKind.STOP] if stopped_idle else [])
+        if computing and kind in (ActionKind.PAUSE, ActionKind.STOP):
+            # asked while in its own code, no decision pending: the save or stop goes out now
+            # (or it joins the checkpoint_trial save in flight), it never waits for another report()
+            assert self.rec.phase is not Phase.STEPPING
+            sent = [e.kind for e in effects]
+            assert sent in ([EffectKind.SAVE], [EffectKind.STOP]) or (sent == [] and self.saves > 0)
 
     @precondition(lambda self: self.marks_at_abort is None)
     @rule()
@@ -139,6 +147,12 @@ class TrialMachine(RuleBasedStateMachine):
             assert self.rec.pending == self.strongest
 
     @invariant()
+    def a_stepping_trial_with_a_pause_or_stop_has_a_decision_on_its_way(self) -> None:
+        """Else the slot would wait for a report() that may never come (the grace clock never starts)."""
+        if self.rec.status is TrialStatus.RUNNING and self.rec.phase is Phase.STEPPING:
+            assert self.rec.pending is Decision.CONTINUE or self.unacked
+
+    @invariant()
     def saving_means_a_save_is_in_flight(self) -> None:
         if self.rec.phase is Phase.SAVING:
             assert self.saves > 0
@@ -172,6 +186,39 @@ def test_pause_from_hook_then_noop_pauses_with_checkpoint() -> None:
     assert rec.phase is Phase.SAVING
     # a CONTINUE/NOOP arriving while the save is in flight merges, never overwrites
     assert table.decided(T, rec.run_id, 1, Decision.CONTINUE) == []
+    assert [e.kind for e in table.saved(T, rec.run_id, CheckpointRef("c2", 1, 1))] == [EffectKind.STOP]
+    table.ended(T, rec.run_id, EndReason.STOPPED)
+    assert rec.status is TrialStatus.PAUSED and rec.checkpoint.path == "c2"
+
+
+def test_pause_of_a_trial_computing_in_its_own_code_saves_then_stops_at_once() -> None:
+    """pause_trial(other) from another trial's hook, as Ray's TuneController.pause_trial: the trial's
+    result was decided (it went on computing), so no decision point is coming: SAVE now, then STOP."""
+    table = TrialTable()
+    table.add(T, {})
+    rec = _run_to_result(table)
+    assert [e.kind for e in table.decided(T, rec.run_id, 1, Decision.CONTINUE)] == [EffectKind.PROCEED]
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.PAUSE, T, True))] == [EffectKind.SAVE]
+    assert rec.phase is Phase.SAVING
+    assert [e.kind for e in table.saved(T, rec.run_id, CheckpointRef("c2", 1, 1))] == [EffectKind.STOP]
+    table.ended(T, rec.run_id, EndReason.STOPPED)
+    assert rec.status is TrialStatus.PAUSED and rec.checkpoint.path == "c2"
+    # without a checkpoint: the stop goes out at once
+    table.request(SchedulerAction(ActionKind.RESUME, T))
+    table.start(T)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.PAUSE, T, False))] == [EffectKind.STOP]
+
+
+def test_pause_joining_a_checkpoint_save_in_flight_stops_when_it_lands() -> None:
+    """A PAUSE merged while a checkpoint_trial save is in flight does not save twice nor wait for
+    a report(): the trial enters SAVING now and is stopped when that save lands."""
+    table = TrialTable()
+    table.add(T, {})
+    rec = _run_to_result(table)
+    table.decided(T, rec.run_id, 1, Decision.CONTINUE)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.CHECKPOINT, T))] == [EffectKind.SAVE]
+    assert table.request(SchedulerAction(ActionKind.PAUSE, T, True)) == []
+    assert rec.phase is Phase.SAVING
     assert [e.kind for e in table.saved(T, rec.run_id, CheckpointRef("c2", 1, 1))] == [EffectKind.STOP]
     table.ended(T, rec.run_id, EndReason.STOPPED)
     assert rec.status is TrialStatus.PAUSED and rec.checkpoint.path == "c2"

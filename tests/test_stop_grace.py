@@ -15,7 +15,7 @@ from collections.abc import Callable
 import psutil
 import pytest
 
-from actors import RunConfig, TuneConfig, Tuner
+from actors import Callback, FailureConfig, RunConfig, TuneConfig, Tuner
 from actors._proc import pid_alive
 from actors._trial import TrialStatus
 from actors.search import grid_search
@@ -88,6 +88,67 @@ def test_a_pause_that_hangs_ends_paused_at_its_checkpoint_then_resumes(tmp_path,
     assert [h["restored_from"] for h in stuck.metrics_history] == [-1, -1, 1, 1]
     assert S.read_pid(d, "stuck-from-2") is not None
     assert by_role["work"].num_failures == 0
+
+
+@pytest.mark.timeout(90)
+def test_a_pause_from_another_trials_hook_of_a_trial_stuck_in_c_ends_paused_then_resumes(
+        tmp_path, storage_dir, no_leaks):
+    """pause_trial(stuck) from the working trial's hook, the stuck trial's last result already
+    decided: no decision point is coming, so the pause is sent at once (as Ray's pause_trial) and
+    the grace clock starts; the trial ends PAUSED at its checkpoint, then resumes."""
+    d = str(tmp_path)
+    tuner = Tuner(S.stuck_or_working, param_space={"role": grid_search(["stuck", "work"]), "dir": d},
+                  tune_config=TuneConfig(scheduler=S.PauseTheStuckFromAnother()),
+                  run_config=RunConfig(name="pause-other", storage=storage_dir, verbose=0,
+                                       trial_stop_grace_s=GRACE_S))
+    by_role = _fit_and_kill(d, tuner)
+    stuck = by_role["stuck"]
+    assert stuck.status is TrialStatus.TERMINATED and stuck.num_failures == 0 and stuck.error is None
+    assert _iterations(stuck) == list(range(1, S.STUCK_STEPS + 1))
+    assert [h["restored_from"] for h in stuck.metrics_history] == [-1, -1, 1, 1]  # paused at step 1
+    assert S.read_pid(d, "stuck-from-2") is not None
+    assert by_role["work"].num_failures == 0
+
+
+class _PidGoneWhenEnded(Callback):
+    """On the driver, while fit() runs: was the stuck trial's process gone when it ended?"""
+
+    def __init__(self, d: str) -> None:
+        self.d = d
+        self.gone: bool | None = None
+
+    def on_trial_complete(self, iteration: int, trials: list, trial) -> None:
+        if trial.config["role"] == "stuck":
+            pid = S.read_pid(self.d, "stuck")
+            deadline = time.monotonic() + 10
+            while pid is not None and pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.gone = pid is not None and not pid_alive(pid)
+
+
+@pytest.mark.timeout(90)
+def test_fail_fast_kills_a_trial_stuck_in_c(tmp_path, storage_dir, no_leaks):
+    """fail_fast=True ends the other trials 2 s after the failure: one stuck in C has its process
+    killed then (it was only marked TERMINATED, its process running until shutdown), even with a
+    long trial_stop_grace_s."""
+    d = str(tmp_path)
+    seen = _PidGoneWhenEnded(d)
+    tuner = Tuner(S.stuck_or_failing, param_space={"role": grid_search(["stuck", "fail"]), "dir": d},
+                  tune_config=TuneConfig(scheduler=S.SeeTheStuck()),
+                  run_config=RunConfig(name="fail-fast", storage=storage_dir, verbose=0, callbacks=[seen],
+                                       trial_stop_grace_s=60, failure_config=FailureConfig(fail_fast=True)))
+    try:
+        grid = tuner.fit()
+    finally:
+        pid = S.read_pid(d, "stuck")
+        alive = pid is not None and pid_alive(pid)
+        if alive:
+            os.kill(pid, signal.SIGKILL)
+    assert not alive, "the stuck trial's process outlived fit()"
+    assert seen.gone, "the stuck trial ended TERMINATED while its process still ran"
+    by_role = {r.config["role"]: r for r in grid}
+    assert by_role["stuck"].status is TrialStatus.TERMINATED and by_role["stuck"].error is None
+    assert by_role["fail"].status is TrialStatus.ERROR
 
 
 @pytest.fixture
