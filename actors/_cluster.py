@@ -24,7 +24,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 from actors._placement import LOCAL, MEMBER_CAP, Placement, parse_resources
 from actors._proc import die_with_parent
 from actors._sequencer import Sequencer
-from actors._trial import TrialStatus
+from actors._trial import TrialStatus, trial_name
 from actors._trial_actor import TrialActor
 from actors.messages import EndReason, EventType, MemberHeartbeat, ProbeKill, ProbeStart, RunTrial
 
@@ -199,7 +199,8 @@ class ClusterMixin:
             rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
             self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
             member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
-            trial_dirname=rec.dirname or ""))
+            trial_dirname=rec.dirname or "",
+            trial_name=trial_name(trial_id, s.trainable_name, rec.config, rec.name) if s.log_to_driver else ""))
 
     def _release(self, trial_id: str, reusable: bool) -> None:
         assert self.spec is not None

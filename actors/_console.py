@@ -96,9 +96,9 @@ class ConsoleTee:
 
 
 def prefix(chunk: TrialOutput) -> str:
-    """Ray's shape: ``(train pid=123)``, with ``ip=`` for a trial on another machine."""
+    """Ray's shape, ``(train pid=123)``, naming the trial as Ray's str(trial) does; ``ip=`` for a trial elsewhere."""
     where = f", ip={chunk.member}" if chunk.member else ""
-    return f"({chunk.trial_id} pid={chunk.pid}{where})"
+    return f"({chunk.name or chunk.trial_id} pid={chunk.pid}{where})"
 
 
 class ConsolePrinter:

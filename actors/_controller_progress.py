@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from actors._trial import TrialStatus
+from actors._trial import TrialStatus, trial_name
 from actors.messages import (
     EventType,
     ExperimentProgress,
@@ -129,7 +129,9 @@ class ProgressMixin:
         rows = tuple(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration,
                                  rec.last_result.get(metric) if metric else None,
                                  str(rec.last_result.get("member") or self.placement.where.get(rec.trial_id) or ""),
-                                 error_summary(rec.error, rec.traceback)) for rec in chosen)
+                                 error_summary(rec.error, rec.traceback),
+                                 trial_name(rec.trial_id, self.spec.trainable_name, rec.config, rec.name))
+                     for rec in chosen)
         return ExperimentProgress(counts, rows, time.time() - self.started_at, metric, best, best_trial, hidden)
 
     def _event(self, kind: EventType, rec: Any, result: dict[str, Any] | None = None,

@@ -5,7 +5,7 @@ second), off the controller's path.  In a terminal with ``rich`` installed it is
 live table; otherwise (CI logs, notebooks, pipes) periodic plain lines.
 ``RunConfig(verbose=0)`` is silent, 1 shows the table/status lines, 2 also prints
 every finished or failed trial. Whatever the verbosity, what trials print is echoed here with a
-``(trial_id pid=N)`` prefix (``RunConfig(log_to_driver=False)`` turns that off), above the live
+``(<trial name> pid=N)`` prefix (``RunConfig(log_to_driver=False)`` turns that off), above the live
 table if there is one.
 """
 
@@ -92,7 +92,7 @@ class ProgressReporter:
         for col in ("trial", "status", *keys, "iter", msg.metric or "metric", "member", "error"):
             t.add_column(col)
         for r in msg.rows:
-            t.add_row(r.trial_id, r.status.value, *(_fmt(r.config.get(k)) for k in keys), str(r.iteration),
+            t.add_row(r.name or r.trial_id, r.status.value, *(_fmt(r.config.get(k)) for k in keys), str(r.iteration),
                       _fmt(r.metric), r.member, r.error or "")
         return t
 
@@ -101,7 +101,7 @@ class ProgressReporter:
         value = trial.last_result.get(self.metric) if self.metric else None
         metric = f", {self.metric}={_fmt(value)}" if value is not None else ""
         it = trial.last_result.get("training_iteration", 0)
-        text = f"[{self.name}] trial {trial.trial_id} {what} after {it} iterations{metric}"
+        text = f"[{self.name}] trial {trial} {what} after {it} iterations{metric}"
         if self.live is not None and self.console is not None:
             self.console.print(text, markup=False, highlight=False)
         else:

@@ -54,18 +54,23 @@ class TrialSnapshot:
 
     def __str__(self) -> str:
         """The trial's name, as Ray Tune builds it: the custom name, else ``<trainable>_<trial_id>``."""
-        if self.custom_trial_name:
-            return self.custom_trial_name
-        if not self.trainable_name:
-            return self.trial_id
-        ident = self.trainable_name
-        if "env" in self.config:
-            env = self.config["env"]
-            ident += f"_{env.__name__ if isinstance(env, type) else env}"
-        return f"{ident}_{self.trial_id}".replace("/", "_")
+        return trial_name(self.trial_id, self.trainable_name, self.config, self.custom_trial_name)
 
     def is_finished(self) -> bool:
         return self.status.is_finished
 
 
-__all__ = ["TrialSnapshot", "TrialStatus"]
+def trial_name(trial_id: str, trainable_name: str, config: dict[str, Any], custom: str | None = None) -> str:
+    """Ray Tune's ``str(trial)``: the custom name, else ``<trainable>[_<env>]_<trial_id>``."""
+    if custom:
+        return custom
+    if not trainable_name:
+        return trial_id
+    ident = trainable_name
+    if "env" in config:
+        env = config["env"]
+        ident += f"_{env.__name__ if isinstance(env, type) else env}"
+    return f"{ident}_{trial_id}".replace("/", "_")
+
+
+__all__ = ["TrialSnapshot", "TrialStatus", "trial_name"]

@@ -291,7 +291,8 @@ class TrialActor(ActorTypeDispatcher):
         if not lines:
             return None
         self.output_seq += 1
-        return TrialOutput(r.trial_id, r.msg.run_id, self.output_seq, os.getpid(), r.msg.member, tuple(lines))
+        return TrialOutput(r.trial_id, r.msg.run_id, self.output_seq, os.getpid(), r.msg.member, tuple(lines),
+                           r.msg.trial_name)
 
     def _flush(self, r: TrialRunner) -> None:
         """Send the held results as one batch, with every checkpoint committed among them."""

@@ -118,6 +118,7 @@ class ProgressRow:
     metric: Any
     member: str
     error: str | None = None
+    name: str = ""  # Ray Tune's str(trial): the trial_name_creator name, else <trainable>_<trial_id>
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,8 @@ class RunTrial(_Message):
     echo_output: bool = False
     # the trial's directory in the experiment when not its id (TuneConfig(trial_dirname_creator=...))
     trial_dirname: str = ""
+    # Ray Tune's str(trial), for the prefix of the trial's echoed output lines
+    trial_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,7 @@ class TrialOutput(_Message):
     pid: int
     member: str
     lines: tuple[tuple[int, str], ...]
+    name: str = ""  # Ray Tune's str(trial) (RunTrial.trial_name); the prefix falls back to the id
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def printing_fn(config: dict[str, Any]) -> None:
 
 
 def _lines(text: str, trial_id: str, pid: int) -> list[str]:
-    head = f"({trial_id} pid={pid}) "
+    head = f"(printing_fn_{trial_id} pid={pid}) "  # Ray's str(trial)
     return [x[len(head):] for x in text.splitlines() if x.startswith(head)]
 
 

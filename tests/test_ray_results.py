@@ -5,10 +5,14 @@ the searcher does not see (``TuneController._process_trial_result``)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
+import time
 from typing import Any
+
+import pytest
 
 from actors import Callback, Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report
 from actors.search import Searcher
@@ -117,3 +121,40 @@ def test_stopper_result_is_done_and_not_given_to_the_searcher(storage_dir, tmp_p
     with open(log) as f:
         told = [int(line) for line in f]
     assert 3 not in told and told[:2] == [1, 2]
+
+
+# ---------------------------------------------------------------- str(trial) where Ray shows it
+def prints(config: dict[str, Any]) -> None:
+    print(f"hello {config['x']}", flush=True)
+    deadline = time.monotonic() + 30.0  # until the driver drew a table with this trial in it
+    while not os.path.exists(config["flag"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    report({"score": 1})
+
+
+def test_table_and_echo_name_trials_as_ray_does(storage_dir, no_leaks, monkeypatch, capfd, tmp_path) -> None:
+    pytest.importorskip("rich")
+    from rich.console import Console
+
+    from actors._progress import ProgressReporter
+
+    tables: list[str] = []
+    flag = str(tmp_path / "drawn")
+    original = ProgressReporter.update
+
+    def update(self: ProgressReporter, msg: Any) -> None:
+        if msg.rows:
+            out = io.StringIO()
+            Console(file=out, width=200).print(self._table(msg))
+            tables.append(out.getvalue())
+            open(flag, "w").close()
+        original(self, msg)
+
+    monkeypatch.setattr(ProgressReporter, "update", update)
+    grid = Tuner(prints, param_space={"x": 7, "flag": flag},
+                 tune_config=TuneConfig(trial_name_creator=lambda t: f"named_{t.config['x']}"),
+                 run_config=RunConfig(name="names", storage=storage_dir, verbose=0, system="multiproc")).fit()
+    assert grid.num_errors == 0
+    assert tables and all("named_7" in t and grid[0].trial_id not in t for t in tables)
+    out = capfd.readouterr().out
+    assert re.search(r"^\(named_7 pid=\d+\) hello 7$", out, re.M), out
