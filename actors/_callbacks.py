@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from actors._sequencer import Sequencer
-from actors._trial import TrialSnapshot
+from actors._trial import TrialSnapshot, experiment_tag
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents
 from actors.result import SHOULD_CHECKPOINT
 
@@ -77,16 +77,39 @@ class CallbackDispatcher:
         self.trainable_name = ""
         self.experiment_path: str | None = None
         self.local = False
+        self.storage_options: dict[str, Any] = {}
+        self.searched: tuple[tuple[Any, ...], ...] | None = None  # the default generator's domain paths
+        self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
+        self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
 
-    def describe(self, trainable_name: str, experiment_path: str, local: bool) -> None:
+    def describe(self, trainable_name: str, experiment_path: str, local: bool,
+                 storage_options: dict[str, Any] | None = None,
+                 searched: tuple[tuple[Any, ...], ...] | None = None) -> None:
         self.trainable_name, self.experiment_path, self.local = trainable_name, experiment_path, local
+        self.storage_options, self.searched = dict(storage_options or {}), searched
 
     def _as_ray_trial(self, snap: TrialSnapshot) -> TrialSnapshot:
-        """The snapshot with ``trainable_name``, ``path`` and ``local_path``, as Ray's ``Trial`` has them."""
+        """The snapshot with what Ray's ``Trial`` has beyond it: ``trainable_name``, ``path``,
+        ``local_path``, ``experiment_tag``, ``evaluated_params`` (worked out once per trial) and
+        ``checkpoint`` (the latest one a ``CHECKPOINT`` event announced)."""
         if self.experiment_path is None:
             return snap
         path = f"{self.experiment_path.rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
-        return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None)
+        tag = self.tags.get(snap.trial_id)
+        if tag is None:
+            index = snap.trial_id.rpartition("_")[2]
+            tag = self.tags[snap.trial_id] = experiment_tag(int(index) if index.isdigit() else 0, snap.config,
+                                                            self.searched)
+        return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
+                       experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
+
+    def _note_checkpoint(self, trial_id: str, uri: str) -> None:
+        from actors._checkpoint import Checkpoint
+
+        old = self.latest.get(trial_id)
+        # zero-padded checkpoint_NNNNNN names: a recovered older one, announced late, never wins
+        if old is None or uri.rstrip("/").rpartition("/")[2] >= old.path.rstrip("/").rpartition("/")[2]:
+            self.latest[trial_id] = Checkpoint(uri, self.storage_options)
 
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
@@ -96,6 +119,8 @@ class CallbackDispatcher:
 
     def _dispatch(self, ev: TrialEvent) -> None:
         self.iteration += 1
+        if ev.kind is EventType.CHECKPOINT and ev.checkpoint:
+            self._note_checkpoint(ev.trial.trial_id, ev.checkpoint)
         snap = self._as_ray_trial(ev.trial)
         self.trials[snap.trial_id] = snap
         table = list(self.trials.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -45,6 +46,11 @@ class TrialSnapshot:
     trainable_name: str = ""
     path: str | None = None  # the trial's directory in storage (a URL, or a local path)
     local_path: str | None = None  # the same on this machine's disk; None for remote storage
+    # Ray's Trial.experiment_tag, .evaluated_params and .checkpoint (the latest committed one, an
+    # actors.Checkpoint); filled in where callbacks run, like trainable_name
+    experiment_tag: str = ""
+    evaluated_params: dict[str, Any] | None = None
+    checkpoint: Any = None
 
     def __hash__(self) -> int:
         return hash(self.trial_id)
@@ -73,4 +79,37 @@ def trial_name(trial_id: str, trainable_name: str, config: dict[str, Any], custo
     return f"{ident}_{trial_id}".replace("/", "_")
 
 
-__all__ = ["TrialSnapshot", "TrialStatus", "trial_name"]
+def _clean(value: Any) -> str:
+    """Ray's ``_clean_value``: floats to 4 places, anything outside ``[a-zA-Z0-9_-]`` to ``_``."""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return re.sub(r"[^a-zA-Z0-9_-]+", "_", str(value)).strip("_")
+
+
+def _leaves(config: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], Any]:
+    if isinstance(config, dict) and (config or not path):
+        out: dict[tuple[Any, ...], Any] = {}
+        for k, v in config.items():
+            out.update(_leaves(v, (*path, k)))
+        return out
+    return {path: config}
+
+
+def experiment_tag(index: int, config: dict[str, Any],
+                   searched: tuple[tuple[Any, ...], ...] | None) -> tuple[str, dict[str, Any]]:
+    """Ray's ``experiment_tag`` and ``evaluated_params`` of a trial: for the default generator
+    (``searched`` = the paths of the space's domains and grids) ``"<index>_<k=v,...>"`` over the
+    drawn values; for another searcher (``searched=None``) ``"<index + 1>_..."`` over the whole
+    config, as Ray's ``SearchGenerator`` counts from 1. Keys are the last path part, sorted."""
+    leaves = _leaves(config)
+    if searched is not None:
+        leaves = {p: leaves[p] for p in searched if p in leaves}
+    else:
+        index += 1
+    ordered = sorted(leaves.items(), key=lambda kv: tuple(map(str, kv[0])))
+    body = ",".join(f"{_clean(p[-1])}={_clean(v)}" for p, v in ordered if p)
+    params = {"/".join(str(x) for x in p): v for p, v in leaves.items()}
+    return (f"{index}_{body}" if body else str(index)), params
+
+
+__all__ = ["TrialSnapshot", "TrialStatus", "experiment_tag", "trial_name"]

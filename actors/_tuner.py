@@ -102,6 +102,8 @@ class Tuner:
                         "one place and give the searcher a metric/mode that agrees with TuneConfig's")
                 self._num_samples = tc.num_samples
         self._searcher = searcher
+        # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
+        self._searched = _domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
         self._required = required_metrics(tc.metric, scheduler, searcher)
@@ -224,7 +226,8 @@ class Tuner:
         extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
         self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
-                                                                     .experiment_dir), self._ctx.is_local)
+                                                                     .experiment_dir), self._ctx.is_local,
+                                     self._ctx.options, getattr(self, "_searched", None))
         spec.forward_events = bool(self._dispatcher.callbacks)
         spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:
@@ -380,5 +383,16 @@ def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
     out.trainable = b""
     return out
 
+
+
+def _domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
+    """Where ``space`` has a search domain or a grid (what Ray's variant generator "resolves")."""
+    from actors.search._domain import Domain
+
+    if isinstance(space, Domain) or (isinstance(space, dict) and set(space) == {"grid_search"}):
+        return (path,)
+    if isinstance(space, dict):
+        return tuple(p for k, v in space.items() for p in _domain_paths(v, (*path, k)))
+    return ()
 
 __all__ = ["Tuner"]

@@ -158,3 +158,28 @@ def test_table_and_echo_name_trials_as_ray_does(storage_dir, no_leaks, monkeypat
     assert tables and all("named_7" in t and grid[0].trial_id not in t for t in tables)
     out = capfd.readouterr().out
     assert re.search(r"^\(named_7 pid=\d+\) hello 7$", out, re.M), out
+
+
+# ---------------------------------------------------------------- Ray's Trial: experiment_tag, evaluated_params, checkpoint
+class Ends(Callback):
+    def __init__(self) -> None:
+        self.trials: list[Any] = []
+
+    def on_trial_complete(self, iteration: int, trials: Any, trial: Any) -> None:
+        self.trials.append(trial)
+
+
+def test_callback_trials_carry_tag_evaluated_params_and_checkpoint(storage_dir) -> None:
+    from actors.search import grid_search
+
+    ends = Ends()
+    Tuner(reports, param_space={"x": grid_search([1, 2.5]), "c": {"k": "const"}},
+          run_config=RunConfig(name="tags", storage=storage_dir, verbose=0, callbacks=[ends],
+                               system="simple")).fit()
+    by_x = {t.config["x"]: t for t in ends.trials}
+    for x, index, shown in ((1, 0, "1"), (2.5, 1, "2.5000")):
+        t = by_x[x]
+        assert t.trial_id.endswith(f"_{index:05d}")
+        assert t.experiment_tag == f"{index}_x={shown}"  # Ray's format_vars: the drawn values only
+        assert t.evaluated_params == {"x": x}
+        assert t.checkpoint.path.endswith("checkpoint_000000") and t.checkpoint.to_dict() == {"i": 1}
