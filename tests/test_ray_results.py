@@ -160,7 +160,7 @@ def test_table_and_echo_name_trials_as_ray_does(storage_dir, no_leaks, monkeypat
     assert re.search(r"^\(named_7 pid=\d+\) hello 7$", out, re.M), out
 
 
-# ---------------------------------------------------------------- Ray's Trial: experiment_tag, evaluated_params, checkpoint
+# ------------------------------------------------ Ray's Trial: experiment_tag, evaluated_params, checkpoint
 class Ends(Callback):
     def __init__(self) -> None:
         self.trials: list[Any] = []
