@@ -186,6 +186,15 @@ def processes_with(script: str, storage: str) -> list[psutil.Process]:
     return out
 
 
+def assert_resumed_at_or_after(history: list[dict[str, Any]], it: int, trial_id: str, killed_at: float) -> None:
+    """Not rerun from scratch: the rows up to the saved checkpoint ``it`` are the killed run's; rows
+    past it come from a run restored from ``it`` or a newer checkpoint, or from the killed run itself
+    (restored_from -1) when a newer checkpoint's manifest carried them."""
+    assert all(h["timestamp"] < killed_at for h in history[:it]), (trial_id, it)
+    resumed = [h["restored_from"] for h in history[it:] if h["timestamp"] >= killed_at]
+    assert all(r >= it - 1 for r in resumed), (trial_id, it, resumed)
+
+
 def kill_run(driver: subprocess.Popen[bytes], storage: str) -> None:
     """SIGKILL the driver and its whole actor system at once, and wait until all are gone.
 
@@ -242,6 +251,7 @@ class Run:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         self.groups: set[int] = set()  # the actor system's process group, found while waiting
+        self.killed_at = float("inf")  # time.time() just before kill(): later rows come from a restore
 
     @property
     def path(self) -> str:
@@ -267,6 +277,7 @@ class Run:
                              f"{self.log.read_text()[-3000:]}")
 
     def kill(self) -> None:
+        self.killed_at = min(self.killed_at, time.time())
         for group in self.groups:
             try:
                 os.killpg(group, signal.SIGKILL)
