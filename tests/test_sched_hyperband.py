@@ -206,3 +206,13 @@ def test_save_restore_mid_stream_matches_uninterrupted_run() -> None:
     assert part.decisions == full.decisions
     assert part.ctl.calls == full.ctl.calls
     assert part.iteration == full.iteration
+
+
+def test_state_saved_by_the_pre_ray_layout_is_refused_by_name() -> None:
+    """HyperBand's state changed when it took Ray Tune 2.60's bracket layout: an experiment saved before
+    (its state holds ``_brackets``/``_next_s``/``_promoted``) gets a clear refusal, not a crash later."""
+    sched = HyperBandScheduler(max_t=81, reduction_factor=3, metric="loss", mode="min")
+    saved = sched.save()
+    saved["state"] = {"_brackets": [], "_trial_bracket": {}, "_next_s": 4, "_promoted": set(), "_stopped": set()}
+    with pytest.raises(ValueError, match=r"saved state has no _bands, _current, _gone: it was saved by an older"):
+        HyperBandScheduler(max_t=81, reduction_factor=3, metric="loss", mode="min").restore(saved)

@@ -182,6 +182,13 @@ class MetricScheduler(FIFOScheduler):
             self.metric = state["metric"]
         if state.get("mode") is not None:
             self.mode = parse_mode(state["mode"], name)
+        missing = sorted(set(self._STATE) - set(state["state"]))
+        if missing:  # e.g. HyperBand's state before it made Ray Tune 2.60's decisions (2026-12-03)
+            raise ValueError(
+                f"{name}.restore: the saved state has no {', '.join(missing)}: it was saved by an older audition "
+                f"whose {name} kept its state differently; finish that experiment with the audition version "
+                "that started it, or start it anew"
+            )
         for s, value in copy.deepcopy(state["state"]).items():
             setattr(self, s, value)
 
