@@ -5,6 +5,7 @@ Run: python examples/quickstart.py [storage_dir]
 
 from __future__ import annotations
 
+import os
 import sys
 
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
@@ -22,12 +23,16 @@ def train(config: dict) -> None:
 
 
 def main(storage: str = "/tmp/audition_results") -> None:
-    grid = Tuner(
-        train,
-        param_space={"lr": loguniform(1e-4, 1)},
-        tune_config=TuneConfig(metric="loss", mode="min", num_samples=8, seed=0),
-        run_config=RunConfig(name="quick", storage=storage),
-    ).fit()
+    path = os.path.join(storage, "quick")
+    if Tuner.can_restore(path):  # run before: continue it (a finished one just returns its results)
+        grid = Tuner.restore(path, train).fit()
+    else:
+        grid = Tuner(
+            train,
+            param_space={"lr": loguniform(1e-4, 1)},
+            tune_config=TuneConfig(metric="loss", mode="min", num_samples=8, seed=0),
+            run_config=RunConfig(name="quick", storage=storage),
+        ).fit()
     best = grid.get_best_result()
     print("best config:", best.config, "loss:", round(best.metrics["loss"], 5))
     print("results in:", grid.experiment_path)
