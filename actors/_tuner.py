@@ -71,6 +71,7 @@ class Tuner:
                  param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
                  run_config: RunConfig | None = None) -> None:
         from actors.search import BasicVariantGenerator, Searcher
+        from actors.search._wrappers import ConstantsMerged
         from storage import StorageContext, StorageError
 
         for arg, value, cls in (("tune_config", tune_config, TuneConfig), ("run_config", run_config, RunConfig)):
@@ -96,10 +97,19 @@ class Tuner:
                 self._num_samples = searcher.total_trials
             else:
                 if not searcher.set_search_properties(tc.metric, tc.mode, param_space or {}) and param_space:
-                    raise ConfigError(
-                        f"{type(searcher).__name__} was built with its own search space or objective, so it "
-                        "cannot take Tuner(param_space=...) too; define the space (constants included) in "
-                        "one place and give the searcher a metric/mode that agrees with TuneConfig's")
+                    if _domain_paths(param_space):  # Ray refuses unresolved values here too
+                        raise ConfigError(
+                            f"{type(searcher).__name__} was built with its own search space or objective, so "
+                            "Tuner(param_space=...) may hold only constants beside it (it has search domains "
+                            f"at {', '.join('/'.join(map(str, p)) for p in _domain_paths(param_space))}); define "
+                            "the space in one place and give the searcher a metric/mode that agrees with "
+                            "TuneConfig's")
+                    own = searcher.metric if isinstance(searcher.metric, list) else [searcher.metric]
+                    if tc.metric is not None and searcher.metric is not None and tc.metric not in own:
+                        raise ConfigError(
+                            f"TuneConfig(metric={tc.metric!r}) but {type(searcher).__name__} searches "
+                            f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
+                    searcher = ConstantsMerged(searcher, param_space)  # as Ray: constants join each config
                 self._num_samples = tc.num_samples
         self._searcher = searcher
         # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
@@ -393,6 +403,8 @@ def _domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ..
         return (path,)
     if isinstance(space, dict):
         return tuple(p for k, v in space.items() for p in _domain_paths(v, (*path, k)))
+    if isinstance(space, (list, tuple)):
+        return tuple(p for i, v in enumerate(space) for p in _domain_paths(v, (*path, i)))
     return ()
 
 __all__ = ["Tuner"]

@@ -385,3 +385,27 @@ def test_repeater_averages_every_objective() -> None:
         assert isinstance(repeater.suggest(tid), dict)
         repeater.on_trial_complete(tid, {"loss": loss, "gain": gain})
     assert inner.study.trials[0].values == [2.0, 4.0]  # NaN left out of the mean, as for one objective
+
+
+def test_constants_beside_a_searchers_own_space_join_every_config_as_in_ray(tmp_path: Any) -> None:
+    """Ray merges a constants-only param_space into each suggestion of a searcher built with its own
+    space (the searcher's values win); a param_space with search domains is still refused."""
+    from actors import RunConfig, TuneConfig, Tuner
+    from actors._errors import ConfigError
+
+    def tuner(space: dict[str, Any], metric: str = "loss") -> Tuner:
+        searcher = OptunaSearch(space=_define, metric="loss", mode="min", seed=0)
+        return Tuner(steps_trainable, param_space=space,
+                     tune_config=TuneConfig(search_alg=searcher, num_samples=3, metric=metric, mode="min"),
+                     run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0))
+
+    grid = tuner({"extra": 7, "steps": 99, "model": {"depth": 3}}).fit()
+    assert len(grid) == 3 and not grid.errors
+    for r in grid:
+        assert r.config["extra"] == 7
+        assert r.config["steps"] == 3 and len(r.metrics_history) == 3  # the searcher's value wins
+        assert r.config["model"]["depth"] == 3 and r.config["model"]["kind"] == "mlp"  # nested dicts merged
+    with pytest.raises(ConfigError, match="search domains at x"):
+        tuner({"x": uniform(0, 1)})
+    with pytest.raises(ConfigError, match="agrees with TuneConfig"):
+        tuner({"steps": 2}, metric="acc")

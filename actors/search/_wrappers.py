@@ -194,3 +194,47 @@ class Repeater(_Wrapper):
         self._groups = copy.deepcopy(state["groups"])
         self._trial_group = dict(state["trial_group"])
         self._open = state["open"]
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated with ``over``, nested dicts merged key by key (Ray's ``merge_dicts``)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+class ConstantsMerged(_Wrapper):
+    """A searcher with its own space, plus a constants-only ``Tuner(param_space=...)``.
+
+    Ray Tune accepts that pair and merges the constants into every suggestion (the searcher's
+    values win); only a param_space that still holds search domains is refused. The Tuner wraps
+    the searcher in this, so a Ray script that passes, e.g., ``{"steps": 100}`` beside
+    ``OptunaSearch(space=...)`` runs unchanged.
+    """
+
+    def __init__(self, searcher: Searcher, constants: dict[str, Any]) -> None:
+        super().__init__(_check_searcher("ConstantsMerged", searcher))
+        self.constants = copy.deepcopy(constants)
+
+    def suggest(self, trial_id: str) -> Suggestion:
+        suggestion = self.searcher.suggest(trial_id)
+        return _merged(self.constants, suggestion) if isinstance(suggestion, dict) else suggestion
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.searcher.on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        self.searcher.on_trial_complete(trial_id, result, error)
+
+    def save(self) -> dict[str, Any]:
+        return {"kind": "ConstantsMerged", "searcher": self.searcher.save(), "constants": copy.deepcopy(self.constants)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        check_state("ConstantsMerged", state, "ConstantsMerged")
+        self.searcher.restore(state["searcher"])
