@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-pytest_plugins = ["tests._fixtures_s3"]
+pytest_plugins = ["tests._fixtures_s3", "tests._cluster"]
 
 _ME = psutil.Process(os.getpid())
 _CMDLINE = _ME.cmdline()

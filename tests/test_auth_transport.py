@@ -21,12 +21,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import psutil
 import pytest
 from thespian.actors import Actor, ActorSystemConventionUpdate
+
+from tests._cluster import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "test-cluster-key-0123456789abcdef"
@@ -157,15 +158,6 @@ def serve(opts: dict[str, Any]) -> None:
 # test side
 
 
-def _wait_for(cond: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.05)
 
 
 class Server:
@@ -384,7 +376,7 @@ def test_unsigned_pickle_is_never_unpickled(servers: Any, tmp_path: Any):
         reply, src = _send_raw(srv.ready[target], _frame(pickle.dumps(_OpenFile(str(marker)))))
         assert b"ACK+DATAERR" in reply or reply == b""  # refused, connection closed
         line = f"rejected frame from 127.0.0.1:{src}"
-        _wait_for(lambda: line in srv.log(), 10, f"'{line}' in the log")  # noqa: B023 - waited for at once
+        wait_for(lambda: line in srv.log(), 10, f"'{line}' in the log")  # noqa: B023 - waited for at once
         assert not marker.exists()
     # garbage without a length, with a bad length, and a frame sealed with another key
     from actors._auth import FrameAuth
@@ -403,7 +395,7 @@ def test_same_payload_runs_code_on_an_unpatched_system(servers: Any, tmp_path: A
     srv = servers("unpatched", None)
     marker = tmp_path / "pwned-unpatched"
     _send_raw(srv.ready["admin_port"], _frame(pickle.dumps(_OpenFile(str(marker)))))
-    _wait_for(marker.exists, 10, "the unpatched admin to unpickle the payload and create the file")
+    wait_for(marker.exists, 10, "the unpatched admin to unpickle the payload and create the file")
     assert srv.request("ask still-alive") == {"answer": "echo:still-alive"}
 
 
@@ -423,7 +415,7 @@ def test_signed_frame_is_delivered_once_and_replay_dropped(servers: Any):
         opened = auth.open(reply[reply.index(b">") + 1:])
         assert (opened.kind, pickle.loads(opened.payload)) == (b"A", "ACK")  # both acknowledged
     assert srv.request("notes") == {"notes": ["hello"]}  # ...but delivered once
-    _wait_for(lambda: "duplicate frame" in srv.log(), 10, "the duplicate to be logged")
+    wait_for(lambda: "duplicate frame" in srv.log(), 10, "the duplicate to be logged")
 
 
 def _opened_reply(auth: Any, reply: bytes) -> str:
@@ -444,23 +436,23 @@ def test_captured_frame_replayed_to_another_process_is_refused(servers: Any, tmp
     member = servers("member", KEY, leader=leader.ready["admin_port"], member="m")
     member_port = member.ready["admin_port"]
     joined = lambda: [u for u in leader.request("updates")["updates"] if u[1] == "m" and u[2]]  # noqa: E731
-    _wait_for(joined, 15, "the member to join")
+    wait_for(joined, 15, "the member to join")
 
     def to_member() -> list[bytes]:
         lines = capture.read_text().splitlines() if capture.exists() else []
         return [bytes.fromhex(f["frame"]) for f in map(json.loads, lines) if f["port"] == member_port]
 
-    frame = _wait_for(to_member, 15, "a frame from the leader to the member")[-1]
+    frame = wait_for(to_member, 15, "a frame from the leader to the member")[-1]
     auth = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
     for name, port in (("leader admin", leader.ready["admin_port"]), ("leader actor", leader.ready["echo_port"]),
                        ("member actor", member.ready["echo_port"])):
         reply, _src = _send_raw(port, frame)
         assert _opened_reply(auth, reply) == "ACK+DATAERR", f"{name} accepted a frame meant for the member"
-    _wait_for(lambda: f"addressed to 127.0.0.1:{member_port}, not to this process" in leader.log(), 10,
+    wait_for(lambda: f"addressed to 127.0.0.1:{member_port}, not to this process" in leader.log(), 10,
               "the leader to log the misaddressed frame")
     reply, _src = _send_raw(member_port, frame)  # its own recipient: seen before, so acknowledged and dropped
     assert _opened_reply(auth, reply) == "ACK"
-    _wait_for(lambda: "duplicate frame" in member.log(), 10, "the member to log the duplicate")
+    wait_for(lambda: "duplicate frame" in member.log(), 10, "the member to log the duplicate")
     assert leader.request("ask after") == {"answer": "echo:after"} and member.request("ask after") == {
         "answer": "echo:after"}
     assert [u for u in leader.request("updates")["updates"] if u[1] == "m"] == joined()  # nothing removed it
@@ -496,14 +488,14 @@ def test_unverified_bytes_are_bounded_across_connections(servers: Any):
                     closed += 1
             return closed if closed >= 2 else 0
 
-        assert _wait_for(refused, 20, "the connections past the budget to be refused") >= 2
+        assert wait_for(refused, 20, "the connections past the budget to be refused") >= 2
         assert "frames not yet verified" in srv.log() or "left of the" in srv.log(), srv.log()[-2000:]
     finally:
         for c in conns:
             c.close()
     reply, _src = _send_raw(port, b"%d>" % mib + os.urandom(mib))  # the budget was given back: read, then rejected
     assert b"ACK+DATAERR" in reply
-    _wait_for(lambda: "bad HMAC tag" in srv.log(), 10, "the full frame to be read and its tag checked")
+    wait_for(lambda: "bad HMAC tag" in srv.log(), 10, "the full frame to be read and its tag checked")
     assert srv.request("ask still-alive") == {"answer": "echo:still-alive"}
 
 
@@ -513,11 +505,11 @@ def test_member_with_wrong_key_cannot_join(servers: Any):
     port = leader.ready["admin_port"]
     wrong = servers("wrong", WRONG_KEY, leader=port, member="wrong")
     servers("right", KEY, leader=port, member="right")
-    joined = _wait_for(lambda: [u for u in leader.request("updates")["updates"] if u[1] == "right" and u[2]], 15,
+    joined = wait_for(lambda: [u for u in leader.request("updates")["updates"] if u[1] == "right" and u[2]], 15,
                        "the member with the right key to join")
     assert len(joined) == 1
     t_wrong = time.monotonic()
-    _wait_for(lambda: "rejected frame" in leader.log(), 10, "the leader to log the wrong member's frames")
+    wait_for(lambda: "rejected frame" in leader.log(), 10, "the leader to log the wrong member's frames")
     while time.monotonic() - t_wrong < 3:  # the wrong member keeps retrying; none may get through
         assert not [u for u in leader.request("updates")["updates"] if u[1] == "wrong"]
         time.sleep(0.3)

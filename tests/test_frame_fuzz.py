@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ if __name__ == "__main__":  # run as a script: make the checkout importable
 
 import psutil
 import pytest
+
+from tests._cluster import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "fuzz-cluster-key-0123456789abcdef"
@@ -162,15 +164,6 @@ def _listening_ports(pids: set[int]) -> dict[int, int]:
             if c.status == psutil.CONN_LISTEN and c.pid in pids}
 
 
-def _wait_for(cond: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _beats(beat_dir: Path) -> dict[str, int]:
@@ -272,12 +265,12 @@ def test_malformed_frames_never_kill_or_wedge_a_keyed_cluster(tmp_path: Path) ->
     worker: subprocess.Popen[bytes] | None = None
     held: list[socket.socket] = []
     try:
-        _wait_for(lambda: _listening_ports({p.pid for p in _family(tag)}).get(port), 30, "the leader to listen")
+        wait_for(lambda: _listening_ports({p.pid for p in _family(tag)}).get(port), 30, "the leader to listen")
         worker = subprocess.Popen(
             [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{port}", "--bind", "127.0.0.1",
              "--port", str(worker_port), "--cpus", "2", "--id", worker_id],
             cwd=ROOT, env=env, stdout=worker_log, stderr=subprocess.STDOUT)
-        _wait_for(lambda: len(_beats(beat_dir)) == 2, 60, "both trials to run on the worker")
+        wait_for(lambda: len(_beats(beat_dir)) == 2, 60, "both trials to run on the worker")
         rng = random.Random(SEED)
         ack = _ack_constant(port)
         sent = 0
@@ -300,7 +293,7 @@ def test_malformed_frames_never_kill_or_wedge_a_keyed_cluster(tmp_path: Path) ->
             dead = [pid for pid, p in procs.items() if not p.is_running() or p.status() == psutil.STATUS_ZOMBIE]
             assert not dead, f"batch {batch}: processes died: {dead}; leader log:\n" + \
                 (tmp_path / "leader.log").read_text()[-3000:]
-            _wait_for(lambda: all(_beats(beat_dir).get(k, 0) >= v + 3 for k, v in before.items()),  # noqa: B023
+            wait_for(lambda: all(_beats(beat_dir).get(k, 0) >= v + 3 for k, v in before.items()),  # noqa: B023
                       30, f"both trials to make progress after batch {batch}")
             for target in targets:  # every port still accepts connections (and the loop still reads them)
                 _send(target, b"", "close", held)
@@ -315,10 +308,10 @@ def test_malformed_frames_never_kill_or_wedge_a_keyed_cluster(tmp_path: Path) ->
             assert [h[0] for h in hist] == list(range(1, len(hist) + 1)) and len(hist) >= 5, hist
             assert all(h[1] == pytest.approx(t["x"] / h[0]) and h[2] == worker_id for h in hist), hist
         assert "rejected frame" in (tmp_path / "leader.log").read_text()
-        _wait_for(lambda: not _family(tag), 20, "the leader's processes to exit after fit()")
+        wait_for(lambda: not _family(tag), 20, "the leader's processes to exit after fit()")
         worker.terminate()
         assert worker.wait(timeout=30) == 0
-        _wait_for(lambda: not _family(worker_id), 20, "the worker's processes to exit")
+        wait_for(lambda: not _family(worker_id), 20, "the worker's processes to exit")
         print(f"\n{sent} malformed connections over {BATCHES} batches to {len(targets)} ports; run finished intact")
     finally:
         for s in held:

@@ -4,115 +4,25 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-import uuid
 
-import psutil
 import pytest
 
 from actors import FailureConfig, RunConfig, TuneConfig, Tuner
-from actors._system import free_port
 from actors._trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _wait_for(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-class Cluster:
-    """Runs ``fit()`` as the leader in a thread and starts worker processes once it listens."""
-
-    def __init__(self, tag: str) -> None:
-        self.port = free_port()
-        self.tag = tag
-        self.workers: dict[str, subprocess.Popen] = {}
-
-    def start_worker(self, name: str, cpus: int = 1) -> None:
-        env = dict(os.environ, PYTHONPATH=ROOT)
-        self.workers[name] = subprocess.Popen(
-            [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{self.port}",
-             "--cpus", str(cpus), "--id", f"{name}-{self.tag}"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def processes(self, name: str) -> list[psutil.Process]:
-        ident = f"{name}-{self.tag}"
-        out = []
-        for p in psutil.process_iter(["cmdline", "status"]):
-            try:
-                if ident in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
-                    out.append(p)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                pass
-        return out
-
-    def kill_worker(self, name: str) -> None:
-        for p in self.processes(name):
-            p.send_signal(signal.SIGKILL)
-
-    def stop(self) -> None:
-        for w in self.workers.values():
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-        for name, w in self.workers.items():
-            try:
-                w.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                w.kill()
-            _wait_for(lambda n=name: not self.processes(n), 20, f"worker {name} to exit")
-
-
-@pytest.fixture
-def cluster():
-    c = Cluster(uuid.uuid4().hex[:8])
-    try:
-        yield c
-    finally:
-        for name in list(c.workers):
-            for p in c.processes(name):
-                try:
-                    p.kill()
-                except psutil.NoSuchProcess:
-                    pass
-        c.stop()
-
-
-def _fit_in_thread(tuner: Tuner, out: dict) -> threading.Thread:
-    def run() -> None:
-        try:
-            out["grid"] = tuner.fit()
-        except BaseException as exc:  # reported by the test
-            out["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
+from tests._cluster import ROOT, Cluster, fit_in_thread, listening, wait_for
 
 
 def _fit_with_workers(cluster: Cluster, tuner: Tuner, workers: list[tuple[str, int]],
                       timeout_s: float = 120) -> dict:
     """``fit()`` as the leader; once it listens, start ``workers`` (name, cpus); wait for the end."""
     out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    thread = fit_in_thread(tuner, out)
+    wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
     for name, cpus in workers:
         cluster.start_worker(name, cpus=cpus)
     thread.join(timeout=timeout_s)
@@ -169,8 +79,8 @@ def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks
                                        leader_runs_trials=False, verbose=0, heartbeat_timeout_s=3.0,
                                        failure_config=FailureConfig(max_failures=3)))
     out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    thread = fit_in_thread(tuner, out)
+    wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
     cluster.start_worker("a")
     cluster.start_worker("b")
     import glob
@@ -183,7 +93,7 @@ def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks
                 return True
         return False
 
-    _wait_for(a_has_progress, 60, "trials on worker a to make progress")
+    wait_for(a_has_progress, 60, "trials on worker a to make progress")
     killed_at = time.time()
     cluster.kill_worker("a")
     thread.join(timeout=120)
@@ -228,10 +138,10 @@ def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, n
                   run_config=RunConfig(name="st", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
                                        leader_runs_trials=False, verbose=0))
     out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    thread = fit_in_thread(tuner, out)
+    wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
     cluster.start_worker("a", cpus=2)
-    _wait_for(lambda: len(glob.glob(f"{storage_dir}/st/*/result.json")) == 2, 30, "both trials to report")
+    wait_for(lambda: len(glob.glob(f"{storage_dir}/st/*/result.json")) == 2, 30, "both trials to report")
     res = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
                           f"127.0.0.1:{cluster.port}", "--json"], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=ROOT))

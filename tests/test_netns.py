@@ -19,6 +19,8 @@ import uuid
 import psutil
 import pytest
 
+from tests._cluster import wait_for
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "netns-test-key-0123456789abcdef"
 
@@ -43,13 +45,6 @@ def _netns_available() -> str | None:
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(_netns_available()), reason=str(_netns_available()))]
 
 
-def _wait_for(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 class Net:
@@ -147,7 +142,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
                               env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     workers: list[subprocess.Popen] = []
     try:
-        _wait_for(lambda: _listening(net.leader_ip, port), 30, "the leader to listen")
+        wait_for(lambda: _listening(net.leader_ip, port), 30, "the leader to listen")
         workers = [_start_worker(net, "a", port), _start_worker(net, "b", port)]
         tag_a = f"a-{net.tag}"
 
@@ -158,7 +153,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
                     return True
             return False
 
-        _wait_for(a_running, 60, "a trial to run on host a")
+        wait_for(a_running, 60, "a trial to run on host a")
         cut_at = time.time()
         net.link("a", up=False)
 
@@ -170,7 +165,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
                     return True
             return False
 
-        _wait_for(moved_off_a, 60, "the cut-off host's trial to run elsewhere")
+        wait_for(moved_off_a, 60, "the cut-off host's trial to run elsewhere")
         net.link("a", up=True)
         back_at = time.time()
 
@@ -181,7 +176,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
                     return True
             return False
 
-        _wait_for(a_works_again, 60, "host a to get work again after its link came back")
+        wait_for(a_works_again, 60, "host a to get work again after its link came back")
         out, err = driver.communicate(timeout=180)
         assert driver.returncode == 0, err[-3000:]
         trials = json.loads(out.strip().splitlines()[-1])

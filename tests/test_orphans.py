@@ -16,8 +16,8 @@ from actors import FailureConfig, RunConfig, TuneConfig, Tuner
 from actors._trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
+from tests._cluster import fit_in_thread, listening, wait_for
 from tests._driver_script import processes_with
-from tests.test_multihost import Cluster, _fit_in_thread, _listening, _wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(os.path.dirname(__file__), "_blocking_driver.py")
@@ -40,24 +40,10 @@ def test_signal_while_the_actor_system_starts_leaves_no_process(sig, tmp_path):
             proc.wait(timeout=60)
             assert proc.returncode == 130, (proc.returncode, out.read_text()[-2000:])
             # shut down by the driver itself: an orphan would wait for its watchdog (ORPHAN_KILL_S)
-            _wait_for(lambda s=storage: not processes_with(SCRIPT, s), 5, "the actor system to be gone")
+            wait_for(lambda s=storage: not processes_with(SCRIPT, s), 5, "the actor system to be gone")
         finally:
             for p in processes_with(SCRIPT, storage):
                 p.kill()
-
-
-@pytest.fixture
-def cluster():
-    import uuid
-
-    c = Cluster(uuid.uuid4().hex[:8])
-    try:
-        yield c
-    finally:
-        for name in list(c.workers):
-            for p in c.processes(name):
-                p.kill()
-        c.stop()
 
 
 @pytest.mark.slow
@@ -70,8 +56,8 @@ def test_sigkilled_worker_command_takes_its_processes_along(cluster, storage_dir
                                        leader_runs_trials=False, verbose=0, heartbeat_timeout_s=3.0,
                                        failure_config=FailureConfig(max_failures=3)))
     out: dict = {}
-    thread = _fit_in_thread(tuner, out)
-    _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+    thread = fit_in_thread(tuner, out)
+    wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
     cluster.start_worker("a")
 
     def a_has_progress() -> bool:
@@ -80,11 +66,11 @@ def test_sigkilled_worker_command_takes_its_processes_along(cluster, storage_dir
                 return True
         return False
 
-    _wait_for(a_has_progress, 60, "trials on worker a to report")
+    wait_for(a_has_progress, 60, "trials on worker a to report")
     assert len(cluster.processes("a")) > 2  # the command, its admin, logger, trial actors
     cluster.workers.pop("a").kill()  # the command only: SIGKILL
     t0 = time.monotonic()
-    _wait_for(lambda: not cluster.processes("a"), 15, "every process worker a started to end")
+    wait_for(lambda: not cluster.processes("a"), 15, "every process worker a started to end")
     print(f"worker a's processes gone {time.monotonic() - t0:.1f}s after its command was killed")
     cluster.start_worker("b")  # the leader's run goes on elsewhere
     thread.join(timeout=120)

@@ -12,6 +12,8 @@ import time
 import psutil
 import pytest
 
+from tests._cluster import wait_for
+
 SCRIPT = os.path.join(os.path.dirname(__file__), "_long_driver.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,13 +24,6 @@ def _family(storage: str) -> list[psutil.Process]:
     return processes_with(SCRIPT, storage)
 
 
-def _wait_for(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 @pytest.fixture
@@ -38,7 +33,7 @@ def running_driver(tmp_path):
     proc = subprocess.Popen([sys.executable, SCRIPT, storage], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: glob.glob(f"{storage}/long/*/result.json"), 30, "the first results")
+        wait_for(lambda: glob.glob(f"{storage}/long/*/result.json"), 30, "the first results")
         yield proc, storage
     finally:
         for p in [proc, *_family(storage)]:
@@ -57,7 +52,7 @@ def test_interrupted_driver_shuts_everything_down(running_driver, sig):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in out
-    _wait_for(lambda: not _family(storage), 10, "the actor system's processes to exit")
+    wait_for(lambda: not _family(storage), 10, "the actor system's processes to exit")
     # the abort wrote a final experiment state: unfinished trials stay resumable
     import json
 
@@ -76,5 +71,5 @@ def test_sigkilled_driver_system_shuts_itself_down(running_driver):
     proc.kill()
     proc.wait(timeout=10)
     t0 = time.monotonic()
-    _wait_for(lambda: not _family(storage), 45, "the orphaned actor system to shut itself down")
+    wait_for(lambda: not _family(storage), 45, "the orphaned actor system to shut itself down")
     print(f"orphaned system gone {time.monotonic() - t0:.1f}s after the driver's SIGKILL")

@@ -20,6 +20,7 @@ from actors._errors import ConfigError
 from actors._trial import TrialStatus
 from actors.search import grid_search
 from actors.stoppers import TimeoutStopper
+from tests._cluster import wait_for
 from tests._driver_script import processes_with
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "_blocking_driver.py")
@@ -62,13 +63,6 @@ def test_grace_and_budget_are_checked():
     assert RunConfig().trial_stop_grace_s == 10.0
 
 
-def _wait_for(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 def start_driver(storage: str, mode: str) -> subprocess.Popen:
@@ -93,14 +87,14 @@ def test_driver_signal_ends_every_process_with_a_stuck_trial(sig, tmp_path):
     storage = str(tmp_path / "res")
     proc = start_driver(storage, "block")
     try:
-        _wait_for(lambda: len(glob.glob(f"{storage}/blocked/*/result.json")) == 2, 30, "both trials to report")
+        wait_for(lambda: len(glob.glob(f"{storage}/blocked/*/result.json")) == 2, 30, "both trials to report")
         assert len(processes_with(SCRIPT, storage)) > 3  # driver, admin, logger, controller, trials...
         sent = time.monotonic()
         proc.send_signal(sig)
         if sig != signal.SIGKILL:
             out, err = proc.communicate(timeout=60)
             assert proc.returncode == 130 and "interrupted" in out, err[-2000:]
-        _wait_for(lambda: not processes_with(SCRIPT, storage), 30, "every process of the run to end")
+        wait_for(lambda: not processes_with(SCRIPT, storage), 30, "every process of the run to end")
         print(f"{signal.Signals(sig).name}: all gone {time.monotonic() - sent:.1f}s after the signal")
     finally:
         end_all(proc, storage)

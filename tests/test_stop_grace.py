@@ -9,10 +9,8 @@ import os
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
-import psutil
 import pytest
 
 from actors import Callback, FailureConfig, RunConfig, TuneConfig, Tuner
@@ -20,7 +18,7 @@ from actors._proc import pid_alive
 from actors._trial import TrialStatus
 from actors.search import grid_search
 from tests import _stuck_trainables as S
-from tests.test_multihost import Cluster, _fit_in_thread, _listening, _wait_for
+from tests._cluster import fit_in_thread, listening, wait_for
 
 GRACE_S = 1.0
 
@@ -35,11 +33,11 @@ def _tuner(d: str, storage_dir: str, action: str, **run) -> Tuner:
 def _see_the_stuck_trial_killed(d: str, fit: threading.Thread) -> float:
     """Wait for the stop (or pause) of the stuck trial, then for its process to be gone while
     ``fit`` still runs (the working trial only ends on ``release``); seconds from one to the other."""
-    _wait_for(lambda: os.path.exists(os.path.join(d, "stop-sent")), 60, "the stuck trial to be stopped")
+    wait_for(lambda: os.path.exists(os.path.join(d, "stop-sent")), 60, "the stuck trial to be stopped")
     asked = time.monotonic()
     pid, work_pid = S.read_pid(d, "stuck"), S.read_pid(d, "work")
     assert pid is not None and work_pid is not None
-    _wait_for(lambda: not pid_alive(pid), 30, f"the stuck trial's process {pid} to be killed")
+    wait_for(lambda: not pid_alive(pid), 30, f"the stuck trial's process {pid} to be killed")
     took = time.monotonic() - asked
     assert fit.is_alive() and pid_alive(work_pid), "the experiment ended before the kill was seen"
     return took
@@ -47,7 +45,7 @@ def _see_the_stuck_trial_killed(d: str, fit: threading.Thread) -> float:
 
 def _fit_and_kill(d: str, tuner: Tuner, before: Callable[[], None] = lambda: None) -> dict:
     out: dict = {}
-    fit = _fit_in_thread(tuner, out)
+    fit = fit_in_thread(tuner, out)
     try:
         before()
         took = _see_the_stuck_trial_killed(d, fit)
@@ -151,28 +149,13 @@ def test_fail_fast_kills_a_trial_stuck_in_c(tmp_path, storage_dir, no_leaks):
     assert by_role["fail"].status is TrialStatus.ERROR
 
 
-@pytest.fixture
-def cluster():
-    c = Cluster(uuid.uuid4().hex[:8])
-    try:
-        yield c
-    finally:
-        for name in list(c.workers):
-            for p in c.processes(name):
-                try:
-                    p.kill()
-                except psutil.NoSuchProcess:
-                    pass
-        c.stop()
-
-
 @pytest.mark.timeout(150)
 def test_a_stuck_trial_on_a_worker_is_killed_by_its_probe(cluster, tmp_path, storage_dir, no_leaks):
     d = str(tmp_path)
     tuner = _tuner(d, storage_dir, "stop", system=f"tcp://127.0.0.1:{cluster.port}", leader_runs_trials=False)
 
     def start_worker() -> None:
-        _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+        wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
         cluster.start_worker("a", cpus=2)
 
     by_role = _fit_and_kill(d, tuner, start_worker)
