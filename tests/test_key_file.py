@@ -21,7 +21,8 @@ import psutil
 import pytest
 
 from actors._system import free_port
-from tests.test_auth_transport import KEY, WRONG_KEY, Server, _wait_for
+from tests._cluster import wait_for
+from tests.test_auth_transport import KEY, WRONG_KEY, Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -97,11 +98,11 @@ def test_worker_with_key_file_joins_leader_keyed_by_env(leader: Server, tmp_path
     assert leader.ready["auth"]
     tag, port, log_path, worker = _keyed_worker(leader, tmp_path, "worker", "127.0.0.1")
     try:
-        _wait_for(lambda: _joined(leader, port), 30, "the --key-file worker to join the leader")
+        wait_for(lambda: _joined(leader, port), 30, "the --key-file worker to join the leader")
         assert "rejected frame" not in leader.log(), leader.log()[-3000:]
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=30) == 0, log_path.read_text()
-        _wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
+        wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
         assert "wider than 0600" not in log_path.read_text()
     finally:
         if worker.poll() is None:
@@ -116,7 +117,7 @@ def test_worker_bound_to_every_interface_advertises_a_reachable_address(leader: 
 
     tag, port, log_path, worker = _keyed_worker(leader, tmp_path, "any", "0.0.0.0")
     try:
-        joined = _wait_for(lambda: _joined(leader, port), 30, "the every-interface worker to join the leader")
+        joined = wait_for(lambda: _joined(leader, port), 30, "the every-interface worker to join the leader")
         assert joined, "joined"
         listening = {c.laddr.ip for c in psutil.net_connections("tcp4")
                      if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
@@ -124,7 +125,7 @@ def test_worker_bound_to_every_interface_advertises_a_reachable_address(leader: 
         assert f"admin 127.0.0.1:{port} (listening on 0.0.0.0)" in log_path.read_text()
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=30) == 0, log_path.read_text()
-        _wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
+        wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
     finally:
         if worker.poll() is None:
             worker.kill()
@@ -145,7 +146,7 @@ def test_worker_with_wrong_key_file_is_rejected(leader: Server, tmp_path: Path) 
     try:
         _out, err = worker.communicate(timeout=60)
         assert worker.returncode == 2 and "uses a different cluster key" in err, err[-2000:]
-        _wait_for(lambda: "rejected frame" in leader.log(), 30, "the leader to reject the wrong key's frame")
+        wait_for(lambda: "rejected frame" in leader.log(), 30, "the leader to reject the wrong key's frame")
         assert not _joined(leader, port) and not _family(tag)
     finally:
         if worker.poll() is None:

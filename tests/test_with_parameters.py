@@ -167,7 +167,7 @@ def test_partial_is_what_it_replaces():
 
 
 def test_multi_host_workers_fetch_from_storage_once_per_machine(storage_dir, tmp_path, monkeypatch, no_leaks):
-    from tests.test_multihost import Cluster, _fit_in_thread, _listening, _wait_for
+    from tests._cluster import Cluster, fit_in_thread, listening, wait_for
 
     monkeypatch.setenv(P.OBJECTS_DIR_ENV, str(tmp_path / "driver-machine"))
     cluster = Cluster("wp" + os.urandom(3).hex())
@@ -177,8 +177,8 @@ def test_multi_host_workers_fetch_from_storage_once_per_machine(storage_dir, tmp
                                        system=f"tcp://127.0.0.1:{cluster.port}"))
     out: dict = {}
     try:
-        thread = _fit_in_thread(tuner, out)
-        _wait_for(lambda: _listening(cluster.port), 20, "the leader to listen")
+        thread = fit_in_thread(tuner, out)
+        wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
         monkeypatch.setenv(P.OBJECTS_DIR_ENV, str(tmp_path / "other-machine"))  # the workers' machine
         cluster.start_worker("a")
         cluster.start_worker("b")
