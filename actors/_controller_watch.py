@@ -23,7 +23,7 @@ from thespian.actors import ActorExitRequest
 
 from actors._checks import stopper_failed
 from actors._lifecycle import Effect, Phase
-from actors._proc import describe_exit, exit_status_of
+from actors._proc import describe_exit, exit_status_of, process_exit
 from actors._trial import TrialStatus
 from actors.messages import ActionKind, EndReason, ProbeKill, SchedulerAction, TrialProcess
 
@@ -56,14 +56,15 @@ class WatchMixin:
         self.procs: dict[str, tuple[int, int]] = {}  # trial -> (run_id, pid) of the process running it
         self.halt_by: dict[str, tuple[int, float]] = {}  # trial -> (run_id, monotonic kill deadline)
         self.run_clock: dict[str, tuple[int, float, float]] = {}  # trial -> (run_id, started, time_total_s)
+        self.gone: dict[str, int] = {}  # trial -> run_id whose local process was seen dead at the last tick
 
     # ------------------------------------------------------------------ processes
     def receiveMsg_TrialProcess(self, msg: TrialProcess, sender: Any) -> None:
         self.procs[msg.trial_id] = (msg.run_id, msg.pid)
 
-    def _death(self, addr: Any) -> str:
+    def _death(self, addr: Any, code: int | None = None) -> str:
         """How the trial process at ``addr`` ended, for its error message."""
-        code = exit_status_of(addr)
+        code = exit_status_of(addr) if code is None else code
         if code is None:
             return "the trial's actor process exited unexpectedly (killed, or crashed outside Python)"
         how = describe_exit(code)
@@ -88,6 +89,7 @@ class WatchMixin:
     def _watch_tick(self) -> None:
         """About once a second: time limits, then trials that ignored a stop past its grace."""
         self._check_time_limits()
+        self._check_lost_processes()
         now = time.monotonic()
         for rec in self.table.with_status(TrialStatus.RUNNING):
             if rec.phase in (Phase.SAVING, Phase.STOPPING):  # e.g. a pause joined a save in flight:
@@ -99,6 +101,40 @@ class WatchMixin:
             elif now >= deadline:
                 del self.halt_by[trial_id]
                 self._kill_trial(trial_id, run_id)
+
+    def _local_pid(self, trial_id: str, run_id: int) -> int | None:
+        """The pid of the process running this run of the trial, if it runs on this machine."""
+        proc = self.procs.get(trial_id)
+        pid = proc[1] if proc is not None and proc[0] == run_id else None
+        if pid is None or not self.spec.actor_processes or pid in (os.getpid(), self.spec.driver_pid):
+            return None
+        if self.spec.multi_host and self.placement.where.get(trial_id) != self.leader_id:
+            return None
+        return pid
+
+    def _check_lost_processes(self) -> None:
+        """A local trial process dead at two ticks in a row, with no ``ChildActorExited`` heard, failed.
+
+        Thespian reaps children on SIGCHLD; when two trial processes died at once, one death was
+        never reported and the experiment waited forever on a RUNNING trial (seen in test_trial_death).
+        """
+        seen: dict[str, int] = {}
+        for rec in list(self.table.with_status(TrialStatus.RUNNING)):
+            pid = self._local_pid(rec.trial_id, rec.run_id)
+            if pid is None:
+                continue
+            gone, code = process_exit(pid)
+            if not gone:
+                continue
+            if self.gone.get(rec.trial_id) != rec.run_id:
+                seen[rec.trial_id] = rec.run_id  # give Thespian's own notice a tick to arrive
+                continue
+            actor = self.actor_of.pop(rec.trial_id, None)  # never reused; a late ChildActorExited is ignored
+            self.procs.pop(rec.trial_id, None)
+            log.warning("trial %s: its process %d is gone and no exit notice came; failing the run", rec.trial_id, pid)
+            self._ended(rec.trial_id, rec.run_id, EndReason.FAILED, None, self._death(actor, code),
+                        "the trial's process is gone (found by the controller's liveness check)\n")
+        self.gone = seen
 
     def _check_time_limits(self) -> None:
         stopper = self.spec.stopper if self.spec is not None else None

@@ -132,6 +132,31 @@ def exit_status_of(addr: Any) -> int | None:
     return None
 
 
+def process_exit(pid: int) -> tuple[bool, int | None]:
+    """(gone, exit code) of process ``pid`` from ``/proc``: gone if it no longer exists or is a zombie.
+
+    The code follows ``multiprocessing``'s convention (negative: killed by that signal) and is read
+    from a zombie's ``exit_code`` field; None when unknown (already reaped, or not Linux).  Used when
+    Thespian's ``ChildActorExited`` did not come: seen for one of two trial processes that died at
+    the same moment (their SIGCHLDs merge).
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+    fields = data[data.rindex(")") + 2:].split()
+    if not fields or fields[0] != "Z":
+        return False, None
+    try:
+        status = int(fields[49])
+    except (IndexError, ValueError):
+        return True, None
+    return True, -(status & 0x7F) if status & 0x7F else (status >> 8) & 0xFF
+
+
 # ---------------------------------------------------------------------- the admin watches its owner
 _owner: dict[str, Any] = {}  # set by watch_owner in the starting process; the forked admin inherits it
 POLL_S = 0.25

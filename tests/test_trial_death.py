@@ -72,3 +72,32 @@ def test_describe_exit():
     assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
     assert describe_exit(3) == "exited with code 3"
     assert describe_exit(None) == "exited (how is unknown)"
+
+
+def _zombie(action) -> int:
+    pid = os.fork()
+    if pid == 0:
+        action()
+        os._exit(0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return pid
+        time.sleep(0.01)
+    raise AssertionError("the child never became a zombie")
+
+
+def test_process_exit_reads_how_an_unreaped_child_died():
+    """The controller's fallback when Thespian's ChildActorExited never comes (two trial processes
+    dying at once lost one notice, and the run waited forever): read /proc, zombie's exit code."""
+    from actors._proc import process_exit
+
+    for action, code in ((lambda: os._exit(3), 3), (lambda: os.kill(os.getpid(), signal.SIGKILL), -signal.SIGKILL)):
+        pid = _zombie(action)
+        try:
+            assert process_exit(pid) == (True, code)
+        finally:
+            os.waitpid(pid, 0)
+        assert process_exit(pid) == (True, None)  # reaped: gone, how unknown
+    assert process_exit(os.getpid()) == (False, None)
