@@ -219,13 +219,19 @@ class HyperBandScheduler(MetricScheduler):
         b.being_processed = True
         sign = 1.0 if self._objective()[1] is Mode.MAX else -1.0
         good, bad = b.halve(sign)
-        for tid in bad:
-            if tid == current:
-                b.live.pop(tid, None)
-                self._stopped.add(tid)
-                action = Decision.STOP
-            else:
+
+        def stop(tid: str) -> bool:
+            """Stop ``tid``; True when it is the trial whose result is being decided."""
+            if tid != current:
                 self._stop_other(controller, b, tid)
+                return False
+            b.live.pop(tid, None)
+            self._stopped.add(tid)
+            return True
+
+        for tid in bad:
+            if stop(tid):
+                action = Decision.STOP
         status = {s.trial_id: s.status for s in controller.get_trials()}
         for tid in good:
             if b.continue_trial(tid):
@@ -233,13 +239,8 @@ class HyperBandScheduler(MetricScheduler):
                     action = Decision.CONTINUE
                 elif status.get(tid) is not TrialStatus.PENDING:
                     b.to_unpause.add(tid)
-            elif b.finished() and b.stop_last_trials:
-                if tid == current:
-                    b.live.pop(tid, None)
-                    self._stopped.add(tid)
-                    action = Decision.STOP
-                else:
-                    self._stop_other(controller, b, tid)
+            elif b.finished() and b.stop_last_trials and stop(tid):
+                action = Decision.STOP
         return action
 
     def _stop_other(self, controller: SchedulerController, b: _Bracket, tid: str) -> None:
