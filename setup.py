@@ -6,7 +6,7 @@ from setuptools import setup
 # release line for packages whose internals audition touches), so that pip resolves the same way on any
 # day instead of backtracking to an ancient release (s3fs 0.4.2 on 2026-12-03, issue 12).
 CORE = [
-    "thespian>=4.0.1,<4.1",  # actors/_auth.py patches its TCP transport: a new release line needs a look
+    "thespian>=4.0.1,<4.1",  # actors/_cluster/auth.py patches its TCP transport: a new release line needs a look
     "cloudpickle>=2.2,<4",
     "fsspec>=2025.3.2,<2027",
     "rich>=13,<16",
@@ -36,7 +36,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
-    packages=["actors", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
+    packages=["actors", "actors._cli", "actors._cluster", "actors._driver", "actors._engine", "actors._shell",
+              "actors._worker", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
     install_requires=CORE,
     extras_require={
         "s3": S3,
@@ -47,5 +48,5 @@ setup(
         "docs": DOCS,
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + PANDAS + TENSORBOARD + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
-    entry_points={"console_scripts": ["audition=actors._cli:main"]},
+    entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )

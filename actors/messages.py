@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
 
 
 class _Message:
@@ -260,7 +260,7 @@ class TrialOutput(_Message):
     """Trial actor -> controller: lines the trial printed since the last one, for the driver's console.
 
     ``lines`` are ``(fd, text)`` with fd 1 (stdout) or 2 (stderr), rate-bounded in the trial's
-    process (``actors/_console.py``). Numbered by ``seq`` from 1 per run: the driver restores the
+    process (``actors/_driver/console.py``). Numbered by ``seq`` from 1 per run: the driver restores the
     order (the transport does not keep it)."""
 
     trial_id: str

@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from actors._trainable import Trainable
+from actors._driver.trainable import Trainable
 
 MOCK_ERROR_KEY = "mock_error"
 

@@ -22,7 +22,7 @@ from typing import Any, Self
 import cloudpickle
 from thespian.actors import ActorExitRequest, ActorSystem, ActorTypeDispatcher
 
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import (
     HookKind,
     ProbeDrain,
@@ -122,7 +122,7 @@ class SchedulerTestKit(ActorTestKit):
     """Runs a scheduler plugin inside the real ``SchedulerActor`` and scripts its hooks."""
 
     def __init__(self, scheduler: Scheduler, metric: str | None = None, mode: str | None = None) -> None:
-        from actors._scheduler_actor import SchedulerActor
+        from actors._shell.scheduler_actor import SchedulerActor
 
         super().__init__()
         self.seq = 0

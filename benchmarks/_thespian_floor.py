@@ -106,7 +106,7 @@ def measure(n: int, hops: int, workers: int = 2) -> float:
     """Seconds for ``workers`` x ``n`` results on audition's own multi-process system (TCP, loopback)."""
     import datetime
 
-    from actors._system import actor_system
+    from actors._driver.system import actor_system
 
     with actor_system("multiproc") as asys:
         hub = asys.createActor(Hub)

@@ -37,7 +37,7 @@ from typing import Any
 import _common
 from bench_throughput import PerResult
 
-from actors._system import free_port
+from actors._driver.system import free_port
 
 
 def _listening(port: int) -> bool:

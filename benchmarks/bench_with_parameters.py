@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     import numpy as np
 
     from actors import with_parameters
-    from actors._parameters import read_object, write_object
+    from actors._driver.parameters import read_object, write_object
 
     _common.quiet_logs()
     n = int(args.mb * 2**20 / 8)

@@ -17,7 +17,7 @@ import threading
 import time
 
 from actors import RunConfig, TuneConfig, Tuner, report
-from actors._system import free_port
+from actors._driver.system import free_port
 from actors.search import grid_search
 
 

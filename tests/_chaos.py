@@ -171,7 +171,7 @@ def _kill_all(procs: list[psutil.Process]) -> None:
 # ---------------------------------------------------------------------------------- the run
 class ChaosRun:
     def __init__(self, cfg: ChaosConfig, workdir: str) -> None:
-        from actors._system import free_port
+        from actors._driver.system import free_port
 
         self.cfg, self.rng = cfg, random.Random(cfg.seed)
         self.report = ChaosReport(cfg.seed)
@@ -201,7 +201,7 @@ class ChaosRun:
                 and self.procs.is_trial(int(r.get("pid", 0)), float(r.get("timestamp", 0)))]
 
     def kill_trial(self, how: signal.Signals, during: str = "") -> None:
-        from actors._proc import pid_alive
+        from actors._shell.proc import pid_alive
 
         rows = self.running_trials()
         if not rows:

@@ -138,7 +138,7 @@ class Storage:
 
 def check(grid: Any, storage: Storage, steps: int, trials: int, worker: str, report: Any) -> None:
     """Every invariant of a finished run; each break is a line appended to ``report.violations``."""
-    from actors._trial import TrialStatus
+    from actors._engine.trial import TrialStatus
 
     bad = report.violations
     storage.snapshot()

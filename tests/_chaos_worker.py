@@ -11,7 +11,7 @@ import sys
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from actors._cli import main
+    from actors._cli.main import main
     from tests._chaos_checks import install_stall
 
     install_stall(sys.argv[1])

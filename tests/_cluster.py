@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from actors import Tuner
-from actors._system import free_port
+from actors._driver.system import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -16,8 +16,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from actors._reducer import Decision, merge
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision, merge
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import Scheduler, SchedulerController
 
 Call = tuple[Any, ...]

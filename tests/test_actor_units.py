@@ -5,7 +5,7 @@ from __future__ import annotations
 import cloudpickle
 
 from actors import Checkpoint, report
-from actors._trial_actor import TrialActor
+from actors._shell.trial_actor import TrialActor
 from actors.messages import (
     EndReason,
     RunTrial,

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
-from actors._errors import TuneError
+from actors._driver.errors import TuneError
 from actors.search import grid_search
 from tests import _trainables as T
 
@@ -58,7 +58,7 @@ def test_results_as_dataframes(storage_dir, no_leaks) -> None:
 
 def test_resources_that_can_never_fit_are_refused_at_start(storage_dir) -> None:
     from actors import with_resources
-    from actors._errors import ConfigError
+    from actors._driver.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"asks for \['gpu'\]"):
         Tuner(with_resources(T.fn_trainable, {"cpu": 1, "gpu": 1}), run_config=RunConfig(storage=storage_dir))
@@ -153,7 +153,7 @@ def test_num_to_keep_holds_when_results_arrive_in_batches(storage_dir, no_leaks)
                                     {"checkpoint_score_order": "up"}])
 def test_bad_checkpoint_config_is_a_clear_error(kwargs) -> None:
     from actors import CheckpointConfig
-    from actors._errors import ConfigError
+    from actors._driver.errors import ConfigError
 
     with pytest.raises(ConfigError, match=rf"CheckpointConfig\({next(iter(kwargs))}="):
         CheckpointConfig(**kwargs)

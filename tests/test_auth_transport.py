@@ -1,4 +1,4 @@
-"""Authenticated Thespian TCP transport (actors/_auth.py) against real actor systems and real sockets.
+"""Authenticated Thespian TCP transport (actors/_cluster/auth.py) against real actor systems and real sockets.
 
 Every actor system runs in a subprocess (this file run as a script, ``serve`` mode) so the transport
 patch never touches the pytest process; the test talks to it over stdin/stdout JSON lines and attacks
@@ -100,9 +100,9 @@ def serve(opts: dict[str, Any]) -> None:
     """Start a system (authenticated if the env carries a key), then obey commands on stdin."""
     from thespian.actors import ActorSystem
 
-    from actors._auth import enable_authentication, enable_from_environment
-    from actors._errors import ConfigError
-    from actors._system import _bind_loopback, _log_defs, free_port
+    from actors._cluster.auth import enable_authentication, enable_from_environment
+    from actors._driver.errors import ConfigError
+    from actors._driver.system import _bind_loopback, _log_defs, free_port
 
     if opts.get("limits"):  # small buffering limits, so a test can reach them
         enable_authentication(os.environ["AUDITION_CLUSTER_KEY"].encode(), **opts["limits"])
@@ -294,8 +294,8 @@ def _send_raw(port: int, data: bytes, timeout_s: float = 10) -> tuple[bytes, int
 
 
 def test_codec_tamper_stale_replay_and_version():
-    from actors._auth import AuthError, FrameAuth
-    from actors._auth_codec import HEADER, pack_ip
+    from actors._cluster.auth import AuthError, FrameAuth
+    from actors._cluster.auth_codec import HEADER, pack_ip
 
     auth = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
     body = auth.seal(b"payload", now=1000.0, recipient=("127.0.0.1", 4321))
@@ -320,8 +320,8 @@ def test_codec_tamper_stale_replay_and_version():
 
 
 def test_key_loading(tmp_path: Any):
-    from actors._auth_keys import load_cluster_key
-    from actors._errors import ConfigError
+    from actors._cluster.auth_keys import load_cluster_key
+    from actors._driver.errors import ConfigError
 
     assert load_cluster_key({}) is None
     assert load_cluster_key({"AUDITION_CLUSTER_KEY": KEY}) == KEY.encode()
@@ -345,7 +345,7 @@ def test_key_loading(tmp_path: Any):
 
 
 def test_non_fork_start_method_is_refused():
-    code = ("from actors._auth import enable_authentication; from thespian.actors import ActorSystem; "
+    code = ("from actors._cluster.auth import enable_authentication; from thespian.actors import ActorSystem; "
             "enable_authentication(b'k' * 32); "
             "ActorSystem('multiprocTCPBase', {'Admin Port': 1, 'Process Startup Method': 'spawn'}).shutdown()")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
@@ -379,7 +379,7 @@ def test_unsigned_pickle_is_never_unpickled(servers: Any, tmp_path: Any):
         wait_for(lambda: line in srv.log(), 10, f"'{line}' in the log")  # noqa: B023 - waited for at once
         assert not marker.exists()
     # garbage without a length, with a bad length, and a frame sealed with another key
-    from actors._auth import FrameAuth
+    from actors._cluster.auth import FrameAuth
 
     other = FrameAuth(WRONG_KEY.encode(), max_age_s=360, max_skew_s=60)
     _send_raw(srv.ready["admin_port"], b"9" * 64)
@@ -404,7 +404,7 @@ def test_signed_frame_is_delivered_once_and_replay_dropped(servers: Any):
     from thespian.actors import ActorAddress
     from thespian.system.transport.IPBase import TCPv4ActorAddress
 
-    from actors._auth import FrameAuth
+    from actors._cluster.auth import FrameAuth
 
     srv = servers("replay", KEY)
     auth = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
@@ -429,7 +429,7 @@ def _opened_reply(auth: Any, reply: bytes) -> str:
 def test_captured_frame_replayed_to_another_process_is_refused(servers: Any, tmp_path: Any):
     """A frame recorded on its way from the leader to a member is refused by every other process
     (it names the member's address); at the member itself it is a duplicate, acknowledged and dropped."""
-    from actors._auth import FrameAuth
+    from actors._cluster.auth import FrameAuth
 
     capture = tmp_path / "frames.jsonl"
     leader = servers("leader", KEY, watch=True, capture=str(capture))

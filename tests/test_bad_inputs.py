@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from actors import Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
-from actors._errors import ConfigError, TuneError
-from actors._trial import TrialStatus
+from actors._driver.errors import ConfigError, TuneError
+from actors._engine.trial import TrialStatus
 from actors.schedulers import ASHAScheduler, PopulationBasedTraining
 from actors.search import grid_search
 

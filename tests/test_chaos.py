@@ -15,7 +15,7 @@ import os
 import pytest
 
 from actors import Checkpoint, FailureConfig, get_checkpoint, report
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
 from tests._chaos import ChaosConfig, ChaosRun, _kill_all, _wait, run_chaos, seeds_from_env
 
 

@@ -17,9 +17,9 @@ import cloudpickle
 import pytest
 
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
-from actors._inspect import open_experiment
-from actors._marks import Mark, MarkKind
-from actors._plot import trial_events
+from actors._cli.inspect import open_experiment
+from actors._cli.plot import trial_events
+from actors._engine.marks import Mark, MarkKind
 from actors.schedulers import ASHAScheduler, PopulationBasedTraining
 from actors.search import grid_search
 from tests import _trainables as T
@@ -420,7 +420,7 @@ def _routable_ipv4() -> str | None:
 @pytest.mark.slow
 def test_resume_multi_host_experiment_with_key_file(tmp_path, no_leaks):
     """A leader beyond loopback refuses to start without the cluster key; ``--key-file`` gives it."""
-    from actors._system import free_port
+    from actors._driver.system import free_port
 
     host = _routable_ipv4()
     if host is None:

@@ -3,7 +3,7 @@
 Before: ``AUDITION_CLUSTER_KEY=""`` meant "no key"; a worker without the key, or with another key,
 started its actor system and retried its registration forever in silence; a worker pointed at a
 port where nothing listens said nothing.  Now ``audition worker`` sends one frame to the leader
-before it starts anything (``actors/_join.py``) and exits 2 with the reason.  Leaders are real
+before it starts anything (``actors/_cluster/join.py``) and exits 2 with the reason.  Leaders are real
 actor systems in subprocesses (``tests/test_auth_transport.py``'s ``Server``).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from actors._system import free_port
+from actors._driver.system import free_port
 from tests.test_auth_transport import KEY, WRONG_KEY, Server
 from tests.test_key_file import ROOT, _env, _family, _key_file, _kill_family
 
@@ -49,9 +49,9 @@ def _refused(res: subprocess.CompletedProcess[str], *needles: str) -> None:
 
 
 def test_empty_key_variables_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from actors._auth_keys import load_cluster_key
-    from actors._errors import ConfigError
-    from actors._system import _start_authentication
+    from actors._cluster.auth_keys import load_cluster_key
+    from actors._driver.errors import ConfigError
+    from actors._driver.system import _start_authentication
 
     for name in ("AUDITION_CLUSTER_KEY", "AUDITION_CLUSTER_KEY_FILE"):
         for value in ("", "  "):
@@ -101,9 +101,9 @@ def test_keyed_worker_refuses_a_keyless_leader(tmp_path: Path) -> None:
 
 def test_join_answers_are_judged_without_unpickling() -> None:
     """Every answer a leader can give, classified (the clock-skew one cannot be provoked on one machine)."""
-    from actors._auth_codec import KIND_ACK, FrameAuth
-    from actors._errors import ConfigError
-    from actors._join import _judge
+    from actors._cluster.auth_codec import KIND_ACK, FrameAuth
+    from actors._cluster.join import _judge
+    from actors._driver.errors import ConfigError
 
     ours = FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60)
     theirs = FrameAuth(WRONG_KEY.encode(), max_age_s=360, max_skew_s=60)

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, report
-from actors._console import BURST_LINES, MAX_LINE_CHARS, ConsolePrinter, ConsoleTee
-from actors._errors import ConfigError
-from actors._progress import ProgressReporter
-from actors._trial import TrialStatus
+from actors._driver.console import BURST_LINES, MAX_LINE_CHARS, ConsolePrinter, ConsoleTee
+from actors._driver.errors import ConfigError
+from actors._driver.progress import ProgressReporter
+from actors._engine.trial import TrialStatus
 from actors.messages import ExperimentProgress, ProgressRow, TrialOutput, TrialOutputBatch
 from actors.search import grid_search
 

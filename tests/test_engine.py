@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner
-from actors._errors import ConfigError, TuneError
-from actors._trial import TrialStatus
+from actors._driver.errors import ConfigError, TuneError
+from actors._engine.trial import TrialStatus
 from actors.search import SearchSpaceError, grid_search
 from tests import _trainables as T
 

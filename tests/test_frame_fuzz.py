@@ -77,7 +77,7 @@ def drive(port: int, storage: str, beat_dir: str, stop_file: str) -> None:
 
 
 def _sealed_with_wrong_key(rng: random.Random) -> bytes:
-    from actors._auth import FrameAuth
+    from actors._cluster.auth import FrameAuth
 
     body = FrameAuth(b"not-the-cluster-key-at-all-0000", max_age_s=360, max_skew_s=60).seal(
         rng.randbytes(rng.randint(0, 64)), recipient=("127.0.0.1", rng.randint(1, 65535)))
@@ -189,8 +189,8 @@ def _kill(procs: list[psutil.Process]) -> None:
 @pytest.fixture
 def reader_state(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The reader's limits without patching Thespian in this process (small ones, so they are reached)."""
-    from actors import _auth
-    from actors._auth_codec import ByteBudget, FrameAuth
+    from actors._cluster import auth as _auth
+    from actors._cluster.auth_codec import ByteBudget, FrameAuth
 
     st = _auth._Installed(FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60), 4096, ByteBudget(8192), {})
     monkeypatch.setattr(_auth, "_state", st)
@@ -201,7 +201,7 @@ def test_frame_reader_never_raises_and_never_asks_for_a_negative_read(reader_sta
     """Every input, split into chunks as recv() may split it, ends in a refusal or a complete frame
     (whose tag then fails): nothing raises, and remainingAmount() is always at least 1 (Thespian
     passes it to recv(), which raises on a negative size: the `-1>x` crash)."""
-    from actors._auth import _FrameReader
+    from actors._cluster.auth import _FrameReader
 
     rng = random.Random(SEED)
     outcomes: dict[str, int] = {}
@@ -231,7 +231,7 @@ def test_frame_reader_never_raises_and_never_asks_for_a_negative_read(reader_sta
 
 
 def test_unverified_bytes_are_bounded_by_the_budget(reader_state: Any) -> None:
-    from actors._auth import _FrameReader
+    from actors._cluster.auth import _FrameReader
 
     held = []
     for _ in range(3):  # 3 frames of up to 4096 bytes each hold 3000: the budget of 8192 fits two
@@ -248,7 +248,7 @@ def test_unverified_bytes_are_bounded_by_the_budget(reader_state: Any) -> None:
 
 @pytest.mark.slow
 def test_malformed_frames_never_kill_or_wedge_a_keyed_cluster(tmp_path: Path) -> None:
-    from actors._system import free_port
+    from actors._driver.system import free_port
 
     tag = f"fuzz-{uuid.uuid4().hex[:8]}"
     worker_id = f"{tag}-w"

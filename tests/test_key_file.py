@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from actors._system import free_port
+from actors._driver.system import free_port
 from tests._cluster import wait_for
 from tests.test_auth_transport import KEY, WRONG_KEY, Server
 
@@ -185,8 +185,8 @@ def test_bind_every_interface_needs_a_key() -> None:
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads a 0000 file")
 def test_unreadable_key_file(tmp_path: Path) -> None:
-    from actors._auth_keys import load_key_file
-    from actors._errors import ConfigError
+    from actors._cluster.auth_keys import load_key_file
+    from actors._driver.errors import ConfigError
 
     path = _key_file(tmp_path, KEY, mode=0o000)
     with pytest.raises(ConfigError, match="cannot read the cluster key file"):
@@ -195,8 +195,8 @@ def test_unreadable_key_file(tmp_path: Path) -> None:
 
 def test_key_file_loading_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 caplog: pytest.LogCaptureFixture) -> None:
-    from actors._auth_keys import load_key_file
-    from actors._errors import ConfigError
+    from actors._cluster.auth_keys import load_key_file
+    from actors._driver.errors import ConfigError
 
     monkeypatch.delenv("AUDITION_CLUSTER_KEY", raising=False)
     monkeypatch.delenv("AUDITION_CLUSTER_KEY_FILE", raising=False)
@@ -220,7 +220,7 @@ def test_every_interface_bind_advertises_the_route_address(monkeypatch: pytest.M
 
     from thespian.system.transport.IPBase import IPActorAddress
 
-    from actors._worker import _listen_and_advertise, _route_addr
+    from actors._cluster.member import _listen_and_advertise, _route_addr
 
     monkeypatch.setenv("THESPIAN_BASE_IPADDR", "")
     monkeypatch.setenv("AUDITION_BIND_ADDR", "")

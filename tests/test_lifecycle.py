@@ -6,10 +6,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from actors._lifecycle import EffectKind, Phase, TrialTable
-from actors._marks import MAX_MARKS, Mark, MarkKind
-from actors._reducer import Decision
-from actors._trial import TrialStatus
+from actors._engine.lifecycle import EffectKind, Phase, TrialTable
+from actors._engine.marks import MAX_MARKS, Mark, MarkKind
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialStatus
 from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
 
 T = "t0"

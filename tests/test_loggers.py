@@ -24,10 +24,10 @@ from actors import (
     get_checkpoint,
     report,
 )
-from actors._errors import ConfigError
-from actors._logger_host import ControllerLoggers, LoggerFailed
-from actors._loggers import controller_loggers, driver_callbacks
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._driver.errors import ConfigError
+from actors._driver.loggers import controller_loggers, driver_callbacks
+from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from storage import ExperimentLayout, StorageContext, StorageError, read_results
 
 

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from actors._cli import _audition_has
-from actors._migrate import migrate
+from actors._cli.main import _audition_has
+from actors._cli.migrate import migrate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from actors import FailureConfig, RunConfig, TuneConfig, Tuner
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
 from tests._cluster import ROOT, Cluster, fit_in_thread, listening, wait_for
@@ -59,7 +59,7 @@ def test_trials_land_on_every_member_and_respect_resources(cluster, storage_dir,
 def test_shutdown_race_of_an_actor_create_is_not_logged_but_other_failures_are():
     import logging
 
-    from actors._system import ShutdownNoise
+    from actors._driver.system import ShutdownNoise
 
     def record(code: int) -> logging.LogRecord:
         return logging.LogRecord("ControllerActor", logging.ERROR, __file__, 1,
@@ -118,8 +118,8 @@ def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks
 
 
 def test_non_loopback_leader_without_key_is_refused(monkeypatch):
-    from actors._errors import ConfigError
-    from actors._system import _start_authentication
+    from actors._driver.errors import ConfigError
+    from actors._driver.system import _start_authentication
 
     monkeypatch.delenv("AUDITION_CLUSTER_KEY", raising=False)
     monkeypatch.delenv("AUDITION_CLUSTER_KEY_FILE", raising=False)
@@ -209,7 +209,7 @@ def test_with_resources_picks_the_member_big_enough(cluster, storage_dir, no_lea
 def test_trial_no_member_can_ever_hold_fails_the_experiment(cluster, storage_dir, no_leaks):
     """A GPU trial on a CPU-only cluster: a clear error after placement_timeout_s, not a hang."""
     from actors import with_resources
-    from actors._errors import TuneError
+    from actors._driver.errors import TuneError
 
     tuner = Tuner(with_resources(T.fn_trainable, {"cpu": 1, "gpu": 1}), param_space={"x": 1.0, "steps": 2},
                   tune_config=TuneConfig(metric="loss", mode="min"),
@@ -235,7 +235,7 @@ def test_local_storage_with_a_remote_leader_warns(tmp_path, caplog):
 
 
 def test_placement_timeout_must_be_positive():
-    from actors._errors import ConfigError
+    from actors._driver.errors import ConfigError
 
     for bad in (0, -1.0, "30", True):
         with pytest.raises(ConfigError, match="placement_timeout_s"):

@@ -336,7 +336,7 @@ def gain_only(config: dict[str, Any]) -> None:
 
 def test_multi_objective_tuner_run_and_best_results(tmp_path: Any) -> None:
     from actors import RunConfig, TuneConfig, Tuner
-    from actors._errors import ConfigError, TuneError
+    from actors._driver.errors import ConfigError, TuneError
 
     def tuner(trainable: Any, **tc: Any) -> Tuner:
         searcher = OptunaSearch(metric=["loss", "gain"], mode=["min", "max"], seed=0)
@@ -391,7 +391,7 @@ def test_constants_beside_a_searchers_own_space_join_every_config_as_in_ray(tmp_
     """Ray merges a constants-only param_space into each suggestion of a searcher built with its own
     space (the searcher's values win); a param_space with search domains is still refused."""
     from actors import RunConfig, TuneConfig, Tuner
-    from actors._errors import ConfigError
+    from actors._driver.errors import ConfigError
 
     def tuner(space: dict[str, Any], metric: str = "loss") -> Tuner:
         searcher = OptunaSearch(space=_define, metric="loss", mode="min", seed=0)

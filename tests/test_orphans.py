@@ -13,7 +13,7 @@ import time
 import pytest
 
 from actors import FailureConfig, RunConfig, TuneConfig, Tuner
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
 from tests._cluster import fit_in_thread, listening, wait_for

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, _capture, get_checkpoint, report
-from actors._capture import OutputCapture
-from actors._trial import TrialStatus
+from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_checkpoint, report
+from actors._engine.trial import TrialStatus
+from actors._worker import capture as _capture
+from actors._worker.capture import OutputCapture
 from actors.search import grid_search
 from storage import StorageContext
 from tests import _trainables as T
@@ -234,7 +235,7 @@ def test_a_forked_actor_process_inherits_no_routes_and_the_test_kit_ends_its_thr
     thread idents are reused, and the child's first new thread could get that ident."""
     import multiprocessing
 
-    from actors._trial_actor import TrialActor
+    from actors._shell.trial_actor import TrialActor
     from actors.messages import TrialResults
     from actors.testing import ActorTestKit
     from tests.test_actor_units import _run_trial

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors._placement import Placement
+from actors._engine.placement import Placement
 
 
 def test_spreads_and_respects_capacity() -> None:
@@ -89,7 +89,7 @@ class _Host:
     def __init__(self) -> None:
         from types import SimpleNamespace
 
-        from actors._cluster import ClusterMixin
+        from actors._shell.controller_cluster import ClusterMixin
 
         class Host(ClusterMixin):
             def __init__(self) -> None:
@@ -119,7 +119,7 @@ class _Host:
     def update(self, member: str, address: str, added: bool) -> None:
         from types import SimpleNamespace
 
-        from actors._placement import MEMBER_CAP, RESOURCES_CAP
+        from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
 
         self.host.receiveMsg_ActorSystemConventionUpdate(SimpleNamespace(
             remoteCapabilities={MEMBER_CAP: member, RESOURCES_CAP: {"cpu": 1}},

@@ -23,9 +23,9 @@ import cloudpickle
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner
-from actors._errors import ConfigError
-from actors._plugins import ENTRY_POINT_GROUP, load_scheduler
-from actors._trial import TrialStatus
+from actors._driver.errors import ConfigError
+from actors._driver.plugins import ENTRY_POINT_GROUP, load_scheduler
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
 

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from actors import Callback, RunConfig, TuneConfig, Tuner
-from actors._controller_progress import choose_rows
-from actors._errors import ConfigError
-from actors._trial import TrialStatus
+from actors._driver.errors import ConfigError
+from actors._engine.trial import TrialStatus
+from actors._shell.controller_progress import choose_rows
 from actors.search import grid_search
 from tests import _trainables as T
 
@@ -210,7 +210,7 @@ def test_table_caption_counts_the_hidden_rows():
     pytest.importorskip("rich")
     from rich.console import Console
 
-    from actors._progress import ProgressReporter
+    from actors._driver.progress import ProgressReporter
     from actors.messages import ExperimentProgress, ProgressRow
 
     row = ProgressRow("t1", TrialStatus.RUNNING, {"lr": 0.1}, 3, 0.5, "")
@@ -232,9 +232,9 @@ def test_max_progress_rows_is_validated(rows, storage_dir):
 
 
 def test_live_table_error_cell_names_the_error_and_where_it_was_raised():
-    from actors._controller_progress import error_summary
+    from actors._shell.controller_progress import error_summary
 
-    tb = ('Traceback (most recent call last):\n  File "/x/audition/actors/_runner.py", line 150, in run\n'
+    tb = ('Traceback (most recent call last):\n  File "/x/audition/actors/_worker/runner.py", line 150, in run\n'
           '    fn(config)\n  File "/home/me/train.py", line 12, in train\n    raise ValueError("bad lr")\n'
           'ValueError: bad lr\n')
     assert error_summary("ValueError: bad lr\nmore", tb) == ('ValueError: bad lr\n'

@@ -136,7 +136,7 @@ def test_table_and_echo_name_trials_as_ray_does(storage_dir, no_leaks, monkeypat
     pytest.importorskip("rich")
     from rich.console import Console
 
-    from actors._progress import ProgressReporter
+    from actors._driver.progress import ProgressReporter
 
     tables: list[str] = []
     flag = str(tmp_path / "drawn")

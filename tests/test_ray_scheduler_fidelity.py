@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import ActionKind, HookKind, SchedulerReply
 from actors.schedulers import (
     ASHAScheduler,

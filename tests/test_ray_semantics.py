@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
-from actors._errors import ConfigError, TrialError
+from actors._driver.errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
 from actors.search import grid_search
 

@@ -11,8 +11,8 @@ import pytest
 
 import actors as tune
 from actors import Callback, Checkpoint, CheckpointConfig, RunConfig, TuneConfig, Tuner
-from actors._errors import ConfigError, TuneError
-from actors._result import ray_checkpoint_order
+from actors._driver.errors import ConfigError, TuneError
+from actors._driver.result_grid import ray_checkpoint_order
 from actors.search import grid_search
 
 
@@ -85,7 +85,7 @@ def test_name_and_dirname_creators_name_the_trial_and_its_directory(storage_dir)
     restored = Tuner.restore(grid.experiment_path, train).get_results()  # the names survive in the state
     assert sorted(os.path.basename(r.path) for r in restored) == dirs
     assert all([h["acc"] for h in r.metrics_history] == [0.5, 0.6] for r in restored)
-    from actors._inspect import open_experiment  # what `audition status` and `audition plot` read
+    from actors._cli.inspect import open_experiment  # what `audition status` and `audition plot` read
 
     histories = open_experiment(grid.experiment_path).histories()
     assert sorted(len(h) for h in histories.values()) == [2, 2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors._reducer import Decision, merge, reduce_decisions
+from actors._engine.reducer import Decision, merge, reduce_decisions
 
 decisions = st.sampled_from([Decision.CONTINUE, Decision.NOOP, Decision.PAUSE, Decision.STOP])
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from actors import Tuner
-from actors._errors import ConfigError
-from actors._trial import TrialStatus
+from actors._driver.errors import ConfigError
+from actors._engine.trial import TrialStatus
 from storage import MANIFEST_NAME, read_experiment_state, read_results
 from tests import _driver_script as D
 
@@ -441,9 +441,9 @@ def test_corrupted_state_and_tuner_files(storage_dir, no_leaks):
 
 # ---------------------------------------------------------------------------------- storage side
 def _io(storage: str, state: dict[str, Any] | None = None, keep: int | None = None) -> Any:
-    from actors._controller_io import ExperimentIO
-    from actors._lifecycle import TrialTable
-    from actors._spec import ExperimentSpec
+    from actors._driver.spec import ExperimentSpec
+    from actors._engine.lifecycle import TrialTable
+    from actors._shell.experiment_io import ExperimentIO
 
     spec = ExperimentSpec(
         name=NAME, trainable=b"", trainable_name="t", searcher=None, scheduler=b"", stopper=None,
@@ -479,7 +479,7 @@ def _row(tid: str, status: str, ck: Any, max_index: int, last: int) -> dict[str,
 def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     """Rows, checkpoints and trial dirs written after the last state save are removed, except that
     a trial resumes from a checkpoint committed after the save when its history reaches it."""
-    from actors._restore import _rewind
+    from actors._driver.restore import _rewind
     from actors.messages import CheckpointRef
     from storage import ResultWriter, list_checkpoints
 
@@ -549,8 +549,8 @@ def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):
 
 def test_marks_are_saved_in_the_state_and_restored(storage_dir):
     """The recorded pauses/stops/exploits survive a state write and a restore; an older state has none."""
-    from actors._marks import Mark, MarkKind
-    from actors._restore import _rewind
+    from actors._driver.restore import _rewind
+    from actors._engine.marks import Mark, MarkKind
 
     io, table = _io(storage_dir)
     marked, old = f"{io.trial_prefix}_00000", f"{io.trial_prefix}_00001"

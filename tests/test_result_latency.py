@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from actors import Callback, Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_trial_id, report
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 
 NAME = "exp"

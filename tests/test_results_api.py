@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, report
-from actors._errors import ConfigError
+from actors._driver.errors import ConfigError
 from actors.search import grid_search
 
 SERIES = {

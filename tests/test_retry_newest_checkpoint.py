@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from actors import Checkpoint, FailureConfig, RunConfig, Tuner, get_checkpoint, report
-from actors._recovery import Found, choose
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
+from actors._shell.recovery import Found, choose
 from actors.messages import CheckpointRef
 from storage import committed_after, read_experiment_state
 from tests import _driver_script as D
@@ -127,7 +127,7 @@ def test_restore_fills_the_history_from_manifests_and_drops_what_it_cannot_reach
     """Storage side of a restore: the state knows checkpoint 0 (iteration 2) of both trials. For
     ``a`` the newer ones carry rows 3..5: it resumes from iteration 5 with history 1..5. For ``b``
     row 3 is nowhere: its newer checkpoint is unreachable, deleted, and it resumes from 0."""
-    from actors._restore import _rewind
+    from actors._driver.restore import _rewind
     from storage import ResultWriter, commit_checkpoint, list_checkpoints, read_results
     from tests.test_restore import _io, _row
 

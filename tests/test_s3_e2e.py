@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
-from actors._errors import TuneError
-from actors._trial import TrialStatus
+from actors._driver.errors import TuneError
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from storage import MANIFEST_NAME, ExperimentLayout, StorageContext, is_committed, read_results
 from tests import _driver_script as D

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from storage import MANIFEST_NAME, StorageContext
 from tests import _trainables as T

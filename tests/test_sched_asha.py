@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from actors._reducer import Decision
+from actors._engine.reducer import Decision
 from actors.schedulers import ASHAScheduler, AsyncHyperBandScheduler
 from actors.schedulers._common import MissingResultKeyError
 from tests._fake_controller import Simulator

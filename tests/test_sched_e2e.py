@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner
-from actors._reducer import Decision
-from actors._result import Result, ResultGrid
-from actors._trial import TrialStatus
+from actors._driver.result_grid import Result, ResultGrid
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialStatus
 from actors.schedulers import (
     ASHAScheduler,
     HyperBandScheduler,

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from actors._reducer import Decision
-from actors._trial import TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialStatus
 from actors.schedulers import HyperBandScheduler
 from tests._fake_controller import Simulator
 

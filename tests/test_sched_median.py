@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from actors._reducer import Decision
-from actors._trial import TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialStatus
 from actors.schedulers import MedianStoppingRule
 from tests._fake_controller import Simulator
 

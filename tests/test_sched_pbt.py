@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from actors._reducer import Decision
-from actors._trial import TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialStatus
 from actors.schedulers import PopulationBasedTraining
 from actors.schedulers._pbt_explore import explore
 from tests._fake_controller import Simulator

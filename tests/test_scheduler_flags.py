@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, TuneError, Tuner, report
-from actors._checks import required_metrics
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._driver.checks import required_metrics
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers import ASHAScheduler, MedianStoppingRule
 
 

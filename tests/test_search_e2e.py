@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner
-from actors._result import ResultGrid
-from actors._trial import TrialStatus
+from actors._driver.result_grid import ResultGrid
+from actors._engine.trial import TrialStatus
 from actors.schedulers import ASHAScheduler, HyperBandScheduler
 from actors.search import ConcurrencyLimiter, OptunaSearch, Repeater, Searcher, grid_search, uniform
 from actors.stoppers import (

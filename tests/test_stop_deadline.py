@@ -16,8 +16,8 @@ import time
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, report
-from actors._errors import ConfigError
-from actors._trial import TrialStatus
+from actors._driver.errors import ConfigError
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from actors.stoppers import TimeoutStopper
 from tests._cluster import wait_for

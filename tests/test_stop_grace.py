@@ -14,8 +14,8 @@ from collections.abc import Callable
 import pytest
 
 from actors import Callback, FailureConfig, RunConfig, TuneConfig, Tuner
-from actors._proc import pid_alive
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
+from actors._shell.proc import pid_alive
 from actors.search import grid_search
 from tests import _stuck_trainables as S
 from tests._cluster import fit_in_thread, listening, wait_for

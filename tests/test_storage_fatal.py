@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_trial_id, report
-from actors._errors import TuneError
+from actors._driver.errors import TuneError
 from actors.search import grid_search
 
 
@@ -41,7 +41,7 @@ def test_permanent_storage_error_in_a_trial_stops_the_experiment(system, storage
 def test_a_state_write_that_fails_ends_the_run_with_a_storage_message(storage_dir, monkeypatch) -> None:
     """Writing the experiment state is the controller's own storage call: when it fails for good
     the user reads what failed and where, not an 'internal error' with a traceback."""
-    import actors._controller_io as cio
+    import actors._shell.experiment_io as cio
     from storage import StorageError
 
     calls = []

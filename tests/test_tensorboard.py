@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner
-from actors._errors import ConfigError
+from actors._driver.errors import ConfigError
 from actors.search import grid_search
 from tests import _trainables as T
 

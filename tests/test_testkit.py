@@ -31,7 +31,7 @@ def test_scheduler_reply_carries_decision_and_actions() -> None:
 
 
 def test_fifo_prefers_pending_over_paused() -> None:
-    from actors._trial import TrialStatus
+    from actors._engine.trial import TrialStatus
 
     with SchedulerTestKit(FIFOScheduler()) as kit:
         assert kit.ready.batching_allowed is True

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_checkpoint, report
-from actors._proc import describe_exit
-from actors._trial import TrialStatus
+from actors._engine.trial import TrialStatus
+from actors._shell.proc import describe_exit
 from actors.search import grid_search
 
 
@@ -91,7 +91,7 @@ def _zombie(action) -> int:
 def test_process_exit_reads_how_an_unreaped_child_died():
     """The controller's fallback when Thespian's ChildActorExited never comes (two trial processes
     dying at once lost one notice, and the run waited forever): read /proc, zombie's exit code."""
-    from actors._proc import process_exit
+    from actors._shell.proc import process_exit
 
     for action, code in ((lambda: os._exit(3), 3), (lambda: os.kill(os.getpid(), signal.SIGKILL), -signal.SIGKILL)):
         pid = _zombie(action)

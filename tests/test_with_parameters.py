@@ -13,9 +13,9 @@ import pytest
 
 import actors as tune
 from actors import RunConfig, TuneConfig, Tuner
-from actors import _parameters as P
-from actors._errors import ConfigError, TuneError
-from actors._trial import TrialStatus
+from actors._driver import parameters as P
+from actors._driver.errors import ConfigError, TuneError
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from storage import ExperimentLayout, StorageContext
 
@@ -128,7 +128,7 @@ def test_another_machine_fetches_once_and_each_process_maps_once(tmp_path, monke
     assert os.path.exists(remote)
     monkeypatch.delitem(P._owned, key)  # not the driver's process: nothing inherited
     runner = SimpleNamespace(ctx=ctx, layout=layout)
-    monkeypatch.setattr("actors._session._process_session", runner)
+    monkeypatch.setattr("actors._worker.session._process_session", runner)
     reads = _Counting()
     monkeypatch.setattr(P, "read_object", reads)
     monkeypatch.setattr(P, "fetches", 0)

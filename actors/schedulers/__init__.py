@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors._reducer import Decision
+from actors._engine.reducer import Decision
 from actors.schedulers._asha import ASHAScheduler, AsyncHyperBandScheduler
 from actors.schedulers._base import FIFOScheduler, Scheduler, SchedulerController
 from actors.schedulers._hyperband import HyperBandScheduler

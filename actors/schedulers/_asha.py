@@ -19,8 +19,8 @@ import math
 import random
 from typing import Any, ClassVar
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, check_number
 from actors.schedulers._numeric import nanpercentile, np_sum, numpy_choice, numpy_legacy_rng

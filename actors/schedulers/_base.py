@@ -9,7 +9,7 @@ controller as one message per hook call and are merged into each trial's pending
 decision by the reducer, so no call can overwrite another.
 
 Hooks must not block for long: while a hook runs, no other trial's result is
-scheduled.  Trials are read-only :class:`~actors._trial.TrialSnapshot` values.
+scheduled.  Trials are read-only :class:`~actors._engine.trial.TrialSnapshot` values.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
 
 
 class SchedulerController(ABC):

@@ -12,8 +12,8 @@ from enum import StrEnum
 from numbers import Real
 from typing import Any, ClassVar
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import FIFOScheduler, SchedulerController
 
 

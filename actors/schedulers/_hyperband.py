@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, Mode, check_number
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, Mode, check_number, choose_pending_then_paused
 from actors.schedulers._numeric import np_mean, np_median

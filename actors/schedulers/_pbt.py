@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from actors._reducer import Decision
-from actors._trial import TrialSnapshot, TrialStatus
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, check_number
 from actors.schedulers._pbt_explore import ExploreFn, explore, validate_mutations

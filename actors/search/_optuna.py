@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from actors._legacy import loads as legacy_loads
 from actors.search._optuna_space import (
     CategoryIndex,
     SuggestCaptor,
@@ -301,11 +302,10 @@ class OptunaSearch(Searcher):
         return {"kind": "OptunaSearch", **self._base_state(), "payload": cloudpickle.dumps(payload)}
 
     def restore(self, state: dict[str, Any]) -> None:
-        import cloudpickle
 
         check_state("OptunaSearch", state, "OptunaSearch")
         self._restore_base(state)
-        payload = cloudpickle.loads(state["payload"])
+        payload = legacy_loads(state["payload"])
         self._points, self._seed = payload["points"], payload["seed"]
         self._define = payload.get("define")
         if payload["space"] is not None:

@@ -1,0 +1,165 @@
+"""Experiment callbacks (Ray Tune's ``Callback`` hooks) and the driver-side dispatcher.
+
+Callbacks run in the driver process (only a ``LoggerCallback`` with ``in_controller`` runs
+in the controller, see ``actors._driver.loggers``): the controller
+batches trial events into ``TrialEvents`` messages (about once a second, and
+before ``ExperimentFinished``) and moves on, so a slow callback delays only the
+driver's own loop, never a trial.  Events of one trial arrive in order; every
+event is delivered exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from actors._engine.sequencer import Sequencer
+from actors._engine.trial import TrialSnapshot, experiment_tag
+from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents
+from actors.result import SHOULD_CHECKPOINT
+
+log = logging.getLogger("audition")
+
+
+class Callback(ABC):  # noqa: B024 - every hook is optional
+    """Override the hooks you need; all run in the driver process, one at a time."""
+
+    def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        """A trial's actor was started (first run, resume or retry)."""
+
+    def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                        result: dict[str, Any]) -> None:
+        """A trial reported ``result``. Set ``result["should_checkpoint"] = True`` to have the trial
+        checkpointed at this result (as in Ray Tune): while a callback implements this hook, each
+        result waits for the driver's callbacks before the trial goes on."""
+
+    def on_checkpoint(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                      checkpoint: str) -> None:
+        """A checkpoint of ``trial`` was committed at URL ``checkpoint``."""
+
+    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        """The trial ended TERMINATED."""
+
+    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+        """The trial ended in ERROR (no retries left)."""
+
+    def on_experiment_end(self, trials: list[TrialSnapshot]) -> None:
+        """The experiment finished (or was stopped); ``trials`` is the final table."""
+
+    def on_experiment_start(self, experiment_path: str, local: bool) -> None:
+        """Before any trial starts: the experiment's URL and whether it is on the local disk.
+        (audition's own hook; raise ``ConfigError`` here to refuse a setting before anything runs.)"""
+
+
+class CallbackDispatcher:
+    """Replays ``TrialEvents`` batches, in send order, into the user's callbacks."""
+
+    def __init__(self, callbacks: list[Callback]) -> None:
+        for cb in callbacks:
+            if not isinstance(cb, Callback):
+                raise TypeError(f"callbacks must be actors.Callback instances, got {type(cb).__name__}")
+        self.callbacks = list(callbacks)
+        self.order: Sequencer[TrialEvents] = Sequencer()
+        self.trials: dict[str, TrialSnapshot] = {}
+        self.iteration = 0
+        self.received = 0
+        # a callback implementing on_trial_result may set should_checkpoint; loggers only log
+        from actors._driver.loggers import LoggerCallback
+
+        self.may_ask_checkpoint = any(type(cb).on_trial_result is not Callback.on_trial_result
+                                      and not isinstance(cb, LoggerCallback) for cb in self.callbacks)
+        self.answer: Callable[[CallbackAnswer], None] | None = None  # to the controller (set by fit())
+        self.asked: set[str] = set()  # trials whose callbacks asked for a checkpoint in the held batch
+        # what Ray's Trial carries beyond the controller's snapshot (set by fit(): describe())
+        self.trainable_name = ""
+        self.experiment_path: str | None = None
+        self.local = False
+        self.storage_options: dict[str, Any] = {}
+        self.searched: tuple[tuple[Any, ...], ...] | None = None  # the default generator's domain paths
+        self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
+        self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
+
+    def describe(self, trainable_name: str, experiment_path: str, local: bool,
+                 storage_options: dict[str, Any] | None = None,
+                 searched: tuple[tuple[Any, ...], ...] | None = None) -> None:
+        self.trainable_name, self.experiment_path, self.local = trainable_name, experiment_path, local
+        self.storage_options, self.searched = dict(storage_options or {}), searched
+
+    def _as_ray_trial(self, snap: TrialSnapshot) -> TrialSnapshot:
+        """The snapshot with what Ray's ``Trial`` has beyond it: ``trainable_name``, ``path``,
+        ``local_path``, ``experiment_tag``, ``evaluated_params`` (worked out once per trial) and
+        ``checkpoint`` (the latest one a ``CHECKPOINT`` event announced)."""
+        if self.experiment_path is None:
+            return snap
+        path = f"{self.experiment_path.rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
+        tag = self.tags.get(snap.trial_id)
+        if tag is None:
+            index = snap.trial_id.rpartition("_")[2]
+            tag = self.tags[snap.trial_id] = experiment_tag(int(index) if index.isdigit() else 0, snap.config,
+                                                            self.searched)
+        return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
+                       experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
+
+    def _note_checkpoint(self, trial_id: str, uri: str) -> None:
+        from actors._driver.checkpoint import Checkpoint
+
+        old = self.latest.get(trial_id)
+        # zero-padded checkpoint_NNNNNN names: a recovered older one, announced late, never wins
+        if old is None or uri.rstrip("/").rpartition("/")[2] >= old.path.rstrip("/").rpartition("/")[2]:
+            self.latest[trial_id] = Checkpoint(uri, self.storage_options)
+
+    def push(self, batch: TrialEvents) -> None:
+        for b in self.order.push(batch.seq, batch):
+            self.received = b.seq
+            for ev in b.events:
+                self._dispatch(ev)
+
+    def _dispatch(self, ev: TrialEvent) -> None:
+        self.iteration += 1
+        if ev.kind is EventType.CHECKPOINT and ev.checkpoint:
+            self._note_checkpoint(ev.trial.trial_id, ev.checkpoint)
+        snap = self._as_ray_trial(ev.trial)
+        self.trials[snap.trial_id] = snap
+        table = list(self.trials.values())
+        result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
+        for cb in self.callbacks:
+            try:
+                if ev.kind is EventType.START:
+                    cb.on_trial_start(self.iteration, table, snap)
+                elif ev.kind is EventType.RESULT:
+                    cb.on_trial_result(self.iteration, table, snap, result)
+                elif ev.kind is EventType.CHECKPOINT:
+                    cb.on_checkpoint(self.iteration, table, snap, ev.checkpoint or "")
+                elif ev.kind is EventType.COMPLETE:
+                    cb.on_trial_complete(self.iteration, table, snap)
+                elif ev.kind is EventType.ERROR:
+                    cb.on_trial_error(self.iteration, table, snap)
+            except Exception:  # a broken callback must not end the experiment
+                log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
+        if ev.kind is EventType.RESULT:
+            self._answer(ev, result)
+
+    def _answer(self, ev: TrialEvent, result: dict[str, Any]) -> None:
+        """Tell the controller, for a held batch, whether a callback asked for a checkpoint (a
+        ``should_checkpoint`` the trainable reported itself was already acted on in the trial)."""
+        tid = ev.trial.trial_id
+        if result.get(SHOULD_CHECKPOINT) and not (ev.result or {}).get(SHOULD_CHECKPOINT):
+            self.asked.add(tid)
+        if ev.answer_batch and self.answer is not None:
+            want = tid in self.asked
+            self.asked.discard(tid)
+            self.answer(CallbackAnswer(tid, ev.answer_run, ev.answer_batch, want))
+
+    def end(self) -> None:
+        """``on_experiment_end``; ``fit()`` calls it once, whether the run finished, failed or was interrupted."""
+        for cb in self.callbacks:
+            try:
+                cb.on_experiment_end(list(self.trials.values()))
+            except Exception:
+                log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
+
+
+__all__ = ["Callback", "CallbackDispatcher"]

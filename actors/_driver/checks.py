@@ -1,0 +1,166 @@
+"""Up-front checks of what ``Tuner(...)`` / ``fit()`` are given, and the result check in ``report()``.
+
+Each refuses a mistake that would otherwise surface late (in every trial, at the first result,
+deep in the controller) or never (a hang): the message names the argument and the fix.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import pickle
+import sys
+from typing import Any
+
+from actors._driver.errors import ConfigError
+
+log = logging.getLogger("audition")
+
+# result values of these types always pickle: no need to try (the hot path of report())
+_PLAIN: set[type] = {int, float, str, bool, type(None)}
+
+
+def check_trainable(trainable: Any) -> str:
+    """The trainable's name; refuses what could never run (Ray's rule: ``fn(config)`` must bind)."""
+    from actors._driver.trainable import Trainable
+
+    if inspect.isclass(trainable):
+        if not issubclass(trainable, Trainable):
+            raise ConfigError(f"trainable class {trainable.__name__} must subclass actors.Trainable")
+        return trainable.__name__
+    name = str(getattr(trainable, "__name__", type(trainable).__name__))
+    if not callable(trainable):
+        raise ConfigError(f"trainable must be a function taking a config dict or a Trainable subclass, "
+                          f"got {type(trainable).__name__}")
+    try:
+        sig = inspect.signature(trainable)
+    except (TypeError, ValueError):
+        return name  # a builtin or extension callable without a signature: trust it
+    try:
+        sig.bind({})
+    except TypeError:
+        shown = name if name.isidentifier() else "train_fn"
+        raise ConfigError(f"trainable {name!r} must take one argument, the config dict (it takes {sig}); "
+                          f"define it as def {shown}(config): ... and read the hyperparameters from config, "
+                          "as Ray Tune requires") from None
+    return name
+
+
+def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | None) -> None:
+    """Give the scheduler the experiment's metric/mode; refuse a conflict or a missing objective.
+
+    Ray refuses metric/mode on both the scheduler and ``TuneConfig``; here the same value in both
+    places is accepted, a different one is refused.
+    """
+    from actors.schedulers._common import MetricScheduler
+
+    name = type(scheduler).__name__
+    for what, tuned in (("metric", metric), ("mode", mode)):
+        own = getattr(scheduler, what, None)
+        if own is not None and tuned is not None and str(own) != str(tuned):
+            raise ConfigError(f"{what} is {str(own)!r} in {name}(...) but {tuned!r} in TuneConfig(...); "
+                              f"give {what} in one place only (or the same in both)")
+    try:
+        scheduler.set_search_properties(metric, mode)
+        if isinstance(scheduler, MetricScheduler):
+            scheduler._objective()
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(str(exc)) from None
+
+
+def required_metrics(metric: str | None, scheduler: Any, searcher: Any) -> tuple[tuple[str, str], ...]:
+    """The metrics every result must hold and who asks for each (Ray Tune's strict metric check).
+
+    None with ``TUNE_DISABLE_STRICT_METRIC_CHECKING=1`` (Ray's switch); a scheduler built with
+    ``skip_missing=True`` passes over results without its metric, so it does not require it."""
+    if os.environ.get("TUNE_DISABLE_STRICT_METRIC_CHECKING", "0") not in ("", "0"):
+        return ()
+    out: list[tuple[str, str]] = []
+    searched = getattr(searcher, "metric", None)  # a list for a multi-objective searcher: each is required
+    for key, where in ((metric, "TuneConfig(metric=...)"),
+                       (None if getattr(scheduler, "skip_missing", False) else getattr(scheduler, "metric", None),
+                        f"{type(scheduler).__name__}(metric=...)"),
+                       *((m, f"{type(searcher).__name__}(metric=...)")
+                         for m in (searched if isinstance(searched, list) else [searched]))):
+        if isinstance(key, str) and key and key not in [k for k, _ in out]:
+            out.append((key, where))
+    return tuple(out)
+
+
+def make_run_stopper(stop: Any) -> Any:
+    """``RunConfig(stop=...)`` as a Stopper, or a ConfigError that names ``stop=``."""
+    from actors.stoppers import make_stopper
+
+    try:
+        return make_stopper(stop)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"RunConfig(stop=...) is invalid: {exc}") from None
+
+
+def stopper_failed(stopper: Any, trial_id: str, exc: Exception) -> str:
+    """Why the experiment ends when the ``stop=`` criterion raised (in the controller)."""
+    what = type(stopper).__name__
+    return (f"the stop criterion RunConfig(stop=...) ({what}) failed on a result of trial {trial_id}: "
+            f"{type(exc).__name__}: {exc}. This is an error in stop=, not in audition: make it handle "
+            "every result the trainable reports (or report what it reads)")
+
+
+def claim_name(ctx: Any, name: str, chosen: bool) -> str:
+    """The experiment name ``fit()`` may write under, never over an earlier experiment's state.
+
+    A name the user chose that already holds an experiment state is refused (Ray Tune would mix
+    the new run into it and overwrite its ``tuner.pkl``); a generated name gets a suffix instead.
+    """
+    from storage import ExperimentLayout, exists, has_experiment_state
+
+    base, n = name, 1
+    while True:
+        layout = ExperimentLayout(ctx, name)
+        if has_experiment_state(ctx, layout):
+            where = ctx.uri(layout.experiment_dir)
+            if chosen:
+                raise ConfigError(
+                    f"an experiment named {name!r} already exists at {where}; continue it with "
+                    f"Tuner.restore({where!r}, trainable=...), or start a new one under another "
+                    "RunConfig(name=...) (or delete that directory first)")
+        elif exists(ctx, layout.tuner_file):
+            if chosen:  # a run that died before its first state save: nothing there can be restored
+                log.warning("experiment %s never saved its state (it cannot be restored); its tuner.pkl is "
+                            "replaced, its trial directories are left alone", ctx.uri(layout.experiment_dir))
+                return name
+        else:
+            return name
+        n += 1
+        name = f"{base}_{n}"
+
+
+def check_result(metrics: dict[str, Any]) -> None:
+    """Refuse a result that cannot travel to the controller (pickle), naming the key.
+
+    Values of plain types (and of types seen pickling before, e.g. numpy scalars) are not
+    pickled here, so a result of numbers costs one type lookup per key.
+    """
+    for key, value in metrics.items():
+        if type(key) is not str and not isinstance(key, str):
+            raise TypeError(f"report(): metric names must be strings, got {key!r} ({type(key).__name__}); "
+                            "use str keys such as 'loss'")
+        kind = type(value)
+        if kind in _PLAIN:
+            continue
+        try:
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise TypeError(
+                f"report(): the value of {key!r} ({kind.__name__}) cannot be sent to the controller "
+                f"because it cannot be pickled ({exc}); report numbers, strings or other plain data, "
+                "and keep objects such as locks, files or models out of the result") from None
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(value, np.generic):
+            _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles
+
+
+__all__ = ["check_result", "check_scheduler_objective", "check_trainable", "claim_name", "make_run_stopper",
+           "required_metrics", "stopper_failed"]

@@ -1,0 +1,238 @@
+"""Starting and always stopping Thespian actor systems.
+
+The multi-process default is Thespian's TCP base bound to loopback on a free
+port chosen per run: the queue base never reports a SIGKILLed child and its admin
+dies on one bad message (see ../shared/notes/thespian.md), and a fixed port lets
+a later run attach to a stale admin.  Thespian binds its sockets on every
+interface; ``_bind_loopback`` narrows that to the advertised address.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from actors._driver.errors import ConfigError
+from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
+from actors._shell.proc import pid_alive, watch_owner
+
+_patched = False
+log = logging.getLogger("audition")
+
+
+def _bind_loopback() -> None:
+    """Make Thespian's TCP sockets bind to THESPIAN_BASE_IPADDR instead of 0.0.0.0."""
+    global _patched
+    if _patched:
+        return
+    from thespian.system.transport import IPBase
+
+    original = IPBase.IPActorAddress.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        base = os.environ.get("AUDITION_BIND_ADDR")
+        if base and self.bindname and self.bindname[0] == "":
+            self.bindname = (base, self.bindname[1])
+
+    IPBase.IPActorAddress.__init__ = __init__  # type: ignore[method-assign]
+    _patched = True
+
+
+def _start_authentication(host: str) -> None:
+    """Sign and verify every Thespian TCP frame if a cluster key is configured; call before ActorSystem().
+
+    Fork-started admin, logger and actors inherit the patch (see actors/_cluster/auth.py, docs/security.md).
+    """
+    from actors._cluster.auth import enable_from_environment
+    from actors._cluster.auth_keys import ENV_KEY, ENV_KEY_FILE
+
+    if enable_from_environment() or host.startswith("127."):
+        return
+    if os.environ.get("AUDITION_ALLOW_UNAUTHENTICATED") == "1":
+        log.warning("no cluster key ($%s or $%s): anyone who can reach %s can run code in this actor system; "
+                    "see docs/security.md", ENV_KEY, ENV_KEY_FILE, host)
+        return
+    raise ConfigError(
+        f"refusing to listen on {host} without a cluster key: Thespian unpickles whatever reaches its port, "
+        f"so anyone who can connect could run code here. Set ${ENV_KEY} (or ${ENV_KEY_FILE}) to the same secret "
+        "on every host, or set AUDITION_ALLOW_UNAUTHENTICATED=1 on a network you fully trust (docs/security.md)")
+
+
+def parse_host_port(text: str, what: str) -> tuple[str, int]:
+    """'HOST:PORT' or ':PORT'/'PORT' (loopback): never silently every interface."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    if host in ("0.0.0.0", "::", "*"):
+        raise ConfigError(f"{what}: binding every interface ({host}) is refused; name the address peers use")
+    try:
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"{what}: {text!r} is not HOST:PORT with a port from 1 to 65535") from None
+    return host, number
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+# PendingActorResponse.ERROR_ActorSystem_Shutting_Down: a create that raced the system's own shutdown
+_SHUTTING_DOWN = 0xE01
+
+
+class ShutdownNoise(logging.Filter):
+    """Drops Thespian's "Pending Actor create for ... failed (3585)" lines.
+
+    3585 is Thespian's "actor system shutting down" answer to an actor create still pending when
+    a multi-host run ends; nothing is lost by it, and an ERROR line at every end would teach users
+    to ignore errors. Every other failed create is still logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()  # records from actor processes arrive already formatted
+        except Exception:
+            return True
+        return not (text.startswith("Pending Actor create for") and f" failed ({_SHUTTING_DOWN}):" in text)
+
+
+def _log_defs() -> dict[str, Any]:
+    """Thespian's own logging: warnings and above to stderr of the admin (not the user's root logger)."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"shutdown": {"()": f"{__name__}.ShutdownNoise"}},
+        "handlers": {"h": {"class": "logging.StreamHandler", "level": "WARNING", "filters": ["shutdown"]}},
+        "root": {"handlers": ["h"], "level": "WARNING"},
+    }
+
+
+@contextlib.contextmanager
+def actor_system(kind: str, leader_resources: dict[str, float] | None = None) -> Iterator[Any]:
+    """Yield a fresh actor system of ``kind``; it is shut down on every exit path.
+
+    Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` while it runs, and are held while it starts
+    and while it shuts down: one landing in between would leave an admin nobody shuts down.
+    """
+    with _Interrupts() as interrupts:
+        asys = _start(kind, leader_resources)
+        try:
+            interrupts.deliver()
+            yield asys
+        finally:
+            interrupts.hold()
+            asys.shutdown()
+        interrupts.deliver()  # one that came during the shutdown still interrupts, now that all is down
+
+
+# After its driver dies, the admin asks for its own shutdown (the controller normally has already:
+# it writes the final state first) and kills what is left (see actors/_shell/proc.py).
+ORPHAN_SHUTDOWN_S = 8.0
+ORPHAN_KILL_S = 15.0
+
+
+def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
+    from thespian.actors import ActorSystem
+
+    if kind == "simple":
+        return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    if kind == "multiproc":
+        os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
+        os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
+        _bind_loopback()
+        _start_authentication(os.environ["THESPIAN_BASE_IPADDR"])
+        port = free_port()
+        caps = {"Admin Port": port, "Process Startup Method": "fork"}
+        watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
+        asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+        asys.audition_admin_port = port
+        return asys
+    if kind.startswith("tcp://"):
+        host, port = parse_host_port(kind[len("tcp://"):], what="RunConfig(system=...)")
+        os.environ["THESPIAN_BASE_IPADDR"] = host
+        os.environ["AUDITION_BIND_ADDR"] = host
+        _bind_loopback()
+        _start_authentication(host)
+        caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
+                RESOURCES_CAP: dict(leader_resources or {})}
+        watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
+        try:
+            asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+        except Exception as exc:
+            raise ConfigError(f"could not start the convention leader on {host}:{port} ({exc}); is the port "
+                              "free and the address one of this machine's?") from exc
+        asys.audition_admin_port = port
+        return asys
+    raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc', 'simple' or 'tcp://HOST:PORT'")
+
+
+class _Interrupts:
+    """SIGINT/SIGTERM -> ``KeyboardInterrupt`` in the driver, or held for later while ``holding``."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.holding = True
+        self.pending: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, h in self.previous.items():
+            signal.signal(s, h)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.holding:
+            self.pending = signum
+            return
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def deliver(self) -> None:
+        self.holding = False
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise KeyboardInterrupt(f"signal {signum}")
+
+
+def shutdown_orphaned_system(admin_port: int) -> None:
+    """Shut down the system at ``admin_port`` from a fresh process (its driver is gone).
+
+    Called from inside an actor, which cannot use the external API itself; the new
+    process does exactly what the driver's ``shutdown()`` would have done.
+    """
+    import subprocess
+    import sys
+
+    from actors._cluster.auth import authentication_enabled
+
+    code = ("from thespian.actors import ActorSystem; "
+            f"ActorSystem('multiprocTCPBase', {{'Admin Port': {int(admin_port)}}}).shutdown()")
+    env = dict(os.environ)
+    if authentication_enabled():  # the admin rejects unsigned frames: sign with the key from the environment
+        code = "from actors._cluster.auth import enable_from_environment; assert enable_from_environment(); " + code
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+__all__ = ["actor_system", "free_port", "pid_alive", "shutdown_orphaned_system"]

@@ -1,0 +1,410 @@
+"""``Tuner``: the public entry point and the only module that wires everything.
+
+The driver validates every input before any actor starts, ships user objects as
+cloudpickle bytes, then only talks to the controller (never to trial actors:
+asking a killed actor stalls Thespian's external API for half a minute).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from actors._driver.callbacks import CallbackDispatcher
+from actors._driver.checks import (
+    check_scheduler_objective,
+    check_trainable,
+    claim_name,
+    make_run_stopper,
+    required_metrics,
+)
+from actors._driver.config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
+from actors._driver.errors import TuneError
+from actors._driver.loggers import LoggerCallback, controller_loggers, driver_callbacks
+from actors._driver.parameters import parameters_of, publish, unpublish
+from actors._driver.plugins import load_scheduler
+from actors._driver.progress import ProgressReporter, TrialLines
+from actors._driver.result_grid import Result, ResultGrid
+from actors._driver.spec import ExperimentSpec
+from actors._driver.system import actor_system
+from actors._driver.trainable import Trainable
+from actors.messages import (
+    AbortExperiment,
+    ExperimentFinished,
+    ExperimentProgress,
+    StartExperiment,
+    TrialEvents,
+    TrialOutputBatch,
+)
+from actors.stoppers import with_time_budget
+
+log = logging.getLogger("audition")
+CONTROLLER_NAME = "audition-controller"
+
+
+def _dumps(obj: Any, what: str) -> bytes:
+    try:
+        data = cloudpickle.dumps(obj)
+        cloudpickle.loads(data)
+        return data
+    except Exception as exc:
+        raise ConfigError(
+            f"the {what} cannot be pickled ({type(exc).__name__}: {exc}); it must not capture locks, open "
+            "files, sockets or similar objects: create those inside the trainable instead"
+        ) from exc
+
+
+def _check_trainable(trainable: Any) -> str:
+    return check_trainable(trainable)
+
+
+class Tuner:
+    """Run a hyperparameter search (Ray Tune's ``Tuner``)."""
+
+    def __init__(self, trainable: Callable[..., Any] | type[Trainable], *,
+                 param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
+                 run_config: RunConfig | None = None) -> None:
+        from actors.search import BasicVariantGenerator, Searcher
+        from actors.search._wrappers import ConstantsMerged
+        from storage import StorageContext, StorageError
+
+        for arg, value, cls in (("tune_config", tune_config, TuneConfig), ("run_config", run_config, RunConfig)):
+            if value is not None and not isinstance(value, cls):
+                raise ConfigError(f"Tuner({arg}=...) takes a {cls.__name__}, got {type(value).__name__}; "
+                                  f"pass {arg}={cls.__name__}(...)")
+        self.tune_config = tc = tune_config or TuneConfig()
+        self.run_config = rc = run_config or RunConfig()
+        if param_space is not None and not isinstance(param_space, dict):
+            raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
+        self.trainable_name = _check_trainable(trainable)
+        self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
+        self._parameters = parameters_of(trainable)
+        if tc.search_alg is None:
+            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed)
+            self._num_samples = searcher.total_trials
+        else:
+            searcher = tc.search_alg
+            if not isinstance(searcher, Searcher):
+                raise ConfigError("TuneConfig(search_alg=...) must be an actors.search.Searcher")
+            if isinstance(searcher, BasicVariantGenerator):  # as in Ray: num_samples x the grid
+                searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
+                self._num_samples = searcher.total_trials
+            else:
+                if not searcher.set_search_properties(tc.metric, tc.mode, param_space or {}) and param_space:
+                    if _domain_paths(param_space):  # Ray refuses unresolved values here too
+                        raise ConfigError(
+                            f"{type(searcher).__name__} was built with its own search space or objective, so "
+                            "Tuner(param_space=...) may hold only constants beside it (it has search domains "
+                            f"at {', '.join('/'.join(map(str, p)) for p in _domain_paths(param_space))}); define "
+                            "the space in one place and give the searcher a metric/mode that agrees with "
+                            "TuneConfig's")
+                    own = searcher.metric if isinstance(searcher.metric, list) else [searcher.metric]
+                    if tc.metric is not None and searcher.metric is not None and tc.metric not in own:
+                        raise ConfigError(
+                            f"TuneConfig(metric={tc.metric!r}) but {type(searcher).__name__} searches "
+                            f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
+                    searcher = ConstantsMerged(searcher, param_space)  # as Ray: constants join each config
+                self._num_samples = tc.num_samples
+        self._searcher = searcher
+        # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
+        self._searched = _domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
+        scheduler = load_scheduler(tc.scheduler)
+        check_scheduler_objective(scheduler, tc.metric, tc.mode)
+        self._required = required_metrics(tc.metric, scheduler, searcher)
+        self._scheduler = _dumps(scheduler, "scheduler")
+        self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
+        _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
+        _dumps((searcher, self._stopper), "search algorithm or stopper")
+        _dumps((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
+        kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
+        self._system = rc.system
+        self._multi_host = str(rc.system).startswith("tcp://")
+        try:
+            self._ctx = StorageContext(rc.storage or DEFAULT_STORAGE, rc.storage_options)
+        except StorageError as exc:
+            raise ConfigError(str(exc)) from exc
+        if self._ctx.is_process_local and kind != "simple":
+            raise ConfigError(
+                f"storage {rc.storage!r} lives in one process's memory, so trial actors in other processes "
+                "cannot write to it; use a local path or s3:// URL, or RunConfig(system='simple')"
+            )
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        self.name = rc.name or f"{self.trainable_name}_{stamp}"
+        resources = check_resources(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
+                                    or {"cpu": 1}, "with_resources(...)")
+        cpus = default_cpus()
+        need = float(resources.get("cpu", 1))
+        if self._multi_host:
+            leader_host = str(rc.system)[len("tcp://"):].rpartition(":")[0] or "127.0.0.1"
+            if self._ctx.is_local and not leader_host.startswith(("127.", "localhost")):
+                log.warning("storage %s is a local path: trials on other hosts write their checkpoints to "
+                            "their own disk unless every host mounts it; prefer s3://", self._ctx.url)
+            self._resources = resources
+            self._slots = tc.max_concurrent_trials or 1_000_000
+            self._restore_state: dict[str, Any] | None = None
+            return
+        extra = sorted(k for k, v in resources.items() if k != "cpu" and v > 0)
+        if extra:
+            raise ConfigError(f"each trial asks for {extra} but a single-machine run offers only CPUs; run "
+                              "multi-host (RunConfig(system='tcp://HOST:PORT')) with workers that advertise "
+                              "them (audition worker --resources '{\"gpu\": 1}')")
+        if need > cpus:
+            raise ConfigError(f"each trial asks for {need} CPUs but this machine has {cpus}; lower "
+                              "with_resources(..., {'cpu': N}) or add machines")
+        slots = max(1, int(cpus // need)) if need > 0 else cpus
+        if tc.max_concurrent_trials:
+            slots = min(slots, tc.max_concurrent_trials)
+        self._resources = resources
+        self._slots = slots
+        self._restore_state = None
+
+    # ------------------------------------------------------------------ run
+    def _restored(self, spec: ExperimentSpec, saved: dict[str, Any], ctx: Any) -> None:
+        """Initialise from a saved experiment (see actors._driver.restore)."""
+        self.tune_config = saved["tune_config"]
+        self.run_config = saved["run_config"]
+        self.trainable_name = spec.trainable_name
+        self.name = spec.name
+        self._ctx = ctx
+        self._system = saved["system"]
+        self._multi_host = str(self._system).startswith("tcp://")
+        self._prebuilt = spec
+
+    def _spec(self) -> ExperimentSpec:
+        if getattr(self, "_prebuilt", None) is not None:
+            return self._prebuilt
+        tc, rc = self.tune_config, self.run_config
+        cc = rc.checkpoint_config
+        return ExperimentSpec(
+            name=self.name, trainable=self._trainable, trainable_name=self.trainable_name,
+            searcher=self._searcher, scheduler=self._scheduler, stopper=self._stopper,
+            metric=tc.metric, mode=tc.mode, num_samples=self._num_samples, max_concurrent=self._slots,
+            resources_per_trial=self._resources, total_resources={"cpu": float(default_cpus())},
+            max_failures=rc.failure_config.max_failures, fail_fast=bool(rc.failure_config.fail_fast),
+            fail_fast_raise=isinstance(rc.failure_config.fail_fast, str),
+            storage_url=self._ctx.url, storage_options=dict(self._ctx.options),
+            num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
+            checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
+            checkpoint_at_end=bool(cc.checkpoint_at_end), restore_state=self._restore_state,
+            reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
+            leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
+            heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
+            max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
+            trial_name_creator=tc.trial_name_creator, trial_dirname_creator=tc.trial_dirname_creator,
+            trial_stop_grace_s=float(rc.trial_stop_grace_s),
+            log_to_driver=bool(getattr(rc, "log_to_driver", True)),  # absent from older saved run configs
+        )
+
+    def fit(self) -> ResultGrid:
+        """Run the experiment to the end and return every trial's result."""
+        from storage import ExperimentLayout, StorageError
+
+        try:
+            self._ctx.check_usable()
+        except StorageError as exc:
+            raise TuneError(str(exc)) from None
+        if getattr(self, "_prebuilt", None) is None:  # a new experiment (not a restore): never over an old one
+            try:
+                self.name = claim_name(self._ctx, self.name, chosen=self.run_config.name is not None)
+            except StorageError as exc:
+                raise TuneError(str(exc)) from None
+        where = self._ctx.uri(ExperimentLayout(self._ctx, self.name).experiment_dir)
+        for cb in self.run_config.callbacks or []:  # before anything is written or started
+            cb.on_experiment_start(where, self._ctx.is_local)
+        # with_parameters objects: written once for this machine (and storage, for other machines)
+        published = publish(getattr(self, "_parameters", []), self._ctx,
+                            ExperimentLayout(self._ctx, self.name).experiment_dir, self._multi_host)
+        try:
+            return self._fit()
+        finally:
+            unpublish(published)
+
+    def _fit(self) -> ResultGrid:
+        from storage import ExperimentLayout
+
+        spec = self._spec()
+        self._save_tuner(spec)
+        spec.loggers = controller_loggers(self.run_config.callbacks)  # they travel with the spec
+        finished: ExperimentFinished | None = None
+        self._reporter = ProgressReporter(self.name, self.run_config.verbose, metric=spec.metric)
+        extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
+        self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
+        self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
+                                                                     .experiment_dir), self._ctx.is_local,
+                                     self._ctx.options, getattr(self, "_searched", None))
+        spec.forward_events = bool(self._dispatcher.callbacks)
+        spec.callback_gate = self._dispatcher.may_ask_checkpoint
+        try:
+            with actor_system(self._system, spec.leader_resources) as asys:
+                finished = self._run_system(asys, spec)
+        finally:
+            self._reporter.close()
+            self._dispatcher.end()  # also when interrupted or the controller went silent
+        if finished is None:
+            raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
+        counts: dict[str, int] = {}
+        for t in finished.trials:
+            counts[t.status.value] = counts.get(t.status.value, 0) + 1
+        self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
+                             + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        layout = ExperimentLayout(self._ctx, self.name)
+        cc = self.run_config.checkpoint_config
+        results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name, cc) for s in finished.trials]
+        grid = ResultGrid(results, self.tune_config.metric, self.tune_config.mode,
+                          self._ctx.uri(layout.experiment_dir))
+        if finished.error and spec.fail_fast_raise:  # Ray Tune raises the trial's own error here
+            failed = [r.error for r in results if r.error is not None]
+            if failed:
+                raise failed[0]
+        if finished.error:
+            raise TuneError(f"experiment {self.name!r} stopped: {finished.error.strip()}\n"
+                            f"what was written so far is in {grid.experiment_path}")
+        self._grid = grid
+        return grid
+
+    def get_results(self) -> ResultGrid:
+        """The results of this tuner's ``fit()``, or, on a ``Tuner.restore(...)`` not yet fitted,
+        the stored results of the experiment as it was saved, without running anything (Ray
+        Tune's ``Tuner.get_results``)."""
+        grid: ResultGrid | None = getattr(self, "_grid", None)
+        if grid is not None:
+            return grid
+        saved: dict[str, Any] | None = getattr(self, "_saved_state", None)
+        if saved is None:
+            raise TuneError("get_results(): this Tuner has not run yet; call fit() first (or read an earlier "
+                            "run with Tuner.restore(path, trainable).get_results())")
+        from actors._driver.restore import stored_results
+
+        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config)
+
+    def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:
+        from actors._shell.controller import ControllerActor
+
+        port = getattr(asys, "audition_admin_port", 0)
+        spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
+        spec.actor_processes = self._system != "simple"
+        blob = cloudpickle.dumps(spec)
+        # a global name lets `audition cluster status` find the controller from outside
+        controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
+        self._dispatcher.answer = lambda msg: asys.tell(controller, msg)
+        asys.tell(controller, StartExperiment(blob))
+        try:
+            return self._wait(asys, controller)
+        except KeyboardInterrupt:
+            asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
+            self._wait(asys, controller, limit_s=10.0, quiet=True)
+            raise
+
+    def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
+              quiet: bool = False) -> ExperimentFinished | None:
+        timeout = self.run_config.controller_timeout_s
+        last = time.monotonic()
+        deadline = None if limit_s is None else last + limit_s
+        finished: ExperimentFinished | None = None
+        while True:
+            msg = asys.listen(datetime.timedelta(seconds=0.2 if finished else 0.5))
+            now = time.monotonic()
+            if isinstance(msg, ExperimentFinished):
+                finished = msg
+                deadline = min(deadline or now + 10.0, now + 10.0)  # collect the last event batches
+            elif isinstance(msg, TrialEvents):
+                self._dispatcher.push(msg)
+            elif isinstance(msg, TrialOutputBatch):
+                self._reporter.output(msg)
+            elif isinstance(msg, ExperimentProgress) and not quiet:
+                self._reporter.update(msg)
+            if msg is not None:
+                last = now
+            if (finished is not None and self._dispatcher.received >= finished.event_batches
+                    and self._reporter.printer.batches >= finished.output_batches):
+                return finished
+            if deadline is not None and now > deadline:
+                return finished
+            if now - last > timeout:
+                raise TuneError(f"the controller sent nothing for {timeout:.0f}s; it is presumed dead. "
+                                "Partial results are in storage; try Tuner.restore()")
+
+    def _save_tuner(self, spec: ExperimentSpec) -> None:
+        """Store what Tuner.restore needs besides the trainable."""
+        from storage import ExperimentLayout, write_bytes
+
+        layout = ExperimentLayout(self._ctx, self.name)
+        if spec.restore_state is not None:
+            return  # the original tuner.pkl stays: it holds the searcher/scheduler as first built
+        import dataclasses
+
+        # callbacks live in the driver only (they may hold open files): not part of the saved tuner
+        saved_rc = dataclasses.replace(self.run_config, callbacks=None)
+        data = {"tune_config": self.tune_config, "run_config": saved_rc, "system": self._system,
+                "spec": _without_trainable(spec)}
+        write_bytes(self._ctx, layout.tuner_file, cloudpickle.dumps(data))
+
+    # ------------------------------------------------------------------ restore
+    @classmethod
+    def can_restore(cls, path: str, storage_options: dict[str, Any] | None = None) -> bool:
+        from actors._driver.restore import can_restore
+
+        return can_restore(path, storage_options)
+
+    @classmethod
+    def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable], *,
+                resume_unfinished: bool = True, resume_errored: bool = False, restart_errored: bool = False,
+                storage_options: dict[str, Any] | None = None, callbacks: list[Any] | None = None) -> Tuner:
+        """Continue the experiment at ``path``. Callbacks live in the driver and are not saved with
+        the experiment: pass the ones the resumed run should have (default: none)."""
+        import dataclasses
+
+        from actors._driver.restore import restore_tuner
+
+        _check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
+        tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
+                              storage_options)
+        if callbacks:
+            tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
+        return tuner
+
+
+def _check_callbacks(callbacks: list[Any] | None, where: str) -> None:
+    from actors._driver.callbacks import Callback
+
+    for cb in callbacks or []:
+        if not isinstance(cb, Callback):
+            raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
+                              "subclass actors.Callback")
+        if isinstance(cb, LoggerCallback) and cb.in_controller:
+            try:
+                cloudpickle.dumps(cb)
+            except Exception as exc:
+                raise ConfigError(f"{where}: {type(cb).__name__} runs in the controller (in_controller = True), "
+                                  f"so it must pickle, and it does not ({exc}); open files and clients in its "
+                                  "setup() or lazily, not in __init__") from None
+
+
+def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
+    import copy
+
+    out = copy.copy(spec)
+    out.trainable = b""
+    return out
+
+
+
+def _domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
+    """Where ``space`` has a search domain or a grid (what Ray's variant generator "resolves")."""
+    from actors.search._domain import Domain
+
+    if isinstance(space, Domain) or (isinstance(space, dict) and set(space) == {"grid_search"}):
+        return (path,)
+    if isinstance(space, dict):
+        return tuple(p for k, v in space.items() for p in _domain_paths(v, (*path, k)))
+    if isinstance(space, (list, tuple)):
+        return tuple(p for i, v in enumerate(space) for p in _domain_paths(v, (*path, i)))
+    return ()
+
+__all__ = ["Tuner"]

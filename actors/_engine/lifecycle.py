@@ -1,0 +1,360 @@
+"""The controller's trial state machine, as pure code.
+
+``TrialTable`` takes events (results, decisions, scheduler requests, saves,
+ends) and returns ``Effect``s for the controller actor to carry out.  Nothing
+here touches the actor runtime, so the whole machine is property-tested.
+
+Invariants (see docs/architecture.md):
+* one pending-decision slot per trial; every decision is merged into it with
+  ``max``; it is reset only in :meth:`TrialTable._transition`;
+* a RUNNING trial acts on its slot only at a decision point: when a result's
+  decision has arrived, or when an in-flight save finished; so a save in flight
+  cannot lose a decision that arrives meanwhile;
+* a trial whose slot holds STOP never ends PAUSED; one holding PAUSE never
+  continues past its next decision point;
+* a STEPPING trial never holds a non-CONTINUE slot without a result awaiting its
+  decision: a STOP, or a PAUSE requested when no decision is pending, is acted on at once.
+
+Each trial also keeps ``marks`` (see ``actors._engine.marks``): the pauses, stops, exploits
+and failures as they took effect, for ``audition plot``. They never influence a transition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from actors._engine.marks import Mark, MarkKind, add_mark
+from actors._engine.reducer import Decision, merge
+from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
+
+
+class Phase(Enum):
+    """Where a RUNNING trial is in its step/decide cycle (IDLE when not running)."""
+
+    IDLE = "idle"
+    STEPPING = "stepping"
+    SAVING = "saving"
+    STOPPING = "stopping"
+
+
+class EffectKind(Enum):
+    START = "start"  # create or reuse an actor and send RunTrial
+    PROCEED = "proceed"  # ack a result batch (seq)
+    SAVE = "save"  # ask the trial to commit a checkpoint
+    STOP = "stop"  # end the trainable (save first if ``save``)
+    RELEASE = "release"  # the trial's actor is free (``reusable``) or must exit
+    COMPLETE = "complete"  # tell the scheduler: on_trial_complete
+    ERROR = "error"  # tell the scheduler: on_trial_error
+    REMOVE = "remove"  # tell the scheduler: on_trial_remove (stopped before running)
+
+
+@dataclass(frozen=True)
+class Effect:
+    kind: EffectKind
+    trial_id: str
+    seq: int = 0
+    flag: bool = False
+
+
+@dataclass
+class TrialRecord:
+    """The controller's mutable row for one trial."""
+
+    trial_id: str
+    config: dict[str, Any]
+    status: TrialStatus = TrialStatus.PENDING
+    phase: Phase = Phase.IDLE
+    run_id: int = 0
+    pending: Decision = Decision.CONTINUE
+    pause_checkpoint: bool = False
+    resume_requested: bool = False
+    clone: SchedulerAction | None = None
+    clone_checkpoint: CheckpointRef | None = None
+    inflight: list[int] = field(default_factory=list)
+    saves_inflight: int = 0
+    checkpoint: CheckpointRef | None = None
+    last_result: dict[str, Any] = field(default_factory=dict)
+    iteration: int = 0
+    time_total_s: float = 0.0
+    num_failures: int = 0
+    error: str | None = None
+    traceback: str | None = None
+    extra_result: dict[str, Any] = field(default_factory=dict)
+    marks: list[Mark] = field(default_factory=list)
+    name: str | None = None  # TuneConfig(trial_name_creator=...)
+    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
+
+    def snapshot(self) -> TrialSnapshot:
+        return TrialSnapshot(
+            self.trial_id, dict(self.config), self.status, dict(self.last_result), self.num_failures,
+            self.checkpoint.iteration if self.checkpoint else None, self.name, self.dirname,
+        )
+
+
+class TrialTable:
+    """All trials of one experiment and the rules that move them."""
+
+    def __init__(self, max_failures: int = 0) -> None:
+        self.trials: dict[str, TrialRecord] = {}
+        # status -> trials, kept by add/_transition/set_status so queries do not scan every trial
+        self.by_status: dict[TrialStatus, dict[str, TrialRecord]] = {s: {} for s in TrialStatus}
+        self.max_failures = max_failures
+        self.changed: set[str] = set()
+        self.version = 0  # bumped on every status change
+        self.aborted = False  # after abort_all nothing is the scheduler's doing: no more marks
+
+    # ------------------------------------------------------------------ queries
+    def add(self, trial_id: str, config: dict[str, Any]) -> TrialRecord:
+        rec = TrialRecord(trial_id, dict(config))
+        self.trials[trial_id] = rec
+        self.by_status[rec.status][trial_id] = rec
+        self.changed.add(trial_id)
+        return rec
+
+    def get(self, trial_id: str) -> TrialRecord:
+        return self.trials[trial_id]
+
+    def with_status(self, *statuses: TrialStatus) -> list[TrialRecord]:
+        if len(statuses) == 1:
+            return list(self.by_status[statuses[0]].values())
+        return [t for t in self.trials.values() if t.status in statuses]  # keeps creation order
+
+    def count(self, status: TrialStatus) -> int:
+        return len(self.by_status[status])
+
+    @property
+    def running(self) -> int:
+        return len(self.by_status[TrialStatus.RUNNING])
+
+    def all_finished(self) -> bool:
+        return len(self.by_status[TrialStatus.TERMINATED]) + len(self.by_status[TrialStatus.ERROR]) == len(
+            self.trials)
+
+    def set_status(self, rec: TrialRecord, status: TrialStatus) -> None:
+        """Set a status without the transition's side effects (loading a saved table)."""
+        self.by_status[rec.status].pop(rec.trial_id, None)
+        rec.status = status
+        self.by_status[status][rec.trial_id] = rec
+
+    def _mark(self, rec: TrialRecord, kind: MarkKind, source: str | None = None) -> None:
+        if not self.aborted:
+            add_mark(rec.marks, Mark(kind, rec.iteration, source))
+
+    # ------------------------------------------------------------------ the one place a status changes
+    def _transition(self, rec: TrialRecord, status: TrialStatus) -> None:
+        self.set_status(rec, status)
+        rec.phase = Phase.STEPPING if status is TrialStatus.RUNNING else Phase.IDLE
+        rec.pending = Decision.CONTINUE
+        rec.pause_checkpoint = False
+        rec.inflight = []
+        rec.saves_inflight = 0
+        if status is not TrialStatus.PAUSED:
+            rec.resume_requested = False
+        self.changed.add(rec.trial_id)
+        self.version += 1
+
+    # ------------------------------------------------------------------ events
+    def start(self, trial_id: str) -> list[Effect]:
+        rec = self.trials[trial_id]
+        if rec.status not in (TrialStatus.PENDING, TrialStatus.PAUSED):
+            return []
+        self._transition(rec, TrialStatus.RUNNING)
+        rec.run_id += 1
+        # restarting from the checkpoint: the iterations after it are redone
+        rec.iteration = rec.checkpoint.iteration if rec.checkpoint else 0
+        rec.time_total_s = rec.checkpoint.time_total_s if rec.checkpoint else 0.0
+        rec.clone = None
+        return [Effect(EffectKind.START, trial_id)]
+
+    def unstart(self, trial_id: str) -> None:
+        """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""
+        rec = self.trials[trial_id]
+        if rec.status is TrialStatus.RUNNING:
+            self._transition(rec, TrialStatus.PENDING)
+
+    def results(self, trial_id: str, run_id: int, seq: int, results: tuple[dict[str, Any], ...],
+                checkpoint: CheckpointRef | None) -> bool:
+        """Record a batch; True if it belongs to the current run (then ask the scheduler)."""
+        rec = self.trials.get(trial_id)
+        if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
+            return False
+        if results:
+            rec.last_result = dict(results[-1])
+            rec.iteration = int(results[-1].get("training_iteration", rec.iteration))
+            rec.time_total_s = float(results[-1].get("time_total_s", rec.time_total_s))
+        if checkpoint is not None:
+            rec.checkpoint = checkpoint
+            self.changed.add(trial_id)  # schedulers pick clone sources by checkpoint_iteration (PBT)
+        rec.inflight.append(seq)
+        return True
+
+    def decided(self, trial_id: str, run_id: int, seq: int, decision: Decision) -> list[Effect]:
+        rec = self.trials.get(trial_id)
+        if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
+            return []
+        rec.pending = merge(rec.pending, decision)
+        if decision is Decision.PAUSE:
+            rec.pause_checkpoint = True  # a returned PAUSE pauses with a checkpoint, as in Ray Tune
+        if seq in rec.inflight:
+            rec.inflight.remove(seq)
+        if rec.phase is not Phase.STEPPING:
+            return []  # a save or stop is in flight: the merged slot is applied when it lands
+        if rec.pending is Decision.CONTINUE:
+            return [Effect(EffectKind.PROCEED, trial_id, seq)]
+        return self._act(rec)
+
+    def _act(self, rec: TrialRecord) -> list[Effect]:
+        """Apply a non-CONTINUE slot at a decision point."""
+        if rec.pending is Decision.PAUSE and rec.pause_checkpoint and rec.saves_inflight == 0:
+            rec.phase = Phase.SAVING
+            rec.saves_inflight += 1
+            return [Effect(EffectKind.SAVE, rec.trial_id)]
+        if rec.pending is Decision.PAUSE and rec.saves_inflight:
+            rec.phase = Phase.SAVING
+            return []
+        rec.phase = Phase.STOPPING
+        return [Effect(EffectKind.STOP, rec.trial_id)]
+
+    def request(self, action: SchedulerAction, source_checkpoint: CheckpointRef | None = None) -> list[Effect]:
+        """A scheduler (or stopper) asked for something; merge it, act if the trial is not running."""
+        rec = self.trials.get(action.trial_id)
+        if rec is None or rec.status.is_finished:
+            return []
+        kind = action.kind
+        if kind is ActionKind.RESUME:
+            if rec.status is TrialStatus.PAUSED:
+                self._transition(rec, TrialStatus.PENDING)
+            elif rec.status is TrialStatus.RUNNING and rec.pending is Decision.PAUSE:
+                rec.resume_requested = True
+            return []
+        if kind is ActionKind.CHECKPOINT:
+            if rec.status is TrialStatus.RUNNING and rec.phase is Phase.STEPPING:
+                rec.saves_inflight += 1
+                return [Effect(EffectKind.SAVE, rec.trial_id)]
+            return []
+        if kind is ActionKind.CLONE:
+            rec.clone = action
+            rec.clone_checkpoint = source_checkpoint
+            if rec.status is TrialStatus.RUNNING:
+                rec.resume_requested = True
+                return self._merge_running(rec, Decision.PAUSE, False)
+            self._apply_clone(rec)
+            if rec.status is TrialStatus.PAUSED:
+                self._transition(rec, TrialStatus.PENDING)
+            return []
+        decision = Decision.STOP if kind is ActionKind.STOP else Decision.PAUSE
+        if rec.status is TrialStatus.RUNNING:
+            return self._merge_running(rec, decision, action.should_checkpoint)
+        if decision is Decision.STOP:
+            self._mark(rec, MarkKind.STOP)
+            self._transition(rec, TrialStatus.TERMINATED)
+            return [Effect(EffectKind.REMOVE, rec.trial_id)]
+        if rec.status is TrialStatus.PENDING:
+            self._transition(rec, TrialStatus.PAUSED)
+        return []  # PAUSE of a paused trial: harmless
+
+    def _merge_running(self, rec: TrialRecord, decision: Decision, should_checkpoint: bool) -> list[Effect]:
+        rec.pending = merge(rec.pending, decision)
+        if decision is Decision.PAUSE:
+            rec.pause_checkpoint = rec.pause_checkpoint or should_checkpoint
+        if rec.phase is not Phase.STEPPING:
+            return []  # a save or stop is in flight: merged, applied when it lands
+        if rec.pending is Decision.PAUSE and rec.inflight:
+            return []  # a result's decision is on its way: that is the decision point (pause_trial + NOOP)
+        # STOP, or a PAUSE with no decision pending (asked about a trial computing in its own code,
+        # as Ray's pause_trial): act now, so a trial that never reports again is still halted
+        return self._act(rec)
+
+    def saved(self, trial_id: str, run_id: int, checkpoint: CheckpointRef | None) -> list[Effect]:
+        rec = self.trials.get(trial_id)
+        if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
+            return []
+        if checkpoint is not None:
+            rec.checkpoint = checkpoint
+            self.changed.add(trial_id)
+        rec.saves_inflight = max(0, rec.saves_inflight - 1)
+        if rec.phase is Phase.SAVING and rec.saves_inflight == 0:
+            rec.phase = Phase.STOPPING
+            return [Effect(EffectKind.STOP, trial_id)]
+        return []
+
+    def ended(self, trial_id: str, run_id: int, reason: EndReason, checkpoint: CheckpointRef | None = None,
+              error: str | None = None, traceback: str | None = None) -> list[Effect]:
+        rec = self.trials.get(trial_id)
+        if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
+            return []
+        if checkpoint is not None:
+            rec.checkpoint = checkpoint
+        reusable = reason is not EndReason.FAILED
+        out = [Effect(EffectKind.RELEASE, trial_id, flag=reusable)]
+        pending = rec.pending
+        # A trainable whose last result said done has finished: a PAUSE (or clone) decided on that
+        # result must not park it, or it is resumed past its own end (paused every result: forever).
+        finished = bool(rec.last_result.get("done"))
+        parked = reason is EndReason.STOPPED and pending is Decision.PAUSE and not finished
+        if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
+            if reason is EndReason.STOPPED and pending is Decision.STOP and not finished:
+                self._mark(rec, MarkKind.STOP)
+            rec.last_result = {**rec.last_result, "done": True}
+            self._transition(rec, TrialStatus.TERMINATED)
+            return [*out, Effect(EffectKind.COMPLETE, trial_id)]
+        if reason is EndReason.STOPPED:  # a PAUSE took effect
+            resume = rec.resume_requested
+            self._transition(rec, TrialStatus.PAUSED)
+            if rec.clone is not None:
+                self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
+            else:
+                self._mark(rec, MarkKind.PAUSE)
+            if resume:
+                self._transition(rec, TrialStatus.PENDING)
+            return out
+        rec.num_failures += 1
+        rec.error, rec.traceback = error, traceback
+        if pending is Decision.STOP:  # failed while being stopped: the stop is what ended it
+            if not finished:
+                self._mark(rec, MarkKind.STOP)
+            self._transition(rec, TrialStatus.TERMINATED)
+            return [*out, Effect(EffectKind.COMPLETE, trial_id)]
+        self._mark(rec, MarkKind.FAIL)
+        if self.max_failures < 0 or rec.num_failures <= self.max_failures:
+            self._transition(rec, TrialStatus.PENDING)
+            return out
+        self._transition(rec, TrialStatus.ERROR)
+        return [*out, Effect(EffectKind.ERROR, trial_id)]
+
+    def _apply_clone(self, rec: TrialRecord) -> None:
+        action = rec.clone
+        if action is None:
+            return
+        if action.new_config is not None:
+            rec.config = dict(action.new_config)
+        if rec.clone_checkpoint is not None:
+            rec.checkpoint = replace(rec.clone_checkpoint, iteration=rec.iteration,
+                                     time_total_s=rec.time_total_s)
+        rec.extra_result = {"pbt_exploit": dict(action.info or {})}
+        self._mark(rec, MarkKind.EXPLOIT, action.source_id)
+        self.changed.add(rec.trial_id)
+
+    def abort_all(self) -> list[Effect]:
+        """Stop everything (driver abort): running trials get STOP, the rest end now.
+
+        Records no marks, now or later: the scheduler stopped nothing, and a restore resumes
+        these trials from the state frozen before the abort.
+        """
+        self.aborted = True
+        out: list[Effect] = []
+        for rec in self.trials.values():
+            if rec.status is TrialStatus.RUNNING:
+                rec.pending = Decision.STOP
+                if rec.phase is not Phase.STOPPING:
+                    rec.phase = Phase.STOPPING
+                    out.append(Effect(EffectKind.STOP, rec.trial_id))
+            elif not rec.status.is_finished:
+                self._transition(rec, TrialStatus.TERMINATED)
+        return out
+
+
+__all__ = ["Effect", "EffectKind", "Phase", "TrialRecord", "TrialTable"]

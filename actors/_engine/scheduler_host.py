@@ -1,0 +1,138 @@
+"""Runs scheduler hooks against a mirror of the trial table, recording requests.
+
+Pure (no actor runtime): the scheduler actor wraps it, and users' plugin tests
+can drive it directly.  Each ``SchedulerCall`` becomes exactly one
+``SchedulerReply`` carrying the hook's decision and every controller call the
+hook made, in order.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from actors._engine.reducer import Decision, merge
+from actors._engine.trial import TrialSnapshot
+from actors._legacy import loads as legacy_loads
+from actors.messages import (
+    ActionKind,
+    HookKind,
+    SchedulerAction,
+    SchedulerCall,
+    SchedulerReply,
+)
+from actors.schedulers._base import Scheduler, SchedulerController
+
+
+class RecordingController(SchedulerController):
+    """The ``controller`` handle schedulers see: requests are recorded, not applied."""
+
+    def __init__(self) -> None:
+        self.trials: dict[str, TrialSnapshot] = {}
+        self.actions: list[SchedulerAction] = []
+
+    def _id(self, trial: TrialSnapshot | str) -> str:
+        return trial if isinstance(trial, str) else trial.trial_id
+
+    def pause_trial(self, trial: TrialSnapshot, should_checkpoint: bool = True) -> None:
+        self.actions.append(SchedulerAction(ActionKind.PAUSE, self._id(trial), should_checkpoint))
+
+    def stop_trial(self, trial: TrialSnapshot) -> None:
+        self.actions.append(SchedulerAction(ActionKind.STOP, self._id(trial)))
+
+    def resume_trial(self, trial: TrialSnapshot) -> None:
+        self.actions.append(SchedulerAction(ActionKind.RESUME, self._id(trial)))
+
+    def checkpoint_trial(self, trial: TrialSnapshot) -> None:
+        self.actions.append(SchedulerAction(ActionKind.CHECKPOINT, self._id(trial)))
+
+    def clone_trial(
+        self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any]
+    ) -> None:
+        self.actions.append(
+            SchedulerAction(
+                ActionKind.CLONE, self._id(trial), False, self._id(source), dict(new_config), dict(info)
+            )
+        )
+
+    def get_trials(self) -> list[TrialSnapshot]:
+        return list(self.trials.values())
+
+
+_HOOK_METHODS = {
+    HookKind.ADD: "on_trial_add",
+    HookKind.RESULT: "on_trial_result",
+    HookKind.COMPLETE: "on_trial_complete",
+    HookKind.ERROR: "on_trial_error",
+    HookKind.REMOVE: "on_trial_remove",
+}
+
+
+def overridden_hooks(scheduler: Scheduler) -> frozenset[HookKind]:
+    """Hooks the plugin implements; CHOOSE and SAVE always go to the plugin."""
+    cls = type(scheduler)
+    own = {k for k, name in _HOOK_METHODS.items() if getattr(cls, name) is not getattr(Scheduler, name)}
+    return frozenset(own | {HookKind.CHOOSE, HookKind.SAVE})
+
+
+class SchedulerHost:
+    """Owns one scheduler object and answers ``SchedulerCall``s."""
+
+    def __init__(self, scheduler: Scheduler, metric: str | None, mode: str | None,
+                 state: bytes | None = None) -> None:
+        if not isinstance(scheduler, Scheduler):
+            raise TypeError(
+                f"scheduler must be an actors.schedulers.Scheduler instance, got {type(scheduler).__name__}"
+            )
+        self.scheduler = scheduler
+        self.controller = RecordingController()
+        scheduler.set_search_properties(metric, mode)
+        if state is not None:
+            saved = legacy_loads(state)
+            scheduler.restore(saved["scheduler"])
+            self.controller.trials = saved["trials"]
+
+    def handle(self, call: SchedulerCall) -> SchedulerReply:
+        ctl = self.controller
+        for snap in call.updates:
+            ctl.trials[snap.trial_id] = snap
+        ctl.actions = []
+        decision = Decision.CONTINUE
+        chosen: str | None = None
+        state: bytes | None = None
+        trial = ctl.trials.get(call.trial_id) if call.trial_id else None
+        sched = self.scheduler
+        if call.kind is HookKind.RESULT:
+            assert trial is not None
+            for result in call.results:
+                trial = _with_result(trial, result)
+                ctl.trials[trial.trial_id] = trial
+                d = sched.on_trial_result(ctl, trial, result)
+                decision = merge(decision, Decision(d if d is not None else Decision.CONTINUE))
+        elif call.kind is HookKind.ADD:
+            assert trial is not None
+            sched.on_trial_add(ctl, trial)
+        elif call.kind is HookKind.COMPLETE:
+            assert trial is not None
+            sched.on_trial_complete(ctl, trial, call.results[-1] if call.results else dict(trial.last_result))
+        elif call.kind is HookKind.ERROR:
+            assert trial is not None
+            sched.on_trial_error(ctl, trial)
+        elif call.kind is HookKind.REMOVE:
+            assert trial is not None
+            sched.on_trial_remove(ctl, trial)
+        elif call.kind is HookKind.CHOOSE:
+            pick = sched.choose_trial_to_run(ctl)
+            chosen = pick.trial_id if pick is not None else None
+        elif call.kind is HookKind.SAVE:
+            state = pickle.dumps({"scheduler": sched.save(), "trials": dict(ctl.trials)})
+        return SchedulerReply(call.seq, call.kind, call.trial_id, decision, tuple(ctl.actions), chosen, state)
+
+
+def _with_result(trial: TrialSnapshot, result: dict[str, Any]) -> TrialSnapshot:
+    return TrialSnapshot(
+        trial.trial_id, trial.config, trial.status, dict(result), trial.num_failures, trial.checkpoint_iteration
+    )
+
+
+__all__ = ["RecordingController", "SchedulerHost"]

@@ -1,0 +1,353 @@
+"""The controller's storage side: params, result logs, errors, retention, state.
+
+Kept out of the actor class so the controller reads as message handling only.
+Histories go to storage as they arrive; the controller keeps just the last
+result per trial, so its memory does not grow with the length of runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from actors._driver.spec import ExperimentSpec
+from actors._engine.lifecycle import TrialRecord, TrialTable
+from actors._engine.trial import TrialStatus
+from actors._legacy import loads as legacy_loads
+from actors._shell.logger_host import ControllerLoggers, LoggerFailed
+from actors._shell.recovery import Recovery, choose, found_from
+from actors.messages import CheckpointRef, TrialSummary
+from storage import (
+    ExperimentLayout,
+    StorageContext,
+    StorageError,
+    committed_after,
+    delete_checkpoint,
+    write_experiment_state,
+    write_json,
+    write_text,
+)
+
+log = logging.getLogger("audition")
+STATE_VERSION = 1
+# A state write requested by a pause, stop or completion waits at least this many times the cost
+# of the last write, so large experiments spend a bounded share of the controller on it.
+STATE_COST_FACTOR = 20.0
+# How far a trial's checkpoint numbering jumps when its member is lost (see ExperimentIO.fence).
+FENCE_INDEX_GAP = 1024
+
+
+class ExperimentIO:
+    def __init__(self, spec: ExperimentSpec, clock: Callable[[], float] = time.monotonic) -> None:
+        self.spec = spec
+        self.clock = clock
+        self.ctx = StorageContext(spec.storage_url, spec.storage_options)
+        self.layout = ExperimentLayout(self.ctx, spec.name)
+        # result.json, progress.csv and any other in_controller logger: written as results arrive
+        self.loggers = ControllerLoggers(spec.loggers, self.ctx, self.layout)
+        self.logged_iter: dict[str, int] = {}
+        self.ckpts: dict[str, list[CheckpointRef]] = {}
+        self.max_index: dict[str, int] = {}
+        # a restored run keeps the prefix, so re-suggested trials get their old ids back
+        restored = spec.restore_state or {}
+        self.trial_prefix: str = restored.get("trial_prefix") or secrets.token_hex(3)[:5]
+        self.sched_blob: bytes | None = None
+        self.pending_table: dict[str, Any] | None = None
+        self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
+        self.last_state = -1e9
+        self.dirty = False  # a trial paused, stopped or finished since the last snapshot
+        self.write_cost = 0.0  # seconds the last snapshot + write took
+        self.frozen = False
+        self.table: TrialTable | None = None
+        # checkpoint retention defers deleting what a saved (or about to be saved) state names
+        self.state_refs: set[str] = set()
+        self.pending_refs: set[str] = set()
+        self.deferred: list[CheckpointRef] = []
+
+    # ------------------------------------------------------------------ restore
+    def restore_into(self, table: TrialTable, searcher: Any) -> int:
+        """Load a saved trial table (Tuner.restore); returns how many trials were suggested.
+
+        Always called once at start: it also hands this object the live table, whose
+        checkpoints retention must never delete.
+        """
+        from actors._driver.restore import prepare_storage
+        from actors._engine.marks import marks_from_rows
+
+        self.table = table
+        state = self.spec.restore_state
+        if not state:
+            return 0
+        state = copy.deepcopy(state)
+        for row in state["trials"]:
+            self.layout.set_dirname(row["trial_id"], row.get("dirname"))
+        kept = prepare_storage(self.ctx, self.layout, state)
+        self.sched_blob = _unb64(state.get("scheduler"))
+        if state.get("searcher") is not None and searcher is not None:
+            searcher.restore(legacy_loads(_unb64(state["searcher"]) or b""))
+        stopper = self.spec.stopper
+        if state.get("stopper") is not None and stopper is not None and hasattr(stopper, "restore"):
+            stopper.restore(legacy_loads(_unb64(state["stopper"]) or b""))
+        for row in state["trials"]:
+            rec = table.add(row["trial_id"], row["config"])
+            table.set_status(rec, TrialStatus(row["status"]))
+            rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no creators were given
+            rec.last_result = row["last_result"]
+            rec.num_failures = row["num_failures"]
+            rec.error = row.get("error")
+            rec.traceback = row.get("traceback")
+            rec.marks = marks_from_rows(row.get("marks", []))  # absent in states written before marks
+            ck = row.get("checkpoint")
+            rec.checkpoint = CheckpointRef(**ck) if ck else None
+            rec.iteration = rec.checkpoint.iteration if rec.checkpoint else int(
+                rec.last_result.get("training_iteration", 0))
+            self.logged_iter[rec.trial_id] = int(row.get("logged_iteration", rec.iteration))
+            self.max_index[rec.trial_id] = int(row.get("max_index", -1))
+            if rec.checkpoint is not None:
+                self.state_refs.add(rec.checkpoint.path)
+            if self.spec.num_to_keep is not None and kept.get(rec.trial_id):
+                self.ckpts[rec.trial_id] = kept[rec.trial_id]
+        return int(state["suggested"])
+
+    def scheduler_state(self) -> bytes | None:
+        return self.sched_blob
+
+    # ------------------------------------------------------------------ trial events
+    def on_add(self, rec: TrialRecord) -> None:
+        self.layout.set_dirname(rec.trial_id, rec.dirname)
+        write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+
+    def on_start(self, rec: TrialRecord) -> None:
+        """A (re)start from ``rec.checkpoint``: drop logged iterations after it."""
+        logged = self.logged_iter.get(rec.trial_id, 0)
+        rewind = rec.iteration if logged > rec.iteration else None
+        self.loggers.start(rec.snapshot(), rewind)
+        if rewind is not None:
+            self.logged_iter[rec.trial_id] = rec.iteration
+        if rec.clone is None and rec.extra_result.get("pbt_exploit"):
+            write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+
+    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
+        """Append a batch to the trial's history; an error message if the metric is missing."""
+        needed = self.spec.required_metrics or (
+            ((self.spec.metric, "TuneConfig(metric=...)"),) if self.spec.metric is not None else ())
+        for metric, where in needed:
+            for r in results:
+                if metric not in r:
+                    user_keys = sorted(k for k in r if k not in _AUTO_KEYS)
+                    return (f"trial {rec.trial_id} reported a result without the metric {metric!r} "
+                            f"(it reported {user_keys}); report {metric!r} in every result or change "
+                            f"{where}")
+        try:
+            self.loggers.results(rec.snapshot(), list(results))
+        except LoggerFailed as exc:
+            return f"{exc}; what was written before is kept"
+        self.logged_iter[rec.trial_id] = int(results[-1].get("training_iteration", 0))
+        return None
+
+    def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
+        self.max_index[rec.trial_id] = max(self.max_index.get(rec.trial_id, -1), ckpt.index)
+        keep = self.spec.num_to_keep
+        if keep is None:
+            return
+        kept = [c for c in self.ckpts.get(rec.trial_id, []) if c.path != ckpt.path] + [ckpt]
+        attr = self.spec.checkpoint_score_attribute
+        if attr is not None:
+            sign = 1 if self.spec.checkpoint_score_order == "max" else -1
+            ranked = sorted(kept, key=lambda c: sign * float(c.metrics.get(attr, float("-inf") * sign)),
+                            reverse=True)
+        else:
+            ranked = sorted(kept, key=lambda c: c.index, reverse=True)
+        # never delete the checkpoint a pause or retry resumes from (the latest)
+        survivors = {c.path for c in ranked[:keep]} | {ckpt.path}
+        if rec.checkpoint is not None:
+            survivors.add(rec.checkpoint.path)
+        self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
+        self.deferred += [c for c in kept if c.path not in survivors]
+        self._delete_unreferenced()
+
+    def _delete_unreferenced(self) -> None:
+        """Delete retired checkpoints unless a trial or a saved state still names them.
+
+        A restore resumes from the checkpoint in the last written state, and a PBT clone
+        from another trial's checkpoint: deleting either would break that resume.
+        """
+        refs = self.state_refs | self.pending_refs | self._live_refs()
+        waiting = []
+        for c in self.deferred:
+            if c.path in refs:
+                waiting.append(c)
+            else:
+                delete_checkpoint(self.ctx, c.path)
+        self.deferred = waiting
+
+    def _live_refs(self) -> set[str]:
+        if self.table is None:
+            return set()
+        return {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
+
+    def recover(self, rec: TrialRecord) -> Recovery | None:
+        """After a failed run: the checkpoints it committed that the controller never heard of
+        (its process died first; ``actors._shell.recovery``). The trial resumes from the newest one the
+        history reaches, whose missing results are logged now; those past a gap are deleted.
+        None if storage holds nothing newer."""
+        known = self.max_index.get(rec.trial_id, -1)
+        try:
+            infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
+        except StorageError as exc:  # the retry still has the checkpoint the controller knows
+            log.warning("trial %s: could not look for checkpoints newer than the known one: %s", rec.trial_id, exc)
+            return None
+        if not infos:
+            return None
+        got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0))
+        for c in got.unusable:  # a gap in the history before it: the results are gone
+            delete_checkpoint(self.ctx, c.path)
+        self.max_index[rec.trial_id] = max(known, infos[-1].index)
+        if got.rows:
+            self.loggers.results(rec.snapshot(), got.rows)
+            self.logged_iter[rec.trial_id] = int(got.rows[-1]["training_iteration"])
+            rec.last_result = dict(got.rows[-1])
+        if got.checkpoint is not None:
+            rec.checkpoint = got.checkpoint
+            if self.table is not None:
+                self.table.changed.add(rec.trial_id)  # the scheduler's mirror shows the new checkpoint
+        return got
+
+    def next_checkpoint_index(self, rec: TrialRecord) -> int:
+        return self.max_index.get(rec.trial_id, -1) + 1
+
+    def fence(self, trial_id: str) -> None:
+        """The run of ``trial_id`` is on an unreachable member, which may still be running it.
+
+        Cut off, it can go on committing checkpoints to shared storage until its result window
+        fills (``batch_window`` results, then it blocks for an acknowledgement that never comes).
+        Numbering the next run's checkpoints past all of those means the two runs never write the
+        same ``checkpoint_NNNNNN``; the stale run's few extra checkpoints are never named by the
+        state and are only ever garbage.
+        """
+        gap = max(FENCE_INDEX_GAP, 2 * self.spec.batch_window + 2)
+        self.max_index[trial_id] = self.max_index.get(trial_id, -1) + gap
+
+    def on_error(self, rec: TrialRecord, error: str, tb: str) -> None:
+        write_text(self.ctx, self.layout.error_file(rec.trial_id), f"{error}\n\n{tb}")
+
+    def on_finished(self, rec: TrialRecord) -> None:
+        self.loggers.end(rec.snapshot(), failed=rec.status is TrialStatus.ERROR)
+        self.ckpts.pop(rec.trial_id, None)
+
+    # ------------------------------------------------------------------ experiment state
+    def state_due(self) -> bool:
+        if self.pending_table is not None:
+            return False
+        since = self.clock() - self.last_state
+        return since >= self.spec.state_interval_s or (self.dirty and since >= STATE_COST_FACTOR * self.write_cost)
+
+    def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+        """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
+
+        An aborted run (Ctrl-C, a dead driver, a scheduler bug) must stay resumable: its
+        unfinished trials are saved as they were, not as the TERMINATED the abort makes them.
+        """
+        if not self.frozen:
+            self.snapshot_table(table, searcher, suggested, tag)
+            self.frozen = True
+
+    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+        """Capture the table now; written once the scheduler's state asked for at the same moment
+        (the ``SchedulerCall`` numbered ``tag``) arrives, so the two always match on restore."""
+        if self.frozen:
+            return
+        started = time.perf_counter()
+        self.dirty = False
+        self.table = table
+        self.pending_tag = tag
+        rows = [self._row(r) for r in table.trials.values()]
+        self.pending_refs = {r["checkpoint"]["path"] for r in rows if r["checkpoint"]}
+        self.pending_table = {
+            "version": STATE_VERSION,
+            "name": self.spec.name,
+            "trial_prefix": self.trial_prefix,
+            "suggested": suggested,
+            # cloudpickle: saved searcher state may hold the user's sample_from functions
+            "searcher": _b64(cloudpickle.dumps(searcher.save())) if searcher is not None else None,
+            "stopper": _b64(cloudpickle.dumps(self.spec.stopper.save()))
+            if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
+            "trials": rows,
+            "written_at": time.time(),
+        }
+        self.last_state = self.clock()
+        self.write_cost = time.perf_counter() - started
+
+    def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
+        """The scheduler's state as of call ``tag``; completes the snapshot taken with that call.
+
+        An answer to an older call (a periodic save overtaken by an abort's freeze) is newer than
+        what we had, so it is kept for the final write, but it never completes a later snapshot.
+        """
+        self.sched_blob = blob
+        if tag == self.pending_tag:
+            self._write_state()
+
+    def _write_state(self) -> None:
+        if self.pending_table is None:
+            return
+        # checkpoints deleted right after this write: a restore finishes a deletion cut short
+        keep = self.pending_refs | self._live_refs()
+        retired = sorted({c.path for c in self.deferred if c.path not in keep})
+        state = dict(self.pending_table, scheduler=_b64(self.sched_blob), retired=retired)
+        self.pending_table = None
+        self.loggers.flush()  # rows first: a state never names results that are not in storage
+        started = time.perf_counter()
+        write_experiment_state(self.ctx, self.layout, state)
+        self.write_cost += time.perf_counter() - started
+        self.state_refs, self.pending_refs = self.pending_refs, set()
+        if self.deferred:
+            self._delete_unreferenced()
+
+    def _row(self, r: TrialRecord) -> dict[str, Any]:
+        return {
+            "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
+            "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
+            "traceback": r.traceback,
+            "checkpoint": None if r.checkpoint is None else {
+                "path": r.checkpoint.path, "index": r.checkpoint.index, "iteration": r.checkpoint.iteration,
+                "time_total_s": r.checkpoint.time_total_s, "metrics": r.checkpoint.metrics},
+            "logged_iteration": self.logged_iter.get(r.trial_id, 0),
+            "max_index": self.max_index.get(r.trial_id, -1),
+            "marks": [m.to_dict() for m in r.marks],
+            **({"name": r.name} if r.name else {}), **({"dirname": r.dirname} if r.dirname else {}),
+        }
+
+    def close(self, final: bool) -> None:
+        self.loggers.close()
+        self._write_state()
+
+    def summary(self, r: TrialRecord) -> TrialSummary:
+        err = None
+        if r.status is TrialStatus.ERROR:
+            err = f"{r.error}\n{r.traceback or ''}"
+        return TrialSummary(r.trial_id, r.config, r.status, r.last_result, r.checkpoint, err,
+                            r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
+
+
+_AUTO_KEYS = {"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done",
+              "hostname", "pid", "pbt_exploit", "date", "node_ip", "config", "time_since_restore",
+              "iterations_since_restore", "checkpoint_dir_name"}
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _unb64(data: str | None) -> bytes | None:
+    return None if data is None else base64.b64decode(data)
+
+
+__all__ = ["ExperimentIO"]

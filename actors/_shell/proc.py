@@ -1,0 +1,245 @@
+"""Process hygiene: actor processes die rather than linger, and end with whoever started the system.
+
+* :func:`die_with_parent`, called by every actor: the kernel kills the actor when its parent
+  dies, and a fatal signal (segfault, abort, ...) kills it instead of spinning in Thespian's
+  Python-level handler (see ../shared/notes/thespian.md, "Signals").
+* :func:`watch_owner`, called in the driver or ``audition worker`` before it starts an actor
+  system: the system's admin watches that process and, once it is gone (SIGKILL, a crash), asks
+  for a clean shutdown and then kills every process of the system.  PR_SET_PDEATHSIG cannot do
+  this: Thespian starts the admin detached (double fork, own session).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import multiprocessing
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+# Thespian installs a Python-level handler for these; a real fault then re-runs the faulting
+# instruction forever (100% CPU, the parent never hears of a death)
+_FATAL_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this actor process when its parent process dies (Linux), and let a
+    fatal signal end it (with the Python stacks on stderr) so its parent hears the death at once.
+
+    Seen here: an actor whose creating process exited first was left running under
+    init, idle in Thespian's loop, with nobody to tell it to exit.  Skipped in the
+    main process (the in-process system runs actors in the driver itself).
+    """
+    if multiprocessing.current_process().name == "MainProcess":
+        return
+    restore_fatal_signals()
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def restore_fatal_signals() -> None:
+    """Default dispositions for the fatal signals, then ``faulthandler`` (it dumps, then re-raises)."""
+    for name in _FATAL_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+    try:
+        faulthandler.enable(all_threads=True)
+    except (AttributeError, OSError, RuntimeError, ValueError):  # no usable stderr: the default still kills
+        pass
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+_WHAT = {"SIGSEGV": "a segmentation fault", "SIGBUS": "a bus error", "SIGFPE": "an arithmetic fault",
+         "SIGILL": "an illegal instruction", "SIGABRT": "abort()"}
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """'killed by SIGSEGV (a segmentation fault)' / 'exited with code 3' for a process's exit code."""
+    if exitcode is None:
+        return "exited (how is unknown)"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+        return f"killed by {name}" + (f" ({_WHAT[name]})" if name in _WHAT else "")
+    return f"exited with code {exitcode}"
+
+
+# ---------------------------------------------------------------------- how a child actor died
+_exits: list[tuple[Any, int | None]] = []  # (child address, exit code), newest last, in this process
+
+
+def record_child_exits() -> None:
+    """In this actor's process, keep the exit status of each child actor Thespian reaps.
+
+    ``ChildActorExited`` carries only the address; the status (a signal, an exit code) is what
+    tells a segfault from the OOM killer.  Called by the controller as it starts.
+    """
+    from thespian.system import multiprocCommon
+
+    cls: Any = multiprocCommon.MultiProcReplicator
+    if getattr(cls, "_audition_exits", False):
+        return
+    original = cls._checkChildLiveness
+
+    def checked(child: Any) -> bool:
+        alive = bool(original(child))
+        if not alive:
+            proc = getattr(child, "childProc", None)
+            _exits.append((getattr(child, "childRealAddr", child.childAddr), getattr(proc, "exitcode", None)))
+            del _exits[:-200]
+        return alive
+
+    cls._checkChildLiveness = staticmethod(checked)
+    cls._audition_exits = True
+
+
+def exit_status_of(addr: Any) -> int | None:
+    """The exit code recorded for the child actor at ``addr`` (negative: the signal), or None."""
+    for a, code in reversed(_exits):
+        if a == addr:  # addresses compare by == only (not hashable)
+            return code
+    return None
+
+
+def process_exit(pid: int) -> tuple[bool, int | None]:
+    """(gone, exit code) of process ``pid`` from ``/proc``: gone if it no longer exists or is a zombie.
+
+    The code follows ``multiprocessing``'s convention (negative: killed by that signal) and is read
+    from a zombie's ``exit_code`` field; None when unknown (already reaped, or not Linux).  Used when
+    Thespian's ``ChildActorExited`` did not come: seen for one of two trial processes that died at
+    the same moment (their SIGCHLDs merge).
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+    fields = data[data.rindex(")") + 2:].split()
+    if not fields or fields[0] != "Z":
+        return False, None
+    try:
+        status = int(fields[49])
+    except (IndexError, ValueError):
+        return True, None
+    return True, -(status & 0x7F) if status & 0x7F else (status >> 8) & 0xFF
+
+
+# ---------------------------------------------------------------------- the admin watches its owner
+_owner: dict[str, Any] = {}  # set by watch_owner in the starting process; the forked admin inherits it
+POLL_S = 0.25
+
+
+def watch_owner(shutdown_after_s: float, kill_after_s: float, stuck_shutdown_s: float = 5.0) -> None:
+    """The admin of the next actor system started by this process ends with this process.
+
+    Once this process is gone, the admin asks itself for a clean shutdown after
+    ``shutdown_after_s`` (unless one is already under way: a leader's controller does its own,
+    writing the experiment's final state first), and kills its whole process group (itself, its
+    logger, every actor) ``kill_after_s`` after the death, or ``stuck_shutdown_s`` after any
+    shutdown began, whichever comes first: an actor stuck in a C call never confirms its exit.
+    """
+    _owner.update(pid=os.getpid(), pgid=os.getpgrp(), soft=float(shutdown_after_s), hard=float(kill_after_s),
+                  stuck=float(stuck_shutdown_s))
+    from thespian.system import multiprocCommon
+
+    admin_class: Any = multiprocCommon.MultiProcAdmin
+    if getattr(admin_class, "_audition_watched", False):
+        return
+    original = admin_class.run
+
+    def run(self: Any) -> Any:
+        _in_admin(self)
+        return original(self)
+
+    admin_class.run = run
+    admin_class._audition_watched = True
+
+
+def _in_admin(admin: Any) -> None:
+    """Runs in the admin process as it starts: plain signal dispositions, and the watch thread."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the driver's deferring handlers are not the admin's
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not _owner:
+        return
+    port = int((getattr(admin, "capabilities", None) or {}).get("Admin Port") or 0)
+    threading.Thread(target=_watch, args=(admin, dict(_owner), port), name="audition-owner-watch",
+                     daemon=True).start()
+
+
+def _watch(admin: Any, owner: dict[str, Any], port: int) -> None:
+    pidfd: int | None = None
+    gone_at: float | None = None
+    try:
+        pidfd = os.pidfd_open(owner["pid"])
+    except ProcessLookupError:
+        gone_at = time.monotonic()
+    except (AttributeError, OSError):
+        pidfd = None
+    poller = None
+    if pidfd is not None:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+    shut_at: float | None = None
+    asked = False
+    while True:
+        if poller is not None and gone_at is None:
+            if poller.poll(POLL_S * 1000):
+                gone_at = time.monotonic()
+        else:
+            time.sleep(POLL_S)
+            if gone_at is None and not pid_alive(owner["pid"]):
+                gone_at = time.monotonic()
+        now = time.monotonic()
+        if shut_at is None and hasattr(admin, "_exiting"):  # Thespian's mark of a shutdown under way
+            shut_at = now
+        if gone_at is not None and shut_at is None and not asked and now - gone_at >= owner["soft"] and port:
+            asked = True
+            from actors._driver.system import shutdown_orphaned_system
+
+            try:
+                shutdown_orphaned_system(port)
+            except OSError:
+                pass
+        if ((gone_at is not None and now - gone_at >= owner["hard"])
+                or (shut_at is not None and now - shut_at >= owner["stuck"])):
+            group = os.getpgrp()
+            if group != owner["pgid"]:  # never the starter's own group (no setsid: nothing to do)
+                os.killpg(group, signal.SIGKILL)
+            return
+
+
+__all__ = ["describe_exit", "die_with_parent", "exit_status_of", "pid_alive", "record_child_exits",
+           "restore_fatal_signals", "watch_owner"]

@@ -1,0 +1,410 @@
+"""Runs one trial's trainable in a worker thread of the trial actor.
+
+The thread owns the user's code; the actor's own thread owns the mailbox.  They
+talk through two queues: ``events`` (results, saves, the end) flow up to the
+actor, ``commands`` (proceed, save, stop) flow down.  Commands are acted on only
+inside ``report()``, between steps, so the user's state is never touched by two
+threads at once.  ``report()`` blocks while ``window`` results are unacknowledged:
+a window of 1 means the decision on result N is known before step N+1 starts.
+
+The actor may sleep between events: the thread wakes it through ``wake_fd`` (a pipe the
+actor watches) for every event it must forward at once (a checkpoint, a save, the end, or
+the thread blocking on its window) and, while ``wake_any`` is set, for any event at all.
+A checkpoint's manifest also carries the results the controller has not acknowledged since
+the previous checkpoint, so they survive the process dying right after the commit.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import json
+import os
+import posixpath
+import queue
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import cloudpickle
+
+from actors._driver.checkpoint import Checkpoint
+from actors._driver.checks import check_result
+from actors._driver.console import ConsoleTee
+from actors._driver.trainable import Trainable
+from actors._worker.capture import OutputCapture
+from actors._worker.function import run_function
+from actors._worker.session import _set_session
+from actors.messages import CheckpointRef, EndReason, RunTrial
+from actors.result import SHOULD_CHECKPOINT
+
+
+class Command(Enum):
+    PROCEED = "proceed"
+    SAVE = "save"
+    STOP = "stop"
+
+
+class EventKind(Enum):
+    RESULT = "result"
+    SAVED = "saved"
+    ENDED = "ended"
+
+
+@dataclass
+class Event:
+    kind: EventKind
+    result: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+    reason: EndReason | None = None
+    error: str | None = None
+    traceback: str | None = None
+    storage_failure: str | None = None
+
+
+class _StopTrial(BaseException):
+    """Raised inside ``report()`` to unwind the user's function on STOP/PAUSE."""
+
+
+_HOST = socket.gethostname()
+_node_ip: str | None = None
+
+
+def node_ip() -> str:
+    """This machine's address as Ray's ``node_ip`` (the source address of a route out, found once
+    per process by a UDP connect, which sends nothing); 127.0.0.1 without a network."""
+    global _node_ip
+    if _node_ip is None:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect(("8.8.8.8", 80))
+                _node_ip = str(s.getsockname()[0])
+        except OSError:
+            _node_ip = "127.0.0.1"
+    return _node_ip
+
+
+def _resettable(t: Trainable) -> bool:
+    """Whether the class implements reset_config (the base one always answers False)."""
+    return type(t).reset_config is not Trainable.reset_config
+
+
+def release_trainable(t: Trainable) -> None:
+    """Call the user's cleanup(); a failure there must not hide how the run ended."""
+    try:
+        t.cleanup()
+    except Exception:
+        pass
+
+
+class TrialRunner:
+    """One run of one trial (a fresh run after every pause/retry)."""
+
+    def __init__(self, msg: RunTrial, clock: Callable[[], float] = time.time,
+                 reuse: Trainable | None = None) -> None:
+        from storage import ExperimentLayout, StorageContext
+
+        self.msg = msg
+        self.trial_id = msg.trial_id
+        self.clock = clock
+        self.events: queue.Queue[Event] = queue.Queue()
+        self.commands: queue.Queue[tuple[Command, int]] = queue.Queue()
+        self.lock = threading.Lock()
+        self.waiting = False
+        self.cmd_seen = 0
+        self.unacked = 0
+        # results not yet acknowledged (so perhaps never received), oldest first: a checkpoint's
+        # manifest keeps those after the previous checkpoint, for a retry to recover
+        self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
+        self.committed_iteration = msg.start_iteration
+        self.wake_fd: int | None = None  # set by the actor when it sleeps between events
+        self.wake_any = True  # the actor wants a wake-up for any event, not only urgent ones
+        self.iteration = msg.start_iteration
+        self.time_total = msg.start_time_total_s
+        self.time_since_restore = 0.0  # Ray's *_since_restore: this run only (each run is a restore)
+        self.node_ip = node_ip()
+        self.next_index = msg.next_checkpoint_index
+        self.latest: CheckpointRef | None = msg.checkpoint
+        self.stop_requested = False
+        self.ended_ok = False
+        # a permanent storage error while committing a checkpoint (after the storage package's own
+        # retries): the run fails even if the user's code caught it, and the experiment stops
+        self.storage_failure: str | None = None
+        self.ctx = StorageContext(msg.storage_url, msg.storage_options)
+        self.layout = ExperimentLayout(self.ctx, msg.experiment_name)
+        self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
+        self.restore_checkpoint: Checkpoint | None = (
+            Checkpoint(self.ctx.uri(msg.checkpoint.path), msg.storage_options) if msg.checkpoint else None
+        )
+        self._class_trainable: Trainable | None = None
+        # a Trainable kept by the actor from its previous run of the same class (reuse_actors)
+        self.reuse = reuse
+        self.kept: Trainable | None = None  # this run's instance, kept for the next run
+        self.last_result: dict[str, Any] | None = None
+        self._extra = dict(msg.extra_result)
+        # lines for the driver's console; the first after each send wakes the actor
+        self.console = ConsoleTee(notify=self._wake_for_output) if msg.echo_output else None
+        self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
+                                               "stderr": self.layout.stderr_file(msg.trial_id)},
+                                    capture_fds=msg.capture_fds, console=self.console)
+        self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
+
+    # ------------------------------------------------------------------ actor side
+    def start(self) -> None:
+        self.thread.start()
+
+    def send_command(self, cmd: Command, arg: int = 0) -> None:
+        self.commands.put((cmd, arg))
+
+    def _wake(self, urgent: bool) -> None:
+        """Wake the actor (a byte on its watched pipe) if it asked to hear of this event."""
+        fd = self.wake_fd
+        if fd is None or not (urgent or self.wake_any):
+            return
+        self.wake_any = False
+        try:
+            os.write(fd, b"\0")
+        except OSError:  # full (wake-ups are pending anyway) or closed (the actor is exiting)
+            pass
+
+    def _wake_for_output(self) -> None:
+        """The trial printed: the actor sends it within its output tick (any thread may call this)."""
+        fd = self.wake_fd
+        if fd is not None:
+            try:
+                os.write(fd, b"\0")
+            except OSError:
+                pass
+
+    def is_idle(self, cmd_sent: int) -> bool:
+        """True when the thread is blocked waiting for a command it has not got yet."""
+        with self.lock:
+            return self.waiting and self.cmd_seen == cmd_sent
+
+    # ------------------------------------------------------------------ thread side
+    def _main(self) -> None:
+        _set_session(self)
+        self.output.start()
+        started = self.clock()
+        self._run_started = started
+        try:
+            trainable = cloudpickle.loads(self.msg.trainable)
+            if inspect.isclass(trainable) and issubclass(trainable, Trainable):
+                self._run_class(trainable)
+            else:
+                # what it returns or yields is reported too (Ray Tune's function API)
+                run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
+            ckpt = self._save_class() if self.msg.checkpoint_at_end and self._class_trainable else None
+            self._end(EndReason.COMPLETED, ckpt or self.latest)
+        except _StopTrial:
+            self._end(EndReason.STOPPED, self.latest)
+        except Exception as exc:  # the user's code raised: report it, the controller decides
+            self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        except BaseException as exc:  # SystemExit/KeyboardInterrupt inside user code
+            self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        finally:
+            t = self._class_trainable
+            if t is not None and _resettable(t) and self.ended_ok:
+                self.kept = t  # reset_config() may take the next trial in place: no cleanup yet
+            elif t is not None:
+                release_trainable(t)
+            self.output.flush()  # whatever cleanup() printed
+            self.output.stop()
+            _set_session(None)
+
+    def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
+             tb: str | None = None) -> None:
+        if self.storage_failure is not None and reason is not EndReason.FAILED:
+            # the user's code caught the error report() raised: the run still failed to persist
+            reason, error = EndReason.FAILED, f"StorageError: {self.storage_failure}"
+        self.ended_ok = reason is not EndReason.FAILED
+        if tb:
+            self.output.add("stderr", tb)  # as an uncaught exception would print it
+        self.output.flush()
+        failure = self.storage_failure if reason is EndReason.FAILED else None
+        self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb,
+                              storage_failure=failure))
+        with self.lock:
+            self.waiting = True
+        self._wake(urgent=True)
+
+    def _run_class(self, cls: type[Trainable]) -> None:
+        t, old, self.reuse = None, self.reuse, None
+        if old is not None:
+            # Ray Tune's contract: reset_config(new_config) True means "switched in place", so
+            # setup() is not run again; False means "build a fresh one".
+            if old.reset_config(dict(self.msg.config)):
+                t = old
+                t.config = dict(self.msg.config)
+            else:
+                release_trainable(old)
+        if t is None:
+            t = cls(dict(self.msg.config))
+            self._class_trainable = t
+            t.setup(dict(self.msg.config))
+        self._class_trainable = t
+        if self.restore_checkpoint is not None:
+            with self.restore_checkpoint.as_directory() as d:
+                dict_file = os.path.join(d, "dict_checkpoint.pkl")
+                if os.path.exists(dict_file):
+                    t.load_checkpoint(self.restore_checkpoint.to_dict())
+                else:
+                    t.load_checkpoint(d)
+        t.iteration = self.iteration
+        freq = self.msg.checkpoint_frequency
+        while True:
+            metrics = t.step()
+            if not isinstance(metrics, dict):
+                raise TypeError(f"{cls.__name__}.step() must return a dict of metrics, got {type(metrics).__name__}")
+            t.iteration = self.iteration + 1
+            # Ray Tune: a step() result with should_checkpoint=True is saved at that iteration
+            want_ckpt = (bool(freq) and t.iteration % freq == 0) or bool(metrics.get(SHOULD_CHECKPOINT))
+            self._report(metrics, None, save_class=want_ckpt)
+            if metrics.get("done"):
+                return
+
+    def report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None) -> None:
+        self._report(metrics, checkpoint, save_class=False)
+
+    def _report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, save_class: bool) -> None:
+        if self.stop_requested:
+            raise _StopTrial()
+        check_result(metrics)  # before it reaches the transport: an unpicklable value fails this trial
+        now = self.clock()
+        self.iteration += 1
+        elapsed = now - self._run_started
+        self._run_started = now
+        self.time_total += elapsed
+        self.time_since_restore += elapsed
+        result = dict(metrics)
+        result.update(self._extra)
+        self._extra = {}
+        result.update(
+            trial_id=self.trial_id,
+            training_iteration=self.iteration,
+            time_this_iter_s=elapsed,
+            time_total_s=self.time_total,
+            timestamp=now,
+            done=bool(metrics.get("done", False)),
+            hostname=_HOST,
+            pid=os.getpid(),
+            date=time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)),
+            node_ip=self.node_ip,
+            config=self.msg.config,
+            time_since_restore=self.time_since_restore,
+            iterations_since_restore=self.iteration - self.msg.start_iteration,
+        )
+        if self._class_trainable is None:  # Ray's function API (train.report) names the checkpoint
+            result["checkpoint_dir_name"] = (
+                None if checkpoint is None
+                else posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index)))
+        if self.msg.member:
+            result["member"] = self.msg.member
+        self.last_result = result
+        self.unacked_rows.append(result)
+        ref = None
+        if checkpoint is not None:
+            ref = self._commit(checkpoint, result)
+        elif save_class:
+            ref = self._save_class(result)
+        self.output.maybe_flush()
+        self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
+        self.unacked += 1
+        block = self.unacked >= self.msg.window
+        if not block:  # (blocking wakes the actor anyway)
+            self._wake(urgent=ref is not None)  # a checkpoint's result goes to the controller at once
+        self._serve(block)
+
+    def _serve(self, block: bool) -> None:
+        """Handle queued commands; while ``block``, wait for the window to open."""
+        while True:
+            if block:
+                with self.lock:
+                    self.waiting = True
+                self._wake(urgent=True)  # the actor must now send everything it holds
+                cmd, arg = self.commands.get()
+            else:
+                try:
+                    cmd, arg = self.commands.get_nowait()
+                except queue.Empty:
+                    return
+            with self.lock:
+                self.waiting = False
+                self.cmd_seen += 1
+            if cmd is Command.PROCEED:
+                self.unacked -= arg
+                for _ in range(min(arg, len(self.unacked_rows))):
+                    self.unacked_rows.popleft()
+            elif cmd is Command.SAVE:
+                ckpt = self._save_class() if self._class_trainable is not None else self.latest
+                self.output.flush()
+                self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
+                self._wake(urgent=True)
+            elif cmd is Command.STOP:
+                self.stop_requested = True
+                if arg and self._class_trainable is not None:
+                    self._save_class()
+                raise _StopTrial()
+            block = self.unacked >= self.msg.window
+
+    def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
+        """Save a class trainable; a save outside a report (asked for, or at the end) carries the
+        last result's metrics, so score-based retention ranks it like any other checkpoint."""
+        t = self._class_trainable
+        assert t is not None
+        result = result if result is not None else self.last_result
+        tmp = tempfile.mkdtemp(prefix="audition_save_")
+        try:
+            out = t.save_checkpoint(tmp)
+            if isinstance(out, dict):
+                ck = Checkpoint.from_dict(out)
+                return self._commit(ck, result)
+            return self._commit(Checkpoint(tmp), result)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _commit(self, checkpoint: Checkpoint, result: dict[str, Any] | None) -> CheckpointRef:
+        from storage import commit_checkpoint
+
+        index = self.next_index
+        self.next_index += 1
+        dest = self.layout.checkpoint_dir(self.trial_id, index)
+        metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
+        from storage import StorageError
+
+        meta = {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics,
+                "results": self._unconfirmed()}
+        with checkpoint.as_directory() as local:
+            try:
+                commit_checkpoint(self.ctx, dest, local, meta)
+            except StorageError as exc:
+                self.storage_failure = str(exc)
+                raise
+        checkpoint._release()
+        ref = CheckpointRef(dest, index, self.iteration, self.time_total, metrics)
+        self.latest = ref
+        self.committed_iteration = self.iteration
+        return ref
+
+    def _unconfirmed(self) -> list[dict[str, Any]]:
+        """Results after the previous checkpoint that the controller may not have (JSON-safe).
+
+        Acknowledged results were logged; those up to the previous checkpoint are in that
+        checkpoint's manifest, or the controller logged them when it heard of that checkpoint.
+        """
+        from storage._io import dumps
+
+        rows = [r for r in self.unacked_rows
+                if self.committed_iteration < int(r["training_iteration"]) <= self.iteration]
+        out: list[dict[str, Any]] = json.loads(dumps(rows))
+        return out
+
+
+__all__ = ["Command", "Event", "EventKind", "TrialRunner"]

@@ -1,0 +1,67 @@
+"""``report()`` / ``get_checkpoint()``: the function trainable's side of a trial.
+
+A session belongs to the worker thread that runs one trial's trainable; it is
+looked up thread-locally (several trials share a process on the in-process
+system) with a process-wide fallback for threads the user starts themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from actors._driver.errors import TuneError
+
+if TYPE_CHECKING:
+    from actors._driver.checkpoint import Checkpoint
+    from actors._worker.runner import TrialRunner
+
+_local = threading.local()
+_process_session: TrialRunner | None = None
+
+
+def _set_session(runner: TrialRunner | None) -> None:
+    global _process_session
+    _local.runner = runner
+    _process_session = runner
+
+
+def _get_session(what: str) -> TrialRunner:
+    runner = getattr(_local, "runner", None) or _process_session
+    if runner is None:
+        raise TuneError(
+            f"{what}() was called outside a trial; call it from a trainable run by Tuner.fit()"
+        )
+    return runner
+
+
+def report(metrics: dict[str, Any], *, checkpoint: Checkpoint | None = None) -> None:
+    """Report one iteration's ``metrics`` (and optionally a checkpoint) to the controller.
+
+    Blocks until the scheduler's decision for this result is known (or, for
+    schedulers that tolerate batching, until there is room in the trial's
+    bounded result buffer).  When the decision is STOP or PAUSE, the trainable is
+    ended here: code after the last ``report`` may not run.
+    """
+    from actors._driver.checkpoint import Checkpoint
+
+    if not isinstance(metrics, dict):
+        raise TypeError(f"report() expects a dict of metrics, got {type(metrics).__name__}")
+    if checkpoint is not None:
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"report(checkpoint=...) takes an actors.Checkpoint, got {type(checkpoint).__name__}; "
+                            "wrap the data: Checkpoint.from_dict({...}) or Checkpoint.from_directory(path)")
+        checkpoint._check_reportable()
+    _get_session("report").report(metrics, checkpoint)
+
+
+def get_checkpoint() -> Checkpoint | None:
+    """The checkpoint to resume from (None on a fresh start)."""
+    return _get_session("get_checkpoint").restore_checkpoint
+
+
+def get_trial_id() -> str:
+    return _get_session("get_trial_id").trial_id
+
+
+__all__ = ["get_checkpoint", "get_trial_id", "report"]
