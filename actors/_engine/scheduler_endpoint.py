@@ -1,0 +1,56 @@
+"""The scheduler actor's logic without the actor: its messages in, its answers out.
+
+``SchedulerActor`` (``actors/_shell/scheduler_actor.py``) is a mailbox around this object, and the
+simulator (``actors.testing.simulate``) drives the same object directly, so a simulated experiment
+runs exactly the translation a real one does: ``SchedulerSetup`` -> ``SchedulerReady`` (or
+``SchedulerFailed``), ``SchedulerCall``s put back in send order, each answered by one
+``SchedulerReply`` or ``SchedulerFailed``. A hook that raises is reported, not retried: a
+scheduler in an unknown state must not keep making decisions.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import cloudpickle
+
+from actors._engine.scheduler_host import SchedulerHost, overridden_hooks
+from actors._engine.sequencer import Sequencer
+from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerReady, SchedulerReply, SchedulerSetup
+
+SchedulerAnswer = SchedulerReady | SchedulerReply | SchedulerFailed
+
+
+class SchedulerEndpoint:
+    """One scheduler plugin behind the controller <-> scheduler protocol."""
+
+    def __init__(self) -> None:
+        self.host: SchedulerHost | None = None
+        self.calls: Sequencer[SchedulerCall] = Sequencer()  # the transport may reorder calls
+
+    def setup(self, msg: SchedulerSetup) -> SchedulerReady | SchedulerFailed:
+        """Unpickle and configure the plugin (restoring its saved state on resume)."""
+        try:
+            sched = cloudpickle.loads(msg.scheduler)
+            self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state)
+            return SchedulerReady(sched.batching_allowed(), type(sched).__name__, overridden_hooks(sched))
+        except Exception as exc:
+            return SchedulerFailed(0, HookKind.ADD, f"loading the scheduler failed: {exc!r}\n"
+                                   + traceback.format_exc())
+
+    def call(self, msg: SchedulerCall) -> list[SchedulerReply | SchedulerFailed]:
+        """The answers to every call now in order (none while an earlier call is still missing)."""
+        return [self._handle(call) for call in self.calls.push(msg.seq, msg)]
+
+    def _handle(self, msg: SchedulerCall) -> SchedulerReply | SchedulerFailed:
+        if self.host is None:
+            return SchedulerFailed(msg.seq, msg.kind, "scheduler not set up")
+        try:
+            return self.host.handle(msg)
+        except Exception as exc:
+            name = type(self.host.scheduler).__name__
+            return SchedulerFailed(msg.seq, msg.kind,
+                                   f"{name} raised in its {msg.kind.value} hook: {exc!r}\n{traceback.format_exc()}")
+
+
+__all__ = ["SchedulerAnswer", "SchedulerEndpoint"]

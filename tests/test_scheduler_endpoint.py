@@ -1,0 +1,45 @@
+"""The scheduler actor's protocol as a pure object (what the actor and the simulator both run)."""
+
+from __future__ import annotations
+
+import cloudpickle
+
+from actors._engine.scheduler_endpoint import SchedulerEndpoint
+from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerReady, SchedulerReply, SchedulerSetup
+from actors.schedulers import FIFOScheduler
+
+
+class Boom(FIFOScheduler):
+    def on_trial_result(self, controller, trial, result):
+        raise ValueError("boom")
+
+
+def _ready(sched: object) -> SchedulerEndpoint:
+    ep = SchedulerEndpoint()
+    assert isinstance(ep.setup(SchedulerSetup(cloudpickle.dumps(sched), "loss", "min")), SchedulerReady)
+    return ep
+
+
+def test_calls_answered_in_send_order() -> None:
+    ep = _ready(FIFOScheduler())
+    snap = TrialSnapshot("a", {}, TrialStatus.PENDING)
+    assert ep.call(SchedulerCall(2, HookKind.CHOOSE)) == []  # early: held until call 1 arrives
+    out = ep.call(SchedulerCall(1, HookKind.ADD, "a", updates=(snap,)))
+    assert [(type(m), m.seq, m.kind) for m in out] == [
+        (SchedulerReply, 1, HookKind.ADD), (SchedulerReply, 2, HookKind.CHOOSE)]
+    assert out[1].chosen == "a"  # the mirror had the trial before CHOOSE ran
+    assert ep.call(SchedulerCall(1, HookKind.CHOOSE)) == []  # a duplicate is dropped
+
+
+def test_raising_hook_and_bad_plugin_are_reported() -> None:
+    ep = _ready(Boom())
+    snap = TrialSnapshot("a", {}, TrialStatus.RUNNING)
+    ep.call(SchedulerCall(1, HookKind.ADD, "a", updates=(snap,)))
+    (failed,) = ep.call(SchedulerCall(2, HookKind.RESULT, "a", ({"loss": 1.0},)))
+    assert isinstance(failed, SchedulerFailed) and failed.seq == 2
+    assert "Boom raised in its result hook" in failed.error and "ValueError('boom')" in failed.error
+    bad = SchedulerEndpoint().setup(SchedulerSetup(b"not a pickle", None, None))
+    assert isinstance(bad, SchedulerFailed) and "loading the scheduler failed" in bad.error
+    (unset,) = SchedulerEndpoint().call(SchedulerCall(1, HookKind.CHOOSE))
+    assert isinstance(unset, SchedulerFailed) and "not set up" in unset.error
