@@ -34,7 +34,7 @@ class Recorder(Callback):
         self.events.append(("result", trial.trial_id, result["training_iteration"]))
 
     def on_checkpoint(self, iteration, trials, trial, checkpoint):
-        assert "checkpoint_" in checkpoint
+        assert "checkpoint_" in checkpoint.path  # an actors.Checkpoint, as Ray's
         self.events.append(("checkpoint", trial.trial_id, 0))
 
     def on_trial_complete(self, iteration, trials, trial):

@@ -28,7 +28,8 @@ from storage import PARAMS_NAME, RESULT_NAME, STATE_DIR_NAME, STATE_POINTER_NAME
 # Keys the engine adds to every result: not shown as user metrics.
 AUTO_KEYS = frozenset({"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp",
                        "done", "hostname", "pid", "pbt_exploit", "date", "node_ip", "config",
-                       "time_since_restore", "iterations_since_restore", "checkpoint_dir_name"})
+                       "time_since_restore", "iterations_since_restore", "checkpoint_dir_name",
+                       "should_checkpoint"})
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _STATE_FILES = (TUNER_NAME, STATE_POINTER_NAME, STATE_DIR_NAME)
 

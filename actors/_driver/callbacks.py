@@ -5,7 +5,8 @@ in the controller, see ``actors._driver.loggers``): the controller
 batches trial events into ``TrialEvents`` messages (about once a second, and
 before ``ExperimentFinished``) and moves on, so a slow callback delays only the
 driver's own loop, never a trial.  Events of one trial arrive in order; every
-event is delivered exactly once.
+event is delivered exactly once.  Hooks are called with keyword arguments, as Ray Tune's
+``CallbackList`` calls them, so a hook may name only the arguments it uses and take ``**info``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import logging
 from abc import ABC
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors._engine.sequencer import Sequencer
 from actors._engine.trial import TrialSnapshot, experiment_tag
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents
 from actors.result import SHOULD_CHECKPOINT
+
+if TYPE_CHECKING:
+    from actors._driver.checkpoint import Checkpoint
 
 log = logging.getLogger("audition")
 
@@ -27,26 +31,30 @@ log = logging.getLogger("audition")
 class Callback(ABC):  # noqa: B024 - every hook is optional
     """Override the hooks you need; all run in the driver process, one at a time."""
 
-    def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                       **info: Any) -> None:
         """A trial's actor was started (first run, resume or retry)."""
 
     def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
-                        result: dict[str, Any]) -> None:
+                        result: dict[str, Any], **info: Any) -> None:
         """A trial reported ``result``. Set ``result["should_checkpoint"] = True`` to have the trial
         checkpointed at this result (as in Ray Tune): while a callback implements this hook, each
         result waits for the driver's callbacks before the trial goes on."""
 
     def on_checkpoint(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
-                      checkpoint: str) -> None:
-        """A checkpoint of ``trial`` was committed at URL ``checkpoint``."""
+                      checkpoint: Checkpoint, **info: Any) -> None:
+        """``checkpoint`` (an ``actors.Checkpoint``; ``.path`` is its URL) of ``trial`` was committed.
+        As in Ray Tune, ``trial.checkpoint`` is still the previous one during this call."""
 
-    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                          **info: Any) -> None:
         """The trial ended TERMINATED."""
 
-    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                       **info: Any) -> None:
         """The trial ended in ERROR (no retries left)."""
 
-    def on_experiment_end(self, trials: list[TrialSnapshot]) -> None:
+    def on_experiment_end(self, trials: list[TrialSnapshot], **info: Any) -> None:
         """The experiment finished (or was stopped); ``trials`` is the final table."""
 
     def on_experiment_start(self, experiment_path: str, local: bool) -> None:
@@ -103,13 +111,11 @@ class CallbackDispatcher:
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
                        experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
 
-    def _note_checkpoint(self, trial_id: str, uri: str) -> None:
-        from actors._driver.checkpoint import Checkpoint
-
+    def _note_checkpoint(self, trial_id: str, ckpt: Checkpoint) -> None:
         old = self.latest.get(trial_id)
         # zero-padded checkpoint_NNNNNN names: a recovered older one, announced late, never wins
-        if old is None or uri.rstrip("/").rpartition("/")[2] >= old.path.rstrip("/").rpartition("/")[2]:
-            self.latest[trial_id] = Checkpoint(uri, self.storage_options)
+        if old is None or ckpt.path.rstrip("/").rpartition("/")[2] >= old.path.rstrip("/").rpartition("/")[2]:
+            self.latest[trial_id] = ckpt
 
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
@@ -118,27 +124,33 @@ class CallbackDispatcher:
                 self._dispatch(ev)
 
     def _dispatch(self, ev: TrialEvent) -> None:
+        from actors._driver.checkpoint import Checkpoint
+
         self.iteration += 1
-        if ev.kind is EventType.CHECKPOINT and ev.checkpoint:
-            self._note_checkpoint(ev.trial.trial_id, ev.checkpoint)
         snap = self._as_ray_trial(ev.trial)
         self.trials[snap.trial_id] = snap
         table = list(self.trials.values())
         result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
+        ckpt = (Checkpoint(ev.checkpoint, self.storage_options)
+                if ev.kind is EventType.CHECKPOINT and ev.checkpoint else None)
         for cb in self.callbacks:
             try:
+                # keyword arguments, as Ray Tune's CallbackList passes them
                 if ev.kind is EventType.START:
-                    cb.on_trial_start(self.iteration, table, snap)
+                    cb.on_trial_start(iteration=self.iteration, trials=table, trial=snap)
                 elif ev.kind is EventType.RESULT:
-                    cb.on_trial_result(self.iteration, table, snap, result)
-                elif ev.kind is EventType.CHECKPOINT:
-                    cb.on_checkpoint(self.iteration, table, snap, ev.checkpoint or "")
+                    cb.on_trial_result(iteration=self.iteration, trials=table, trial=snap, result=result)
+                elif ev.kind is EventType.CHECKPOINT and ckpt is not None:  # Ray: no call for an empty one
+                    cb.on_checkpoint(iteration=self.iteration, trials=table, trial=snap, checkpoint=ckpt)
                 elif ev.kind is EventType.COMPLETE:
-                    cb.on_trial_complete(self.iteration, table, snap)
+                    cb.on_trial_complete(iteration=self.iteration, trials=table, trial=snap)
                 elif ev.kind is EventType.ERROR:
-                    cb.on_trial_error(self.iteration, table, snap)
+                    cb.on_trial_error(iteration=self.iteration, trials=table, trial=snap)
             except Exception:  # a broken callback must not end the experiment
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
+        if ckpt is not None:  # Ray registers it with the trial after the callbacks ran
+            self._note_checkpoint(snap.trial_id, ckpt)
+            self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
         if ev.kind is EventType.RESULT:
             self._answer(ev, result)
 
@@ -157,7 +169,7 @@ class CallbackDispatcher:
         """``on_experiment_end``; ``fit()`` calls it once, whether the run finished, failed or was interrupted."""
         for cb in self.callbacks:
             try:
-                cb.on_experiment_end(list(self.trials.values()))
+                cb.on_experiment_end(trials=list(self.trials.values()))
             except Exception:
                 log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
 

@@ -76,7 +76,8 @@ class LoggerCallback(Callback):
         """The experiment ended (or was stopped): flush and release everything."""
 
     # ---------------------------------------------------------------- driver-side wiring
-    def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                       **info: Any) -> None:
         start = trial.checkpoint_iteration or 0
         logged = self._logged()
         if logged.get(trial.trial_id, 0) > start:
@@ -85,17 +86,19 @@ class LoggerCallback(Callback):
         self.log_trial_start(trial)
 
     def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
-                        result: dict[str, Any]) -> None:
+                        result: dict[str, Any], **info: Any) -> None:
         self._logged()[trial.trial_id] = int(result.get("training_iteration", 0))
         self.log_trial_result(iteration, trial, result)
 
-    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                          **info: Any) -> None:
         self.log_trial_end(trial, failed=False)
 
-    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                       **info: Any) -> None:
         self.log_trial_end(trial, failed=True)
 
-    def on_experiment_end(self, trials: list[TrialSnapshot]) -> None:
+    def on_experiment_end(self, trials: list[TrialSnapshot], **info: Any) -> None:
         self.close()
 
 

@@ -136,10 +136,12 @@ class TrialLines(Callback):
     def __init__(self, reporter: ProgressReporter) -> None:
         self.reporter = reporter
 
-    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                          **info: Any) -> None:
         self.reporter.trial_line(trial, "finished")
 
-    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot) -> None:
+    def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                       **info: Any) -> None:
         self.reporter.trial_line(trial, "failed")
 
 

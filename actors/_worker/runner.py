@@ -43,7 +43,7 @@ from actors._worker.capture import OutputCapture
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
 from actors.messages import CheckpointRef, EndReason, RunTrial
-from actors.result import SHOULD_CHECKPOINT
+from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
 
 
 class Command(Enum):
@@ -281,8 +281,13 @@ class TrialRunner:
         self.iteration += 1
         elapsed = now - self._run_started
         self._run_started = now
+        given = metrics.get(TIME_THIS_ITER_S)  # Ray counts a reported time_this_iter_s, not the clock
+        if isinstance(given, (int, float)) and not isinstance(given, bool):
+            elapsed = given
         self.time_total += elapsed
         self.time_since_restore += elapsed
+        # Ray: whole seconds; a class trainable's own (truthy) timestamp stays, the function API's never
+        stamp = metrics.get(TIMESTAMP) if self._class_trainable is not None else None
         result = dict(metrics)
         result.update(self._extra)
         self._extra = {}
@@ -291,7 +296,7 @@ class TrialRunner:
             training_iteration=self.iteration,
             time_this_iter_s=elapsed,
             time_total_s=self.time_total,
-            timestamp=now,
+            timestamp=stamp or int(now),
             done=bool(metrics.get("done", False)),
             hostname=_HOST,
             pid=os.getpid(),
@@ -305,6 +310,8 @@ class TrialRunner:
             result["checkpoint_dir_name"] = (
                 None if checkpoint is None
                 else posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index)))
+            if checkpoint is not None:  # and flags the result that carries one (FunctionTrainable.step)
+                result[SHOULD_CHECKPOINT] = True
         if self.msg.member:
             result["member"] = self.msg.member
         self.last_result = result

@@ -1,0 +1,88 @@
+"""What Ray Tune 2.60 hands callbacks (recorded with Ray in its own virtualenv, see
+/work/shared/notes/ray-fidelity.md): hooks called by keyword; ``on_checkpoint``'s ``checkpoint`` a
+``Checkpoint`` object, with ``trial.checkpoint`` still the previous one during the call; results'
+``timestamp`` in whole seconds and ``should_checkpoint: True`` on a function result that carried a
+checkpoint; and after ``Tuner.restore`` the trials carry the checkpoint they resume from."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from actors import Callback, Checkpoint, RunConfig, Trainable, Tuner, get_checkpoint, report
+
+
+def saves_twice(config: dict[str, Any]) -> None:
+    """Two checkpointed results; the first run then fails, a resumed one ends."""
+    ck = get_checkpoint()
+    start = ck.to_dict()["i"] + 1 if ck else 0
+    for i in range(start, start + 2):
+        report({"m": i, "timestamp": 5}, checkpoint=Checkpoint.from_dict({"i": i}))
+    report({"m": -1})  # no checkpoint
+    if ck is None:
+        raise RuntimeError("planned failure")
+
+
+def _path(trial: Any) -> str | None:
+    return None if trial.checkpoint is None else os.path.basename(trial.checkpoint.path.rstrip("/"))
+
+
+class RayStyle(Callback):
+    """Hooks written as Ray users write them: only the names they use, by keyword, and ``**info``."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, ...]] = []
+
+    def on_trial_start(self, trial: Any, **info: Any) -> None:
+        self.seen.append(("start", _path(trial)))
+
+    def on_trial_result(self, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        self.seen.append(("result", _path(trial), result["timestamp"], result.get("should_checkpoint")))
+
+    def on_checkpoint(self, trial: Any, checkpoint: Any, **info: Any) -> None:
+        assert isinstance(checkpoint, Checkpoint), type(checkpoint)
+        self.seen.append(("checkpoint", os.path.basename(checkpoint.path), checkpoint.to_dict()["i"], _path(trial)))
+
+    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        self.seen.append(("end", [_path(t) for t in trials]))
+
+
+def test_callbacks_get_what_ray_hands_them(storage_dir) -> None:
+    cb = RayStyle()
+    grid = Tuner(saves_twice, run_config=RunConfig(name="cbs", storage=storage_dir, verbose=0, callbacks=[cb],
+                                                   system="simple")).fit()
+    assert grid.num_errors == 1
+    results = [s for s in cb.seen if s[0] == "result"]
+    assert all(type(s[2]) is int and s[2] != 5 for s in results)  # Ray: int(now), the function API's own
+    assert [s[3] for s in results] == [True, True, None]  # FunctionTrainable.step's should_checkpoint
+    assert [s for s in cb.seen if s[0] != "result"] == [
+        ("start", None),
+        ("checkpoint", "checkpoint_000000", 0, None),  # Ray: trial.checkpoint is still the previous one
+        ("checkpoint", "checkpoint_000001", 1, "checkpoint_000000"),
+        ("end", ["checkpoint_000001"]),
+    ]
+    assert [s[1] for s in results] == [None, "checkpoint_000000", "checkpoint_000001"]
+
+
+class Stamped(Trainable):
+    def step(self) -> dict[str, Any]:
+        return {"timestamp": 5, "time_this_iter_s": 2.5, "done": self.iteration >= 1}
+
+
+class Results(Callback):
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        self.results.append(result)
+
+
+def test_class_results_keep_their_timestamp_and_time_this_iter_s(storage_dir) -> None:
+    """Ray's ``Trainable.train``: a step()'s own truthy timestamp stays, and its time_this_iter_s is the
+    one counted into time_total_s."""
+    cb = Results()
+    Tuner(Stamped, run_config=RunConfig(name="stamped", storage=storage_dir, verbose=0, callbacks=[cb],
+                                        system="simple")).fit()
+    assert [(r["timestamp"], r["time_this_iter_s"], r["time_total_s"]) for r in cb.results] == [
+        (5, 2.5, 2.5), (5, 2.5, 5.0)]
+    assert "should_checkpoint" not in cb.results[0]
