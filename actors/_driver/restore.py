@@ -93,6 +93,7 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
         raise ConfigError(f"no experiment state under {where}: the run stopped before its first state "
                           "write; start it again with fit()")
     _check_state(state, where)
+    state = _rebase(state, layout.experiment_dir)
     try:
         saved = legacy_loads(raw)
         spec = copy.copy(saved["spec"])
@@ -128,6 +129,31 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
                                row.get("dirname"))
         results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config))
     return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
+
+
+def _rebase(state: dict[str, Any], experiment_dir: str) -> dict[str, Any]:
+    """The state names checkpoints by the paths they had when it was written; an experiment
+    directory since moved (copied elsewhere, renamed, uploaded) holds them at the same place under
+    ``experiment_dir``: a checkpoint of one of its trials' directories is pointed there, so a
+    restore never reads (or deletes) the old location's files, nor loses the checkpoint."""
+    state = copy.deepcopy(state)
+    dirs = {row.get("dirname") or row["trial_id"] for row in state["trials"]}
+
+    def moved(path: Any) -> Any:
+        if not isinstance(path, str):
+            return path
+        trial_dir, ckpt = posixpath.split(path.rstrip("/"))
+        parent, trial = posixpath.split(trial_dir)
+        if trial not in dirs or not ckpt.startswith("checkpoint_") or parent == experiment_dir:
+            return path
+        return posixpath.join(experiment_dir, trial, ckpt)
+
+    for row in state["trials"]:
+        if isinstance(row.get("checkpoint"), dict):
+            row["checkpoint"]["path"] = moved(row["checkpoint"].get("path"))
+    if isinstance(state.get("retired"), list):
+        state["retired"] = [moved(p) for p in state["retired"]]
+    return state
 
 
 def _check_state(state: dict[str, Any], where: str) -> None:
