@@ -15,7 +15,7 @@ import pytest
 from actors import Callback, RunConfig, TuneConfig, Tuner
 from actors._driver.errors import ConfigError
 from actors._engine.trial import TrialStatus
-from actors._shell.controller_progress import choose_rows
+from actors._engine.feed import choose_rows
 from actors.search import grid_search
 from tests import _trainables as T
 
@@ -232,7 +232,7 @@ def test_max_progress_rows_is_validated(rows, storage_dir):
 
 
 def test_live_table_error_cell_names_the_error_and_where_it_was_raised():
-    from actors._shell.controller_progress import error_summary
+    from actors._engine.feed import error_summary
 
     tb = ('Traceback (most recent call last):\n  File "/x/audition/actors/_worker/runner.py", line 150, in run\n'
           '    fn(config)\n  File "/home/me/train.py", line 12, in train\n    raise ValueError("bad lr")\n'

@@ -100,14 +100,6 @@ def make_run_stopper(stop: Any) -> Any:
         raise ConfigError(f"RunConfig(stop=...) is invalid: {exc}") from None
 
 
-def stopper_failed(stopper: Any, trial_id: str, exc: Exception) -> str:
-    """Why the experiment ends when the ``stop=`` criterion raised (in the controller)."""
-    what = type(stopper).__name__
-    return (f"the stop criterion RunConfig(stop=...) ({what}) failed on a result of trial {trial_id}: "
-            f"{type(exc).__name__}: {exc}. This is an error in stop=, not in audition: make it handle "
-            "every result the trainable reports (or report what it reads)")
-
-
 def claim_name(ctx: Any, name: str, chosen: bool) -> str:
     """The experiment name ``fit()`` may write under, never over an earlier experiment's state.
 
@@ -163,4 +155,4 @@ def check_result(metrics: dict[str, Any]) -> None:
 
 
 __all__ = ["check_result", "check_scheduler_objective", "check_trainable", "claim_name", "make_run_stopper",
-           "required_metrics", "stopper_failed"]
+           "required_metrics"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import cloudpickle
 
-from actors._driver.spec import ExperimentSpec
 from actors._engine.lifecycle import TrialRecord, TrialTable
+from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
@@ -328,6 +328,9 @@ class ExperimentIO:
     def close(self, final: bool) -> None:
         self.loggers.close()
         self._write_state()
+
+    def checkpoint_uri(self, ckpt: CheckpointRef) -> str:
+        return self.ctx.uri(ckpt.path)
 
     def summary(self, r: TrialRecord) -> TrialSummary:
         err = None

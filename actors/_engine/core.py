@@ -1,0 +1,774 @@
+"""The experiment core: the controller's whole logic as events in, commands out (h11's ``Connection`` style).
+
+``ExperimentCore.handle(event, now)`` takes a wire message or a shell notification
+(``actors._engine.signals``) and returns the commands that carry out its consequences. It does no
+I/O of its own except through its storage port (``actors._engine.store``), reads no clock (``now`` is
+handed in), starts no thread and knows no Thespian address (actors are ``Handle`` numbers). The
+shell (``actors._shell.controller``) and the simulator (``actors.testing.simulate``) drive the very
+same object. The experiment's phase is one named state, ``ExperimentPhase``.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from actors._engine.feed import DriverFeed, progress_report
+from actors._engine.gate import ResultGate
+from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
+from actors._engine.link import SchedulerLink
+from actors._engine.members import Membership
+from actors._engine.naming import TrialNamer
+from actors._engine.pool import ActorPool
+from actors._engine.reducer import Decision
+from actors._engine.signals import (
+    DRIVER,
+    ActorGone,
+    ActorKind,
+    CheckProcesses,
+    Command,
+    DriverGone,
+    Finish,
+    Handle,
+    KillProcess,
+    MemberJoined,
+    MemberLeft,
+    ProcessesChecked,
+    Reply,
+    Retire,
+    Send,
+    ShutdownSystem,
+    Spawn,
+    Start,
+    Tick,
+    Undeliverable,
+    Wake,
+    WakeAfter,
+    WatchMembers,
+)
+from actors._engine.spec import ExperimentSpec
+from actors._engine.store import ExperimentStore
+from actors._engine.trial import TrialStatus, trial_name
+from actors._engine.watch import Watchdog, death_message
+from actors.messages import (
+    AbortExperiment,
+    ActionKind,
+    CallbackAnswer,
+    CheckpointRef,
+    ClusterStatus,
+    ClusterStatusRequest,
+    EndReason,
+    EventType,
+    ExperimentFinished,
+    HookKind,
+    MemberHeartbeat,
+    ProbeKill,
+    ProbeStart,
+    RunTrial,
+    SchedulerAction,
+    SchedulerFailed,
+    SchedulerReady,
+    SchedulerReply,
+    SchedulerSetup,
+    TrialEnded,
+    TrialOutput,
+    TrialProceed,
+    TrialProcess,
+    TrialResults,
+    TrialSave,
+    TrialSaved,
+    TrialStop,
+)
+from actors.search._variant import pending_trials_wanted
+
+ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
+# fail_fast=True: how long a running trial may stay in its own code before its process is killed
+STOP_ALL_GRACE_S = 2.0
+SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
+
+log = logging.getLogger("audition")
+
+
+class ExperimentPhase(Enum):
+    STARTING = "starting"  # waiting for the scheduler plugin to load
+    RUNNING = "running"
+    DRAINING = "draining"  # fail_fast=True: every trial is being stopped, the run ends normally
+    ABORTING = "aborting"  # stopping early, waiting for the scheduler's state to keep it resumable
+    FINISHED = "finished"
+
+
+def stopper_failed(stopper: Any, trial_id: str, exc: Exception) -> str:
+    """Why the experiment ends when the ``stop=`` criterion raised."""
+    what = type(stopper).__name__
+    return (f"the stop criterion RunConfig(stop=...) ({what}) failed on a result of trial {trial_id}: "
+            f"{type(exc).__name__}: {exc}. This is an error in stop=, not in audition: make it handle "
+            "every result the trainable reports (or report what it reads)")
+
+
+class ExperimentCore:
+    """One experiment's controller logic. Not thread-safe: one ``handle`` at a time."""
+
+    def __init__(self, spec: ExperimentSpec, open_store: Callable[[ExperimentSpec], ExperimentStore],
+                 explain: Callable[[BaseException], str | None] = lambda exc: None, controller_pid: int = 0) -> None:
+        self.spec = spec
+        self.open_store = open_store
+        self.explain = explain
+        self.controller_pid = controller_pid
+        self.phase = ExperimentPhase.STARTING
+        self.table = TrialTable(spec.max_failures)
+        self.link = SchedulerLink()
+        self.members = Membership(spec)
+        self.pool = ActorPool(keep_idle=spec.max_concurrent if spec.reuse_actors else 0)
+        self.feed = DriverFeed(spec.forward_events, spec.log_to_driver)
+        self.gate = ResultGate(spec.callback_gate and spec.forward_events)
+        self.watch = Watchdog(spec.trial_stop_grace_s)
+        self.store: ExperimentStore | None = None
+        self.namer: TrialNamer | None = None
+        self.window = 1
+        self.searcher_done = False
+        self.suggested = 0
+        self.started_at = 0.0
+        self.now = 0.0
+        self.error: str | None = None
+        self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
+        self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
+        self.out: list[Command] = []
+        self.handlers: dict[type, Callable[[Any], None]] = {
+            Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
+            TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self._process,
+            SchedulerReady: self._scheduler_ready, SchedulerReply: self._scheduler_reply,
+            SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
+            CallbackAnswer: self._callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
+            ClusterStatusRequest: self._status, Wake: self._wake, ActorGone: self._actor_gone,
+            Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self._member_joined,
+            MemberLeft: self._member_left, MemberHeartbeat: self._heartbeat, ProcessesChecked: self._checked,
+        }
+
+    @property
+    def finished(self) -> bool:
+        return self.phase is ExperimentPhase.FINISHED
+
+    def handle(self, event: Any, now: float) -> list[Command]:
+        """Take one event; the commands it leads to, in the order they must be carried out."""
+        self.now = now
+        handler = self.handlers.get(type(event))
+        if handler is not None and not self.finished:
+            try:  # a bug here must end the experiment with a message, never leave the driver waiting
+                handler(event)
+            except Exception as exc:
+                reason = self.explain(exc) or (f"internal error in the controller handling {type(event).__name__}: "
+                                               f"{exc!r}\n{traceback.format_exc()}")
+                self._fail(reason)
+        out, self.out = self.out, []
+        return out
+
+    def _fail(self, reason: str) -> None:
+        """Abort; if an abort already waits for the scheduler's state (whose write just failed), end now."""
+        if self.phase is ExperimentPhase.ABORTING:
+            self._finish(f"{self.error}\n{reason}" if self.error else reason)
+        else:
+            self._abort(reason)
+
+    def _send(self, to: Handle, msg: Any) -> None:
+        if to != DRIVER or self.feed.driver_present:
+            self.out.append(Send(to, msg))
+
+    def _emit(self, commands: list[Command]) -> None:
+        self.out.extend(commands)
+
+    @property
+    def io(self) -> ExperimentStore:
+        assert self.store is not None, "the store is opened by Start"
+        return self.store
+
+    # ------------------------------------------------------------------ set-up
+    def _start_experiment(self, _: Start) -> None:
+        spec = self.spec
+        self.started_at = self.now
+        try:
+            self.store = self.open_store(spec)
+            self.suggested = self.io.restore_into(self.table, spec.searcher)
+            self.namer = TrialNamer(spec.trial_name_creator, spec.trial_dirname_creator, spec.trainable_name,
+                                    self.table.trials.values())
+        except Exception as exc:
+            self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
+            return
+        if spec.multi_host:
+            self.out.append(WatchMembers())
+        self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
+        self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state()))
+        self._check_time_limits()  # a time budget counts from here
+        self.out.append(WakeAfter(spec.progress_interval_s, Tick.PERIODIC))
+
+    def _scheduler_ready(self, msg: SchedulerReady) -> None:
+        if self.phase is not ExperimentPhase.STARTING:
+            return
+        self.phase = ExperimentPhase.RUNNING
+        self.link.ready(msg)
+        # Stop criteria are checked in the core, so they too need every result decided before the next
+        # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
+        batching = msg.batching_allowed and self.spec.stopper is None and not self.spec.callback_gate
+        self.window = self.spec.batch_window if batching else 1
+        for rec in self.table.trials.values():
+            if not rec.status.is_finished:
+                self._call(HookKind.ADD, rec.trial_id)
+        self._fill()
+
+    # ------------------------------------------------------------------ trial messages
+    def _trial_message(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
+        for m in self.pool.in_order(msg.trial_id, msg.run_id, msg.seq, msg):
+            if self.finished:
+                return
+            if isinstance(m, TrialResults):
+                self._on_results(m)
+            elif isinstance(m, TrialSaved):
+                self._on_saved(m)
+            else:
+                if m.output is not None:
+                    self._output(m.output)
+                self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
+                if m.storage_failure and not self.finished:
+                    # retrying cannot help (the storage package already retried transient errors), and
+                    # every other trial would hit the same wall: stop, keeping what was written
+                    self._abort(f"trial {m.trial_id} could not write its checkpoint to storage: {m.storage_failure}")
+
+    def _on_results(self, msg: TrialResults) -> None:
+        if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
+            return
+        rec = self.table.get(msg.trial_id)
+        stopper = self.spec.stopper
+        hits: list[bool] = [False] * len(msg.results)
+        stop_all, stopper_error = False, ""
+        if stopper is not None:
+            try:  # user code: its failure is the user's error, reported as such (not "internal error")
+                hits = [bool(stopper(msg.trial_id, r)) for r in msg.results]  # every result, no short-circuit
+                stop_all = stopper.stop_all()
+            except Exception as exc:
+                stopper_error = stopper_failed(stopper, msg.trial_id, exc)
+        for r, hit in zip(msg.results, hits):
+            if hit:  # Ray Tune: the result a stopper fired on is the trial's last, done=True
+                r["done"] = True
+        err = self.io.on_results(rec, msg.results)
+        if err or stopper_error:
+            self._abort(err or stopper_error)
+            return
+        if self.spec.searcher is not None:
+            for r, hit in zip(msg.results, hits):
+                if not hit:  # Ray Tune tells the searcher only of results that do not stop the trial
+                    self.spec.searcher.on_trial_result(msg.trial_id, r)
+        for r in msg.results:
+            self._event(EventType.RESULT, rec, result=r)
+        for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
+            self._checkpointed(rec, c)  # batched: every checkpoint committed in the batch
+        effects: list[Effect] = []
+        if any(hits):
+            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
+        if stop_all:
+            effects += self._stop_every_trial()
+        if self.gate.on and self.feed.ask_answer(msg.trial_id, msg.run_id, msg.seq):
+            self.gate.hold(msg)  # a driver callback may ask for a checkpoint at this result: wait for it
+            self._emit(self.feed.flush())
+        else:
+            self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
+        self._run(effects)
+
+    def _stop_every_trial(self) -> list[Effect]:
+        self.searcher_done = True
+        effects: list[Effect] = []
+        for rec in list(self.table.trials.values()):
+            effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
+        return effects
+
+    def _on_saved(self, msg: TrialSaved) -> None:
+        if msg.checkpoint is not None and msg.trial_id in self.table.trials:
+            self._checkpointed(self.table.get(msg.trial_id), msg.checkpoint)
+        self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
+        held = self.gate.saved(msg.trial_id)
+        if held is not None:
+            self._call(HookKind.RESULT, held.trial_id, held.results, held.run_id, held.seq)
+
+    def _callback_answer(self, msg: CallbackAnswer) -> None:
+        entry = self.gate.answer_for(msg)
+        if entry is None:
+            return
+        if msg.checkpoint:
+            effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id))
+            if effects:  # a save is on its way: the batch's decision waits until it landed
+                entry.awaiting_save = True
+                self._run(effects)
+                return
+        held = self.gate.release(msg.trial_id)
+        self._call(HookKind.RESULT, held.trial_id, held.results, held.run_id, held.seq)
+
+    def _checkpointed(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
+        """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
+        self.io.on_checkpoint(rec, ckpt)
+        self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.checkpoint_uri(ckpt))
+
+    def _event(self, kind: EventType, rec: TrialRecord, result: dict[str, Any] | None = None,
+               checkpoint: str | None = None) -> None:
+        if self.feed.forward_events:
+            self._emit(self.feed.event(kind, rec.snapshot(), result, checkpoint))
+
+    def _output(self, msg: TrialOutput) -> None:
+        self._emit(self.feed.output(msg))
+
+    def _process(self, msg: TrialProcess) -> None:
+        self.watch.process(msg.trial_id, msg.run_id, msg.pid)
+
+    def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
+               error: str | None = None, tb: str | None = None) -> None:
+        rec = self.table.trials.get(trial_id)
+        if rec is None:
+            return
+        known = rec.checkpoint.path if rec.checkpoint is not None else None
+        effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
+        if effects:
+            self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
+            self.gate.drop(trial_id)
+            if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
+                self._checkpointed(rec, ckpt)
+        if effects and reason is EndReason.FAILED:
+            self.io.on_error(rec, error or "", tb or "")
+            self._recover(rec)
+        self._run(effects)
+        if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
+            self.io.dirty = True
+            if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
+                self._save_state()
+        if rec.status.is_finished and self.spec.searcher is not None:
+            self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR)
+        if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
+            if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
+                self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
+                return
+            self._drain()  # fail_fast=True: stop the rest, fit() returns the results (Ray Tune)
+        self._fill()
+
+    def _recover(self, rec: TrialRecord) -> None:
+        """Checkpoints the failed run committed but never sent: callbacks hear of them and of their
+        results, retention counts them."""
+        got = self.io.recover(rec)
+        for row in got.rows if got else ():
+            self._event(EventType.RESULT, rec, result=row)
+        for c in got.usable if got else ():
+            self._checkpointed(rec, c)
+
+    def _actor_gone(self, msg: ActorGone) -> None:
+        if msg.handle == SCHEDULER:
+            self._abort("the scheduler actor exited unexpectedly", scheduler_alive=False)
+            return
+        trial_id = self.pool.gone(msg.handle)
+        if trial_id is None:
+            return
+        rec = self.table.get(trial_id)
+        if rec.status is TrialStatus.RUNNING:
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None, death_message(msg.code),
+                        "ChildActorExited: the process running this trial is gone\n")
+
+    def _undeliverable(self, msg: Undeliverable) -> None:
+        trial_id = self.pool.trial_of.get(msg.handle)
+        if trial_id is not None:
+            rec = self.table.get(trial_id)
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                        f"the trial actor could not handle {msg.message_type}", "")
+        elif msg.handle == SCHEDULER:
+            self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
+
+    def _status(self, msg: ClusterStatusRequest) -> None:
+        counts: dict[str, int] = {}
+        for rec in self.table.trials.values():
+            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+        self.out.append(Reply(ClusterStatus(self.spec.name, tuple(self.members.rows()), counts)))
+
+    def _driver_gone(self, _: DriverGone) -> None:
+        self.feed.driver_present = False  # sending to a dead address would stall this actor's exit
+        self._abort(f"the driver process {self.spec.driver_pid} died; the experiment can be resumed "
+                    "with Tuner.restore()")
+
+    # ------------------------------------------------------------------ the ticks
+    def _wake(self, msg: Wake) -> None:
+        if msg.tick is Tick.EVENTS:  # not the periodic tick: just send the driver its events
+            self._emit(self.feed.tick())
+            return
+        interval = self.spec.progress_interval_s
+        if self.phase is ExperimentPhase.ABORTING:
+            if self.now > self.deadline:  # the scheduler never answered: end without its state
+                self._finish(self.error)
+            else:
+                self.out.append(WakeAfter(interval, Tick.PERIODIC))
+            return
+        if self.phase is ExperimentPhase.DRAINING and self.now >= self.deadline:
+            for rec in self.table.with_status(TrialStatus.RUNNING):
+                self._kill_trial(rec.trial_id, rec.run_id)
+        self._check_time_limits()
+        self._ask_processes()
+        for trial_id, run_id in self.watch.overdue(self.table, self.now):
+            self._kill_trial(trial_id, run_id)
+        if self.finished:
+            return
+        self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
+                                           self.now - self.started_at))
+        self._emit(self.feed.flush())
+        if self.spec.multi_host:
+            for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
+                self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
+            self._check_placeable()
+        if self.phase is not ExperimentPhase.STARTING and self.io.state_due():
+            self._save_state()
+        self.out.append(WakeAfter(interval, Tick.PERIODIC))
+
+    def _check_time_limits(self) -> None:
+        stopper = self.spec.stopper
+        if stopper is None:
+            return
+        try:  # user code: its failure is the user's error
+            stop_all = stopper.stop_all()
+            limit = stopper.trial_time_limit() if hasattr(stopper, "trial_time_limit") else None
+        except Exception as exc:
+            self._abort(stopper_failed(stopper, "(none: the periodic time check)", exc))
+            return
+        effects: list[Effect] = []
+        if stop_all:
+            effects += self._stop_every_trial()
+        elif limit is not None:
+            for trial_id in self.watch.over_time(self.table, self.now, limit):
+                effects += self.table.request(SchedulerAction(ActionKind.STOP, trial_id))
+        self._run(effects)
+
+    def _local_pid(self, trial_id: str, run_id: int) -> int | None:
+        """The pid of the process running this run of the trial, if it runs on this machine."""
+        pid = self.watch.pid(trial_id, run_id)
+        if pid is None or not self.spec.actor_processes or pid in (self.controller_pid, self.spec.driver_pid):
+            return None
+        if self.spec.multi_host and self.members.where(trial_id) != self.members.leader_id:
+            return None
+        return pid
+
+    def _ask_processes(self) -> None:
+        procs = tuple((rec.trial_id, rec.run_id, pid) for rec in self.table.with_status(TrialStatus.RUNNING)
+                      if (pid := self._local_pid(rec.trial_id, rec.run_id)) is not None)
+        if procs or self.watch.gone:
+            self.out.append(CheckProcesses(procs))
+
+    def _checked(self, msg: ProcessesChecked) -> None:
+        """Trial processes gone at two checks in a row with no exit notice heard: the run failed."""
+        for trial_id, run_id, code in self.watch.seen_gone(msg.gone):
+            rec = self.table.trials.get(trial_id)
+            if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
+                continue
+            self.pool.unassign(trial_id)  # never reused; a late ActorGone is ignored
+            self.watch.forget(trial_id)
+            self._ended(trial_id, run_id, EndReason.FAILED, None, death_message(code),
+                        "the trial's process is gone (found by the controller's liveness check)\n")
+
+    def _kill_trial(self, trial_id: str, run_id: int) -> None:
+        """End a trial that did not halt in time: kill its process, end it as the stop asked."""
+        local = self._local_pid(trial_id, run_id)
+        member = self.members.where(trial_id)
+        pid = self.watch.forget(trial_id) if self.watch.pid(trial_id, run_id) is not None else None
+        handle = self.pool.unassign(trial_id)  # never reused; its ActorGone is now ignored
+        if local is not None:
+            self.out.append(KillProcess(local))
+        elif pid is not None and self.spec.actor_processes and member in self.members.probes:
+            self._send(self.members.probes[member], ProbeKill(pid))
+        if handle is not None:
+            self.out.append(Retire(handle))
+        self._ended(trial_id, run_id, EndReason.STOPPED)
+
+    # ------------------------------------------------------------------ the cluster
+    def _member_joined(self, msg: MemberJoined) -> None:
+        if not self.spec.multi_host:
+            return
+        if self.members.replaced(msg.member_id, msg.address):
+            # restarted under the same id before its heartbeats timed out: its trials died with it
+            self._member_gone(msg.member_id, "it joined again from a new address")
+        log.info("member %s joined with %s", msg.member_id, msg.resources)
+        self.members.joined(msg.member_id, msg.resources, msg.address, self.now)
+        probe = self.pool.new_handle()
+        self.members.probes[msg.member_id] = probe
+        self.out.append(Spawn(probe, ActorKind.PROBE, msg.member_id))
+        self._send(probe, ProbeStart(msg.member_id, self.spec.heartbeat_interval_s))
+        self._fill()
+
+    def _member_left(self, msg: MemberLeft) -> None:
+        if not self.spec.multi_host:
+            return
+        if self.members.is_current(msg.member_id, msg.address):
+            self._member_gone(msg.member_id, "it left the convention")
+        else:
+            log.info("member %s: an old registration (%s) expired; the current one stays", msg.member_id, msg.address)
+
+    def _heartbeat(self, msg: MemberHeartbeat) -> None:
+        if self.members.heartbeat(msg.member_id, self.now):
+            log.warning("member %s is reachable again", msg.member_id)
+            self._fill()
+
+    def _member_gone(self, member_id: str, why: str) -> None:
+        trials = self.members.lose(member_id)
+        if trials is None:
+            return
+        log.warning("member %s lost (%s); %d trial(s) restart elsewhere", member_id, why, len(trials))
+        for trial_id in trials:
+            self._host_lost(trial_id, member_id, why)
+        self._fill()
+
+    def _host_lost(self, trial_id: str, member: str, why: str) -> None:
+        """The member running ``trial_id`` is unreachable: the trial fails and restarts elsewhere."""
+        rec = self.table.get(trial_id)
+        handle = self.pool.unassign(trial_id)
+        if handle is not None:
+            self.out.append(Retire(handle))  # delivered if the member comes back
+        self.members.release(trial_id)
+        if rec.status is TrialStatus.RUNNING:
+            # what the lost run committed before now counts, even unreported; only its later commits
+            # are fenced off (fencing first hid them all)
+            self._recover(rec)
+            self.io.fence(trial_id)
+            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                        f"lost contact with member {member!r} ({why})", "host lost\n")
+
+    def _check_placeable(self) -> None:
+        """A trial that no member can ever hold is an error, once members had time to join."""
+        waiting = bool(self.table.with_status(TrialStatus.PENDING)) and not self.table.running
+        waited = self.members.unplaceable_for(waiting, self.now)
+        if waited is None:
+            return
+        need = self.members.need
+        if waited == 0:
+            log.warning("no member can hold a trial needing %s (members: %s); waiting up to %.0fs "
+                        "(RunConfig(placement_timeout_s)) for a worker big enough to join", need,
+                        self.members.rows() or "none yet", self.spec.placement_grace_s)
+        elif waited > self.spec.placement_grace_s:
+            self._abort(f"no member can ever run a trial needing {need} (members: "
+                        f"{self.members.rows() or 'no member has joined'}); start workers with enough "
+                        "resources (audition worker --cpus N --resources JSON)")
+
+    # ------------------------------------------------------------------ effects
+    def _run(self, effects: list[Effect]) -> None:
+        for e in effects:
+            rec = self.table.get(e.trial_id)
+            actor = self.pool.actor_of.get(e.trial_id)
+            if e.kind is EffectKind.START:
+                self._start_trial(rec)
+            elif e.kind is EffectKind.PROCEED and actor is not None:
+                self._send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq))
+            elif e.kind is EffectKind.SAVE and actor is not None:
+                self._send(actor, TrialSave(e.trial_id, rec.run_id))
+                if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
+                    self.watch.arm(e.trial_id, rec.run_id, self.now)
+            elif e.kind is EffectKind.STOP and actor is not None:
+                self._send(actor, TrialStop(e.trial_id, rec.run_id, self.spec.checkpoint_at_end))
+                self.watch.arm(e.trial_id, rec.run_id, self.now)
+            elif e.kind is EffectKind.RELEASE:
+                self._release(e.trial_id, e.flag)
+            elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
+                self.io.on_finished(rec)
+                self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
+                self._call(_HOOK_OF[e.kind], e.trial_id, (dict(rec.last_result),))
+
+    def _start_trial(self, rec: TrialRecord) -> None:
+        s = self.spec
+        member = self.members.choose()
+        if member is None:  # the room it was chosen for is gone (a member was lost meanwhile)
+            self.table.unstart(rec.trial_id)
+            return
+        self.io.on_start(rec)
+        handle = self.pool.reuse(member)
+        if handle is None:
+            handle = self.pool.new_handle()
+            self.out.append(Spawn(handle, ActorKind.TRIAL, member if s.multi_host else None))
+        self.members.place(rec.trial_id, member)
+        self.pool.assign(rec.trial_id, handle, rec.run_id)
+        self._event(EventType.START, rec)
+        extra, rec.extra_result = rec.extra_result, {}
+        self._send(handle, RunTrial(
+            rec.trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
+            rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
+            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
+            member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
+            trial_dirname=rec.dirname or "",
+            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name) if s.log_to_driver else ""))
+        self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
+
+    def _release(self, trial_id: str, reusable: bool) -> None:
+        member = self.members.where(trial_id)
+        self.members.release(trial_id)
+        handle = self.pool.unassign(trial_id)
+        if handle is None:
+            return
+        if not (reusable and member is not None and member not in self.members.lost
+                and self.pool.park(handle, member)):
+            self.out.append(Retire(handle))
+
+    # ------------------------------------------------------------------ the scheduler link
+    def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
+              run_id: int = 0, batch_seq: int = 0) -> int | None:
+        """Send one hook call; its number, or None when the core answered it itself."""
+        if not self.link.implements(kind):
+            # the plugin does not implement this hook: CONTINUE with no requests, without a round trip
+            if kind is HookKind.RESULT and trial_id is not None:
+                self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
+            return None
+        updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
+        self.table.changed.clear()
+        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
+        self._send(SCHEDULER, call)
+        return call.seq
+
+    def _scheduler_reply(self, msg: SchedulerReply) -> None:
+        for call, reply in self.link.answered(msg):
+            if self.finished:
+                return
+            self._on_reply(call.kind, call.trial_id, call.run_id, call.batch_seq, reply)
+
+    def _on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
+                  msg: SchedulerReply) -> None:
+        effects: list[Effect] = []
+        # requests made inside the hook merge first, then the hook's own return value settles the
+        # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
+        for action in msg.actions:
+            source = None
+            if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
+                source = self.table.get(action.source_id).checkpoint
+            effects += self.table.request(action, source)
+        if kind is HookKind.RESULT and trial_id is not None:
+            effects += self.table.decided(trial_id, run_id, batch_seq, Decision(msg.decision))
+        if kind is HookKind.SAVE and msg.state is not None:
+            self.io.scheduler_saved(msg.state, msg.seq)
+        if msg.seq == self.abort_save:
+            self._finish(self.error)
+            return
+        self._run(effects)
+        if kind is HookKind.CHOOSE:
+            self.link.choosing = False
+            if msg.chosen is not None:
+                self._run(self.table.start(msg.chosen))
+            elif (self.table.running == 0 and not self.link.busy() and not msg.actions
+                  and self.table.version == self.link.choose_version):
+                waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+                if waiting:
+                    self._abort(
+                        f"the scheduler chose no trial to run although nothing is running and {len(waiting)} "
+                        f"trial(s) wait ({', '.join(t.trial_id for t in waiting[:5])}); its choose_trial_to_run "
+                        "must return a PENDING or PAUSED trial eventually")
+                    return
+        self._fill()
+
+    # ------------------------------------------------------------------ the scheduling loop
+    def _fill(self) -> None:
+        """Start trials while resources allow; finish when everything is done."""
+        if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
+            return
+        self._top_up()
+        if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
+            return
+        free = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
+        waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
+        if free > 0 and waiting and not self.link.choosing:
+            self.link.choosing = True
+            self.link.choose_version = self.table.version
+            self._call(HookKind.CHOOSE, None)
+            return
+        if self.searcher_done and self.table.all_finished() and not self.link.pending():
+            self._finish(None)
+        elif not waiting and self.table.running == 0 and not self.link.pending() and not self.searcher_done:
+            self._abort("the search algorithm suggested no configuration while no trial was running; "
+                        "it would wait forever (check its max_concurrent / suggest())")
+
+    def _top_up(self) -> None:
+        """Ask the searcher for new trials while fewer than it should have are pending (Ray's rule)."""
+        s = self.spec
+        while not self.searcher_done:
+            room = min(self.members.free_slots(), s.max_concurrent - self.table.running)
+            if self.table.count(TrialStatus.PENDING) >= pending_trials_wanted(
+                    s.searcher, room, s.total_resources.get("cpu", 1.0)):
+                return
+            if self.suggested >= s.num_samples and s.num_samples > 0:
+                self.searcher_done = True
+                return
+            trial_id = f"{self.io.trial_prefix}_{self.suggested:05d}"
+            config = s.searcher.suggest(trial_id)
+            if config is None:
+                return
+            if not isinstance(config, dict):  # the searcher is finished
+                self.searcher_done = True
+                return
+            self.suggested += 1
+            rec = self.table.add(trial_id, config)
+            assert self.namer is not None
+            problem = self.namer.apply(rec)
+            if problem is not None:
+                self._abort(problem)
+                return
+            self.io.on_add(rec)
+            self._call(HookKind.ADD, trial_id)
+
+    # ------------------------------------------------------------------ the end
+    def _save_state(self) -> None:
+        """Snapshot the table and ask the scheduler for its state: written together when it answers."""
+        self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
+
+    def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
+        """End the experiment early, keeping it resumable.
+
+        The table is frozen as it is *before* every trial is stopped, and the scheduler is asked for its
+        state at that same moment; the run ends when that state is written (or after
+        ``ABORT_SAVE_TIMEOUT_S`` without it), so ``Tuner.restore`` continues where it stopped.
+        """
+        if self.phase in (ExperimentPhase.ABORTING, ExperimentPhase.FINISHED):
+            return
+        self.error = reason
+        self.searcher_done = True
+        tag = None
+        if self.store is not None:
+            ready = self.phase is not ExperimentPhase.STARTING
+            tag = self._call(HookKind.SAVE, None) if ready and scheduler_alive else None
+            self.io.freeze(self.table, self.spec.searcher, self.suggested, tag)
+        self.phase = ExperimentPhase.ABORTING
+        self._run(self.table.abort_all())
+        if tag is None:
+            self._finish(reason)
+        else:
+            self.abort_save = tag
+            self.deadline = self.now + ABORT_SAVE_TIMEOUT_S
+
+    def _drain(self) -> None:
+        """``FailureConfig(fail_fast=True)``, as in Ray Tune: no new trials, every other trial is stopped
+        (TERMINATED), and the run ends normally, so ``fit()`` returns the grid with the failed trial's
+        error in it. Trials still in their own code after ``STOP_ALL_GRACE_S`` are killed."""
+        if self.phase is not ExperimentPhase.RUNNING:
+            return
+        self.phase = ExperimentPhase.DRAINING
+        self.deadline = self.now + STOP_ALL_GRACE_S
+        self._run(self._stop_every_trial())
+
+    def _finish(self, error: str | None) -> None:
+        if self.finished:
+            return
+        self.phase = ExperimentPhase.FINISHED
+        summaries: tuple[Any, ...] = ()
+        try:
+            if self.store is not None:
+                self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
+                self.io.close(final=True)
+                summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
+        except Exception as exc:
+            error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
+        self._emit(self.feed.flush())
+        self._send(DRIVER, ExperimentFinished(summaries, error, self.now - self.started_at,
+                                              self.feed.event_seq, self.feed.output_batches))
+        for handle in self.pool.all_handles():
+            self.out.append(Retire(handle))
+        if not self.feed.driver_present and self.spec.admin_port:
+            self.out.append(ShutdownSystem(self.spec.admin_port))
+        self.out.append(Finish(error))
+
+
+_HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
+            EffectKind.REMOVE: HookKind.REMOVE}
+
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]

@@ -1,0 +1,57 @@
+"""Result batches held for the driver's callbacks, so a callback can ask for a checkpoint.
+
+Ray Tune reads ``result["should_checkpoint"]`` after the callbacks' ``on_trial_result`` ran and
+checkpoints the trial at that very iteration. audition runs callbacks in the driver, so when a
+driver callback implements ``on_trial_result`` (``ExperimentSpec.callback_gate``) the core sends
+each result batch to the driver at once and holds the batch's scheduler call until the driver
+answers (``CallbackAnswer``). If a callback asked for a checkpoint, the trial (still blocked in that
+``report()``: the window is 1) saves first, and the held call goes out when the save landed, so the
+trial cannot step on before it is saved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actors.messages import CallbackAnswer, TrialResults
+
+
+@dataclass
+class Held:
+    batch: TrialResults
+    awaiting_save: bool = False
+
+
+class ResultGate:
+    """At most one held batch per trial (its window is 1 while the gate is on)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.held: dict[str, Held] = {}
+
+    def hold(self, batch: TrialResults) -> None:
+        self.held[batch.trial_id] = Held(batch)
+
+    def answer_for(self, msg: CallbackAnswer) -> Held | None:
+        """The held batch this answer is for, or None (stale: another run or batch)."""
+        entry = self.held.get(msg.trial_id)
+        if entry is None or (entry.batch.run_id, entry.batch.seq) != (msg.run_id, msg.batch):
+            return None
+        return entry
+
+    def saved(self, trial_id: str) -> TrialResults | None:
+        """A save landed: the batch held for it, to be released now."""
+        entry = self.held.get(trial_id)
+        if entry is not None and entry.awaiting_save:
+            return self.release(trial_id)
+        return None
+
+    def release(self, trial_id: str) -> TrialResults:
+        return self.held.pop(trial_id).batch
+
+    def drop(self, trial_id: str) -> None:
+        """The run ended: its held batch needs no decision."""
+        self.held.pop(trial_id, None)
+
+
+__all__ = ["Held", "ResultGate"]

@@ -1,0 +1,76 @@
+"""The experiment core's port to storage: what it asks of the experiment's files, nothing more.
+
+The core calls these synchronously, from ``ExperimentCore.handle``, because their answers decide
+its next step (a retry resumes from what ``recover`` found; a restart numbers its checkpoints from
+``next_checkpoint_index``). The shell passes ``actors._shell.experiment_io.ExperimentIO`` (fsspec
+storage); the simulator passes the same class over ``memory://`` storage, wrapped to inject write
+failures. A method may raise; the core ends the experiment with the message its ``explain``
+callable gives for that exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from actors._engine.lifecycle import TrialRecord, TrialTable
+from actors.messages import CheckpointRef, TrialSummary
+
+
+class Recovered(Protocol):
+    """What ``recover`` found: result rows the run committed but never sent, usable checkpoints."""
+
+    @property
+    def rows(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def usable(self) -> list[CheckpointRef]: ...
+
+
+class ExperimentStore(Protocol):
+    """Trial and experiment files. Called only from the core, one call at a time."""
+
+    trial_prefix: str  # the trial ids' prefix (kept across restores)
+    dirty: bool  # a trial paused, stopped or finished since the last snapshot
+
+    def restore_into(self, table: TrialTable, searcher: Any) -> int:
+        """Load a saved table (Tuner.restore) into ``table``; how many trials were suggested."""
+
+    def scheduler_state(self) -> bytes | None:
+        """The scheduler's saved state, to hand back to it on resume."""
+
+    def on_add(self, rec: TrialRecord) -> None: ...
+
+    def on_start(self, rec: TrialRecord) -> None: ...
+
+    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
+        """Log results; a message if they cannot be accepted (the experiment then stops)."""
+
+    def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None: ...
+
+    def checkpoint_uri(self, ckpt: CheckpointRef) -> str:
+        """The checkpoint's URL as users see it (callbacks)."""
+
+    def recover(self, rec: TrialRecord) -> Recovered | None: ...
+
+    def next_checkpoint_index(self, rec: TrialRecord) -> int: ...
+
+    def fence(self, trial_id: str) -> None: ...
+
+    def on_error(self, rec: TrialRecord, error: str, tb: str) -> None: ...
+
+    def on_finished(self, rec: TrialRecord) -> None: ...
+
+    def state_due(self) -> bool: ...
+
+    def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None: ...
+
+    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None: ...
+
+    def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None: ...
+
+    def close(self, final: bool) -> None: ...
+
+    def summary(self, r: TrialRecord) -> TrialSummary: ...
+
+
+__all__ = ["ExperimentStore", "Recovered"]
