@@ -7,9 +7,11 @@ checkpoint; and after ``Tuner.restore`` the trials carry the checkpoint they res
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
 from actors import Callback, Checkpoint, RunConfig, Trainable, Tuner, get_checkpoint, report
+from actors._driver.checkpoint import committed_at
 
 
 def saves_twice(config: dict[str, Any]) -> None:
@@ -86,3 +88,25 @@ def test_class_results_keep_their_timestamp_and_time_this_iter_s(storage_dir) ->
     assert [(r["timestamp"], r["time_this_iter_s"], r["time_total_s"]) for r in cb.results] == [
         (5, 2.5, 2.5), (5, 2.5, 5.0)]
     assert "should_checkpoint" not in cb.results[0]
+def test_restored_trials_carry_the_checkpoint_they_resume_from(storage_dir) -> None:
+    first = Tuner(saves_twice, run_config=RunConfig(name="rs", storage=storage_dir, verbose=0,
+                                                    system="simple")).fit()
+    cb = RayStyle()
+    grid = Tuner.restore(first.experiment_path, saves_twice, resume_errored=True, callbacks=[cb]).fit()
+    assert grid.num_errors == 0 and grid[0].metrics["m"] == -1
+    assert cb.seen[:2] == [("start", "checkpoint_000001"), ("result", "checkpoint_000001", cb.seen[1][2], True)]
+    assert ("checkpoint", "checkpoint_000002", 2, "checkpoint_000001") in cb.seen
+    assert cb.seen[-1] == ("end", ["checkpoint_000003"])
+
+
+def test_a_restored_trial_whose_saved_checkpoint_is_gone_carries_the_one_it_resumes_from(storage_dir) -> None:
+    """Storage, not the saved state, decides: the state's checkpoint deleted, the trial resumes from
+    the older one, and that is the one its trial object carries."""
+    first = Tuner(saves_twice, run_config=RunConfig(name="gone", storage=storage_dir, verbose=0,
+                                                    system="simple")).fit()
+    found = [committed_at(first[0].path, {}, it) for it in (1, 2, 7)]  # by the iteration it was saved at
+    assert [f and os.path.basename(f) for f in found] == ["checkpoint_000000", "checkpoint_000001", None]
+    shutil.rmtree(os.path.join(first[0].path, "checkpoint_000001"))
+    cb = RayStyle()
+    Tuner.restore(first.experiment_path, saves_twice, resume_errored=True, callbacks=[cb]).fit()
+    assert cb.seen[0] == ("start", "checkpoint_000000")

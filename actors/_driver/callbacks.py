@@ -89,6 +89,10 @@ class CallbackDispatcher:
         self.searched: tuple[tuple[Any, ...], ...] | None = None  # the default generator's domain paths
         self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
         self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
+        self.looked_up: set[tuple[str, int]] = set()  # (trial id, iteration) of resumed checkpoints sought
+        from actors._driver.checkpoint import committed_at
+
+        self.find_checkpoint: Callable[[str, dict[str, Any], int], str | None] = committed_at  # storage I/O
 
     def describe(self, trainable_name: str, experiment_path: str, local: bool,
                  storage_options: dict[str, Any] | None = None,
@@ -102,7 +106,7 @@ class CallbackDispatcher:
         ``checkpoint`` (the latest one a ``CHECKPOINT`` event announced)."""
         if self.experiment_path is None:
             return snap
-        path = f"{self.experiment_path.rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
+        path = self._trial_path(snap)
         tag = self.tags.get(snap.trial_id)
         if tag is None:
             index = snap.trial_id.rpartition("_")[2]
@@ -110,6 +114,24 @@ class CallbackDispatcher:
                                                             self.searched)
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
                        experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
+
+    def _trial_path(self, snap: TrialSnapshot) -> str:
+        return f"{str(self.experiment_path).rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
+
+    def _resumed(self, snap: TrialSnapshot) -> None:
+        """A trial that starts from a checkpoint no event of this run announced (after
+        ``Tuner.restore``: the one the controller chose from storage) carries it from its start, as
+        Ray's restored ``Trial`` does. The snapshot gives its iteration; it is looked up once."""
+        from actors._driver.checkpoint import Checkpoint
+
+        it = snap.checkpoint_iteration
+        key = (snap.trial_id, it or 0)
+        if it is None or snap.trial_id in self.latest or self.experiment_path is None or key in self.looked_up:
+            return
+        self.looked_up.add(key)
+        uri = self.find_checkpoint(self._trial_path(snap), self.storage_options, it)
+        if uri:
+            self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
 
     def _note_checkpoint(self, trial_id: str, ckpt: Checkpoint) -> None:
         old = self.latest.get(trial_id)
@@ -127,6 +149,8 @@ class CallbackDispatcher:
         from actors._driver.checkpoint import Checkpoint
 
         self.iteration += 1
+        if ev.kind is EventType.START:
+            self._resumed(ev.trial)
         snap = self._as_ray_trial(ev.trial)
         self.trials[snap.trial_id] = snap
         table = list(self.trials.values())

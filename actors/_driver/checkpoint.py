@@ -8,6 +8,7 @@ committed directory by URL and downloads lazily when read.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import shutil
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 _DICT_FILE = "dict_checkpoint.pkl"
+log = logging.getLogger("audition")
 
 
 class Checkpoint:
@@ -132,4 +134,19 @@ class Checkpoint:
         return hash(self.path)
 
 
-__all__ = ["Checkpoint"]
+def committed_at(trial_url: str, options: dict[str, Any], iteration: int) -> str | None:
+    """The URL of the trial's newest committed checkpoint saved at ``iteration``, or None (none is,
+    or storage cannot be read from here: callers only use it to describe a trial)."""
+    from storage import StorageContext, StorageError, list_checkpoints
+
+    try:
+        ctx = StorageContext(trial_url, options)
+        found = [info for info in list_checkpoints(ctx, ctx.root)
+                 if info.committed and info.metadata.get("iteration") == iteration]
+    except (StorageError, OSError, ValueError) as exc:
+        log.warning("cannot read the checkpoints of %s (%s); its trial object carries none", trial_url, exc)
+        return None
+    return ctx.uri(found[-1].path) if found else None
+
+
+__all__ = ["Checkpoint", "committed_at"]
