@@ -256,3 +256,74 @@ def test_storage_path_results_checkpoints_and_filtered_dataframe(storage_dir) ->
         grid.get_dataframe(filter_metric="loss")
     with pytest.raises(ConfigError, match="same setting"):
         RunConfig(storage=storage_dir, storage_path=storage_dir + "x")
+
+
+# ---------------------------------------------------------------- a scheduler's STOP marks the result done
+class StopAtThree:
+    """A scheduler that stops every trial at its third result and records what it was shown."""
+
+    def __init__(self) -> None:
+        from actors.schedulers import FIFOScheduler
+
+        class _S(FIFOScheduler):
+            def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+                from actors.schedulers import Decision
+                return Decision.STOP if result["training_iteration"] == 3 else Decision.CONTINUE
+        self.scheduler = _S()
+
+
+class SeenByCallbacks(Callback):
+    def __init__(self) -> None:
+        self.done: list[tuple[int, bool]] = []
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any]) -> None:
+        self.done.append((result["training_iteration"], result["done"]))
+
+
+def counts_to_ten(config: dict[str, Any]) -> None:
+    for i in range(10):
+        report({"score": i})
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_scheduler_stop_marks_that_result_done_before_callbacks_and_logs(system, storage_dir, no_leaks) -> None:
+    """Ray Tune sets done=True on the result its scheduler decided STOP at, before the callbacks and
+    loggers see it (and does not hand it to the searcher): the last row of the history says done."""
+    cb = SeenByCallbacks()
+    [r] = _fit(counts_to_ten, storage_dir, system=system, callbacks=[cb],
+               tune_config=TuneConfig(scheduler=StopAtThree().scheduler, metric="score", mode="max"))
+    assert _rows(r, "training_iteration", "done") == [
+        {"training_iteration": 1, "done": False}, {"training_iteration": 2, "done": False},
+        {"training_iteration": 3, "done": True}]
+    assert cb.done == [(1, False), (2, False), (3, True)]
+
+
+class RecordingScheduler:
+    def __init__(self) -> None:
+        from actors.schedulers import FIFOScheduler
+
+        class _S(FIFOScheduler):
+            seen: list[int] = []
+
+            def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+                self.seen.append(result["training_iteration"])
+                if result["training_iteration"] > 4:  # the stop criterion fired at 4: never shown
+                    raise AssertionError(f"the scheduler saw iteration {result['training_iteration']}")
+                return super().on_trial_result(controller, trial, result)
+
+            def on_trial_complete(self, controller: Any, trial: Any, result: dict[str, Any]) -> None:
+                if result["training_iteration"] != 4 or 4 in self.seen:
+                    raise AssertionError(f"complete with {result['training_iteration']}, seen {self.seen}")
+        self.scheduler = _S()
+
+
+def test_a_stop_criterion_decides_without_the_scheduler(storage_dir) -> None:
+    """Ray Tune: a result that meets ``stop=`` is decided STOP by the controller; the scheduler's
+    ``on_trial_result`` never sees it (only ``on_trial_complete`` does), so rung bookkeeping such as
+    ASHA's does not count it."""
+    sched = RecordingScheduler().scheduler
+    [r] = _fit(counts_to_ten, storage_dir, stop={"training_iteration": 4},
+               tune_config=TuneConfig(scheduler=sched, metric="score", mode="max"))
+    assert r.error is None, r.error
+    assert [h["training_iteration"] for h in r.metrics_history] == [1, 2, 3, 4]
+    assert r.metrics_history[-1]["done"] is True

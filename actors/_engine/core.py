@@ -135,6 +135,7 @@ class ExperimentCore:
         self.error: str | None = None
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
+        self.unlogged: dict[str, TrialResults] = {}  # batches waiting for their decision to be logged
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
@@ -236,9 +237,11 @@ class ExperimentCore:
                     self._abort(f"trial {m.trial_id} could not write its checkpoint to storage: {m.storage_failure}")
 
     def _on_results(self, msg: TrialResults) -> None:
+        """A batch of results, in Ray Tune's order: the stop criteria, then the scheduler's decision
+        (a stop marks the result ``done``), then logging, the searcher and the callbacks, then a
+        checkpoint a callback asked for, and only then does the decision take effect."""
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
             return
-        rec = self.table.get(msg.trial_id)
         stopper = self.spec.stopper
         hits: list[bool] = [False] * len(msg.results)
         stop_all, stopper_error = False, ""
@@ -248,32 +251,60 @@ class ExperimentCore:
                 stop_all = stopper.stop_all()
             except Exception as exc:
                 stopper_error = stopper_failed(stopper, msg.trial_id, exc)
-        for r, hit in zip(msg.results, hits):
-            if hit:  # Ray Tune: the result a stopper fired on is the trial's last, done=True
-                r["done"] = True
-        err = self.io.on_results(rec, msg.results)
-        if err or stopper_error:
-            self._abort(err or stopper_error)
+        if stopper_error:
+            self._abort(stopper_error)
             return
-        if self.spec.searcher is not None:
-            for r, hit in zip(msg.results, hits):
-                if not hit:  # Ray Tune tells the searcher only of results that do not stop the trial
-                    self.spec.searcher.on_trial_result(msg.trial_id, r)
+        effects: list[Effect] = []
+        if any(hits):  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
+            self._mark_done(msg)
+            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
+        if stop_all:
+            effects += self._stop_every_trial()
+        if any(hits) or not self.link.implements(HookKind.RESULT):
+            self._log(msg, searcher=not any(hits))
+            self._decide(msg, Decision.CONTINUE)
+        else:  # logged when the decision is known: the row a scheduler stops at says done=True
+            self.unlogged[msg.trial_id] = msg
+            self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
+        self._run(effects)
+
+    def _mark_done(self, msg: TrialResults) -> None:
+        """The batch's last result is the trial's last: ``done=True`` (Ray Tune), in its row too."""
+        msg.results[-1]["done"] = True
+        rec = self.table.trials.get(msg.trial_id)
+        if rec is not None and rec.run_id == msg.run_id and rec.last_result.get(
+                "training_iteration") == msg.results[-1].get("training_iteration"):
+            rec.last_result["done"] = True
+
+    def _log(self, msg: TrialResults, searcher: bool = True) -> None:
+        """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""
+        rec = self.table.get(msg.trial_id)
+        err = self.io.on_results(rec, msg.results)
+        if err:
+            self._abort(err)
+            return
+        if self.spec.searcher is not None and searcher:
+            for r in msg.results:
+                self.spec.searcher.on_trial_result(msg.trial_id, r)
         for r in msg.results:
             self._event(EventType.RESULT, rec, result=r)
         for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
             self._checkpointed(rec, c)  # batched: every checkpoint committed in the batch
-        effects: list[Effect] = []
-        if any(hits):
-            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
-        if stop_all:
-            effects += self._stop_every_trial()
+
+    def _log_unlogged(self, trial_id: str | None = None) -> None:
+        """Batches whose decision never came (the run ended, the experiment is ending): logged as they are."""
+        for t in [trial_id] if trial_id is not None else list(self.unlogged):
+            msg = self.unlogged.pop(t, None) if t is not None else None
+            if msg is not None:
+                self._log(msg)
+
+    def _decide(self, msg: TrialResults, decision: Decision) -> None:
+        """Apply a batch's decision, after the driver's callbacks if one may ask for a checkpoint."""
         if self.gate.on and self.feed.ask_answer(msg.trial_id, msg.run_id, msg.seq):
-            self.gate.hold(msg)  # a driver callback may ask for a checkpoint at this result: wait for it
+            self.gate.hold(msg, decision)  # waits for CallbackAnswer (and the save it may ask for)
             self._emit(self.feed.flush())
         else:
-            self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
-        self._run(effects)
+            self._run(self.table.decided(msg.trial_id, msg.run_id, msg.seq, decision))
 
     def _stop_every_trial(self) -> list[Effect]:
         self.searcher_done = True
@@ -288,7 +319,7 @@ class ExperimentCore:
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
         held = self.gate.saved(msg.trial_id)
         if held is not None:
-            self._call(HookKind.RESULT, held.trial_id, held.results, held.run_id, held.seq)
+            self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
 
     def _callback_answer(self, msg: CallbackAnswer) -> None:
         entry = self.gate.answer_for(msg)
@@ -301,7 +332,7 @@ class ExperimentCore:
                 self._run(effects)
                 return
         held = self.gate.release(msg.trial_id)
-        self._call(HookKind.RESULT, held.trial_id, held.results, held.run_id, held.seq)
+        self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
 
     def _checkpointed(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
         """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
@@ -324,6 +355,7 @@ class ExperimentCore:
         rec = self.table.trials.get(trial_id)
         if rec is None:
             return
+        self._log_unlogged(trial_id)
         known = rec.checkpoint.path if rec.checkpoint is not None else None
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
@@ -636,7 +668,20 @@ class ExperimentCore:
                 source = self.table.get(action.source_id).checkpoint
             effects += self.table.request(action, source)
         if kind is HookKind.RESULT and trial_id is not None:
-            effects += self.table.decided(trial_id, run_id, batch_seq, Decision(msg.decision))
+            decision = Decision(msg.decision)
+            batch = self.unlogged.get(trial_id)
+            if batch is not None and (batch.run_id, batch.seq) == (run_id, batch_seq):
+                del self.unlogged[trial_id]
+                if decision is Decision.STOP:
+                    self._mark_done(batch)
+                self._log(batch, searcher=decision is not Decision.STOP)
+                if self.finished or self.phase is ExperimentPhase.ABORTING:
+                    return
+                self._run(effects)
+                effects = []
+                self._decide(batch, decision)
+            else:
+                effects += self.table.decided(trial_id, run_id, batch_seq, decision)
         if kind is HookKind.SAVE and msg.state is not None:
             self.io.scheduler_saved(msg.state, msg.seq)
         if msg.seq == self.abort_save:
@@ -753,6 +798,7 @@ class ExperimentCore:
         summaries: tuple[Any, ...] = ()
         try:
             if self.store is not None:
+                self._log_unlogged()
                 self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
                 self.io.close(final=True)
                 summaries = tuple(self.io.summary(r) for r in self.table.trials.values())

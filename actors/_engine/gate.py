@@ -1,24 +1,26 @@
-"""Result batches held for the driver's callbacks, so a callback can ask for a checkpoint.
+"""Decisions held for the driver's callbacks, so a callback can ask for a checkpoint first.
 
-Ray Tune reads ``result["should_checkpoint"]`` after the callbacks' ``on_trial_result`` ran and
-checkpoints the trial at that very iteration. audition runs callbacks in the driver, so when a
-driver callback implements ``on_trial_result`` (``ExperimentSpec.callback_gate``) the core sends
-each result batch to the driver at once and holds the batch's scheduler call until the driver
-answers (``CallbackAnswer``). If a callback asked for a checkpoint, the trial (still blocked in that
-``report()``: the window is 1) saves first, and the held call goes out when the save landed, so the
-trial cannot step on before it is saved.
+Ray Tune reads ``result["should_checkpoint"]`` after the callbacks' ``on_trial_result`` ran (which is
+after the scheduler decided) and checkpoints the trial at that very iteration, before the decision
+takes effect. audition runs callbacks in the driver, so when a driver callback implements
+``on_trial_result`` (``ExperimentSpec.callback_gate``) the core sends each decided batch to the
+driver at once and holds its decision until the driver answers (``CallbackAnswer``). If a callback
+asked for a checkpoint, the trial (still blocked in that ``report()``: the window is 1) saves first,
+and the decision applies when the save landed, so the trial cannot step on before it is saved.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from actors._engine.reducer import Decision
 from actors.messages import CallbackAnswer, TrialResults
 
 
 @dataclass
 class Held:
     batch: TrialResults
+    decision: Decision
     awaiting_save: bool = False
 
 
@@ -29,8 +31,8 @@ class ResultGate:
         self.on = on
         self.held: dict[str, Held] = {}
 
-    def hold(self, batch: TrialResults) -> None:
-        self.held[batch.trial_id] = Held(batch)
+    def hold(self, batch: TrialResults, decision: Decision) -> None:
+        self.held[batch.trial_id] = Held(batch, decision)
 
     def answer_for(self, msg: CallbackAnswer) -> Held | None:
         """The held batch this answer is for, or None (stale: another run or batch)."""
@@ -39,15 +41,15 @@ class ResultGate:
             return None
         return entry
 
-    def saved(self, trial_id: str) -> TrialResults | None:
+    def saved(self, trial_id: str) -> Held | None:
         """A save landed: the batch held for it, to be released now."""
         entry = self.held.get(trial_id)
         if entry is not None and entry.awaiting_save:
             return self.release(trial_id)
         return None
 
-    def release(self, trial_id: str) -> TrialResults:
-        return self.held.pop(trial_id).batch
+    def release(self, trial_id: str) -> Held:
+        return self.held.pop(trial_id)
 
     def drop(self, trial_id: str) -> None:
         """The run ended: its held batch needs no decision."""
