@@ -1,0 +1,420 @@
+"""The objects the experiment core owns, each alone, on a fake clock (times are plain numbers).
+
+SchedulerLink (hook calls out, replies back in call order), Membership (members, liveness,
+placement), ActorPool (trial actors, reuse, each run's inbox), DriverFeed and progress_report
+(what the driver hears), ResultGate (batches held for callbacks) and Watchdog (halt deadlines,
+time limits, lost processes). The core itself is tested in tests/test_core_unit.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+from actors._driver.config import RunConfig, TuneConfig
+from actors._driver.tuner import Tuner
+from actors._engine.feed import EVENTS_DELAY_S, DriverFeed, progress_report
+from actors._engine.gate import ResultGate
+from actors._engine.lifecycle import Phase, TrialTable
+from actors._engine.link import PendingCall, SchedulerLink
+from actors._engine.members import Membership
+from actors._engine.placement import LOCAL
+from actors._engine.pool import ActorPool
+from actors._engine.signals import DRIVER, Send, Tick, WakeAfter
+from actors._engine.spec import ExperimentSpec
+from actors._engine.watch import Watchdog, death_message, describe_exit
+from actors.messages import (
+    ActionKind,
+    CallbackAnswer,
+    EndReason,
+    EventType,
+    HookKind,
+    SchedulerAction,
+    SchedulerReady,
+    SchedulerReply,
+    TrialEvents,
+    TrialOutput,
+    TrialOutputBatch,
+    TrialResults,
+)
+from actors.schedulers import Decision
+
+_names = itertools.count()
+
+
+def _trainable(config: dict[str, Any]) -> None:
+    pass
+
+
+def make_spec(**over: Any) -> ExperimentSpec:
+    """An ExperimentSpec built by the driver's own code (Tuner._spec), with ``over`` replaced."""
+    tuner = Tuner(_trainable, tune_config=TuneConfig(num_samples=2, max_concurrent_trials=2, seed=0),
+                  run_config=RunConfig(system="simple", name="objects",
+                                       storage=f"memory://core-objects/{next(_names)}"))
+    return dataclasses.replace(tuner._spec(), **over)
+
+
+# ---------------------------------------------------------------------------------- SchedulerLink
+def _reply(seq: int, kind: HookKind, trial_id: str | None = None, decision: Decision = Decision.CONTINUE,
+           chosen: str | None = None) -> SchedulerReply:
+    return SchedulerReply(seq, kind, trial_id, decision, (), chosen)
+
+
+def test_link_applies_replies_in_call_order_whatever_order_they_arrive_in() -> None:
+    link = SchedulerLink()
+    c1 = link.call(HookKind.ADD, "a", (), 0, 0, ())
+    c2 = link.call(HookKind.RESULT, "a", ({"x": 1},), 3, 7, ())
+    c3 = link.call(HookKind.CHOOSE, None, (), 0, 0, ())
+    assert [c1.seq, c2.seq, c3.seq] == [1, 2, 3]
+    assert link.answered(_reply(3, HookKind.CHOOSE, chosen="a")) == []  # held: 1 and 2 still missing
+    assert link.answered(_reply(2, HookKind.RESULT, "a", Decision.PAUSE)) == []
+    got = link.answered(_reply(1, HookKind.ADD, "a"))
+    assert [(call.kind, reply.seq) for call, reply in got] == [
+        (HookKind.ADD, 1), (HookKind.RESULT, 2), (HookKind.CHOOSE, 3)]
+    assert got[1][0] == PendingCall(HookKind.RESULT, "a", 3, 7), "the reply is applied to the call it answers"
+    assert not link.pending()
+    assert link.answered(_reply(2, HookKind.RESULT, "a")) == [], "a duplicate reply is dropped"
+
+
+def test_link_busy_counts_only_calls_that_can_change_the_table() -> None:
+    link = SchedulerLink()
+    link.call(HookKind.CHOOSE, None, (), 0, 0, ())
+    assert link.pending() and not link.busy()
+    link.call(HookKind.COMPLETE, "a", (), 0, 0, ())
+    assert link.busy()
+    link.answered(_reply(1, HookKind.CHOOSE))
+    link.answered(_reply(2, HookKind.COMPLETE, "a"))
+    assert not link.pending() and not link.busy()
+
+
+def test_link_knows_which_hooks_the_plugin_implements() -> None:
+    link = SchedulerLink()
+    assert all(link.implements(k) for k in HookKind), "before Ready: assume every hook"
+    link.ready(SchedulerReady(True, "Mine", frozenset({HookKind.CHOOSE, HookKind.SAVE})))
+    assert link.batching_allowed
+    assert link.implements(HookKind.CHOOSE) and link.implements(HookKind.SAVE)
+    assert not link.implements(HookKind.RESULT) and not link.implements(HookKind.ADD)
+
+
+# ---------------------------------------------------------------------------------- Membership
+def _members(**over: Any) -> Membership:
+    return Membership(make_spec(multi_host=True, leader_resources={}, **over))
+
+
+def test_local_membership_is_one_member_sized_for_max_concurrent() -> None:
+    m = Membership(make_spec(max_concurrent=3, resources_per_trial={"cpu": 2}))
+    assert m.leader_id == LOCAL and m.free_slots() == 3
+    assert m.choose() == LOCAL
+    assert m.silent(1e9, 1.0) == [], "the local member has no heartbeats to miss"
+
+
+def test_member_restarted_under_the_same_id_is_replaced_and_its_old_registration_expiring_keeps_the_new() -> None:
+    m = _members()
+    m.joined("w1", {"cpu": 1}, "addr-1", now=0.0)
+    m.place("t1", "w1")
+    assert not m.replaced("w1", "addr-1"), "the same registration again is not a restart"
+    assert m.replaced("w1", "addr-2"), "a known, live member registering from a new address restarted"
+    assert m.lose("w1") == ["t1"], "its trials died with it"
+    m.release("t1")
+    m.joined("w1", {"cpu": 1}, "addr-2", now=1.0)
+    assert "w1" not in m.lost and m.choose() == "w1"
+    assert not m.is_current("w1", "addr-1"), "the old registration's expiry is not about the member we hold"
+    assert m.is_current("w1", "addr-2")
+    assert not m.replaced("w1", "addr-2")
+
+
+def test_a_lost_member_registering_again_is_not_a_replacement() -> None:
+    m = _members()
+    m.joined("w1", {"cpu": 1}, "addr-1", now=0.0)
+    assert m.lose("w1") == []
+    assert m.lose("w1") is None, "lost once: not again"
+    assert not m.replaced("w1", "addr-2")
+
+
+def test_members_fall_silent_after_the_heartbeat_timeout() -> None:
+    m = _members()
+    m.joined("w1", {"cpu": 1}, "a1", now=0.0)
+    m.joined("w2", {"cpu": 1}, "a2", now=0.0)
+    assert not m.heartbeat("w1", 5.0)
+    assert m.silent(10.0, 10.0) == []
+    assert m.silent(10.5, 10.0) == ["w2"], "w2 has not beaten since it joined"
+    assert m.silent(15.5, 10.0) == ["w1", "w2"]
+    m.lose("w2")
+    assert m.silent(15.5, 10.0) == ["w1"], "a lost member is not lost again"
+
+
+def test_a_lost_member_comes_back_on_its_next_heartbeat() -> None:
+    m = _members()
+    m.joined("w1", {"cpu": 2}, "a1", now=0.0)
+    m.lose("w1")
+    assert m.free_slots() == 0 and m.choose() is None, "a lost member holds nothing"
+    assert m.heartbeat("w1", 20.0), "reachable again"
+    assert not m.heartbeat("w1", 21.0), "only the first heartbeat brings it back"
+    assert m.free_slots() == 2 and m.choose() == "w1"
+    assert m.silent(30.0, 10.0) == [] and m.silent(31.5, 10.0) == ["w1"]
+
+
+def test_unplaceable_trials_count_their_waiting_time_until_a_member_can_hold_them() -> None:
+    m = _members(resources_per_trial={"cpu": 4})
+    m.joined("small", {"cpu": 2}, "a1", now=0.0)
+    assert m.unplaceable_for(False, 5.0) is None, "nothing waits"
+    assert m.unplaceable_for(True, 10.0) == 0.0
+    assert m.unplaceable_for(True, 25.0) == 15.0
+    assert m.unplaceable_for(False, 26.0) is None
+    assert m.unplaceable_for(True, 30.0) == 0.0, "the count restarts once nothing waited"
+    m.joined("big", {"cpu": 8}, "a2", now=31.0)
+    assert m.unplaceable_for(True, 40.0) is None, "a big enough member joined"
+    m.lose("big")
+    assert m.unplaceable_for(True, 50.0) == 0.0, "a lost member is no place a trial could ever fit"
+
+
+def test_placement_books_are_kept_per_member() -> None:
+    m = _members()
+    m.joined("w1", {"cpu": 2}, "a1", now=0.0)
+    assert m.free_slots() == 2
+    m.place("t1", "w1")
+    assert m.where("t1") == "w1" and m.free_slots() == 1
+    m.release("t1")
+    assert m.where("t1") is None and m.free_slots() == 2
+    assert m.rows() == [{"member": "w1", "resources": {"cpu": 2}, "free": {"cpu": 2.0}, "trials": [],
+                         "lost": False}]
+
+
+# ---------------------------------------------------------------------------------- ActorPool
+def test_pool_hands_out_new_handles_after_the_driver() -> None:
+    pool = ActorPool(keep_idle=2)
+    assert [pool.new_handle() for _ in range(3)] == [DRIVER + 1, DRIVER + 2, DRIVER + 3]
+
+
+def test_pool_reuses_idle_actors_only_on_their_own_member() -> None:
+    pool = ActorPool(keep_idle=4)
+    assert pool.park(5, "a") and pool.park(6, "b") and pool.park(7, "b")
+    assert pool.reuse("c") is None
+    assert pool.reuse("b") == 6 and pool.reuse("b") == 7 and pool.reuse("b") is None
+    assert pool.reuse("a") == 5 and pool.idle == []
+
+
+def test_pool_parks_at_most_keep_idle_actors() -> None:
+    pool = ActorPool(keep_idle=1)
+    assert pool.park(5, "a")
+    assert not pool.park(6, "a"), "over the limit: the caller retires it"
+    assert pool.all_handles() == [5]
+    assert not ActorPool(keep_idle=0).park(5, "a"), "reuse_actors=False keeps none"
+
+
+def test_pool_assign_unassign_and_gone() -> None:
+    pool = ActorPool(keep_idle=2)
+    pool.assign("t1", 3, run_id=1)
+    pool.park(4, "a")
+    assert pool.actor_of == {"t1": 3} and pool.trial_of == {3: "t1"}
+    assert sorted(pool.all_handles()) == [3, 4]
+    assert pool.gone(4) is None and pool.idle == [], "an idle actor exited: dropped from the pool"
+    assert pool.gone(3) == "t1" and pool.actor_of == {}
+    assert pool.unassign("t1") is None
+
+
+def test_pool_drops_messages_of_an_earlier_run() -> None:
+    pool = ActorPool(keep_idle=0)
+    pool.assign("t1", 3, run_id=2)
+    assert pool.in_order("t1", 1, 1, "old") == [], "run 1 is over"
+    assert pool.in_order("t1", 2, 1, "new") == ["new"]
+    assert pool.in_order("nobody", 1, 1, "x") == []
+    pool.close_inbox("t1")
+    assert pool.in_order("t1", 2, 2, "late") == [], "the run ended: nothing more is expected"
+
+
+def test_pool_puts_a_runs_messages_back_in_send_order() -> None:
+    pool = ActorPool(keep_idle=0)
+    pool.assign("t1", 3, run_id=1)
+    assert pool.in_order("t1", 1, 3, "ended") == []
+    assert pool.in_order("t1", 1, 2, "results-2") == []
+    assert pool.in_order("t1", 1, 1, "results-1") == ["results-1", "results-2", "ended"]
+    assert pool.in_order("t1", 1, 2, "results-2") == [], "a duplicate is dropped"
+    pool.assign("t1", 3, run_id=2)
+    assert pool.in_order("t1", 2, 1, "run-2") == ["run-2"], "a new run numbers from 1 again"
+
+
+# ---------------------------------------------------------------------------------- DriverFeed
+def _snap(trial_id: str) -> Any:
+    table = TrialTable()
+    return table.add(trial_id, {}).snapshot()
+
+
+def test_feed_batches_events_behind_one_wake_up() -> None:
+    feed = DriverFeed(forward_events=True, log_to_driver=True)
+    assert feed.event(EventType.START, _snap("a")) == [WakeAfter(EVENTS_DELAY_S, Tick.EVENTS)]
+    assert feed.event(EventType.RESULT, _snap("a"), {"x": 1}) == [], "a wake-up is already pending"
+    out = TrialOutput("a", 1, 1, 99, "", ((1, "hello"),))
+    assert feed.output(out) == []
+    sent = feed.tick()
+    assert len(sent) == 2 and all(isinstance(c, Send) and c.to == DRIVER for c in sent)
+    events = sent[0].msg  # type: ignore[union-attr]
+    assert isinstance(events, TrialEvents) and events.seq == 1
+    assert [e.kind for e in events.events] == [EventType.START, EventType.RESULT]
+    assert sent[1].msg == TrialOutputBatch((out,))  # type: ignore[union-attr]
+    assert feed.tick() == [], "nothing left"
+    assert feed.event(EventType.COMPLETE, _snap("a")) == [WakeAfter(EVENTS_DELAY_S, Tick.EVENTS)], "armed again"
+    assert (feed.event_seq, feed.output_batches) == (1, 1)
+
+
+def test_feed_flushes_a_full_batch_at_once() -> None:
+    feed = DriverFeed(forward_events=True, log_to_driver=False)
+    for i in range(499):
+        assert all(isinstance(c, WakeAfter) for c in feed.event(EventType.RESULT, _snap("a"), {"i": i}))
+    out = feed.event(EventType.RESULT, _snap("a"), {"i": 499})
+    assert len(out) == 1 and isinstance(out[0], Send)
+    assert len(out[0].msg.events) == 500 and feed.events == []
+
+
+def test_feed_sends_nothing_once_the_driver_is_gone() -> None:
+    feed = DriverFeed(forward_events=True, log_to_driver=True)
+    feed.event(EventType.START, _snap("a"))
+    feed.output(TrialOutput("a", 1, 1, 99, "", ((1, "x"),)))
+    feed.driver_present = False
+    assert feed.flush() == [] and feed.tick() == []
+    assert feed.events == [] and feed.console_out == [], "dropped, not kept for nobody"
+    assert (feed.event_seq, feed.output_batches) == (0, 0)
+
+
+def test_feed_forwards_only_what_was_asked_for() -> None:
+    feed = DriverFeed(forward_events=False, log_to_driver=False)
+    assert feed.event(EventType.START, _snap("a")) == []
+    assert feed.output(TrialOutput("a", 1, 1, 99, "", ((1, "x"),))) == []
+    assert feed.flush() == []
+
+
+def test_ask_answer_marks_the_trials_latest_result_event() -> None:
+    feed = DriverFeed(forward_events=True, log_to_driver=False)
+    feed.event(EventType.RESULT, _snap("a"), {"i": 1})
+    feed.event(EventType.RESULT, _snap("b"), {"i": 1})
+    feed.event(EventType.RESULT, _snap("a"), {"i": 2})
+    feed.event(EventType.CHECKPOINT, _snap("a"), checkpoint="mem://c")
+    assert feed.ask_answer("a", 3, 7)
+    marked = [(e.trial.trial_id, (e.result or {}).get("i"), e.answer_run, e.answer_batch) for e in feed.events]
+    assert marked == [("a", 1, 0, 0), ("b", 1, 0, 0), ("a", 2, 3, 7), ("a", None, 0, 0)]
+    assert not feed.ask_answer("c", 1, 1), "no result event of that trial is waiting"
+
+
+def test_progress_report_counts_and_best() -> None:
+    spec = make_spec(metric="loss", mode="min")
+    table = TrialTable()
+    for tid, loss in (("a", 3.0), ("b", 1.0), ("c", None)):
+        rec = table.add(tid, {"lr": 0.1})
+        if loss is not None:
+            rec.last_result = {"loss": loss}
+    table.start("a")
+    report = progress_report(spec, table, {"a": "local"}, elapsed_s=12.0)
+    assert report.counts == {"PENDING": 2, "RUNNING": 1}
+    assert (report.best, report.best_trial, report.elapsed_s) == (1.0, "b", 12.0)
+    assert report.rows[0].trial_id == "a" and report.rows[0].member == "local"
+
+
+# ---------------------------------------------------------------------------------- ResultGate
+def _batch(trial_id: str, run_id: int, seq: int) -> TrialResults:
+    return TrialResults(trial_id, run_id, seq, ({"training_iteration": seq},), None)
+
+
+def test_gate_matches_answers_to_the_held_batch_only() -> None:
+    gate = ResultGate(on=True)
+    gate.hold(_batch("a", 2, 5), Decision.PAUSE)
+    assert gate.answer_for(CallbackAnswer("a", 2, 4, False)) is None, "an older batch"
+    assert gate.answer_for(CallbackAnswer("a", 1, 5, False)) is None, "an older run"
+    assert gate.answer_for(CallbackAnswer("b", 2, 5, False)) is None
+    entry = gate.answer_for(CallbackAnswer("a", 2, 5, True))
+    assert entry is not None and entry.batch == _batch("a", 2, 5)
+    held = gate.release("a")
+    assert (held.batch, held.decision) == (_batch("a", 2, 5), Decision.PAUSE), "the decision waits with it"
+    assert gate.held == {}
+
+
+def test_gate_releases_on_a_save_only_when_the_batch_waits_for_one() -> None:
+    gate = ResultGate(on=True)
+    gate.hold(_batch("a", 1, 1), Decision.CONTINUE)
+    assert gate.saved("a") is None, "a save the batch does not wait for (e.g. a scheduler's)"
+    assert "a" in gate.held
+    gate.held["a"].awaiting_save = True
+    held = gate.saved("a")
+    assert held is not None and held.batch == _batch("a", 1, 1) and gate.held == {}
+    gate.hold(_batch("a", 2, 1), Decision.STOP)
+    gate.drop("a")
+    assert gate.held == {} and gate.saved("a") is None
+    gate.drop("a")  # dropping nothing is fine
+
+
+# ---------------------------------------------------------------------------------- Watchdog
+def _running(*trial_ids: str) -> TrialTable:
+    table = TrialTable()
+    for tid in trial_ids:
+        table.add(tid, {})
+        table.start(tid)  # run 1, STEPPING
+    return table
+
+
+def test_halt_deadline_is_given_once_and_not_extended_by_a_second_stop() -> None:
+    table = _running("a")
+    dog = Watchdog(grace_s=10.0)
+    dog.arm("a", 1, now=0.0)
+    dog.arm("a", 1, now=5.0)  # asked again: the first deadline holds
+    assert dog.overdue(table, 9.9) == []
+    assert dog.overdue(table, 10.0) == [("a", 1)]
+    assert dog.overdue(table, 11.0) == [], "overdue once"
+
+
+def test_halt_deadline_is_void_when_the_run_is_over() -> None:
+    table = _running("a", "b")
+    dog = Watchdog(grace_s=10.0)
+    dog.arm("a", 1, now=0.0)
+    dog.arm("b", 1, now=0.0)
+    dog.started("a", 2, now=1.0, time_total_s=0.0)  # a new run: the old deadline is void
+    table.ended("b", 1, EndReason.COMPLETED)
+    assert dog.overdue(table, 20.0) == [] and dog.halt_by == {}
+
+
+def test_saving_or_stopping_trials_get_a_deadline_without_an_arm() -> None:
+    table = _running("a")
+    table.request(SchedulerAction(ActionKind.STOP, "a"))
+    assert table.get("a").phase is Phase.STOPPING
+    dog = Watchdog(grace_s=10.0)
+    assert dog.overdue(table, 100.0) == [], "armed now"
+    assert dog.overdue(table, 110.0) == [("a", 1)]
+
+
+def test_time_limits_count_this_run_on_top_of_the_trials_earlier_time() -> None:
+    table = _running("a", "b")
+    dog = Watchdog(grace_s=10.0)
+    dog.started("a", 1, now=100.0, time_total_s=5.0)
+    dog.started("b", 1, now=100.0, time_total_s=0.0)
+    assert dog.over_time(table, 114.9, limit=20.0) == []
+    assert dog.over_time(table, 115.0, limit=20.0) == ["a"]
+    assert dog.over_time(table, 120.0, limit=20.0) == ["a", "b"]
+    table.request(SchedulerAction(ActionKind.STOP, "a"))  # already stopping: not asked again
+    assert dog.over_time(table, 130.0, limit=20.0) == ["b"]
+    dog.started("b", 2, now=130.0, time_total_s=0.0)  # a clock of another run of b
+    assert dog.over_time(table, 200.0, limit=20.0) == []
+
+
+def test_a_process_is_lost_only_when_two_checks_in_a_row_find_it_gone() -> None:
+    dog = Watchdog(grace_s=10.0)
+    gone = (("a", 1, -9),)
+    assert dog.seen_gone(gone) == [], "once may be an exit notice still on its way"
+    assert dog.seen_gone(gone) == [("a", 1, -9)]
+    assert dog.seen_gone(()) == []
+    assert dog.seen_gone(gone) == [] and dog.seen_gone(()) == [], "a check without it starts over"
+    assert dog.seen_gone(gone) == []
+    assert dog.seen_gone((("a", 2, None),)) == [], "another run of the trial: a first sighting"
+    assert dog.seen_gone((("a", 2, None),)) == [("a", 2, None)]
+
+
+def test_watchdog_knows_each_runs_process() -> None:
+    dog = Watchdog(grace_s=1.0)
+    dog.process("a", 2, 4242)
+    assert dog.pid("a", 2) == 4242 and dog.pid("a", 1) is None and dog.pid("b", 2) is None
+    assert dog.forget("a") == 4242 and dog.pid("a", 2) is None and dog.forget("a") is None
+
+
+def test_exit_descriptions() -> None:
+    assert describe_exit(-9) == "killed by SIGKILL" and describe_exit(3) == "exited with code 3"
+    assert describe_exit(None) == "exit status unknown" and describe_exit(-1000) == "killed by signal 1000"
+    assert "out-of-memory" in death_message(-9) and "exited unexpectedly" in death_message(None)
+
