@@ -7,7 +7,7 @@ of thousands of trials costs only its last results until a history is asked for.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from actors._driver.checkpoint import Checkpoint
@@ -227,4 +227,14 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-__all__ = ["Result", "ResultGrid"]
+def grid_of(trials: Iterable[TrialSummary], ctx: Any, name: str, metric: str | None, mode: str | None,
+            checkpoint_config: CheckpointConfig | None) -> ResultGrid:
+    """The grid ``fit()`` returns for the controller's final summaries (``actors.testing.simulate``
+    builds its grid here too); ``ctx`` is the experiment's ``storage.StorageContext``."""
+    from storage import ExperimentLayout
+
+    results = [Result(s, ctx.url, dict(ctx.options), name, checkpoint_config) for s in trials]
+    return ResultGrid(results, metric, mode, ctx.uri(ExperimentLayout(ctx, name).experiment_dir))
+
+
+__all__ = ["Result", "ResultGrid", "grid_of"]

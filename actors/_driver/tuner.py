@@ -30,10 +30,10 @@ from actors._driver.loggers import LoggerCallback, controller_loggers, driver_ca
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressReporter, TrialLines
-from actors._driver.result_grid import Result, ResultGrid
-from actors._driver.spec import ExperimentSpec
+from actors._driver.result_grid import ResultGrid, grid_of
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
+from actors._engine.spec import ExperimentSpec
 from actors.messages import (
     AbortExperiment,
     ExperimentFinished,
@@ -253,11 +253,9 @@ class Tuner:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1
         self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
                              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-        layout = ExperimentLayout(self._ctx, self.name)
-        cc = self.run_config.checkpoint_config
-        results = [Result(s, self._ctx.url, dict(self._ctx.options), self.name, cc) for s in finished.trials]
-        grid = ResultGrid(results, self.tune_config.metric, self.tune_config.mode,
-                          self._ctx.uri(layout.experiment_dir))
+        grid = grid_of(finished.trials, self._ctx, self.name, self.tune_config.metric, self.tune_config.mode,
+                       self.run_config.checkpoint_config)
+        results = list(grid)
         if finished.error and spec.fail_fast_raise:  # Ray Tune raises the trial's own error here
             failed = [r.error for r in results if r.error is not None]
             if failed:

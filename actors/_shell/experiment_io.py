@@ -45,9 +45,13 @@ FENCE_INDEX_GAP = 1024
 
 
 class ExperimentIO:
-    def __init__(self, spec: ExperimentSpec, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, spec: ExperimentSpec, clock: Callable[[], float] = time.monotonic,
+                 cost_clock: Callable[[], float] = time.perf_counter) -> None:
         self.spec = spec
         self.clock = clock
+        # measures what a state write costs (it spaces the writes): the simulator passes a
+        # deterministic one, so the real cost of a write never changes a simulated run
+        self.cost_clock = cost_clock
         self.ctx = StorageContext(spec.storage_url, spec.storage_options)
         self.layout = ExperimentLayout(self.ctx, spec.name)
         # result.json, progress.csv and any other in_controller logger: written as results arrive
@@ -264,7 +268,7 @@ class ExperimentIO:
         (the ``SchedulerCall`` numbered ``tag``) arrives, so the two always match on restore."""
         if self.frozen:
             return
-        started = time.perf_counter()
+        started = self.cost_clock()
         self.dirty = False
         self.table = table
         self.pending_tag = tag
@@ -283,7 +287,7 @@ class ExperimentIO:
             "written_at": time.time(),
         }
         self.last_state = self.clock()
-        self.write_cost = time.perf_counter() - started
+        self.write_cost = self.cost_clock() - started
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
         """The scheduler's state as of call ``tag``; completes the snapshot taken with that call.
@@ -304,9 +308,9 @@ class ExperimentIO:
         state = dict(self.pending_table, scheduler=_b64(self.sched_blob), retired=retired)
         self.pending_table = None
         self.loggers.flush()  # rows first: a state never names results that are not in storage
-        started = time.perf_counter()
+        started = self.cost_clock()
         write_experiment_state(self.ctx, self.layout, state)
-        self.write_cost += time.perf_counter() - started
+        self.write_cost += self.cost_clock() - started
         self.state_refs, self.pending_refs = self.pending_refs, set()
         if self.deferred:
             self._delete_unreferenced()

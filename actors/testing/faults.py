@@ -1,0 +1,104 @@
+"""What can go wrong in a simulated experiment, and the storage wrapper that makes writes fail.
+
+Every fault is drawn from the simulation's seeded random generator (probabilities) or fixed in
+advance (points), so a seed reproduces the same failures at the same moments.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from storage import StorageError
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Failures to inject into a simulated experiment (all off by default).
+
+    Probabilities are per opportunity: per trial step, per message, per hook call, per store call.
+    Points name a trial by its number (0 for the first trial created) and the iteration it
+    reaches: ``fail_at=((0, 3),)`` makes the first trial's trainable raise at its third step.
+    """
+
+    # the trainable raises at a step: TrialEnded(FAILED) after every result before it
+    trial_fail_p: float = 0.0
+    fail_at: tuple[tuple[int, int], ...] = ()
+    # the trial's process dies right after a step's report (and its checkpoint, if any): results
+    # already sent are still in flight, those it held are lost; the core hears ActorGone
+    trial_die_p: float = 0.0
+    die_at: tuple[tuple[int, int], ...] = ()
+    # a process death whose ActorGone is never delivered (found only through CheckProcesses)
+    lost_exit_p: float = 0.0
+    # a scheduler hook raises (SchedulerFailed); SETUP loading never fails
+    scheduler_error_p: float = 0.0
+    # a message to a trial actor or probe cannot be handled (Undeliverable back to the core); the
+    # scheduler actor's failures are scheduler_error_p
+    poison_p: float = 0.0
+    # a store call that writes raises StorageError; ``storage_fail_at``: (method, n) fails its n-th call
+    storage_error_p: float = 0.0
+    storage_fail_at: tuple[tuple[str, int], ...] = ()
+    # a trial's checkpoint commit raises StorageError (the run fails, the experiment stops)
+    checkpoint_error_p: float = 0.0
+    # multi-host: (at_s, member_id, back_after_s) the member vanishes (its actors die silently, no
+    # heartbeats) and registers again back_after_s later (never if back_after_s < 0)
+    member_loss: tuple[tuple[float, str, float], ...] = ()
+    # a lost member's registration end is delivered (MemberLeft) with this probability
+    member_left_p: float = 0.5
+    # the driver sends AbortExperiment at this simulated time
+    abort_at_s: float | None = None
+    # message latency: uniform in [min, max] simulated seconds (reorders messages, even one sender's)
+    latency_s: tuple[float, float] = (0.0001, 0.003)
+
+    def __post_init__(self) -> None:
+        for name in ("trial_fail_p", "trial_die_p", "lost_exit_p", "scheduler_error_p", "poison_p",
+                     "storage_error_p", "checkpoint_error_p", "member_left_p"):
+            p = getattr(self, name)
+            if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+                raise ValueError(f"Faults({name}={p!r}): a probability between 0 and 1")
+        lo, hi = self.latency_s
+        if not 0.0 <= lo <= hi:
+            raise ValueError(f"Faults(latency_s={self.latency_s!r}): give (min, max) with 0 <= min <= max")
+        for method, _ in self.storage_fail_at:
+            if method not in WRITE_CALLS:
+                raise ValueError(f"Faults(storage_fail_at=...): {method!r} is not a store call that writes; "
+                                 f"choose one of {sorted(WRITE_CALLS)}")
+
+
+# the ExperimentStore calls that write to storage (the ones a storage failure can hit)
+WRITE_CALLS = frozenset({"on_add", "on_start", "on_results", "on_checkpoint", "on_error", "on_finished", "fence",
+                         "freeze", "snapshot_table", "scheduler_saved", "close"})
+
+
+class FaultyStore:
+    """Wraps an ``ExperimentStore``: a chosen or drawn write call raises ``StorageError`` (before writing)."""
+
+    def __init__(self, inner: Any, faults: Faults, rng: random.Random) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_faults", faults)
+        object.__setattr__(self, "_rng", rng)
+        object.__setattr__(self, "_counts", {})
+        object.__setattr__(self, "failures", [])
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if name not in WRITE_CALLS or not callable(value):
+            return value
+        faults: Faults = self._faults
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            n = self._counts[name] = self._counts.get(name, 0) + 1
+            if (name, n) in faults.storage_fail_at or (
+                    faults.storage_error_p and self._rng.random() < faults.storage_error_p):
+                self.failures.append((name, n))
+                raise StorageError(f"simulated storage failure in {name} (call {n})", url="memory://simulated")
+            return value(*args, **kwargs)
+
+        return call
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)  # the core sets store.dirty
+
+
+__all__ = ["WRITE_CALLS", "Faults", "FaultyStore"]

@@ -1,0 +1,370 @@
+"""One trial actor and its worker thread, simulated: the real protocol, no threads, simulated time.
+
+``SimTrial`` plays ``actors/_shell/trial_actor.py`` (the mailbox, batching, ``seq`` numbering) and
+``actors/_worker/runner.py`` (a class trainable's loop: results held in a window of at most
+``RunTrial.window`` unacknowledged ones, commands acted on only inside ``report()``) as they behave,
+so the core meets the same message sequences as in a real run. The trainable is a user
+``curve(config, iteration) -> dict``; a step lasts the dict's ``time_this_iter_s`` (default 1.0)
+simulated seconds. Checkpoints are committed for real through the ``storage`` package, as the
+runner commits them, so ``ExperimentIO.recover`` finds the ones whose results were never sent.
+
+The owner (``SimWorld``) delivers messages with ``receive`` and, when ``step_at`` comes, calls
+``step_done``; both return the messages the actor sends, in send order.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from actors._shell.trial_actor import MAX_BATCH, TrialActor
+from actors._worker.runner import Command
+from actors.messages import (
+    CheckpointRef,
+    EndReason,
+    RunTrial,
+    TrialEnded,
+    TrialProceed,
+    TrialProcess,
+    TrialResults,
+    TrialSave,
+    TrialSaved,
+    TrialStop,
+)
+from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
+from storage import ExperimentLayout, StorageContext, StorageError, commit_checkpoint
+
+Curve = Callable[[dict[str, Any], int], dict[str, Any]]
+Commit = Callable[[StorageContext, str, dict[str, Any]], None]
+DEFAULT_STEP_S = 1.0
+
+_empty_dir: str | None = None
+
+
+def _empty() -> str:
+    """One empty local directory per process: what a simulated checkpoint uploads (only its manifest)."""
+    global _empty_dir
+    if _empty_dir is None:
+        _empty_dir = tempfile.mkdtemp(prefix="audition_sim_")
+        atexit.register(shutil.rmtree, _empty_dir, True)
+    return _empty_dir
+
+
+def commit_empty(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
+    """Commit a checkpoint with no files: the manifest, written last as always, is the checkpoint."""
+    commit_checkpoint(ctx, dest, _empty(), meta)
+
+
+class Crash(Enum):
+    """How a simulated step goes wrong."""
+
+    RAISE = "raise"  # the trainable raises instead of reporting: TrialEnded(FAILED)
+    DIE = "die"  # the process dies right after the step's report (and checkpoint): nothing more is sent
+
+
+class _Stop(Exception):
+    """The worker's ``_StopTrial``: the run unwinds (stopped, or failed to commit)."""
+
+
+class SimTrial:
+    """A trial actor with its worker, as a pure state machine over simulated time."""
+
+    batch_delay_s = TrialActor.batch_delay_s
+
+    def __init__(self, curve: Curve, pid: int, max_iterations: int | None = None,
+                 commit: Commit = commit_empty, hostname: str = "simulated", node_ip: str = "127.0.0.1") -> None:
+        self.curve = curve
+        self.pid = pid
+        self.max_iterations = max_iterations
+        self.commit = commit
+        self.hostname = hostname
+        self.node_ip = node_ip
+        self.msg: RunTrial | None = None
+        self.ended = True
+        self.dead = False
+        self.step_at: float | None = None  # when the step being computed reports
+        self.step_token = 0  # bumped per step: a stale step event is ignored
+        self._ctx: StorageContext | None = None
+        self._url: tuple[str, dict[str, Any]] | None = None
+
+    @property
+    def trial_id(self) -> str:
+        return self.msg.trial_id if self.msg is not None else ""
+
+    @property
+    def iteration(self) -> int:
+        """The iteration the worker has reported up to (the step being computed is the next)."""
+        return self._iteration if self.msg is not None else 0
+
+    # ------------------------------------------------------------------ the actor's mailbox
+    def receive(self, msg: Any, now: float) -> list[Any]:
+        if self.dead:
+            return []
+        if isinstance(msg, RunTrial):
+            return self._run(msg, now)
+        if not isinstance(msg, (TrialProceed, TrialSave, TrialStop)):
+            return []  # the real actor ignores what it does not know
+        m = self.msg
+        if m is None or self.ended or msg.trial_id != m.trial_id or msg.run_id != m.run_id:
+            return []  # another run's, or after the end
+        if isinstance(msg, TrialProceed):
+            self.commands.append((Command.PROCEED, self.batch_sizes.pop(msg.seq, 0)))
+        elif isinstance(msg, TrialSave):
+            self.commands.append((Command.SAVE, 0))
+        else:
+            self.stop_requested = True  # the next report unwinds, whatever the command queue holds
+            self.commands.append((Command.STOP, int(msg.save)))
+        return self._serve(now, block=True) if self.blocked else []
+
+    def die(self) -> None:
+        """The process is gone: nothing it held is ever sent."""
+        self.dead = True
+        self.step_at = None
+
+    def _run(self, msg: RunTrial, now: float) -> list[Any]:
+        if self._ctx is None or self._url != (msg.storage_url, msg.storage_options):
+            self._ctx = StorageContext(msg.storage_url, msg.storage_options)
+            self._url = (msg.storage_url, msg.storage_options)
+        self.layout = ExperimentLayout(self._ctx, msg.experiment_name)
+        self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
+        self.msg = msg
+        self.ended = False
+        self.seq = 0
+        self.batch_sizes: dict[int, int] = {}
+        self.held: list[dict[str, Any]] = []
+        self.held_ckpts: list[CheckpointRef] = []
+        self.held_since = 0.0
+        self.quiet = False
+        self.urgent = False
+        # the worker (TrialRunner)
+        self.commands: collections.deque[tuple[Command, int]] = collections.deque()
+        self.blocked = False
+        self.stop_requested = False
+        self.storage_failure: str | None = None
+        self.unacked = 0
+        self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
+        self._iteration = msg.start_iteration
+        self.committed_iteration = msg.start_iteration
+        self.time_total = msg.start_time_total_s
+        self.time_since_restore = 0.0
+        self.last_report_at = self.last_result_at = now
+        self.next_index = msg.next_checkpoint_index
+        self.latest: CheckpointRef | None = msg.checkpoint
+        self.last_result: dict[str, Any] | None = None
+        self.extra = dict(msg.extra_result)
+        self.done = False
+        out: list[Any] = [TrialProcess(msg.trial_id, msg.run_id, self.pid)]
+        self._start_step(now)
+        return out
+
+    # ------------------------------------------------------------------ the worker
+    def _start_step(self, now: float) -> None:
+        assert self.msg is not None
+        i = self._iteration + 1
+        self.step_token += 1
+        self.failure: tuple[str, str] | None = None
+        try:
+            metrics = self.curve(dict(self.msg.config), i)
+            if not isinstance(metrics, dict):
+                raise TypeError(f"curve(config, iteration) must return a dict of metrics, got "
+                                f"{type(metrics).__name__}")
+            metrics = dict(metrics)
+            duration = float(metrics.get(TIME_THIS_ITER_S, DEFAULT_STEP_S))
+            if not duration >= 0.0:
+                raise ValueError(f"curve returned time_this_iter_s={duration!r}: a step lasts >= 0 seconds")
+        except Exception as exc:  # the user's code raised: the run fails, as a raising step() does
+            self.failure = (f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            metrics, duration = {}, 0.0
+        if self.max_iterations is not None and i >= self.max_iterations:
+            metrics["done"] = True
+        self.pending = metrics
+        self.step_at = now + duration
+
+    def step_done(self, now: float, crash: Crash | None = None) -> list[Any]:
+        """The step being computed has finished: report it (or fail, or die) and go on."""
+        if self.dead or self.ended or self.step_at is None:
+            return []
+        self.step_at = None
+        if crash is Crash.RAISE:
+            self.failure = ("RuntimeError: simulated trainable failure",
+                            "Traceback (most recent call last):\nRuntimeError: simulated trainable failure\n")
+        if self.failure is not None:
+            return self._end(EndReason.FAILED, self.latest, *self.failure)
+        if self.stop_requested:  # report() unwinds before recording anything
+            return self._end(EndReason.STOPPED, self.latest)
+        metrics = self.pending
+        result = self._result(metrics, now)
+        freq = self.msg.checkpoint_frequency if self.msg else 0
+        want = (bool(freq) and self._iteration % freq == 0) or bool(metrics.get(SHOULD_CHECKPOINT))
+        self.unacked_rows.append(result)
+        ref = None
+        if want:
+            try:
+                ref = self._commit(result)
+            except _Stop:
+                return self._failed_commit()
+        if not self.held:
+            self.held_since, self.quiet = now, now - self.last_result_at >= self.batch_delay_s
+        self.last_result_at = now
+        self.held.append(result)
+        if ref is not None:
+            self.held_ckpts.append(ref)
+            self.urgent = True
+        self.unacked += 1
+        if crash is Crash.DIE:
+            self.die()
+            return []
+        out = self._flush() if len(self.held) >= MAX_BATCH else []
+        self.done = bool(metrics.get("done"))
+        return out + self._serve(now, block=self.unacked >= self._window)
+
+    @property
+    def _window(self) -> int:
+        return self.msg.window if self.msg is not None else 1
+
+    def _serve(self, now: float, block: bool) -> list[Any]:
+        """The worker inside report(): act on queued commands; block while the window is full."""
+        out: list[Any] = []
+        while True:
+            if not self.commands:
+                if block:
+                    self.blocked = True
+                    return out + self._pump(now, idle=True)
+                break
+            cmd, arg = self.commands.popleft()
+            if cmd is Command.PROCEED:
+                self.unacked -= arg
+                for _ in range(min(arg, len(self.unacked_rows))):
+                    self.unacked_rows.popleft()
+            elif cmd is Command.SAVE:
+                try:
+                    saved = self._commit(self.last_result)
+                except _Stop:
+                    return out + self._failed_commit()
+                out += self._flush()
+                self.seq += 1
+                out.append(TrialSaved(self.trial_id, self._run_id, self.seq, saved))
+            else:  # STOP
+                self.stop_requested = True
+                if arg:
+                    try:
+                        self._commit(self.last_result)
+                    except _Stop:
+                        return out + self._failed_commit()
+                return out + self._end(EndReason.STOPPED, self.latest)
+            block = self.unacked >= self._window
+        self.blocked = False
+        if self.done:  # the trainable returned: checkpoint_at_end, then the end
+            ckpt: CheckpointRef | None = None
+            if self.msg is not None and self.msg.checkpoint_at_end:
+                try:
+                    ckpt = self._commit(self.last_result)
+                except _Stop:
+                    return out + self._failed_commit()
+            return out + self._end(EndReason.COMPLETED, ckpt or self.latest)
+        self._start_step(now)
+        return out + self._pump(now, idle=False)
+
+    @property
+    def _run_id(self) -> int:
+        return self.msg.run_id if self.msg is not None else 0
+
+    def _result(self, metrics: dict[str, Any], now: float) -> dict[str, Any]:
+        """The result as TrialRunner._report builds it: the user's metrics plus Ray's auto-filled keys."""
+        assert self.msg is not None
+        self._iteration += 1
+        elapsed = now - self.last_report_at
+        self.last_report_at = now
+        given = metrics.get(TIME_THIS_ITER_S)  # a reported time_this_iter_s counts, not the clock
+        if isinstance(given, (int, float)) and not isinstance(given, bool):
+            elapsed = float(given)
+        self.time_total += elapsed
+        self.time_since_restore += elapsed
+        result = dict(metrics)
+        result.update(self.extra)
+        self.extra = {}
+        result.update(
+            trial_id=self.trial_id, training_iteration=self._iteration, time_this_iter_s=elapsed,
+            time_total_s=self.time_total, timestamp=metrics.get(TIMESTAMP) or int(now),
+            done=bool(metrics.get("done", False)), hostname=self.hostname, pid=self.pid,
+            date=time.strftime("%Y-%m-%d_%H-%M-%S", time.gmtime(now)), node_ip=self.node_ip,
+            config=self.msg.config, time_since_restore=self.time_since_restore,
+            iterations_since_restore=self._iteration - self.msg.start_iteration,
+        )
+        if self.msg.member:
+            result["member"] = self.msg.member
+        self.last_result = result
+        return result
+
+    def _commit(self, result: dict[str, Any] | None) -> CheckpointRef:
+        """Commit a checkpoint as TrialRunner._commit does; a StorageError fails the run (``_Stop``)."""
+        from storage._io import dumps
+
+        assert self._ctx is not None
+        index = self.next_index
+        self.next_index += 1
+        dest = self.layout.checkpoint_dir(self.trial_id, index)
+        metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
+        rows = [r for r in self.unacked_rows
+                if self.committed_iteration < int(r["training_iteration"]) <= self._iteration]
+        meta = {"iteration": self._iteration, "time_total_s": self.time_total, "metrics": metrics,
+                "results": json.loads(dumps(rows))}
+        try:
+            self.commit(self._ctx, dest, meta)
+        except StorageError as exc:
+            self.storage_failure = str(exc)
+            raise _Stop() from exc
+        ref = CheckpointRef(dest, index, self._iteration, self.time_total, metrics)
+        self.latest = ref
+        self.committed_iteration = self._iteration
+        return ref
+
+    def _failed_commit(self) -> list[Any]:
+        return self._end(EndReason.FAILED, self.latest, f"StorageError: {self.storage_failure}",
+                         f"Traceback (most recent call last):\nstorage.StorageError: {self.storage_failure}\n")
+
+    # ------------------------------------------------------------------ the actor's pump
+    def _pump(self, now: float, idle: bool) -> list[Any]:
+        """Send the held batch when the real actor would: a checkpoint among it, the worker blocked,
+        a full window, a slow trainable, or no further result before its batch_delay_s is up."""
+        if not self.held:
+            return []
+        full = sum(self.batch_sizes.values()) + len(self.held) >= self._window
+        late = self.step_at is None or self.step_at > self.held_since + self.batch_delay_s
+        if self.urgent or idle or full or self.quiet or late:
+            return self._flush()
+        return []
+
+    def _flush(self) -> list[Any]:
+        if not self.held:
+            return []
+        results, ckpts = self.held, self.held_ckpts
+        self.held, self.held_ckpts, self.urgent = [], [], False
+        self.seq += 1
+        self.batch_sizes[self.seq] = len(results)
+        latest = ckpts[-1] if ckpts else None
+        return [TrialResults(self.trial_id, self._run_id, self.seq, tuple(results), latest, tuple(ckpts[:-1]))]
+
+    def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
+             tb: str | None = None) -> list[Any]:
+        if self.storage_failure is not None and reason is not EndReason.FAILED:
+            reason, error = EndReason.FAILED, f"StorageError: {self.storage_failure}"
+        failure = self.storage_failure if reason is EndReason.FAILED else None
+        out = self._flush()
+        self.seq += 1
+        self.ended = True
+        self.blocked = False
+        self.step_at = None
+        out.append(TrialEnded(self.trial_id, self._run_id, self.seq, reason, ckpt, error, tb, failure))
+        return out
+
+
+__all__ = ["Crash", "Curve", "SimTrial", "commit_empty"]

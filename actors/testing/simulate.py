@@ -1,0 +1,168 @@
+"""``simulate``: a whole experiment in one process, deterministic, in simulated time.
+
+The experiment is set up by the same ``Tuner`` code as ``fit()`` (validation, searcher, scheduler,
+stopper, the ``ExperimentSpec``) and run by the same ``ExperimentCore``, scheduler host, searcher
+and stopper; only the transport, the trials' execution and the clock are simulated
+(``SimWorld``, ``SimTrial``). A trial is a learning curve, ``curve(config, iteration) -> dict``::
+
+    from actors import TuneConfig, search
+    from actors.schedulers import ASHAScheduler
+    from actors.testing import simulate
+
+    def curve(config, i):
+        return {"loss": config["lr"] / i, "time_this_iter_s": 10.0}
+
+    sim = simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                   TuneConfig(metric="loss", mode="min", num_samples=20, scheduler=ASHAScheduler(max_t=30)),
+                   max_iterations=30, seed=1)
+    print(sim.results.get_best_result().config, sim.simulated_time_s)
+
+The seed fixes the configurations drawn (when ``TuneConfig(seed=)`` is not given), the message
+interleaving and every drawn fault. Results are written to ``memory://`` storage unless
+``RunConfig(storage=...)`` names another place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from actors._driver.config import RunConfig, TuneConfig
+from actors._driver.result_grid import ResultGrid, grid_of
+from actors._driver.trainable import Trainable
+from actors._engine.signals import Start
+from actors.messages import ExperimentFinished
+from actors.testing.faults import Faults, FaultyStore
+from actors.testing.sim_trial import DEFAULT_STEP_S, Curve
+from actors.testing.world import SimWorld
+
+_names = itertools.count()
+SIM_WRITE_COST_S = 0.0005
+
+
+class CurveTrainable(Trainable):
+    """A class trainable that reports ``curve(config, iteration)``: run it with ``fit()`` to compare a
+    real experiment with its simulation (``make(curve, max_iterations)`` builds one)."""
+
+    curve: Curve
+    max_iterations: int | None = None
+
+    @classmethod
+    def make(cls, curve: Curve, max_iterations: int | None = None) -> type[CurveTrainable]:
+        name = getattr(curve, "__name__", "curve")
+        return type(name if name.isidentifier() else "curve", (cls,),
+                    {"curve": staticmethod(curve), "max_iterations": max_iterations})
+
+    def step(self) -> dict[str, Any]:
+        i = self.iteration + 1
+        metrics = dict(type(self).curve(dict(self.config), i))
+        metrics.setdefault("time_this_iter_s", DEFAULT_STEP_S)  # the simulated duration counts, as simulated
+        if self.max_iterations is not None and i >= self.max_iterations:
+            metrics["done"] = True
+        return metrics
+
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any]:
+        return {"iteration": self.iteration}  # the runner resumes the count from the checkpoint
+
+
+@dataclass
+class Simulation:
+    """What ``simulate`` returns."""
+
+    results: ResultGrid | None  # None only if the experiment never reported its end (``hung``)
+    error: str | None  # the experiment was aborted (as fit() would raise TuneError with it)
+    simulated_time_s: float
+    deliveries: int  # messages and notifications handed to the core or a simulated actor
+    hung: bool
+    hang_reason: str | None
+    finished: ExperimentFinished | None
+    storage_url: str
+    name: str
+    world: SimWorld
+
+    @property
+    def experiment_path(self) -> str:
+        from storage import ExperimentLayout, StorageContext
+
+        ctx = StorageContext(self.storage_url)
+        return ctx.uri(ExperimentLayout(ctx, self.name).experiment_dir)
+
+    def discard(self) -> None:
+        """Delete what the simulation wrote to ``memory://`` storage (results are unreadable after)."""
+        from storage import StorageContext
+
+        ctx = StorageContext(self.storage_url)
+        if ctx.is_process_local and ctx.fs.exists(ctx.root):
+            ctx.fs.rm(ctx.root, recursive=True)
+
+
+def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
+             run_config: RunConfig | None = None, *, seed: int = 0, faults: Faults | None = None,
+             max_iterations: int | None = None, cpus: float | None = None,
+             members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
+             max_time_s: float = 1e7, idle_limit_s: float = 120.0) -> Simulation:
+    """Run one experiment in simulated time and return its results (see the module's docstring).
+
+    ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
+    machine's CPUs (default: this machine's, as ``fit()`` sees them), which with the trials'
+    resources bounds how many run at once. ``members``: simulate a multi-host run on these members
+    (``{"m1": {"cpu": 4}}``), the only case where ``Faults(member_loss=...)`` applies.
+    """
+    from actors._driver.loggers import controller_loggers
+    from actors._driver.tuner import Tuner
+    from actors._engine.core import ExperimentCore
+    from actors._shell.controller import explain
+    from actors._shell.experiment_io import ExperimentIO
+
+    if not callable(curve):
+        raise TypeError(f"simulate(curve=...) takes a function curve(config, iteration) -> dict, got "
+                        f"{type(curve).__name__}")
+    if max_iterations is not None and (not isinstance(max_iterations, int) or max_iterations < 1):
+        raise ValueError(f"simulate(max_iterations={max_iterations!r}): a positive number of iterations")
+    faults = faults or Faults()
+    tc = tune_config or TuneConfig()
+    if tc.seed is None and tc.search_alg is None:
+        tc = dataclasses.replace(tc, seed=seed)  # the drawn configurations follow the simulation's seed
+    rc = run_config or RunConfig()
+    rc = dataclasses.replace(rc, system="simple", name=rc.name or "simulation", verbose=0,
+                             storage=rc.storage or f"memory://audition-sim/{next(_names)}")
+    trainable = CurveTrainable.make(curve, max_iterations)
+    tuner = Tuner(trainable, param_space=param_space, tune_config=tc, run_config=rc)
+    spec = tuner._spec()
+    spec.loggers = controller_loggers(rc.callbacks)
+    spec.actor_processes = True  # each simulated trial has a process: liveness checks and kills apply
+    spec.log_to_driver = spec.forward_events = spec.callback_gate = False
+    need = float(spec.resources_per_trial.get("cpu", 1))
+    if members:
+        spec.multi_host, spec.leader_resources = True, {}
+        spec.max_concurrent = tc.max_concurrent_trials or 1_000_000
+    elif cpus is not None:
+        slots = max(1, int(cpus // need)) if need > 0 else int(cpus)
+        spec.max_concurrent = min(slots, tc.max_concurrent_trials or slots)
+        spec.total_resources = {"cpu": float(cpus)}
+    tuner._save_tuner(spec)  # so Tuner.restore can continue an aborted simulation, as after fit()
+
+    world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
+                     max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s)
+
+    def open_store(s: Any) -> Any:
+        # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically
+        ticks = itertools.count(0.0, SIM_WRITE_COST_S)
+        io = ExperimentIO(s, clock=lambda: world.now, cost_clock=lambda: next(ticks))
+        if not s.restore_state:
+            io.trial_prefix = f"sim{seed % 100000:05d}"  # trial ids follow the seed too
+        return FaultyStore(io, faults, world.rng)
+
+    world.core = ExperimentCore(spec, open_store, explain, controller_pid=1)
+    world.run(Start())
+    fin = world.finished
+    grid = None
+    if fin is not None:
+        grid = grid_of(fin.trials, tuner._ctx, tuner.name, tc.metric, tc.mode, rc.checkpoint_config)
+    return Simulation(grid, fin.error if fin else None, world.now, world.deliveries, world.hung,
+                      world.hang_reason, fin, tuner._ctx.url, tuner.name, world)
+
+
+__all__ = ["CurveTrainable", "Simulation", "simulate"]

@@ -1,0 +1,366 @@
+"""A seeded discrete-event world around one experiment core: simulated transport, actors and clock.
+
+The core's commands are carried out here instead of by Thespian: every ``Send`` arrives after a
+latency drawn from the seeded generator (so messages, even two in a row from one sender, may
+overtake each other, as on Thespian's TCP transport), ``WakeAfter`` sets a timer, ``Spawn`` makes a
+``SimTrial``, a scheduler (the real ``SchedulerEndpoint``) or a member probe. ``Faults`` decide what
+goes wrong. The run is over when the core emits ``Finish``; it *hangs* when nothing but timers
+is left for ``idle_limit_s`` simulated seconds, no event is left at all, or a cap is exceeded.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from actors._engine.scheduler_endpoint import SchedulerEndpoint
+from actors._engine.signals import (
+    DRIVER,
+    ActorGone,
+    ActorKind,
+    CheckProcesses,
+    Finish,
+    Handle,
+    KillProcess,
+    MemberJoined,
+    MemberLeft,
+    ProcessesChecked,
+    Reply,
+    Retire,
+    Send,
+    ShutdownSystem,
+    Spawn,
+    Undeliverable,
+    Wake,
+    WakeAfter,
+    WatchMembers,
+)
+from actors.messages import (
+    AbortExperiment,
+    ExperimentFinished,
+    HookKind,
+    MemberHeartbeat,
+    ProbeKill,
+    ProbeStart,
+    RunTrial,
+    SchedulerCall,
+    SchedulerFailed,
+    SchedulerReply,
+    SchedulerSetup,
+)
+from actors.testing.faults import Faults
+from actors.testing.sim_trial import Commit, Crash, Curve, SimTrial, commit_empty
+from storage import StorageContext, StorageError
+
+SIGKILL_CODE = -9
+FIRST_PID = 10_000
+
+
+class _Kind(Enum):
+    CORE = 0  # an event for the core
+    ACTOR = 1  # a message for a simulated actor
+    STEP = 2  # a trial's step finishes
+    BEAT = 3  # a probe's heartbeat timer
+    MEMBER = 4  # a member is lost or comes back
+
+
+class _FaultyEndpoint(SchedulerEndpoint):
+    """The real endpoint, whose hooks may be made to raise."""
+
+    def __init__(self, fail: Callable[[], bool]) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def _handle(self, msg: SchedulerCall) -> SchedulerReply | SchedulerFailed:
+        if self.host is not None and self.fail():
+            name = type(self.host.scheduler).__name__
+            return SchedulerFailed(msg.seq, msg.kind, f"{name} raised in its {msg.kind.value} hook: "
+                                   "RuntimeError('simulated scheduler failure')\n")
+        return super()._handle(msg)
+
+
+@dataclass
+class _Actor:
+    kind: ActorKind
+    member: str | None
+    trial: SimTrial | None = None
+    scheduler: SchedulerEndpoint | None = None
+    probe: ProbeStart | None = None
+    beat: int = 0
+    alive: bool = True
+
+
+@dataclass
+class _Member:
+    resources: dict[str, float]
+    incarnation: int = 0
+    up: bool = True
+    actors: set[Handle] = field(default_factory=set)
+
+
+class SimWorld:
+    """Runs ``core`` (anything with ``handle(event, now) -> commands``) to its end in simulated time."""
+
+    def __init__(self, core: Any, curve: Curve, *, seed: int = 0, faults: Faults | None = None,
+                 max_iterations: int | None = None, members: dict[str, dict[str, float]] | None = None,
+                 max_deliveries: int = 1_000_000, max_time_s: float = 1e7, idle_limit_s: float = 120.0,
+                 commit: Commit = commit_empty) -> None:
+        self.core = core
+        self.curve = curve
+        self.rng = random.Random(seed)
+        self.faults = faults or Faults()
+        self.max_iterations = max_iterations
+        self.members = {m: _Member(dict(r)) for m, r in (members or {}).items()}
+        self.max_deliveries = max_deliveries
+        self.max_time_s = max_time_s
+        self.idle_limit_s = idle_limit_s
+        self._commit = commit
+        self.now = 0.0
+        self.deliveries = 0  # messages and notifications handed to the core or an actor
+        self.hung = False
+        self.hang_reason: str | None = None
+        self.finish: Finish | None = None
+        self.finished: ExperimentFinished | None = None
+        self.driver: list[Any] = []  # everything the core sent the driver, in order
+        self.actors: dict[Handle, _Actor] = {}
+        self.pids: dict[int, Handle] = {}
+        self.dead: dict[int, int | None] = {}  # pid -> exit status of trial processes that are gone
+        self.trial_numbers: dict[str, int] = {}
+        self.spawned: list[tuple[float, Spawn]] = []  # (when, what): where the core placed its actors
+        self._queue: list[tuple[float, int, _Kind, Any, Any]] = []
+        self._n = 0
+        self._busy = 0  # queued entries other than the core's timers and heartbeats
+        self.last_activity = 0.0
+        for at, member, back in self.faults.member_loss:
+            self._at(at, _Kind.MEMBER, member, back)
+        if self.faults.abort_at_s is not None:
+            self._at(self.faults.abort_at_s, _Kind.CORE, AbortExperiment("simulated abort (Faults.abort_at_s)"))
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, start: Any) -> None:
+        self._core(start)
+        while self.finish is None:
+            if not self._queue:
+                self._hang("no event left and the experiment has not finished")
+                return
+            at, _, kind, a, b = heapq.heappop(self._queue)
+            progress = self._counts(kind, a, b)
+            if progress:
+                self._busy -= 1
+            elif self._busy == 0 and at - self.last_activity > self.idle_limit_s:
+                self._hang(f"only timers for {at - self.last_activity:.0f} simulated seconds")
+                return
+            self.now = max(self.now, at)
+            if self.now > self.max_time_s or self.deliveries > self.max_deliveries:
+                self._hang(f"cap exceeded ({self.deliveries} deliveries, {self.now:.0f} simulated seconds)")
+                return
+            if progress:
+                self.last_activity = self.now
+            if kind is _Kind.CORE:
+                self._core(a)
+            elif kind is _Kind.ACTOR:
+                self._deliver(a, b)
+            elif kind is _Kind.STEP:
+                self._step(a, b)
+            elif kind is _Kind.BEAT:
+                self._beat(a)
+            else:
+                self._member_event(a, b)
+
+    def _hang(self, reason: str) -> None:
+        self.hung = True
+        self.hang_reason = reason
+
+    @staticmethod
+    def _counts(kind: _Kind, a: Any, b: Any = None) -> bool:
+        """Whether an event is progress: not a timer, a heartbeat, a liveness check or a periodic state save."""
+        if kind is _Kind.BEAT:
+            return False
+        msg = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
+        if isinstance(msg, (Wake, MemberHeartbeat, ProcessesChecked)):
+            return False
+        return not (isinstance(msg, (SchedulerCall, SchedulerReply)) and msg.kind is HookKind.SAVE)
+
+    def _at(self, at: float, kind: _Kind, a: Any = None, b: Any = None) -> None:
+        self._n += 1
+        if self._counts(kind, a, b):
+            self._busy += 1
+        heapq.heappush(self._queue, (at, self._n, kind, a, b))
+
+    def _latency(self) -> float:
+        lo, hi = self.faults.latency_s
+        return lo + (hi - lo) * self.rng.random()
+
+    def _chance(self, p: float) -> bool:
+        return p > 0.0 and self.rng.random() < p
+
+    def _to_core(self, event: Any) -> None:
+        self._at(self.now + self._latency(), _Kind.CORE, event)
+
+    # ------------------------------------------------------------------ the core and its commands
+    def _core(self, event: Any) -> None:
+        self.deliveries += 1
+        for cmd in self.core.handle(event, self.now):
+            self._command(cmd)
+
+    def _command(self, cmd: Any) -> None:
+        if isinstance(cmd, Send):
+            if cmd.to == DRIVER:
+                self.driver.append(cmd.msg)
+                if isinstance(cmd.msg, ExperimentFinished):
+                    self.finished = cmd.msg
+            elif cmd.to in self.actors and self.actors[cmd.to].alive:
+                if self.actors[cmd.to].scheduler is None and self._chance(self.faults.poison_p):
+                    self._to_core(Undeliverable(cmd.to, type(cmd.msg).__name__))
+                else:
+                    self._at(self.now + self._latency(), _Kind.ACTOR, cmd.to, cmd.msg)
+        elif isinstance(cmd, WakeAfter):
+            self._at(self.now + cmd.seconds, _Kind.CORE, Wake(cmd.tick))
+        elif isinstance(cmd, Spawn):
+            self._spawn(cmd)
+        elif isinstance(cmd, Retire):
+            actor = self.actors.get(cmd.handle)
+            if actor is not None and actor.alive:
+                self._gone(cmd.handle, 0, notice=True)
+        elif isinstance(cmd, KillProcess):
+            handle = self.pids.get(cmd.pid)
+            if handle is not None and self.actors[handle].alive:
+                self._gone(handle, SIGKILL_CODE)
+        elif isinstance(cmd, CheckProcesses):
+            gone = tuple((t, r, self.dead[pid]) for t, r, pid in cmd.procs if pid in self.dead)
+            self._at(self.now, _Kind.CORE, ProcessesChecked(gone))  # the shell reads /proc at once
+        elif isinstance(cmd, WatchMembers):
+            for member_id in self.members:
+                self._joined(member_id)
+        elif isinstance(cmd, Finish):
+            self.finish = cmd
+        elif isinstance(cmd, (Reply, ShutdownSystem)):
+            self.driver.append(cmd)
+        else:
+            raise TypeError(f"the simulator does not know the command {cmd!r}")
+
+    def _spawn(self, cmd: Spawn) -> None:
+        self.spawned.append((self.now, cmd))
+        actor = _Actor(cmd.kind, cmd.member)
+        if cmd.kind is ActorKind.TRIAL:
+            pid = FIRST_PID + cmd.handle
+            actor.trial = SimTrial(self.curve, pid, self.max_iterations, commit=self._commit_checkpoint)
+            self.pids[pid] = cmd.handle
+        elif cmd.kind is ActorKind.SCHEDULER:
+            actor.scheduler = _FaultyEndpoint(lambda: self._chance(self.faults.scheduler_error_p))
+        member = self.members.get(cmd.member or "")
+        if member is not None:
+            member.actors.add(cmd.handle)
+            actor.alive = member.up  # placed on a member that is gone: never runs, no notice
+        self.actors[cmd.handle] = actor
+
+    def _gone(self, handle: Handle, code: int | None, notice: bool | None = None) -> None:
+        """An actor's process ended; its parent hears ActorGone unless the notice is lost."""
+        actor = self.actors[handle]
+        actor.alive = False
+        if actor.trial is not None:
+            actor.trial.die()
+            self.dead[actor.trial.pid] = code
+        if notice or (notice is None and not self._chance(self.faults.lost_exit_p)):
+            self._to_core(ActorGone(handle, code))
+
+    def _commit_checkpoint(self, ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
+        if self._chance(self.faults.checkpoint_error_p):
+            raise StorageError(f"simulated checkpoint commit failure at {dest}", url=ctx.uri(dest))
+        self._commit(ctx, dest, meta)
+
+    # ------------------------------------------------------------------ actors
+    def _deliver(self, handle: Handle, msg: Any) -> None:
+        actor = self.actors[handle]
+        if not actor.alive:
+            return  # a dead letter
+        self.deliveries += 1
+        if actor.trial is not None:
+            trial = actor.trial
+            if isinstance(msg, RunTrial) and msg.trial_id not in self.trial_numbers:
+                self.trial_numbers[msg.trial_id] = len(self.trial_numbers)
+            token = trial.step_token
+            for out in trial.receive(msg, self.now):
+                self._to_core(out)
+            self._schedule_step(handle, trial, token)
+        elif actor.scheduler is not None:
+            if isinstance(msg, SchedulerSetup):
+                self._to_core(actor.scheduler.setup(msg))
+            elif isinstance(msg, SchedulerCall):
+                for answer in actor.scheduler.call(msg):
+                    self._to_core(answer)
+        elif isinstance(msg, ProbeStart):
+            actor.probe = msg
+            self._at(self.now, _Kind.BEAT, handle)
+        elif isinstance(msg, ProbeKill):
+            target = self.pids.get(msg.pid)
+            if target is not None and self.actors[target].alive:
+                self._gone(target, SIGKILL_CODE)
+
+    def _schedule_step(self, handle: Handle, trial: SimTrial, token: int) -> None:
+        if trial.step_at is not None and trial.step_token != token:
+            self._at(trial.step_at, _Kind.STEP, handle, trial.step_token)
+
+    def _step(self, handle: Handle, token: int) -> None:
+        actor = self.actors[handle]
+        trial = actor.trial
+        if trial is None or not actor.alive or trial.step_token != token:
+            return
+        point = (self.trial_numbers.get(trial.trial_id, -1), trial.iteration + 1)
+        f = self.faults
+        crash = None
+        if point in f.fail_at or self._chance(f.trial_fail_p):
+            crash = Crash.RAISE
+        elif point in f.die_at or self._chance(f.trial_die_p):
+            crash = Crash.DIE
+        for out in trial.step_done(self.now, crash):
+            self._to_core(out)
+        if trial.dead:
+            self._gone(handle, -11)  # a segfault
+        else:
+            self._schedule_step(handle, trial, token)
+
+    def _beat(self, handle: Handle) -> None:
+        actor = self.actors[handle]
+        if not actor.alive or actor.probe is None:
+            return
+        actor.beat += 1
+        self._to_core(MemberHeartbeat(actor.probe.member_id, actor.beat))
+        self._at(self.now + actor.probe.interval_s, _Kind.BEAT, handle)
+
+    # ------------------------------------------------------------------ members (multi-host)
+    def _joined(self, member_id: str) -> None:
+        m = self.members[member_id]
+        self._to_core(MemberJoined(member_id, dict(m.resources), (member_id, m.incarnation)))
+
+    def _member_event(self, member_id: str, back_after_s: float | None) -> None:
+        m = self.members.get(member_id)
+        if m is None:
+            raise ValueError(f"Faults(member_loss=...) names member {member_id!r}, which the simulation does "
+                             f"not have (members: {sorted(self.members)})")
+        if back_after_s is None:  # it comes back: a new incarnation registers
+            m.up = True
+            m.incarnation += 1
+            self._joined(member_id)
+            return
+        if not m.up:
+            return
+        m.up = False
+        for handle in m.actors:
+            actor = self.actors[handle]
+            if actor.alive:  # silently: Thespian reports a lost member's actors late or never
+                actor.alive = False
+                if actor.trial is not None:
+                    actor.trial.die()
+        m.actors.clear()
+        if self._chance(self.faults.member_left_p):
+            self._to_core(MemberLeft(member_id, (member_id, m.incarnation)))
+        if back_after_s >= 0:
+            self._at(self.now + back_after_s, _Kind.MEMBER, member_id, None)
+
+
+__all__ = ["SimWorld"]

@@ -1,0 +1,196 @@
+"""actors.testing.simulate: the simulated trial plays the real protocol; whole experiments run
+deterministically on the real core; faults are injected and survived or reported."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from actors import RunConfig, TuneConfig, search
+from actors._driver.config import CheckpointConfig, FailureConfig
+from actors.messages import (
+    EndReason,
+    RunTrial,
+    TrialEnded,
+    TrialProceed,
+    TrialProcess,
+    TrialResults,
+    TrialSave,
+    TrialSaved,
+    TrialStop,
+)
+from actors.schedulers import ASHAScheduler, FIFOScheduler
+from actors.testing import CurveTrainable, Faults, SimTrial, SimWorld, simulate
+from actors.testing.sim_trial import Crash
+from storage import StorageContext, read_manifest
+
+
+def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+    return {"loss": config["lr"] / i + 0.01 * i}
+
+
+def _run(window: int = 2, **kw: Any) -> RunTrial:
+    base: dict[str, Any] = dict(
+        trial_id="t1", run_id=1, config={"lr": 0.5}, trainable=b"", checkpoint=None, start_iteration=0,
+        start_time_total_s=0.0, window=window, storage_url=f"memory://simtest-{threading.get_ident()}",
+        storage_options={}, experiment_name="exp", next_checkpoint_index=0)
+    base.update(kw)
+    return RunTrial(**base)
+
+
+def test_sim_trial_plays_the_trial_actor_protocol() -> None:
+    t = SimTrial(curve, pid=42, max_iterations=5)
+    out = t.receive(_run(window=2, checkpoint_frequency=3, checkpoint_at_end=True), 0.0)
+    assert out == [TrialProcess("t1", 1, 42)] and t.step_at == 1.0  # a step lasts 1 s by default
+    (r1,) = t.step_done(1.0)  # a slow trainable's result is sent alone, at once
+    assert isinstance(r1, TrialResults) and r1.seq == 1 and r1.results[0]["training_iteration"] == 1
+    (r2,) = t.step_done(2.0)  # the window (2) is full: sent, and the worker blocks
+    assert r2.seq == 2 and t.blocked and t.step_at is None
+    assert t.receive(TrialProceed("t1", 1, 1), 2.5) == [] and t.step_at == 3.5  # one result released
+    (r3,) = t.step_done(3.5)  # iteration 3 checkpoints (checkpoint_frequency=3), committed for real
+    assert r3.checkpoint is not None and r3.checkpoint.iteration == 3 and r3.results[0]["time_this_iter_s"] == 1.5
+    ctx = StorageContext(_run().storage_url)
+    assert read_manifest(ctx, r3.checkpoint.path)["metadata"]["iteration"] == 3
+    assert t.blocked and t.receive(TrialProceed("t1", 1, 2), 3.6) == [] and t.step_at == 4.6
+    assert t.receive(TrialSave("t1", 1), 3.7) == []  # computing: acted on at the next report
+    assert t.receive(TrialProceed("t1", 2, 3), 3.8) == []  # another run's: ignored
+    r4, saved = t.step_done(4.6)
+    assert (r4.seq, saved.seq) == (4, 5) and isinstance(saved, TrialSaved) and saved.checkpoint.iteration == 4
+    assert t.receive(TrialProceed("t1", 1, 3), 4.7) == [] and t.step_at == 5.7
+    (r5,) = t.step_done(5.7)
+    assert r5.results[0]["done"] is True and r5.seq == 6  # max_iterations: the last result says done
+    assert t.blocked  # its window is full: the trainable returns only once a result is released
+    (end,) = t.receive(TrialProceed("t1", 1, 4), 6.0)
+    assert isinstance(end, TrialEnded) and end.seq == 7 and end.reason is EndReason.COMPLETED
+    assert end.checkpoint is not None and end.checkpoint.index == 2  # checkpoint_at_end committed
+    assert t.receive(TrialStop("t1", 1), 6.1) == []  # after the end: ignored
+
+
+def test_sim_trial_stop_resume_and_death() -> None:
+    t = SimTrial(curve, pid=7)
+    t.receive(_run(window=1), 0.0)
+    t.step_done(1.0)
+    r = t.receive(TrialStop("t1", 1, save=True), 1.1)  # blocked on its window: stops at once, saving
+    assert [type(m) for m in r] == [TrialEnded] and r[0].reason is EndReason.STOPPED and r[0].seq == 2
+    assert r[0].checkpoint is not None and r[0].checkpoint.iteration == 1
+    # a new run from that checkpoint continues at its iteration, numbering from 1 again
+    t.receive(_run(window=1, run_id=2, checkpoint=r[0].checkpoint, start_iteration=1, start_time_total_s=1.0,
+                   next_checkpoint_index=1, checkpoint_frequency=1), 2.0)
+    (res,) = t.step_done(3.0)
+    row = res.results[0]
+    assert (res.seq, row["training_iteration"], row["iterations_since_restore"], row["time_total_s"]) == (1, 2, 1, 2.0)
+    t.receive(TrialProceed("t1", 2, 1), 3.1)
+    assert t.step_done(4.1, Crash.DIE) == [] and t.dead  # died after committing iteration 3, before sending
+    ctx = StorageContext(_run().storage_url)
+    manifest = read_manifest(ctx, t.latest.path)
+    assert [r["training_iteration"] for r in manifest["metadata"]["results"]] == [3]  # kept for recovery
+    assert t.receive(TrialProceed("t1", 2, 2), 4.1) == []
+
+
+def test_sim_trial_results_carry_the_runners_keys() -> None:
+    """The simulated result has exactly the keys a real TrialRunner's result has (class trainable)."""
+    import cloudpickle
+
+    from actors._worker.runner import Command, EventKind, TrialRunner
+
+    trainable = CurveTrainable.make(curve, 3)
+    msg = _run(window=1, trainable=cloudpickle.dumps(trainable))
+    runner = TrialRunner(msg)
+    runner.start()
+    try:
+        ev = runner.events.get(timeout=10)
+        assert ev.kind is EventKind.RESULT and ev.result is not None
+    finally:
+        runner.send_command(Command.STOP)
+        runner.thread.join(10)
+    sim = SimTrial(curve, pid=1, max_iterations=3)
+    sim.receive(msg, 0.0)
+    (batch,) = sim.step_done(1.0)
+    assert set(batch.results[0]) == set(ev.result)
+
+
+def _asha(seed: int = 0, faults: Faults | None = None, samples: int = 12, **run: Any) -> Any:
+    return simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                    TuneConfig(metric="loss", mode="min", num_samples=samples,
+                               scheduler=ASHAScheduler(max_t=9, grace_period=1)),
+                    RunConfig(**run), max_iterations=9, seed=seed, faults=faults, cpus=4)
+
+
+def _table(sim: Any) -> list[tuple[Any, ...]]:
+    return [(r.trial_id, r.status, r.metrics.get("training_iteration"), r.metrics.get("loss")) for r in sim.results]
+
+
+def test_simulation_is_deterministic_per_seed() -> None:
+    a, b, c = _asha(3), _asha(3), _asha(4)
+    assert not a.hung and a.error is None and len(a.results) == 12
+    assert _table(a) == _table(b) and a.deliveries == b.deliveries and a.simulated_time_s == b.simulated_time_s
+    assert a.deliveries != c.deliveries
+    for r in a.results:  # histories read back from storage: contiguous, as the last result says
+        last = r.metrics["training_iteration"]
+        assert [h["training_iteration"] for h in r.metrics_history] == list(range(1, last + 1))
+    for sim in (a, b, c):
+        sim.discard()
+
+
+def test_a_death_after_an_unsent_checkpoint_is_recovered() -> None:
+    """Trial 0 dies right after committing iteration 4 (never sent); its exit notice is lost, so the
+    core finds the dead process through CheckProcesses, recovers the checkpoint and its result from
+    the manifest, and the retry continues from it: history 1..9 exactly once."""
+    sim = simulate(curve, {"lr": 0.5}, TuneConfig(metric="loss", mode="min", scheduler=FIFOScheduler()),
+                   RunConfig(checkpoint_config=CheckpointConfig(checkpoint_frequency=2),
+                             failure_config=FailureConfig(max_failures=1)),
+                   max_iterations=9, faults=Faults(die_at=((0, 4),), lost_exit_p=1.0), cpus=1)
+    assert not sim.hung and sim.error is None
+    (r,) = sim.results
+    assert r.num_failures == 1 and r.metrics["training_iteration"] == 9
+    history = r.metrics_history
+    assert [h["training_iteration"] for h in history] == list(range(1, 10))
+    assert history[4]["iterations_since_restore"] == 1  # iteration 5 came from the run resumed at 4
+    sim.discard()
+
+
+@pytest.mark.parametrize("faults, expect", [
+    (Faults(trial_fail_p=0.05, trial_die_p=0.05, lost_exit_p=0.5, poison_p=0.01), None),
+    (Faults(scheduler_error_p=0.02), "simulated scheduler failure"),
+    (Faults(storage_fail_at=(("on_results", 5),)), "simulated storage failure in on_results"),
+    (Faults(checkpoint_error_p=0.2), "could not write its checkpoint"),
+    (Faults(abort_at_s=3.0), "simulated abort"),
+])
+def test_faults_end_the_experiment_never_hang(faults: Faults, expect: str | None) -> None:
+    for seed in range(3):
+        sim = _asha(seed, faults, checkpoint_config=CheckpointConfig(checkpoint_frequency=1),
+                    failure_config=FailureConfig(max_failures=-1))
+        assert not sim.hung, sim.hang_reason
+        assert sim.results is not None and len(sim.results) == 12
+        if expect is None:
+            assert sim.error is None and sum(r.num_failures for r in sim.results) > 0  # and they were retried
+        else:
+            assert sim.error is not None and expect in sim.error
+        sim.discard()
+
+
+def test_member_loss_and_return() -> None:
+    sim = simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                   TuneConfig(metric="loss", mode="min", num_samples=6, scheduler=FIFOScheduler()),
+                   RunConfig(failure_config=FailureConfig(max_failures=-1)), max_iterations=20, seed=1,
+                   members={"m1": {"cpu": 2}, "m2": {"cpu": 2}},
+                   faults=Faults(member_loss=((5.0, "m1", 20.0),), member_left_p=0.0))
+    assert not sim.hung, sim.hang_reason
+    assert sim.error is None and {r.metrics["training_iteration"] for r in sim.results} == {20}
+    assert any(r.num_failures for r in sim.results)  # the trials on m1 were lost (no heartbeats) and retried
+    from actors._engine.signals import ActorKind
+
+    assert any(at > 25.0 and s.kind is ActorKind.TRIAL and s.member == "m1" for at, s in sim.world.spawned)
+    sim.discard()
+
+
+def test_hang_is_flagged() -> None:
+    class Silent:
+        def handle(self, event: Any, now: float) -> list[Any]:
+            return []
+
+    world = SimWorld(Silent(), curve)
+    world.run(object())
+    assert world.hung and "no event left" in (world.hang_reason or "")
