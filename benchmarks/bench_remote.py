@@ -6,7 +6,7 @@ process group and every process whose command line holds its ``--id`` (Thespian'
 
 - throughput: 2 trials each reporting N results as fast as they can, ``batched`` (default FIFO)
   and ``per-result`` (``PerResult`` from bench_throughput.py: one scheduler decision per result);
-  ``results_per_s`` = 2N / (fit() return - first result's timestamp), as in bench_throughput.py.
+  ``results_per_s`` = 2N / (fit() return - first result's ``wall``), as in bench_throughput.py.
 - failover: 1 trial; once it runs, SIGKILL every process of the worker holding it; ``restart_s`` =
   kill -> the trial's new run starting on the other worker (a file the trainable writes at start),
   ``first_result_s`` = kill -> its first result there. Heartbeat timeout 3 s and the default.
@@ -173,17 +173,20 @@ def throughput(n: int, mode: str, key: str | None) -> dict[str, Any]:
         members |= {row["member"] for row in h}
     if members != {cluster.ident("w1"), cluster.ident("w2")}:
         raise SystemExit(f"trials ran on {sorted(members)}, not on both workers")
-    stream_s = cluster.out["ended"] - min(h[0]["timestamp"] for h in histories)
+    stream_s = cluster.out["ended"] - min(h[0]["wall"] for h in histories)
     return {"fit_s": round(cluster.out["ended"] - started, 4), "stream_s": round(stream_s, 4),
             "results_per_s": round(2 * n / stream_s)}
 
 
 def stream(config: dict[str, Any]) -> None:
     """As bench_throughput.stream, but defined here so it travels to the workers by value."""
+    import time
+
     from actors import report
 
     for i in range(config["n"]):
-        report({"loss": 1.0 / (i + 1)})
+        extra = {"wall": time.time()} if i == 0 else {}  # results' timestamp is whole seconds (Ray's)
+        report({"loss": 1.0 / (i + 1), **extra})
 
 
 def mover(config: dict[str, Any]) -> None:
@@ -196,7 +199,7 @@ def mover(config: dict[str, Any]) -> None:
     for i in range(100_000):
         if os.path.exists(os.path.join(config["dir"], "stop")):
             return
-        report({"i": i})
+        report({"i": i, "wall": time.time()})  # results' timestamp is whole seconds (Ray's)
         time.sleep(0.02)
 
 
@@ -238,12 +241,12 @@ def failover(heartbeat_s: float | None, key: str | None) -> dict[str, Any]:
         grid = cluster.run(tuner, kill_and_wait, 180)
         tuner_hb = RunConfig().heartbeat_timeout_s if heartbeat_s is None else heartbeat_s
         (result,) = list(grid)
-        after = [r for r in result.metrics_history if r["timestamp"] > got["killed"]]
+        after = [r for r in result.metrics_history if r["wall"] > got["killed"]]
     if not after or {r["member"] for r in after} != {got["survivor"]}:
         raise SystemExit("the trial did not report from the surviving worker after the kill")
     return {"heartbeat_timeout_s": tuner_hb, "default": heartbeat_s is None,
             "restart_s": round(got["restart"] - got["killed"], 3),
-            "first_result_s": round(after[0]["timestamp"] - got["killed"], 3), "failures": result.num_failures}
+            "first_result_s": round(after[0]["wall"] - got["killed"], 3), "failures": result.num_failures}
 
 
 def main(argv: list[str] | None = None) -> None:

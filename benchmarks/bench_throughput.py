@@ -9,9 +9,10 @@ Two modes, in separate child processes (``--mode both``, the default, runs them 
 - ``checkpointed`` (only when asked for): FIFO, and every report commits a small checkpoint, each of
   which the trial actor sends to the controller at once.
 
-``results_per_s`` = 2N / (fit() return - first result's timestamp): every result has been through
-the controller (written to result.json, seen by the scheduler) when fit() returns, so this is the
-rate through the controller, without actor start-up; ``fit_results_per_s`` = 2N / fit() wall.
+``results_per_s`` = 2N / (fit() return - first result's ``wall``, the ``time.time()`` it reported;
+results' ``timestamp`` is whole seconds, as Ray's): every result has been through the controller
+(written to result.json, seen by the scheduler) when fit() returns, so this is the rate through the
+controller, without actor start-up; ``fit_results_per_s`` = 2N / fit() wall.
 Every trial's stored history is checked to hold all N results. Prints one JSON line.
 
     python benchmarks/bench_throughput.py [--n 2000] [--mode both|batched|per-result|checkpointed] [--repeat 3]
@@ -36,11 +37,14 @@ class PerResult(FIFOScheduler):
 
 
 def stream(config: dict[str, Any]) -> None:
+    import time
+
     from actors import Checkpoint, report
 
     every = config.get("ckpt", False)
     for i in range(config["n"]):
-        report({"loss": 1.0 / (i + 1)}, checkpoint=Checkpoint.from_dict({"i": i}) if every else None)
+        extra = {"wall": time.time()} if i == 0 else {}  # results' timestamp is whole seconds (Ray's)
+        report({"loss": 1.0 / (i + 1), **extra}, checkpoint=Checkpoint.from_dict({"i": i}) if every else None)
 
 
 def inner(n: int, mode: str) -> dict[str, Any]:
@@ -61,7 +65,7 @@ def inner(n: int, mode: str) -> dict[str, Any]:
     for h in histories:
         if [row["training_iteration"] for row in h] != list(range(1, n + 1)):
             raise SystemExit(f"a trial's history does not hold results 1..{n} exactly once")
-    first = min(h[0]["timestamp"] for h in histories)
+    first = min(h[0]["wall"] for h in histories)
     stream_s = ended_wall - first
     return {"bench": "throughput", "mode": mode, "n": n, "trials": 2, "fit_s": round(fit_s, 4),
             "stream_s": round(stream_s, 4), "results_per_s": round(2 * n / stream_s),

@@ -196,9 +196,9 @@ class ChaosRun:
     def running_trials(self, member: str | None = None) -> list[dict[str, Any]]:
         now = time.time()
         return [r for r in self.storage.last_rows()
-                if now - float(r.get("timestamp", 0)) < 1.0 and r.get("training_iteration", 0) < self.cfg.steps
+                if now - float(r.get("wall", 0)) < 1.0 and r.get("training_iteration", 0) < self.cfg.steps
                 and (member is None or r.get("member") == member)
-                and self.procs.is_trial(int(r.get("pid", 0)), float(r.get("timestamp", 0)))]
+                and self.procs.is_trial(int(r.get("pid", 0)), float(r.get("wall", 0)))]
 
     def kill_trial(self, how: signal.Signals, during: str = "") -> None:
         from actors._shell.proc import pid_alive

@@ -28,7 +28,8 @@ def chaos_trainable(config: dict[str, Any]) -> None:
     for it in range(start + 1, config["steps"] + 1):
         time.sleep(config["step_s"])
         saved = Checkpoint.from_dict({"it": it}) if it % every == 0 else None
-        report({"loss": config["x"] / it, "it": it, "restored_from": start, "run": run}, checkpoint=saved)
+        report({"loss": config["x"] / it, "it": it, "restored_from": start, "run": run, "wall": time.time()},
+               checkpoint=saved)  # wall: Ray's timestamp, in every result, is whole seconds
 
 
 def run_start(run: str) -> float:

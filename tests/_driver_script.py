@@ -44,8 +44,8 @@ def counter(config: dict[str, Any]) -> None:
     for step in range(start, config["steps"]):
         time.sleep(pause)
         saved = Checkpoint.from_dict({"step": step}) if (step + 1) % every == 0 else None
-        report({"loss": config["x"] / (step + 1), "step": step, "restored_from": start - 1},
-               checkpoint=saved)
+        report({"loss": config["x"] / (step + 1), "step": step, "restored_from": start - 1,
+                "wall": time.time()}, checkpoint=saved)  # wall: Ray's timestamp is whole seconds
 
 
 def shards(config: dict[str, Any]) -> None:
@@ -68,7 +68,7 @@ def shards(config: dict[str, Any]) -> None:
             with open(os.path.join(d, "step.txt"), "w") as f:  # sorted last: uploaded late
                 f.write(str(step))
             report({"loss": config["x"] / (step + 1), "step": step, "restored_from": start - 1,
-                    "uncommitted_at_start": half}, checkpoint=Checkpoint.from_directory(d))
+                    "uncommitted_at_start": half, "wall": time.time()}, checkpoint=Checkpoint.from_directory(d))
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
@@ -190,8 +190,8 @@ def assert_resumed_at_or_after(history: list[dict[str, Any]], it: int, trial_id:
     """Not rerun from scratch: the rows up to the saved checkpoint ``it`` are the killed run's; rows
     past it come from a run restored from ``it`` or a newer checkpoint, or from the killed run itself
     (restored_from -1) when a newer checkpoint's manifest carried them."""
-    assert all(h["timestamp"] < killed_at for h in history[:it]), (trial_id, it)
-    resumed = [h["restored_from"] for h in history[it:] if h["timestamp"] >= killed_at]
+    assert all(h["wall"] < killed_at for h in history[:it]), (trial_id, it)
+    resumed = [h["restored_from"] for h in history[it:] if h["wall"] >= killed_at]
     assert all(r >= it - 1 for r in resumed), (trial_id, it, resumed)
 
 

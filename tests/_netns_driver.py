@@ -19,5 +19,5 @@ if __name__ == "__main__":
                              heartbeat_timeout_s=3.0, failure_config=FailureConfig(max_failures=5), verbose=0),
     ).fit()
     print(json.dumps([{"trial": r.trial_id, "status": r.status.value, "failures": r.num_failures,
-                       "history": [{k: h[k] for k in ("training_iteration", "member", "timestamp", "restored_from")}
+                       "history": [{k: h[k] for k in ("training_iteration", "member", "wall", "restored_from")}
                                    for h in r.metrics_history]} for r in grid]), flush=True)

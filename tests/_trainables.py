@@ -20,8 +20,9 @@ def fn_trainable(config: dict[str, Any]) -> None:
     for step in range(start, config.get("steps", STEPS)):
         if config.get("slow_save"):
             time.sleep(config["slow_save"])
-        report({"loss": config.get("x", 1.0) / (step + 1), "step": step, "restored_from": start - 1},
-               checkpoint=Checkpoint.from_dict({"step": step}))
+        # wall: when it reported, to the microsecond (Ray's timestamp, in every result, is whole seconds)
+        report({"loss": config.get("x", 1.0) / (step + 1), "step": step, "restored_from": start - 1,
+                "wall": time.time()}, checkpoint=Checkpoint.from_dict({"step": step}))
 
 
 class ClassTrainable(Trainable):

@@ -106,10 +106,10 @@ def test_sigkilled_worker_trials_finish_elsewhere(cluster, storage_dir, no_leaks
         assert r.status is TrialStatus.TERMINATED
         assert [x["training_iteration"] for x in r.metrics_history] == list(range(1, 31))
     for r in moved:
-        after = [x for x in r.metrics_history if x["timestamp"] > killed_at]
+        after = [x for x in r.metrics_history if x["wall"] > killed_at]
         assert after and {x["member"] for x in after} == {f"b-{cluster.tag}"}
         assert after[0]["restored_from"] >= 4  # resumed from its checkpoint, not from scratch
-        print(f"kill -> first result elsewhere: {after[0]['timestamp'] - killed_at:.2f}s")
+        print(f"kill -> first result elsewhere: {after[0]['wall'] - killed_at:.2f}s")
         # fenced: the new run numbers its checkpoints past anything the lost run could still write
         assert r.checkpoint is not None and int(r.checkpoint.path.rstrip("/").rsplit("_", 1)[1]) >= 1024
     cluster.processes("a")  # nothing to stop: killed
@@ -166,7 +166,7 @@ def _members_of(grid: object) -> dict[str, list[tuple[float, float]]]:
     for r in grid:  # type: ignore[attr-defined]
         h = r.metrics_history
         (member,) = {x["member"] for x in h}
-        members.setdefault(member, []).append((h[0]["timestamp"] - h[0]["time_this_iter_s"], h[-1]["timestamp"]))
+        members.setdefault(member, []).append((h[0]["wall"] - h[0]["time_this_iter_s"], h[-1]["wall"]))
     return members
 
 

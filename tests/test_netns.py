@@ -161,7 +161,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
             for f in (tmp_path / "res" / "ns").glob("*/result.json"):
                 rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
                 if any(r.get("member") == tag_a for r in rows) and any(
-                        r["timestamp"] > cut_at and r.get("member") != tag_a for r in rows):
+                        r["wall"] > cut_at and r.get("member") != tag_a for r in rows):
                     return True
             return False
 
@@ -172,7 +172,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
         def a_works_again() -> bool:  # 8 trials of 2.5 s on 2 one-CPU hosts: work is left for a
             for f in (tmp_path / "res" / "ns").glob("*/result.json"):
                 rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
-                if any(r.get("member") == tag_a and r["timestamp"] > back_at for r in rows):
+                if any(r.get("member") == tag_a and r["wall"] > back_at for r in rows):
                     return True
             return False
 
@@ -188,7 +188,7 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
         for t in moved:
             # rows the cut-off run reported after the cut are kept when it committed them before
             # the loss was noticed (from the checkpoints' manifests); the moved run follows them
-            after = [h for h in t["history"] if h["timestamp"] > cut_at and h["member"] != tag_a]
+            after = [h for h in t["history"] if h["wall"] > cut_at and h["member"] != tag_a]
             first = t["history"].index(after[0])
             if first == 0:  # a trial that started on the cut host moments before the cut: nothing committed
                 assert after[0]["restored_from"] == -1
@@ -196,8 +196,8 @@ def test_workers_in_namespaces_survive_a_cut_link(net, tmp_path):
             assert after[0]["restored_from"] == t["history"][first - 1]["training_iteration"] - 1
             if sum(1 for h in t["history"][:first] if h["member"] == tag_a) >= 3:
                 assert after[0]["restored_from"] >= 2  # the trial a_running saw: resumed from its checkpoint
-            print(f"link cut -> trial running again: {after[0]['timestamp'] - cut_at:.1f}s")
-        used_after = {h["member"] for t in trials for h in t["history"] if h["timestamp"] > back_at}
+            print(f"link cut -> trial running again: {after[0]['wall'] - cut_at:.1f}s")
+        used_after = {h["member"] for t in trials for h in t["history"] if h["wall"] > back_at}
         assert tag_a in used_after, "host a never got work again after its link came back"
         print(f"members used after the link came back: {sorted(used_after)} (ip a = {ip_a})")
     finally:
