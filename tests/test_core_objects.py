@@ -8,12 +8,8 @@ time limits, lost processes). The core itself is tested in tests/test_core_unit.
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 from typing import Any
 
-from actors._driver.config import RunConfig, TuneConfig
-from actors._driver.tuner import Tuner
 from actors._engine.feed import EVENTS_DELAY_S, DriverFeed, progress_report
 from actors._engine.gate import ResultGate
 from actors._engine.lifecycle import Phase, TrialTable
@@ -22,7 +18,6 @@ from actors._engine.members import Membership
 from actors._engine.placement import LOCAL
 from actors._engine.pool import ActorPool
 from actors._engine.signals import DRIVER, Send, Tick, WakeAfter
-from actors._engine.spec import ExperimentSpec
 from actors._engine.watch import Watchdog, death_message, describe_exit
 from actors.messages import (
     ActionKind,
@@ -39,20 +34,7 @@ from actors.messages import (
     TrialResults,
 )
 from actors.schedulers import Decision
-
-_names = itertools.count()
-
-
-def _trainable(config: dict[str, Any]) -> None:
-    pass
-
-
-def make_spec(**over: Any) -> ExperimentSpec:
-    """An ExperimentSpec built by the driver's own code (Tuner._spec), with ``over`` replaced."""
-    tuner = Tuner(_trainable, tune_config=TuneConfig(num_samples=2, max_concurrent_trials=2, seed=0),
-                  run_config=RunConfig(system="simple", name="objects",
-                                       storage=f"memory://core-objects/{next(_names)}"))
-    return dataclasses.replace(tuner._spec(), **over)
+from tests._core_harness import make_spec
 
 
 # ---------------------------------------------------------------------------------- SchedulerLink

@@ -83,62 +83,49 @@ def test_only_the_registration_we_hold_can_leave() -> None:
     assert not p.is_current("nobody", "new")
 
 
-class _Host:
-    """Just enough of a controller for ClusterMixin's membership bookkeeping (no actor system)."""
-
-    def __init__(self) -> None:
-        from types import SimpleNamespace
-
-        from actors._shell.controller_cluster import ClusterMixin
-
-        class Host(ClusterMixin):
-            def __init__(self) -> None:
-                self.spec = SimpleNamespace(multi_host=True, leader_resources={}, heartbeat_interval_s=1.0,
-                                            heartbeat_timeout_s=10.0, resources_per_trial=None)
-                self.gone: list[tuple[str, str]] = []
-                self._cluster_init()
-
-            def notifyOnSystemRegistrationChanges(self, on: bool) -> None:
-                pass
-
-            def createActor(self, *args: object, **kwargs: object) -> object:
-                return object()
-
-            def send(self, *args: object) -> None:
-                pass
-
-            def _fill(self) -> None:
-                pass
-
-            def _host_lost(self, trial_id: str, member: str, why: str) -> None:
-                self.gone.append((trial_id, why))
-                self.placement.release(trial_id, {"cpu": 1.0})
-
-        self.host = Host()
-
-    def update(self, member: str, address: str, added: bool) -> None:
-        from types import SimpleNamespace
-
-        from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
-
-        self.host.receiveMsg_ActorSystemConventionUpdate(SimpleNamespace(
-            remoteCapabilities={MEMBER_CAP: member, RESOURCES_CAP: {"cpu": 1}},
-            remoteAdminAddress=address, remoteAdded=added), None)
-
-
 def test_member_restarted_with_same_id_keeps_its_new_registration() -> None:
-    """w1 is SIGKILLed and restarted at once from a new port: its old trials fail (they died with
-    it), the new w1 stays a member when Thespian later expires the old registration."""
-    c = _Host()
-    c.update("w1", "addr-1", True)
-    c.host.placement.place("t1", "w1", {"cpu": 1.0})
-    c.update("w1", "addr-2", True)
-    assert [t for t, _ in c.host.gone] == ["t1"], "the trial on the dead incarnation restarts"
-    assert "w1" not in c.host.lost and c.host.placement.members["w1"].address == "addr-2"
-    c.update("w1", "addr-1", False)  # the old registration expires
-    assert "w1" not in c.host.lost and c.host.placement.choose({"cpu": 1.0}) == "w1"
-    c.update("w1", "addr-2", False)  # the current one leaves: now it is gone
-    assert "w1" in c.host.lost
+    """w1 is SIGKILLed and restarted at once from a new port: its old trial fails (it died with it)
+    and restarts, the new w1 stays a member when Thespian later expires the old registration.
+    Driven through the experiment core with MemberJoined/MemberLeft events, as the shell sends them."""
+    from actors._engine.signals import ActorKind, MemberJoined, MemberLeft, Retire, Spawn, Start, WatchMembers
+    from actors._engine.trial import TrialStatus
+    from actors.messages import ProbeStart, RunTrial
+    from tests._core_harness import Harness, make_spec, of_type, sent
+
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, multi_host=True, leader_resources={}, max_failures=1))
+    assert WatchMembers() in h.handle(Start(), at=0.0)
+    h.ready()
+    assert h.open_calls() == [], "no member yet: nothing can run"
+    out = h.handle(MemberJoined("w1", {"cpu": 1.0}, "addr-1"), at=1.0)
+    assert [(s.kind, s.member) for s in of_type(out, Spawn)] == [(ActorKind.PROBE, "w1")]
+    assert [p.member_id for p in sent(out, ProbeStart)] == ["w1"]
+    out = h.answer_all()
+    [trial] = of_type(out, Spawn)
+    assert (trial.kind, trial.member) == (ActorKind.TRIAL, "w1")
+    [run] = sent(out, RunTrial, to=trial.handle)
+    tid = run.trial_id
+    assert h.core.members.where(tid) == "w1"
+
+    out = h.handle(MemberJoined("w1", {"cpu": 1.0}, "addr-2"), at=2.0)  # restarted before its heartbeats stopped
+    assert Retire(trial.handle) in out
+    rec = h.core.table.get(tid)
+    assert rec.status is TrialStatus.PENDING and rec.num_failures == 1, "the trial on the dead incarnation restarts"
+    assert "lost contact with member 'w1'" in (rec.error or "")
+    assert h.store.fenced == [tid], "what the old incarnation commits later is fenced off"
+    assert [(s.kind, s.member) for s in of_type(out, Spawn)] == [(ActorKind.PROBE, "w1")], "a probe on the new w1"
+    assert "w1" not in h.core.members.lost and h.core.members.placement.members["w1"].address == "addr-2"
+
+    assert h.handle(MemberLeft("w1", "addr-1"), at=3.0) == [], "the old registration expires: nothing to do"
+    assert "w1" not in h.core.members.lost and h.core.members.choose() == "w1"
+    out = h.answer_all()
+    [again] = of_type(out, Spawn)
+    assert (again.kind, again.member) == (ActorKind.TRIAL, "w1")
+    assert [(r.trial_id, r.run_id) for r in sent(out, RunTrial, to=again.handle)] == [(tid, 2)]
+
+    out = h.handle(MemberLeft("w1", "addr-2"), at=4.0)  # the current one leaves: now it is gone
+    assert "w1" in h.core.members.lost
+    assert Retire(again.handle) in out
+    assert rec.status is TrialStatus.ERROR and rec.num_failures == 2
 
 
 def test_lost_members_get_no_trials() -> None:

@@ -1,0 +1,318 @@
+"""``ExperimentCore`` constructed directly and driven event by event, with explicit ``now`` values.
+
+The test plays the scheduler (``SchedulerReady``/``SchedulerReply``) and the trials
+(``TrialProcess``/``TrialResults``/``TrialEnded``) and checks the commands the core gives back.
+No actor system, no threads, no clock: see tests/_core_harness.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from actors._engine.core import ABORT_SAVE_TIMEOUT_S, SCHEDULER, STOP_ALL_GRACE_S, ExperimentPhase
+from actors._engine.reducer import Decision
+from actors._engine.signals import (
+    DRIVER,
+    ActorGone,
+    ActorKind,
+    Finish,
+    KillProcess,
+    MemberJoined,
+    Retire,
+    Send,
+    Spawn,
+    Start,
+    Tick,
+    Wake,
+    WakeAfter,
+)
+from actors._engine.trial import TrialStatus
+from actors.messages import (
+    AbortExperiment,
+    ActionKind,
+    CheckpointRef,
+    ClusterStatusRequest,
+    EndReason,
+    ExperimentFinished,
+    HookKind,
+    MemberHeartbeat,
+    RunTrial,
+    SchedulerAction,
+    SchedulerCall,
+    SchedulerReady,
+    SchedulerReply,
+    SchedulerSetup,
+    TrialEnded,
+    TrialProceed,
+    TrialProcess,
+    TrialResults,
+    TrialSave,
+    TrialSaved,
+    TrialStop,
+)
+from tests._core_harness import ALL_HOOKS, FIFO_HOOKS, Harness, make_spec, of_type, sent
+
+S, R, D, A, F = (ExperimentPhase.STARTING, ExperimentPhase.RUNNING, ExperimentPhase.DRAINING,
+                 ExperimentPhase.ABORTING, ExperimentPhase.FINISHED)
+
+
+def _result(trial_id: str, run_id: int, seq: int, loss: float = 0.5) -> TrialResults:
+    return TrialResults(trial_id, run_id, seq, ({"training_iteration": seq, "loss": loss},), None)
+
+
+def _running(h: Harness, hooks: frozenset[HookKind] = FIFO_HOOKS, pid0: int = 4001) -> dict[str, int]:
+    """Start the experiment and every trial there is room for; their trial actors' handles."""
+    h.handle(Start(), at=0.0)
+    h.ready(hooks)
+    out = h.answer_all()
+    handles = {c.msg.trial_id: c.to for c in of_type(out, Send) if isinstance(c.msg, RunTrial)}
+    for i, tid in enumerate(handles):
+        h.handle(TrialProcess(tid, 1, pid0 + i))
+    return handles
+
+
+# ---------------------------------------------------------------------------------- a whole experiment
+@pytest.mark.parametrize("store", ["fake", "memory"])
+def test_a_two_trial_fifo_experiment_driven_by_hand(store: str) -> None:
+    """STARTING -> RUNNING -> FINISHED; FIFO implements CHOOSE and SAVE only, so every other hook is
+    answered in the core without a round trip; one trial at a time, the second reusing the first's actor."""
+    spec = make_spec(num_samples=2, max_concurrent=1)
+    h = Harness(spec, store)
+    out = h.handle(Start(), at=0.0)
+    assert out[0] == Spawn(SCHEDULER, ActorKind.SCHEDULER)
+    assert [type(m) for m in sent(out, SchedulerSetup, to=SCHEDULER)] == [SchedulerSetup]
+    assert WakeAfter(spec.progress_interval_s, Tick.PERIODIC) in out
+    assert h.phase is S and not h.core.table.trials, "nothing is suggested before the scheduler is ready"
+
+    h.ready(FIFO_HOOKS)
+    assert h.phase is R
+    tids = list(h.core.table.trials)
+    assert len(tids) == 2
+    assert [c.kind for c in h.open_calls()] == [HookKind.CHOOSE], "ADD is not FIFO's: answered locally"
+
+    all_out = []
+    actor = None
+    out = h.answer_all()
+    for tid in tids:
+        runs = sent(out, RunTrial)
+        assert [(r.trial_id, r.run_id) for r in runs] == [(tid, 1)]
+        [handle] = [c.to for c in of_type(out, Send) if isinstance(c.msg, RunTrial)]
+        if actor is None:
+            assert of_type(out, Spawn) == [Spawn(handle, ActorKind.TRIAL, None)]
+            actor = handle
+        else:
+            assert of_type(out, Spawn) == [] and handle == actor, "the idle actor is reused"
+        h.handle(TrialProcess(tid, 1, 4242))
+        out = h.handle(_result(tid, 1, 1, loss=1.0 if tid == tids[0] else 0.25))
+        assert sent(out, TrialProceed, to=actor) == [TrialProceed(tid, 1, 1)]
+        assert not sent(out, SchedulerCall), "RESULT is not FIFO's hook: decided without the scheduler"
+        out = h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED)) + h.answer_all()  # the next trial starts
+        all_out += out
+        assert h.core.table.get(tid).status is TrialStatus.TERMINATED
+
+    assert h.phases == [S, R, F]
+    assert isinstance(all_out[-1], Finish) and all_out[-1].error is None
+    [fin] = sent(all_out, ExperimentFinished, to=DRIVER)
+    assert fin.error is None
+    assert {t.trial_id: (t.status, t.last_result["loss"]) for t in fin.trials} == {
+        tids[0]: (TrialStatus.TERMINATED, 1.0), tids[1]: (TrialStatus.TERMINATED, 0.25)}
+    assert Retire(actor) in all_out, "the parked actor is retired at the end"
+    assert h.handle(Wake(Tick.PERIODIC)) == []
+
+
+def test_replies_arriving_out_of_order_are_applied_in_call_order() -> None:
+    h = Harness(make_spec(num_samples=2, max_concurrent=1))
+    h.handle(Start(), at=0.0)
+    h.ready(ALL_HOOKS)
+    add1, add2, choose = h.open_calls()
+    assert (add1.kind, add2.kind, choose.kind) == (HookKind.ADD, HookKind.ADD, HookKind.CHOOSE)
+    first = choose.seq
+    assert h.reply(first, chosen=add1.trial_id) == [], "held until the ADD replies are in"
+    assert h.reply(add2.seq) == []
+    out = h.reply(add1.seq)
+    assert [r.trial_id for r in sent(out, RunTrial)] == [add1.trial_id]
+
+
+def test_a_trials_messages_are_put_back_in_send_order() -> None:
+    """Bug A of issue 15: the TrialEnded overtakes the results it follows."""
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    [tid] = _running(h)
+    assert h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED)) == [], "waits for seq 1"
+    assert h.core.table.get(tid).status is TrialStatus.RUNNING
+    out = h.handle(_result(tid, 1, 1, loss=0.125))
+    assert sent(out, TrialProceed)
+    rec = h.core.table.get(tid)
+    assert rec.status is TrialStatus.TERMINATED and rec.last_result["loss"] == 0.125
+    assert isinstance(out[-1], Finish)
+
+
+def test_messages_from_an_earlier_run_are_dropped() -> None:
+    """Bug B of issue 15: a late result of a failed run must not count in the retry."""
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, max_failures=1))
+    [tid] = _running(h)
+    h.handle(TrialEnded(tid, 1, 1, EndReason.FAILED, error="boom", traceback="tb"))
+    out = h.answer_all()
+    assert [(r.trial_id, r.run_id) for r in sent(out, RunTrial)] == [(tid, 2)]
+    assert h.handle(_result(tid, 1, 2, loss=9.0)) == [], "run 1 is over"
+    out = h.handle(_result(tid, 2, 1, loss=0.5))
+    assert sent(out, TrialProceed) == [TrialProceed(tid, 2, 1)]
+    assert h.core.table.get(tid).last_result["loss"] == 0.5
+
+
+# ---------------------------------------------------------------------------------- the Ray Tune hang
+def test_pause_trial_recorded_in_a_result_reply_pauses_although_the_decision_is_continue() -> None:
+    """The reply's recorded actions merge before its decision: pause_trial() + CONTINUE pauses."""
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    [tid] = _running(h, ALL_HOOKS)
+    h.handle(_result(tid, 1, 1))
+    [call] = h.open_calls(HookKind.RESULT)
+    out = h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.PAUSE, tid),))
+    assert sent(out, TrialProceed) == [], "the trial must not step on"
+    assert sent(out, TrialSave) == [TrialSave(tid, 1)], "it pauses with a checkpoint"
+    out = h.handle(TrialSaved(tid, 1, 2, CheckpointRef("ckpt/0", 0, 1)))
+    assert [s.trial_id for s in sent(out, TrialStop)] == [tid]
+    h.handle(TrialEnded(tid, 1, 3, EndReason.STOPPED))
+    rec = h.core.table.get(tid)
+    assert rec.status is TrialStatus.PAUSED and rec.checkpoint == CheckpointRef("ckpt/0", 0, 1)
+    assert h.phases == [S, R]
+
+
+# ---------------------------------------------------------------------------------- aborting
+def test_abort_while_running_finishes_when_the_scheduler_state_arrives() -> None:
+    h = Harness(make_spec(num_samples=2, max_concurrent=2))
+    handles = _running(h)
+    assert len(handles) == 2
+    out = h.handle(AbortExperiment("stopped by the user"), at=10.0)
+    assert h.phase is A
+    assert sorted(s.trial_id for s in sent(out, TrialStop)) == sorted(handles)
+    [save] = h.open_calls(HookKind.SAVE)
+    assert h.store.snapshots == [save.seq], "the table is frozen with the SAVE call's tag"
+    assert not of_type(out, Finish)
+    out = h.reply(save.seq, state=b"state", at=10.5)
+    assert h.phases == [S, R, A, F]
+    assert h.store.saved == [(b"state", save.seq)]
+    [fin] = sent(out, ExperimentFinished, to=DRIVER)
+    assert fin.error == "stopped by the user" and out[-1] == Finish("stopped by the user")
+    assert all(Retire(x) in out for x in handles.values()), "every trial actor is asked to exit"
+
+
+def test_abort_ends_without_the_scheduler_state_after_the_timeout() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    _running(h)
+    h.handle(AbortExperiment("ctrl-c"), at=10.0)
+    [save] = h.open_calls(HookKind.SAVE)
+    out = h.handle(Wake(Tick.PERIODIC), at=10.0 + ABORT_SAVE_TIMEOUT_S)
+    assert h.phase is A and out == [WakeAfter(h.core.spec.progress_interval_s, Tick.PERIODIC)]
+    out = h.handle(Wake(Tick.PERIODIC), at=10.0 + ABORT_SAVE_TIMEOUT_S + 0.5)
+    assert h.phases == [S, R, A, F] and out[-1] == Finish("ctrl-c")
+    assert h.store.saved == []
+    assert h.reply(save.seq, state=b"late") == [], "the late answer finds the experiment over"
+
+
+def test_a_second_abort_while_aborting_changes_nothing() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    _running(h)
+    h.handle(AbortExperiment("first"), at=1.0)
+    assert h.handle(AbortExperiment("second"), at=2.0) == []
+    [save] = h.open_calls(HookKind.SAVE)
+    assert h.reply(save.seq, state=b"s")[-1] == Finish("first")
+
+
+# ---------------------------------------------------------------------------------- fail_fast
+def test_fail_fast_drains_and_kills_the_stragglers_after_the_grace_period() -> None:
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, fail_fast=True, actor_processes=True))
+    handles = _running(h, pid0=4001)
+    bad, slow = list(handles)
+    out = h.handle(TrialEnded(bad, 1, 1, EndReason.FAILED, error="boom", traceback="tb"), at=20.0)
+    assert h.phase is D
+    assert h.core.table.get(bad).status is TrialStatus.ERROR
+    assert [s.trial_id for s in sent(out, TrialStop)] == [slow]
+    out = h.handle(Wake(Tick.PERIODIC), at=20.0 + STOP_ALL_GRACE_S - 0.1)
+    assert not of_type(out, KillProcess), "still within the grace period"
+    out = h.handle(Wake(Tick.PERIODIC), at=20.0 + STOP_ALL_GRACE_S)
+    assert of_type(out, KillProcess) == [KillProcess(4002)], "the local process of the trial still running"
+    assert Retire(handles[slow]) in out
+    assert h.core.table.get(slow).status is TrialStatus.TERMINATED
+    out += h.answer_all()
+    assert h.phases == [S, R, D, F]
+    assert isinstance(out[-1], Finish) and out[-1].error is None, "fail_fast=True ends normally (Ray Tune)"
+    assert h.handle(Wake(Tick.PERIODIC)) == []
+
+
+def test_fail_fast_kills_nothing_without_processes_of_its_own() -> None:
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, fail_fast=True, actor_processes=False))
+    bad, slow = list(_running(h))
+    h.handle(TrialEnded(bad, 1, 1, EndReason.FAILED, error="boom"), at=20.0)
+    out = h.handle(Wake(Tick.PERIODIC), at=20.0 + STOP_ALL_GRACE_S)
+    assert not of_type(out, KillProcess), "trial threads in this process cannot be killed"
+    assert h.core.table.get(slow).status is TrialStatus.TERMINATED
+
+
+# ---------------------------------------------------------------------------------- members (multi-host)
+def _multi_host(**over: object) -> Harness:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, multi_host=True, leader_resources={}, **over))
+    h.handle(Start(), at=0.0)
+    h.ready()
+    return h
+
+
+def test_a_silent_member_is_lost_and_its_trial_restarts_when_it_beats_again() -> None:
+    h = _multi_host(max_failures=1, heartbeat_timeout_s=10.0)
+    h.handle(MemberJoined("w1", {"cpu": 1.0}, "addr-1"), at=0.0)
+    out = h.answer_all()
+    [run] = sent(out, RunTrial)
+    [trial] = [s for s in of_type(out, Spawn) if s.kind is ActorKind.TRIAL]
+    h.handle(MemberHeartbeat("w1", 1), at=1.0)
+    h.handle(Wake(Tick.PERIODIC), at=11.0)
+    assert "w1" not in h.core.members.lost, "10 s since its last heartbeat: not yet"
+    out = h.handle(Wake(Tick.PERIODIC), at=11.5)
+    assert "w1" in h.core.members.lost and Retire(trial.handle) in out
+    rec = h.core.table.get(run.trial_id)
+    assert rec.status is TrialStatus.PENDING and "no heartbeat for 10s" in (rec.error or "")
+    assert h.open_calls() == [], "nowhere to run it"
+    h.handle(MemberHeartbeat("w1", 12), at=12.0)
+    assert "w1" not in h.core.members.lost
+    out = h.answer_all()
+    assert [(r.trial_id, r.run_id) for r in sent(out, RunTrial)] == [(run.trial_id, 2)]
+
+
+def test_a_trial_no_member_can_hold_aborts_after_the_placement_grace() -> None:
+    h = _multi_host(resources_per_trial={"cpu": 4.0}, placement_grace_s=30.0)
+    h.handle(MemberJoined("small", {"cpu": 2.0}, "addr-1"), at=1.0)
+    h.handle(Wake(Tick.PERIODIC), at=5.0)
+    h.handle(Wake(Tick.PERIODIC), at=35.0)
+    assert h.phase is R, "30 s of waiting: the grace is not over"
+    h.handle(Wake(Tick.PERIODIC), at=35.5)
+    assert h.phase is A and "no member can ever run a trial needing {'cpu': 4.0}" in (h.core.error or "")
+
+
+# ---------------------------------------------------------------------------------- the end
+def test_nothing_happens_after_finished() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    [tid] = _running(h)
+    h.handle(_result(tid, 1, 1))
+    out = h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED))
+    assert h.phase is F and isinstance(out[-1], Finish)
+    late = [_result(tid, 1, 3), TrialEnded(tid, 1, 4, EndReason.FAILED), TrialEnded(tid, 2, 1, EndReason.FAILED),
+            SchedulerReply(99, HookKind.RESULT, tid, Decision.STOP, ()), SchedulerReady(False, "x", ALL_HOOKS),
+            Wake(Tick.PERIODIC), Wake(Tick.EVENTS), AbortExperiment("late"), ActorGone(2, -9), ActorGone(SCHEDULER),
+            MemberHeartbeat("w1", 1), ClusterStatusRequest(), TrialProcess(tid, 1, 1), object(), "not a message"]
+    for event in late:
+        assert h.handle(event) == [], event
+    assert h.phases == [S, R, F]
+
+
+def test_an_unknown_message_while_running_changes_nothing() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    _running(h)
+    assert h.handle(object()) == [] and h.handle("junk") == []
+    assert h.phase is R
+
+
+def test_a_trial_process_dying_fails_the_trial() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    [(tid, handle)] = _running(h).items()
+    out = h.handle(ActorGone(handle, -9))
+    rec = h.core.table.get(tid)
+    assert rec.status is TrialStatus.ERROR and "SIGKILL" in (rec.error or "")
+    assert isinstance(out[-1], Finish)
