@@ -67,6 +67,8 @@ class SchedulerAction:
     source_id: str | None = None
     new_config: dict[str, Any] | None = None
     info: dict[str, Any] | None = None
+    # CLONE: if the source's save is in flight, the clone takes the checkpoint it commits (Ray's PBT)
+    wait_for_source: bool = False
 
 
 class HookKind(Enum):

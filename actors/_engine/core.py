@@ -136,6 +136,7 @@ class ExperimentCore:
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
         self.unlogged: dict[str, TrialResults] = {}  # batches waiting for their decision to be logged
+        self.clone_waits: dict[str, str] = {}  # clone -> the source whose save in flight it waits for
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
@@ -317,9 +318,20 @@ class ExperimentCore:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
             self._checkpointed(self.table.get(msg.trial_id), msg.checkpoint)
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
+        self._source_saved(msg.trial_id, msg.checkpoint)
         held = self.gate.saved(msg.trial_id)
         if held is not None:
             self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
+
+    def _source_saved(self, source_id: str, ckpt: CheckpointRef | None, fill: bool = True) -> None:
+        """A save (or the end) of a clone source: the clones waiting for it take its checkpoint."""
+        waiting = [t for t, s in self.clone_waits.items() if s == source_id]
+        for target in waiting:
+            del self.clone_waits[target]
+            if ckpt is not None:
+                self.table.source_saved(target, source_id, ckpt)
+        if waiting and fill:
+            self._fill()
 
     def _callback_answer(self, msg: CallbackAnswer) -> None:
         entry = self.gate.answer_for(msg)
@@ -366,6 +378,8 @@ class ExperimentCore:
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
             self._recover(rec)
+        if effects:
+            self._source_saved(trial_id, ckpt if ckpt is not None else rec.checkpoint, fill=False)
         self._run(effects)
         if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
             self.io.dirty = True
@@ -605,7 +619,9 @@ class ExperimentCore:
     def _start_trial(self, rec: TrialRecord) -> None:
         s = self.spec
         member = self.members.choose()
-        if member is None:  # the room it was chosen for is gone (a member was lost meanwhile)
+        if member is None or rec.trial_id in self.clone_waits:
+            # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
+            # source's checkpoint is still being saved: it starts when that landed
             self.table.unstart(rec.trial_id)
             return
         self.io.on_start(rec)
@@ -667,6 +683,10 @@ class ExperimentCore:
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.get(action.source_id).checkpoint
             effects += self.table.request(action, source)
+            src = self.table.trials.get(action.source_id or "")
+            if (action.wait_for_source and src is not None and src.status is TrialStatus.RUNNING
+                    and src.saves_inflight > 0):
+                self.clone_waits[action.trial_id] = src.trial_id
         if kind is HookKind.RESULT and trial_id is not None:
             decision = Decision(msg.decision)
             batch = self.unlogged.get(trial_id)
@@ -690,7 +710,7 @@ class ExperimentCore:
         self._run(effects)
         if kind is HookKind.CHOOSE:
             self.link.choosing = False
-            if msg.chosen is not None:
+            if msg.chosen is not None and msg.chosen not in self.clone_waits:
                 self._run(self.table.start(msg.chosen))
             elif (self.table.running == 0 and not self.link.busy() and not msg.actions
                   and self.table.version == self.link.choose_version):
@@ -713,7 +733,8 @@ class ExperimentCore:
             return
         free = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        if free > 0 and waiting and not self.link.choosing:
+        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING)
+        if free > 0 and waiting > blocked and not self.link.choosing:
             self.link.choosing = True
             self.link.choose_version = self.table.version
             self._call(HookKind.CHOOSE, None)

@@ -338,6 +338,20 @@ class TrialTable:
         self._mark(rec, MarkKind.EXPLOIT, action.source_id)
         self.changed.add(rec.trial_id)
 
+    def source_saved(self, trial_id: str, source_id: str, checkpoint: CheckpointRef) -> None:
+        """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it."""
+        rec = self.trials.get(trial_id)
+        if rec is None:
+            return
+        if rec.status is TrialStatus.RUNNING:  # still pausing: the clone applies it when the pause ends
+            if rec.clone is not None and rec.clone.source_id == source_id:
+                rec.clone_checkpoint = checkpoint
+        elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # the clone was applied already
+            base = rec.checkpoint
+            rec.checkpoint = replace(checkpoint, iteration=base.iteration if base else rec.iteration,
+                                     time_total_s=base.time_total_s if base else rec.time_total_s)
+            self.changed.add(trial_id)
+
     def abort_all(self) -> list[Effect]:
         """Stop everything (driver abort): running trials get STOP, the rest end now.
 

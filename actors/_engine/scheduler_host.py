@@ -47,11 +47,13 @@ class RecordingController(SchedulerController):
         self.actions.append(SchedulerAction(ActionKind.CHECKPOINT, self._id(trial)))
 
     def clone_trial(
-        self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any]
+        self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any],
+        wait_for_checkpoint: bool = False,
     ) -> None:
         self.actions.append(
             SchedulerAction(
-                ActionKind.CLONE, self._id(trial), False, self._id(source), dict(new_config), dict(info)
+                ActionKind.CLONE, self._id(trial), False, self._id(source), dict(new_config), dict(info),
+                wait_for_source=wait_for_checkpoint,
             )
         )
 

@@ -47,10 +47,13 @@ class SchedulerController(ABC):
 
     @abstractmethod
     def clone_trial(
-        self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any]
+        self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any],
+        wait_for_checkpoint: bool = False,
     ) -> None:
         """Restart ``trial`` from ``source``'s latest checkpoint with ``new_config``
-        (PBT's exploit/explore); ``info`` is recorded in the trial's next result."""
+        (PBT's exploit/explore); ``info`` is recorded in the trial's next result. With
+        ``wait_for_checkpoint``, a save of ``source`` still in flight is waited for and its checkpoint
+        used (``trial`` pauses now and does not run again before it landed), as Ray Tune's PBT does."""
 
     @abstractmethod
     def get_trials(self) -> list[TrialSnapshot]:

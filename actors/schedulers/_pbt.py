@@ -81,10 +81,14 @@ class PopulationBasedTraining(MetricScheduler):
         synch: bool = False,
         seed: int | None = None,
         clip_perturbations: bool = True,
+        wait_for_checkpoint: bool = False,
     ) -> None:
         super().__init__(metric, mode)
         # a perturbed value of a search domain stays within its bounds; False: unclipped, as in Ray
         self.clip_perturbations = bool(clip_perturbations)
+        # exploit a top trial whose checkpoint is still being saved by waiting for it, as Ray does;
+        # False: such an exploit is skipped (no trial waits on another's save)
+        self.wait_for_checkpoint = bool(wait_for_checkpoint)
         name = type(self).__name__
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
@@ -259,12 +263,14 @@ class PopulationBasedTraining(MetricScheduler):
         As in Ray Tune the source is drawn from the whole top quantile first (one draw, so a
         seeded run draws as Ray's ``random.choice`` would), and the exploit is skipped when it
         was not in the top quantile at its own last perturbation (no checkpoint was taken).
-        Ray waits for a checkpoint still being saved; audition skips if none has landed yet.
+        Ray waits for a checkpoint still being saved (``wait_for_checkpoint=True``); by default
+        audition skips the exploit if none has landed yet.
         """
         snaps = {s.trial_id: s for s in controller.get_trials()}
         pick = upper[self._rng.randrange(len(upper))] if upper else None
-        if pick is None or pick == trial.trial_id or not self._members[pick].checkpointed \
-                or pick not in snaps or snaps[pick].checkpoint_iteration is None:
+        if pick is None or pick == trial.trial_id or not self._members[pick].checkpointed or pick not in snaps:
+            return False
+        if snaps[pick].checkpoint_iteration is None and not self.wait_for_checkpoint:
             return False
         source = snaps[pick]
         source_config = dict(source.config) or self._members[source.trial_id].config
@@ -280,7 +286,7 @@ class PopulationBasedTraining(MetricScheduler):
             "new_config": copy.deepcopy(new_config),
             "time": t,
         }
-        controller.clone_trial(trial, source, new_config, info)
+        controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint)
         m, src = self._members[trial.trial_id], self._members[source.trial_id]
         # the clone resumes where the source's checkpoint is, so its clocks become the source's
         m.config, m.last_perturbation, m.last_train_time = (

@@ -1,0 +1,71 @@
+"""PBT exploiting a top trial whose checkpoint is still being saved (issue 14).
+
+Ray Tune's PBT schedules a save of each top-quantile trial and, when a bottom trial exploits it,
+waits for that save (``_FutureTrainingResult.resolve()``) and clones the checkpoint it produced.
+``PopulationBasedTraining(wait_for_checkpoint=True)`` does the same; by default audition clones the
+newest checkpoint that has landed (and skips the exploit when none has). The simulator makes the race
+happen on purpose: every trial steps in lockstep, so a bottom trial's result often arrives while the
+top trial's save is in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors import TuneConfig, search
+from actors._engine import core as core_module
+from actors.schedulers import PopulationBasedTraining
+from actors.testing import simulate
+
+
+def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+    return {"score": config["lr"] * i, "time_this_iter_s": 1.0}
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, wait: bool, seed: int) -> tuple[list[Any], dict[str, Any]]:
+    """Clones decided while their source's save was in flight: (target, the source's checkpoint then,
+    the checkpoint the target was started from, the source's newest when the target started)."""
+    raced: dict[str, tuple[str, Any]] = {}
+    started: list[tuple[str, Any, Any, Any]] = []
+    orig_reply, orig_start = core_module.ExperimentCore._on_reply, core_module.ExperimentCore._start_trial
+
+    def on_reply(self: Any, kind: Any, trial_id: Any, run_id: int, batch: int, msg: Any) -> None:
+        for a in msg.actions:
+            src = self.table.trials.get(a.source_id or "")
+            if a.kind.value == "clone" and src is not None and src.saves_inflight:
+                raced[a.trial_id] = (src.trial_id, src.checkpoint.path if src.checkpoint else None)
+        orig_reply(self, kind, trial_id, run_id, batch, msg)
+
+    def start(self: Any, rec: Any) -> None:
+        if rec.trial_id in raced and rec.trial_id not in self.clone_waits:
+            source, before = raced.pop(rec.trial_id)
+            newest = self.table.get(source).checkpoint
+            started.append((rec.trial_id, before, rec.checkpoint.path if rec.checkpoint else None,
+                            newest.path if newest else None))
+        orig_start(self, rec)
+
+    monkeypatch.setattr(core_module.ExperimentCore, "_on_reply", on_reply)
+    monkeypatch.setattr(core_module.ExperimentCore, "_start_trial", start)
+    pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1, seed=1,
+                                  hyperparam_mutations={"lr": search.uniform(0.1, 1.0)}, wait_for_checkpoint=wait)
+    sim = simulate(curve, {"lr": search.uniform(0.1, 1.0)},
+                   TuneConfig(metric="score", mode="max", num_samples=16, scheduler=pbt),
+                   max_iterations=10, seed=seed, cpus=16)
+    assert not sim.hung and sim.error is None, (sim.hang_reason, sim.error)
+    return started, {"exploits": sum(1 for r in sim.results for h in r.metrics_history if h.get("pbt_exploit"))}
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_wait_for_checkpoint_clones_the_checkpoint_the_save_in_flight_commits(monkeypatch, seed) -> None:
+    started, _ = _run(monkeypatch, wait=True, seed=seed)
+    assert started, "the lockstep population made no clone race a save in flight: the test proves nothing"
+    for trial_id, before, used, newest in started:
+        assert used != before and used == newest, (
+            f"{trial_id} restarted from {used}, not the checkpoint its source's save in flight committed")
+
+
+def test_by_default_a_clone_takes_the_checkpoint_that_has_landed(monkeypatch) -> None:
+    started, _ = _run(monkeypatch, wait=False, seed=3)
+    assert started and all(used == before for _, before, used, _ in started)
