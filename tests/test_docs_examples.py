@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("user-guide.md", "coming-from-ray.md")
+DOCS = ("user-guide.md", "coming-from-ray.md", "testing.md")
 NO_RUN = "<!-- no-run -->"
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _MARKER = "AUDITION_DOCS_EXAMPLE"
