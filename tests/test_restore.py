@@ -441,8 +441,8 @@ def test_corrupted_state_and_tuner_files(storage_dir, no_leaks):
 
 # ---------------------------------------------------------------------------------- storage side
 def _io(storage: str, state: dict[str, Any] | None = None, keep: int | None = None) -> Any:
-    from actors._driver.spec import ExperimentSpec
     from actors._engine.lifecycle import TrialTable
+    from actors._engine.spec import ExperimentSpec
     from actors._shell.experiment_io import ExperimentIO
 
     spec = ExperimentSpec(

@@ -95,7 +95,7 @@ class TuneConfig:
     # spent every trial is stopped, reporting or not (a TimeoutStopper added to stop=)
     time_budget_s: float | datetime.timedelta | None = None
     # Ray Tune's: each called with the new trial; a display name (str(trial)) and the name of the
-    # trial's directory in storage (actors/_driver/naming.py says what is refused)
+    # trial's directory in storage (actors/_engine/naming.py says what is refused)
     trial_name_creator: Callable[[Any], str] | None = None
     trial_dirname_creator: Callable[[Any], str] | None = None
 

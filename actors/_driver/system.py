@@ -229,7 +229,7 @@ def shutdown_orphaned_system(admin_port: int) -> None:
     env = dict(os.environ)
     if authentication_enabled():  # the admin rejects unsigned frames: sign with the key from the environment
         code = "from actors._cluster.auth import enable_from_environment; assert enable_from_environment(); " + code
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo: actors/_driver/ up
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
