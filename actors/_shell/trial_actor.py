@@ -132,7 +132,7 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_TrialStop(self, msg: TrialStop, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)
         if r is not None:
-            r.stop_requested = True
+            r.request_stop(msg.save)
             self._command(r, Command.STOP, int(msg.save))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:

@@ -133,6 +133,9 @@ class TrialRunner:
         self.next_index = msg.next_checkpoint_index
         self.latest: CheckpointRef | None = msg.checkpoint
         self.stop_requested = False
+        # the stop asked for a save first (checkpoint_at_end): a class trainable is then stopped by the
+        # STOP command, after its step being computed is reported, so that save is never skipped
+        self.save_at_stop = False
         self.ended_ok = False
         # a permanent storage error while committing a checkpoint (after the storage package's own
         # retries): the run fails even if the user's code caught it, and the experiment stops
@@ -162,6 +165,14 @@ class TrialRunner:
 
     def send_command(self, cmd: Command, arg: int = 0) -> None:
         self.commands.put((cmd, arg))
+
+    def request_stop(self, save: bool) -> None:
+        """A stop is on its way (its STOP command follows): end at the next ``report()``. A function
+        trainable unwinds there before reporting (Ray stops it at once); a class trainable asked to
+        save (``checkpoint_at_end``) reports the step it was computing and the STOP command then saves,
+        so the end checkpoint is never skipped and holds the state the trial is at, at its iteration."""
+        self.save_at_stop = self.save_at_stop or save
+        self.stop_requested = True
 
     def _wake(self, urgent: bool) -> None:
         """Wake the actor (a byte on its watched pipe) if it asked to hear of this event."""
@@ -274,7 +285,7 @@ class TrialRunner:
         self._report(metrics, checkpoint, save_class=False)
 
     def _report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, save_class: bool) -> None:
-        if self.stop_requested:
+        if self.stop_requested and not (self.save_at_stop and self._class_trainable is not None):
             raise _StopTrial()
         check_result(metrics)  # before it reaches the transport: an unpicklable value fails this trial
         now = self.clock()
