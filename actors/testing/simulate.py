@@ -102,13 +102,15 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
              run_config: RunConfig | None = None, *, seed: int = 0, faults: Faults | None = None,
              max_iterations: int | None = None, cpus: float | None = None,
              members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
-             max_time_s: float = 1e7, idle_limit_s: float = 120.0) -> Simulation:
+             max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None) -> Simulation:
     """Run one experiment in simulated time and return its results (see the module's docstring).
 
     ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
     machine's CPUs (default: this machine's, as ``fit()`` sees them), which with the trials'
     resources bounds how many run at once. ``members``: simulate a multi-host run on these members
-    (``{"m1": {"cpu": 4}}``), the only case where ``Faults(member_loss=...)`` applies.
+    (``{"m1": {"cpu": 4}}``), the only case where ``Faults(member_loss=...)`` applies. ``restore``:
+    continue the experiment stored there (``Simulation.experiment_path`` of an aborted simulation)
+    as ``Tuner.restore`` would, instead of starting one from ``param_space`` and the configs.
     """
     from actors._driver.loggers import controller_loggers
     from actors._driver.tuner import Tuner
@@ -129,7 +131,11 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     rc = dataclasses.replace(rc, system="simple", name=rc.name or "simulation", verbose=0,
                              storage=rc.storage or f"memory://audition-sim/{next(_names)}")
     trainable = CurveTrainable.make(curve, max_iterations)
-    tuner = Tuner(trainable, param_space=param_space, tune_config=tc, run_config=rc)
+    if restore is not None:  # continue a stored experiment (an aborted simulation), as Tuner.restore does
+        tuner = Tuner.restore(restore, trainable)
+        tc, rc = tuner.tune_config, tuner.run_config
+    else:
+        tuner = Tuner(trainable, param_space=param_space, tune_config=tc, run_config=rc)
     spec = tuner._spec()
     spec.loggers = controller_loggers(rc.callbacks)
     spec.actor_processes = True  # each simulated trial has a process: liveness checks and kills apply

@@ -1,0 +1,180 @@
+"""Invariants every simulated experiment must keep, whatever the interleaving and the faults.
+
+``violations(sim)`` reads a finished ``Simulation`` back (its grid, its histories from storage, its
+checkpoints' manifests, the core's trial table) and lists what is wrong, one readable line each;
+``restore_violations`` continues an aborted simulation with ``Tuner.restore`` semantics and checks
+that it finishes. The engine's own seeded tests run them after thousands of simulations; a user can
+run them after simulating an experiment with their own scheduler plugin::
+
+    sim = simulate(curve, space, TuneConfig(..., scheduler=MyScheduler()), max_iterations=10, seed=s)
+    assert not violations(sim, num_samples=8), violations(sim, num_samples=8)
+
+What is checked, per trial (``violations``):
+
+* the experiment ended (``Simulation.hung`` is False) and, when it was not aborted, every trial is
+  TERMINATED or ERROR and there are ``num_samples`` of them;
+* its history (``metrics_history``, what storage keeps) is contiguous: ``training_iteration`` runs
+  1, 2, ..., n with no gap and no duplicate, and each run's rows are consecutive, counting
+  ``iterations_since_restore`` from 1 (a retried trial's rows are the ones storage kept after the
+  retry rewound to its checkpoint);
+* nothing is lost: its last committed checkpoint's iteration is in the history, and the rows that
+  checkpoint's manifest carries (reported but not yet acknowledged when it was committed) are the
+  history's rows at those iterations; its last result is the history's last row;
+* a TERMINATED trial of a run that was not aborted got to its end: its last row says ``done`` (its
+  trainable finished, or a stop was decided on that result), or a STOP mark says it was stopped
+  while computing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors._engine.marks import MarkKind
+from actors._engine.trial import TrialStatus
+
+# a known engine issue (see tests/test_sim_invariants.py): the violation's text starts with it
+STALE_LAST_RESULT = "stale last result"
+# the keys that identify which run produced a row (the metrics of a curve repeat across runs)
+_RUN_KEYS = ("training_iteration", "iterations_since_restore", "time_total_s")
+
+
+def violations(sim: Any, *, num_samples: int | None = None, may_abort: bool = True) -> list[str]:
+    """What is wrong with a finished simulation (see the module docstring); [] if nothing.
+
+    ``num_samples``: the number of trials a run that was not aborted must end with.
+    ``may_abort``: False when nothing in the faults may end the experiment early (then an error is
+    itself a violation).
+    """
+    if sim.hung:
+        return [f"the experiment hung: {sim.hang_reason}"]
+    if sim.results is None or sim.finished is None:
+        return ["the experiment ended without reporting its results"]
+    out: list[str] = []
+    aborted = sim.error is not None
+    if aborted and not may_abort:
+        out.append(f"the experiment was aborted although no fault may abort it: {sim.error.splitlines()[0]}")
+    if not aborted and num_samples is not None and len(sim.results) != num_samples:
+        out.append(f"{len(sim.results)} trials at the end, expected {num_samples}")
+    table = getattr(getattr(sim.world, "core", None), "table", None)
+    for result, summary in zip(sim.results, sim.finished.trials, strict=True):
+        rec = table.trials.get(result.trial_id) if table is not None else None
+        out += [f"trial {result.trial_id}: {v}" for v in _trial(result, summary, rec, aborted, sim)]
+    return out
+
+
+def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list[str]:
+    out: list[str] = []
+    if not aborted and not result.status.is_finished:
+        out.append(f"ended {result.status.value}, not TERMINATED or ERROR")
+    history = result.metrics_history
+    its = [int(h.get("training_iteration", -1)) for h in history]
+    if its != list(range(1, len(its) + 1)):
+        out.append(f"history not contiguous from 1: training_iteration {its}")
+        return out  # the rest reads rows by iteration
+    for prev, row in zip(history, history[1:], strict=False):
+        n, p = row.get("iterations_since_restore"), prev.get("iterations_since_restore")
+        if n != 1 and (not isinstance(p, int) or n != p + 1):
+            out.append(f"row {row['training_iteration']}: iterations_since_restore {n} after {p} (a run's rows "
+                       "are not consecutive: rows of two runs mixed)")
+            break
+    if _storage_failed(sim):
+        return out  # what storage refused is missing; the restore of the aborted run is what must hold
+    last = int(result.metrics.get("training_iteration", 0) or 0)
+    if last > len(history) and rec is not None and rec.iteration == len(history):
+        out.append(f"{STALE_LAST_RESULT}: last result is iteration {last} but the history ends at {len(history)}, "
+                   "where its last run restarted from a checkpoint (the restart rewound the history, not the "
+                   "last result, and the run reported nothing)")
+    elif last != len(history):
+        out.append(f"last result is iteration {last} but the history ends at {len(history)}")
+    elif history and _key(result.metrics) != _key(history[-1]):
+        out.append(f"last result {_key(result.metrics)} is not the history's last row {_key(history[-1])}")
+    ckpt = summary.checkpoint
+    if ckpt is not None:
+        if ckpt.iteration > len(history):
+            out.append(f"lost results: its checkpoint is at iteration {ckpt.iteration} but the history ends at "
+                       f"{len(history)}")
+        else:
+            out += _manifest_rows(sim, summary, history)
+    if not aborted and result.status is TrialStatus.TERMINATED and history and not history[-1].get("done"):
+        stopped = rec is not None and any(m.kind is MarkKind.STOP for m in rec.marks)
+        if not stopped:
+            out.append(f"TERMINATED at iteration {len(history)} without a done row or a STOP mark (its "
+                       "last results were dropped?)")
+    return out
+
+
+def _storage_failed(sim: Any) -> bool:
+    return bool(getattr(getattr(sim.world.core, "store", None), "failures", None))
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row.get(k) for k in _RUN_KEYS)
+
+
+def _manifest_rows(sim: Any, summary: Any, history: list[dict[str, Any]]) -> list[str]:
+    """The rows carried by the trial's last checkpoint are the ones its history holds."""
+    from storage import StorageContext, StorageError, read_manifest
+
+    ctx = StorageContext(sim.storage_url)
+    try:
+        rows = (read_manifest(ctx, summary.checkpoint.path).get("metadata") or {}).get("results") or []
+    except StorageError as exc:
+        return [f"its checkpoint {summary.checkpoint.path} cannot be read: {exc}"]
+    out = []
+    for row in rows:
+        if row.get("trial_id") != summary.trial_id:
+            continue  # a checkpoint cloned from another trial (PBT): its rows are that trial's
+        i = int(row["training_iteration"])
+        if i > len(history) or _key(history[i - 1]) != _key(row):
+            got = _key(history[i - 1]) if i <= len(history) else None
+            out.append(f"checkpoint {summary.checkpoint.path} carries row {_key(row)}, the history has {got}")
+    return out
+
+
+def saved_trials(sim: Any) -> dict[str, tuple[int, list[dict[str, Any]]]]:
+    """Per trial of the experiment's saved state: the checkpoint iteration a restore resumes from,
+    and the history storage holds now (read before a restore rewrites it)."""
+    from storage import ExperimentLayout, StorageContext, read_experiment_state, read_results
+
+    ctx = StorageContext(sim.storage_url)
+    layout = ExperimentLayout(ctx, sim.name)
+    out: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+    for row in (read_experiment_state(ctx, layout) or {}).get("trials", []):
+        trial_id = row["trial_id"]
+        layout.set_dirname(trial_id, row.get("dirname"))
+        out[trial_id] = (int((row.get("checkpoint") or {}).get("iteration", 0)), read_results(ctx, layout, trial_id))
+    return out
+
+
+def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = None, num_samples: int | None = None,
+                       seed: int = 0) -> tuple[list[str], Any]:
+    """An aborted simulation restores and finishes: ``Tuner.restore`` semantics, simulated again
+    without faults. Returns the violations and the restored ``Simulation`` (None if there was none).
+
+    A simulation that was not aborted needs no restore: ([], None). One whose storage failed may
+    legitimately have no saved state to restore from. Checks the restored run with ``violations``
+    (it must not be aborted) and that every trial kept the rows up to the checkpoint it resumed from.
+    """
+    from actors._driver.tuner import Tuner
+    from actors.testing.simulate import simulate
+
+    if sim.hung or sim.error is None:
+        return [], None
+    if not Tuner.can_restore(sim.experiment_path):
+        if _storage_failed(sim):
+            return [], None  # storage failed: the state may never have been written
+        return [f"aborted ({sim.error.splitlines()[0]}) but {sim.experiment_path} cannot be restored"], None
+    before = saved_trials(sim)
+    again = simulate(curve, restore=sim.experiment_path, seed=seed, max_iterations=max_iterations)
+    out = [f"restored: {v}" for v in violations(again, num_samples=num_samples, may_abort=False)]
+    if again.results is not None:
+        for r in again.results:
+            upto, old = before.get(r.trial_id, (0, []))
+            upto = min(upto, len(old))  # rows storage refused to write may be filled in from the checkpoint
+            new = r.metrics_history
+            if [_key(h) for h in new[:upto]] != [_key(h) for h in old[:upto]]:
+                out.append(f"restored: trial {r.trial_id} lost rows up to its saved checkpoint (iteration {upto})")
+    return out, again
+
+
+__all__ = ["STALE_LAST_RESULT", "restore_violations", "saved_trials", "violations"]

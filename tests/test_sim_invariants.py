@@ -1,0 +1,133 @@
+"""The engine's hang-freedom and no-loss tests: thousands of seeded simulated experiments with faults
+(actors.testing.simulate), each checked against actors.testing.invariants after it ends; an aborted
+one must restore and finish. One seed fixes the scheduler, the faults, the size and the message
+interleaving (tests/_sim_scenarios.py), so a failure names a reproducible seed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter
+
+import pytest
+
+from tests._sim_scenarios import FAULTS, SCHEDULERS, Scenario, check, run, scenario
+from actors.testing import Faults
+from actors.testing.invariants import STALE_LAST_RESULT, violations
+
+SEEDS = int(os.environ.get("AUDITION_SIM_SEEDS", "2000"))
+# Known engine issues the sweep tolerates; each has a strict xfail reproduction below.
+KNOWN = (STALE_LAST_RESULT,)
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> object:
+    """Member losses and aborts log warnings on every run; thousands of them are noise here."""
+    logger = logging.getLogger("audition")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def _problems(sc: Scenario) -> list[str]:
+    try:
+        found = check(sc)
+    except Exception as exc:  # the simulator or a check itself crashed: as much a failure
+        return [f"raised {exc!r}"]
+    return [p for p in found if not any(k in p for k in KNOWN)]
+
+
+@pytest.mark.slow
+def test_seeded_simulations_with_faults_keep_every_invariant() -> None:
+    """SEEDS simulations (2,000 by default) over every scheduler x fault kind: each ends, keeps
+    contiguous histories, loses no reported row, ends every trial in a final status, and restores
+    when it was aborted."""
+    started = time.perf_counter()
+    failures: list[str] = []
+    aborted: Counter[str] = Counter()
+    for seed in range(SEEDS):
+        sc = scenario(seed)
+        found = _problems(sc)
+        if found:
+            failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
+        aborted[sc.faults] += sc.may_abort
+    elapsed = time.perf_counter() - started
+    print(f"{SEEDS} simulations in {elapsed:.1f}s ({SEEDS / elapsed:.1f}/s)")
+    assert not failures, f"{len(failures)} of {SEEDS} seeds broke an invariant (reproduce with " \
+        f"tests/_sim_scenarios.check(scenario(seed))):\n" + "\n".join(failures[:20])
+
+
+def test_every_scheduler_and_fault_kind_is_in_the_sweep() -> None:
+    """The sweep's seeds cover every (scheduler, fault kind) pair many times over."""
+    pairs = Counter((scenario(s).scheduler, scenario(s).faults) for s in range(SEEDS))
+    assert set(pairs) == {(s, f) for s in SCHEDULERS for f in FAULTS}
+    assert min(pairs.values()) >= SEEDS // (len(SCHEDULERS) * len(FAULTS)) - 1
+
+
+def test_quick_sweep() -> None:
+    """A few seeds of every fault kind in the fast suite (the slow sweep runs thousands)."""
+    failures = [f"seed {s}: {p}" for s in range(0, 90, 2) for p in _problems(scenario(s))]
+    assert not failures, "\n".join(failures)
+
+
+def test_the_checks_read_what_storage_keeps() -> None:
+    """A retried trial's history is what storage keeps after the retry rewound it to its checkpoint:
+    contiguous, each run's rows counted from 1 by iterations_since_restore."""
+    sc = Scenario(3, "fifo", "lost_exits", 6, 8, 2, False, -1)
+    sim = run(sc)
+    try:
+        assert violations(sim, num_samples=6, may_abort=False) == []
+        retried = [r for r in sim.results if r.num_failures]
+        assert retried  # lost_exits kills trials: some were retried from their checkpoints
+        for r in retried:  # a run restarted from a checkpoint: its rows count iterations_since_restore from 1
+            rows = r.metrics_history
+            assert [h["training_iteration"] for h in rows] == list(range(1, len(rows) + 1)) and len(rows) >= 8
+        assert any(h["iterations_since_restore"] == 1 for r in retried for h in r.metrics_history[1:])
+    finally:
+        sim.discard()
+
+
+# ---------------------------------------------------------------- known engine issues (strict xfail)
+
+@pytest.mark.xfail(strict=True, reason="engine issue: a run restarted from a checkpoint rewinds the history "
+                   "(ExperimentIO.on_start) but not the trial's last_result; when it then reports nothing "
+                   "(it fails at once, or is stopped) the grid's metrics name a row the history lacks")
+def test_known_stale_last_result_after_a_rewind() -> None:
+    # trial 4: runs 1..8 (checkpoint at 8), a poisoned message fails it, run 3 reports 9, is failed
+    # again, the rewind to 8 drops row 9, run 4 fails before reporting: ERROR with metrics at 9
+    sc = Scenario(193, "median", "poison", 5, 8, 2, False, 3)
+    sim = run(sc)
+    try:
+        assert violations(sim, num_samples=5, may_abort=False) == []
+    finally:
+        sim.discard()
+
+
+MEMBERS = {"m1": {"cpu": 2}, "m2": {"cpu": 2}}
+
+
+@pytest.mark.xfail(strict=True, reason="engine bug (ExperimentCore._host_lost): when a member is lost while a "
+                   "result batch carrying a checkpoint waits for its scheduler decision, _recover logs the "
+                   "checkpoint's rows from its manifest and then _ended logs the waiting batch again: a "
+                   "duplicate row (recover runs before _log_unlogged there; _ended's own order is right)")
+def test_known_duplicate_row_when_a_member_is_lost_during_a_decision() -> None:
+    sc = Scenario(358, "median", "members", 4, 5, 2, False, -1)
+    sim = run(sc, faults=Faults(member_loss=((2.035429924400942, "m1", -1.0),), trial_die_p=0.02), members=MEMBERS)
+    try:
+        assert violations(sim, num_samples=4, may_abort=False) == []
+    finally:
+        sim.discard()
+
+
+@pytest.mark.xfail(strict=True, reason="engine bug (ExperimentCore/ActorPool): idle trial actors parked on a "
+                   "member are not dropped when the member is lost; when it registers again, a trial is "
+                   "placed on a dead parked actor, its RunTrial is never handled and the run hangs")
+def test_known_hang_when_a_member_comes_back_before_its_heartbeat_timeout() -> None:
+    sc = Scenario(1435, "fifo", "members", 5, 7, 1, False, 3)
+    sim = run(sc, faults=Faults(member_loss=((4.272223633906481, "m1", 5.0),), trial_die_p=0.02), members=MEMBERS)
+    try:
+        assert not sim.hung, sim.hang_reason
+    finally:
+        sim.discard()
