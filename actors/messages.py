@@ -369,6 +369,7 @@ class ProbeKill(_Message):
 class EventType(Enum):
     """What happened to a trial, for callbacks."""
 
+    ADD = "add"  # created (PENDING): only puts it in the ``trials`` list callbacks get (Ray: add_trial)
     START = "start"
     RESULT = "result"
     CHECKPOINT = "checkpoint"

@@ -12,14 +12,15 @@ event is delivered exactly once.  Hooks are called with keyword arguments, as Ra
 from __future__ import annotations
 
 import logging
+import posixpath
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from actors._engine.sequencer import Sequencer
-from actors._engine.trial import TrialSnapshot, experiment_tag
-from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents
+from actors._engine.trial import TrialSnapshot, TrialStatus, experiment_tag
+from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
 from actors.result import SHOULD_CHECKPOINT
 
 if TYPE_CHECKING:
@@ -139,6 +140,47 @@ class CallbackDispatcher:
         if old is None or ckpt.path.rstrip("/").rpartition("/")[2] >= old.path.rstrip("/").rpartition("/")[2]:
             self.latest[trial_id] = ckpt
 
+    def restored(self, rows: Iterable[dict[str, Any]]) -> None:
+        """``Tuner.restore``: every trial of the saved experiment is in ``trials`` from the start, with
+        the status it resumes in, before any trial this run creates. Ray's
+        ``TuneController._requeue_restored_trials`` adds them most recent result first; the state keeps
+        no result arrival time, so the result's ``date`` (set by the trial's clock, whole seconds) stands
+        in for it, ties going to the later-created trial, and trials that never reported come last. A
+        finished trial carries its last checkpoint; one that resumes gets its checkpoint when it starts
+        (``_resumed``: storage decides which)."""
+        from actors._driver.checkpoint import Checkpoint
+
+        def last_time(item: tuple[int, dict[str, Any]]) -> tuple[str, int]:
+            date = (item[1].get("last_result") or {}).get("date")
+            return (date if isinstance(date, str) else "", item[0])  # "%Y-%m-%d_%H-%M-%S": sorts by time
+
+        for _, row in sorted(enumerate(rows), key=last_time, reverse=True):
+            ck = row.get("checkpoint") or None
+            snap = TrialSnapshot(row["trial_id"], dict(row["config"]), TrialStatus(row["status"]),
+                                 dict(row.get("last_result") or {}), int(row.get("num_failures") or 0),
+                                 ck["iteration"] if ck else None, row.get("name"), row.get("dirname"))
+            if ck and snap.status.is_finished and self.experiment_path is not None:
+                uri = f"{self._trial_path(snap)}/{posixpath.basename(str(ck['path']).rstrip('/'))}"
+                self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
+            self.trials[snap.trial_id] = self._as_ray_trial(snap)
+
+    def _final(self, summaries: Iterable[TrialSummary]) -> None:
+        """The controller's final word on every trial, for ``on_experiment_end``: as in Ray, the list
+        holds every trial of the experiment with its final status, not only those with an event."""
+        from actors._driver.checkpoint import Checkpoint
+
+        for t in summaries:
+            ck = t.checkpoint
+            if ck is not None and t.trial_id not in self.latest:
+                self.latest[t.trial_id] = Checkpoint(f"{t.path.rstrip('/')}/{posixpath.basename(ck.path.rstrip('/'))}",
+                                                     self.storage_options)
+            old = self.trials.get(t.trial_id)
+            snap = TrialSnapshot(t.trial_id, dict(t.config), t.status, dict(t.last_result), t.num_failures,
+                                 ck.iteration if ck else None, t.name, t.dirname)
+            self.trials[t.trial_id] = self._as_ray_trial(snap) if old is None else replace(
+                old, status=t.status, last_result=dict(t.last_result), num_failures=t.num_failures,
+                checkpoint_iteration=snap.checkpoint_iteration, checkpoint=self.latest.get(t.trial_id))
+
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
             self.received = b.seq
@@ -148,6 +190,9 @@ class CallbackDispatcher:
     def _dispatch(self, ev: TrialEvent) -> None:
         from actors._driver.checkpoint import Checkpoint
 
+        if ev.kind is EventType.ADD:  # a trial was created (PENDING): in the list from now on, no hook
+            self.trials.setdefault(ev.trial.trial_id, self._as_ray_trial(ev.trial))
+            return
         self.iteration += 1
         if ev.kind is EventType.START:
             self._resumed(ev.trial)
@@ -189,8 +234,10 @@ class CallbackDispatcher:
             self.asked.discard(tid)
             self.answer(CallbackAnswer(tid, ev.answer_run, ev.answer_batch, want))
 
-    def end(self) -> None:
-        """``on_experiment_end``; ``fit()`` calls it once, whether the run finished, failed or was interrupted."""
+    def end(self, final: Iterable[TrialSummary] = ()) -> None:
+        """``on_experiment_end``; ``fit()`` calls it once, whether the run finished, failed or was
+        interrupted, with the controller's ``final`` table when it has one."""
+        self._final(final)
         for cb in self.callbacks:
             try:
                 cb.on_experiment_end(trials=list(self.trials.values()))

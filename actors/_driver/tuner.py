@@ -238,6 +238,8 @@ class Tuner:
         self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
                                                                      .experiment_dir), self._ctx.is_local,
                                      self._ctx.options, getattr(self, "_searched", None))
+        if spec.restore_state:  # Ray's trials list holds the restored trials, finished ones too
+            self._dispatcher.restored(spec.restore_state["trials"])
         spec.forward_events = bool(self._dispatcher.callbacks)
         spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:
@@ -245,7 +247,8 @@ class Tuner:
                 finished = self._run_system(asys, spec)
         finally:
             self._reporter.close()
-            self._dispatcher.end()  # also when interrupted or the controller went silent
+            # also when interrupted or the controller went silent
+            self._dispatcher.end(finished.trials if finished is not None else ())
         if finished is None:
             raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
         counts: dict[str, int] = {}
