@@ -18,5 +18,14 @@ HOSTNAME = "hostname"
 PID = "pid"
 NODE_IP = "node_ip"
 
-__all__ = ["DEFAULT_METRIC", "DONE", "HOSTNAME", "NODE_IP", "PID", "SHOULD_CHECKPOINT", "TIMESTAMP", "TIME_THIS_ITER_S",
-           "TIME_TOTAL_S", "TRAINING_ITERATION", "TRIAL_ID"]
+# Every key the engine itself may put in a result (the trial's worker, PBT's exploit info, a function
+# checkpoint's flag), never a user metric: hidden wherever a trial's own metrics are listed. (Ray's
+# AUTO_RESULT_KEYS is a different, narrower set, for its progress table.)
+ENGINE_RESULT_KEYS = frozenset({
+    TRIAL_ID, TRAINING_ITERATION, TIME_THIS_ITER_S, TIME_TOTAL_S, TIMESTAMP, DONE, HOSTNAME, PID, NODE_IP,
+    "date", "config", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name",
+    SHOULD_CHECKPOINT, "pbt_exploit", "member",
+})
+
+__all__ = ["DEFAULT_METRIC", "DONE", "ENGINE_RESULT_KEYS", "HOSTNAME", "NODE_IP", "PID", "SHOULD_CHECKPOINT",
+           "TIMESTAMP", "TIME_THIS_ITER_S", "TIME_TOTAL_S", "TRAINING_ITERATION", "TRIAL_ID"]

@@ -23,13 +23,11 @@ from actors._driver.errors import ConfigError
 from actors._engine.marks import Mark, marks_from_rows
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
+from actors.result import ENGINE_RESULT_KEYS
 from storage import PARAMS_NAME, RESULT_NAME, STATE_DIR_NAME, STATE_POINTER_NAME, TUNER_NAME
 
-# Keys the engine adds to every result: not shown as user metrics.
-AUTO_KEYS = frozenset({"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp",
-                       "done", "hostname", "pid", "pbt_exploit", "date", "node_ip", "config",
-                       "time_since_restore", "iterations_since_restore", "checkpoint_dir_name",
-                       "should_checkpoint"})
+# Keys the engine adds to results: not shown as user metrics (one list, shared with the controller).
+AUTO_KEYS = ENGINE_RESULT_KEYS
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _STATE_FILES = (TUNER_NAME, STATE_POINTER_NAME, STATE_DIR_NAME)
 

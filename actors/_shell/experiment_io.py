@@ -24,13 +24,14 @@ from actors._legacy import loads as legacy_loads
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
 from actors.messages import CheckpointRef, TrialSummary
+from actors.result import ENGINE_RESULT_KEYS
 from storage import (
     ExperimentLayout,
+    StateWriter,
     StorageContext,
     StorageError,
     committed_after,
     delete_checkpoint,
-    write_experiment_state,
     write_json,
     write_text,
 )
@@ -54,6 +55,7 @@ class ExperimentIO:
         self.cost_clock = cost_clock
         self.ctx = StorageContext(spec.storage_url, spec.storage_options)
         self.layout = ExperimentLayout(self.ctx, spec.name)
+        self.state_writer = StateWriter(self.ctx, self.layout)
         # result.json, progress.csv and any other in_controller logger: written as results arrive
         self.loggers = ControllerLoggers(spec.loggers, self.ctx, self.layout)
         self.logged_iter: dict[str, int] = {}
@@ -145,7 +147,7 @@ class ExperimentIO:
         for metric, where in needed:
             for r in results:
                 if metric not in r:
-                    user_keys = sorted(k for k in r if k not in _AUTO_KEYS)
+                    user_keys = sorted(k for k in r if k not in ENGINE_RESULT_KEYS)
                     return (f"trial {rec.trial_id} reported a result without the metric {metric!r} "
                             f"(it reported {user_keys}); report {metric!r} in every result or change "
                             f"{where}")
@@ -309,7 +311,7 @@ class ExperimentIO:
         self.pending_table = None
         self.loggers.flush()  # rows first: a state never names results that are not in storage
         started = self.cost_clock()
-        write_experiment_state(self.ctx, self.layout, state)
+        self.state_writer.write(state)
         self.write_cost += self.cost_clock() - started
         self.state_refs, self.pending_refs = self.pending_refs, set()
         if self.deferred:
@@ -342,11 +344,6 @@ class ExperimentIO:
             err = f"{r.error}\n{r.traceback or ''}"
         return TrialSummary(r.trial_id, r.config, r.status, r.last_result, r.checkpoint, err,
                             r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
-
-
-_AUTO_KEYS = {"trial_id", "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done",
-              "hostname", "pid", "pbt_exploit", "date", "node_ip", "config", "time_since_restore",
-              "iterations_since_restore", "checkpoint_dir_name"}
 
 
 def _b64(data: bytes | None) -> str | None:
