@@ -82,6 +82,7 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
+from actors.result import ENGINE_RESULT_KEYS
 from actors.search._variant import pending_trials_wanted
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
@@ -98,6 +99,19 @@ class ExperimentPhase(Enum):
     DRAINING = "draining"  # fail_fast=True: every trial is being stopped, the run ends normally
     ABORTING = "aborting"  # stopping early, waiting for the scheduler's state to keep it resumable
     FINISHED = "finished"
+
+
+def missing_metric(spec: ExperimentSpec, trial_id: str, results: tuple[dict[str, Any], ...]) -> str | None:
+    """Why a batch cannot be accepted: a result lacks a metric someone needs (checked first, as Ray
+    Tune's controller does, so the scheduler never sees such a result)."""
+    needed = spec.required_metrics or (((spec.metric, "TuneConfig(metric=...)"),) if spec.metric is not None else ())
+    for metric, where in needed:
+        for r in results:
+            if metric not in r:
+                user_keys = sorted(k for k in r if k not in ENGINE_RESULT_KEYS)
+                return (f"trial {trial_id} reported a result without the metric {metric!r} (it reported "
+                        f"{user_keys}); report {metric!r} in every result or change {where}")
+    return None
 
 
 def stopper_failed(stopper: Any, trial_id: str, exc: Exception) -> str:
@@ -243,6 +257,10 @@ class ExperimentCore:
         checkpoint a callback asked for, and only then does the decision take effect."""
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
             return
+        problem = missing_metric(self.spec, msg.trial_id, msg.results)
+        if problem is not None:
+            self._abort(problem)
+            return
         stopper = self.spec.stopper
         hits: list[bool] = [False] * len(msg.results)
         stop_all, stopper_error = False, ""
@@ -270,12 +288,10 @@ class ExperimentCore:
         self._run(effects)
 
     def _mark_done(self, msg: TrialResults) -> None:
-        """The batch's last result is the trial's last: ``done=True`` (Ray Tune), in its row too."""
+        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune). The
+        table's copy is left alone: there ``done`` means the trainable itself said it was finished,
+        and the end it records is a STOP (``TrialTable.ended``)."""
         msg.results[-1]["done"] = True
-        rec = self.table.trials.get(msg.trial_id)
-        if rec is not None and rec.run_id == msg.run_id and rec.last_result.get(
-                "training_iteration") == msg.results[-1].get("training_iteration"):
-            rec.last_result["done"] = True
 
     def _log(self, msg: TrialResults, searcher: bool = True) -> None:
         """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""
@@ -771,6 +787,7 @@ class ExperimentCore:
                 self._abort(problem)
                 return
             self.io.on_add(rec)
+            self._event(EventType.ADD, rec)  # callbacks' trials list holds pending trials too (Ray's add_trial)
             self._call(HookKind.ADD, trial_id)
 
     # ------------------------------------------------------------------ the end
