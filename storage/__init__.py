@@ -45,7 +45,13 @@ from storage._progress_csv import CsvWriter, flatten
 from storage._results import JsonLinesWriter, ResultWriter, read_results
 from storage._retention import checkpoint_score, checkpoints_to_delete
 from storage._retry import classify, retrying
-from storage._state import has_experiment_state, list_experiment, read_experiment_state, write_experiment_state
+from storage._state import (
+    StateWriter,
+    has_experiment_state,
+    list_experiment,
+    read_experiment_state,
+    write_experiment_state,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -60,6 +66,7 @@ __all__ = [
     "ExperimentLayout",
     "JsonLinesWriter",
     "ResultWriter",
+    "StateWriter",
     "StorageContext",
     "StorageError",
     "checkpoint_score",

@@ -55,25 +55,45 @@ def write_experiment_state(
     clock: Callable[[], float] = time.time,
 ) -> str:
     """Save ``state`` as a new version, point to it, prune old versions; return the version's path."""
-    if not isinstance(state, dict):
-        raise StorageError(f"experiment state for {ctx.uri(layout.experiment_dir)} must be a dict, got "
-                           f"{type(state).__name__}", url=ctx.uri(layout.experiment_dir))
-    if keep < 1:
-        raise ValueError(f"keep must be >= 1, got {keep}")
-    versions = _versions(ctx, layout)
-    pointer = _read_object(ctx, layout.state_pointer)
-    last = max([seq for seq, _ in versions] + [_pointer_seq(pointer)], default=-1)
-    seq = last + 1
-    path = layout.state_version(seq, secrets.token_hex(4))
-    write_bytes(ctx, path, dumps(state).encode("utf-8"), what="writing experiment state")
-    write_bytes(
-        ctx,
-        layout.state_pointer,
-        dumps({"latest": basename(path), "seq": seq, "written_at": clock()}, indent=2).encode("utf-8"),
-        what="writing experiment state pointer",
-    )
-    _prune(ctx, [*versions, (seq, path)], keep, current=path)
-    return path
+    return StateWriter(ctx, layout, keep=keep, clock=clock).write(state)
+
+
+class StateWriter:
+    """Writes one experiment's state versions, as ``write_experiment_state`` does, for its only writer
+    (the controller): after its first write it knows which versions exist, so later writes skip
+    listing them and reading the pointer (a LIST and a GET per write on an object store)."""
+
+    def __init__(self, ctx: StorageContext, layout: ExperimentLayout, *, keep: int = KEEP_VERSIONS,
+                 clock: Callable[[], float] = time.time) -> None:
+        if keep < 1:
+            raise ValueError(f"keep must be >= 1, got {keep}")
+        self.ctx, self.layout, self.keep, self.clock = ctx, layout, keep, clock
+        self._versions: list[tuple[int, str]] | None = None  # None: look in storage at the next write
+
+    def write(self, state: dict[str, Any]) -> str:
+        """Save ``state`` as a new version, point to it, prune old versions; return the version's path."""
+        ctx, layout = self.ctx, self.layout
+        if not isinstance(state, dict):
+            raise StorageError(f"experiment state for {ctx.uri(layout.experiment_dir)} must be a dict, got "
+                               f"{type(state).__name__}", url=ctx.uri(layout.experiment_dir))
+        versions, self._versions = self._versions, None  # a failure below: look again next time
+        if versions is None:
+            versions = _versions(ctx, layout)
+            last = max([seq for seq, _ in versions] + [_pointer_seq(_read_object(ctx, layout.state_pointer))],
+                       default=-1)
+        else:
+            last = max([seq for seq, _ in versions], default=-1)
+        seq = last + 1
+        path = layout.state_version(seq, secrets.token_hex(4))
+        write_bytes(ctx, path, dumps(state).encode("utf-8"), what="writing experiment state")
+        write_bytes(
+            ctx,
+            layout.state_pointer,
+            dumps({"latest": basename(path), "seq": seq, "written_at": self.clock()}, indent=2).encode("utf-8"),
+            what="writing experiment state pointer",
+        )
+        self._versions = _prune(ctx, [*versions, (seq, path)], self.keep, current=path)
+        return path
 
 
 def _pointer_seq(pointer: dict[str, Any] | None) -> int:
@@ -81,15 +101,22 @@ def _pointer_seq(pointer: dict[str, Any] | None) -> int:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
 
 
-def _prune(ctx: StorageContext, versions: list[tuple[int, str]], keep: int, current: str) -> None:
-    """Drop all but the newest ``keep`` versions; failures only cost disk space, so just log them."""
-    for _, path in sorted(versions)[:-keep]:
-        if path == current:
+def _prune(ctx: StorageContext, versions: list[tuple[int, str]], keep: int,
+           current: str) -> list[tuple[int, str]]:
+    """Drop all but the newest ``keep`` versions; failures only cost disk space, so just log them.
+    Returns the versions left (those that could not be deleted are tried again next time)."""
+    ordered = sorted(versions)
+    left = ordered[-keep:]
+    for version in ordered[:-keep]:
+        if version[1] == current:
+            left.append(version)
             continue
         try:
-            remove_file(ctx, path, attempts=1)
+            remove_file(ctx, version[1], attempts=1)
         except Exception as exc:
-            _log.warning("could not prune old experiment state %s: %s", ctx.uri(path), exc)
+            _log.warning("could not prune old experiment state %s: %s", ctx.uri(version[1]), exc)
+            left.append(version)
+    return sorted(left)
 
 
 def read_experiment_state(ctx: StorageContext, layout: ExperimentLayout) -> dict[str, Any] | None:

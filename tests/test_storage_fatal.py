@@ -46,11 +46,11 @@ def test_a_state_write_that_fails_ends_the_run_with_a_storage_message(storage_di
 
     calls = []
 
-    def failing(ctx: Any, layout: Any, state: Any) -> str:
+    def failing(self: Any, state: Any) -> str:
         calls.append(1)
         raise StorageError("writing experiment state failed at memory://x/state (disk full)", url="memory://x")
 
-    monkeypatch.setattr(cio, "write_experiment_state", failing)
+    monkeypatch.setattr(cio.StateWriter, "write", failing)
     tuner = Tuner(lambda config: report({"loss": 1.0}), run_config=RunConfig(
         name="statefail", storage=storage_dir, verbose=0, system="simple"))
     with pytest.raises(TuneError) as info:
