@@ -83,6 +83,7 @@ class CsvWriter(TrialFileWriter):
         super().__init__(ctx, trial_id, layout.progress_file(trial_id), flush_interval, clock)
         self._columns: list[str] = []
         self._records: list[list[str]] = []  # object-store mode only: every data record, for rewrites
+        self._body: str | None = None  # object-store mode: ``_records`` as CSV text, while it is known
         self._count = 0  # data records in the file (local) or in memory (object store)
 
     @property
@@ -103,6 +104,9 @@ class CsvWriter(TrialFileWriter):
         if not self._append_mode:
             if widened:
                 self._records = [r + [""] * (len(columns) - len(r)) for r in self._records]
+                self._body = None
+            elif self._body is not None:
+                self._body += _text(records)
             self._columns = columns
             self._records += records
             self._count = len(self._records)
@@ -144,7 +148,7 @@ class CsvWriter(TrialFileWriter):
         if self._append_mode:
             self._rewrite(kept)
         else:
-            self._records, self._count, self._dirty = kept, len(kept), True
+            self._records, self._count, self._dirty, self._body = kept, len(kept), True, None
             self.flush()
 
     def rebuild(self, rows: list[dict[str, Any]]) -> None:
@@ -157,12 +161,15 @@ class CsvWriter(TrialFileWriter):
         if self._append_mode:
             self._rewrite(records)
         else:
-            self._records, self._count, self._dirty = records, len(records), True
+            self._records, self._count, self._dirty, self._body = records, len(records), True, None
             self.flush()
 
     # -- internals ----------------------------------------------------------------------------------
     def _write_buffer(self) -> None:
-        self._write(self._records)
+        if self._body is None:
+            self._body = _text(self._records)
+        header = _text([self._columns]) if self._columns else ""
+        write_bytes(self._ctx, self._path, (header + self._body).encode("utf-8"), what="writing progress")
 
     def _read_all(self) -> tuple[bytes, list[list[str]]]:
         try:
@@ -184,7 +191,7 @@ class CsvWriter(TrialFileWriter):
         body = records[1:]
         self._count = len(body)
         if not self._append_mode:
-            self._records = body
+            self._records, self._body = body, None
         elif data and not data.endswith(b"\n"):
             self._rewrite(body)
 

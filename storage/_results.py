@@ -66,7 +66,10 @@ class JsonLinesWriter(TrialFileWriter):
                  flush_interval: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(ctx, trial_id, layout.result_file(trial_id), flush_interval, clock)
         self._layout = layout
-        self._rows: list[dict[str, Any]] = []  # object-store mode only: everything, for rewrites
+        # object-store mode only: every row as its JSON line, and its training_iteration (for
+        # truncate), so a rewrite joins lines instead of encoding the whole history again
+        self._lines: list[str] = []
+        self._iterations: list[Any] = []
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Record rows; on local disk they are written now, elsewhere when a flush is due."""
@@ -90,7 +93,7 @@ class JsonLinesWriter(TrialFileWriter):
 
             retrying(append_lines, what="appending results", url=self.url)
         else:
-            self._rows.extend(dict(row) for row in rows)  # copies: callers may reuse their dicts
+            self._keep(rows)  # encoded now: callers may reuse their dicts
             self._dirty = True
             self.maybe_flush()
 
@@ -99,32 +102,36 @@ class JsonLinesWriter(TrialFileWriter):
         self._load()
         if self._append_mode:
             return read_results(self._ctx, self._layout, self._trial_id)
-        return list(self._rows)
+        return _parse_lines("".join(self._lines).encode("utf-8"), self.url)
 
     def truncate(self, max_iteration: int) -> None:
         """Forget rows with ``training_iteration > max_iteration``, in storage too (trial rewound)."""
         self._check_open()
         self._load()
 
-        def keep(row: dict[str, Any]) -> bool:
-            value = row.get(ITERATION_KEY)
+        def keep(value: Any) -> bool:
             return not isinstance(value, (int, float)) or value <= max_iteration
 
         if self._append_mode:
             rows = read_results(self._ctx, self._layout, self._trial_id)
-            kept = [row for row in rows if keep(row)]
+            kept = [row for row in rows if keep(row.get(ITERATION_KEY))]
             if len(kept) != len(rows):
                 self._rewrite(kept)
         else:
-            kept = [row for row in self._rows if keep(row)]
-            if len(kept) != len(self._rows):
-                self._rows = kept
+            at = [i for i, value in enumerate(self._iterations) if keep(value)]
+            if len(at) != len(self._lines):
+                self._lines = [self._lines[i] for i in at]
+                self._iterations = [self._iterations[i] for i in at]
                 self._dirty = True
                 self.flush()
 
     # -- internals ----------------------------------------------------------------------------------
     def _write_buffer(self) -> None:
-        self._rewrite(self._rows)
+        write_bytes(self._ctx, self._path, "".join(self._lines).encode("utf-8"), what="writing results")
+
+    def _keep(self, rows: list[dict[str, Any]]) -> None:
+        self._lines.extend(dumps(row) + "\n" for row in rows)
+        self._iterations.extend(row.get(ITERATION_KEY) for row in rows)
 
     def _load(self) -> None:
         """Pick up rows a previous controller wrote, repairing a torn tail left by a crash."""
@@ -137,7 +144,7 @@ class JsonLinesWriter(TrialFileWriter):
             data = b""
         rows = _parse_lines(data, self.url)
         if not self._append_mode:
-            self._rows = rows
+            self._keep(rows)
         elif data and not data.endswith(b"\n"):
             self._rewrite(rows)
 
