@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
@@ -168,3 +169,44 @@ def test_save_restore_continues_the_same_rungs() -> None:
     assert part.decisions == full.decisions
     with pytest.raises(ValueError, match="max_t=32 here but 16 in the saved state"):
         ASHAScheduler(metric="acc", mode="max", max_t=32, reduction_factor=2).restore(state)
+
+
+def test_save_copies_everything_including_the_generator() -> None:
+    """save() is a deep copy (its generator too, copied the fast way): using what it returned
+    changes nothing in the scheduler."""
+    sched = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, brackets=3,
+                          random_brackets=True, seed=7)
+    twin = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, brackets=3,
+                         random_brackets=True, seed=7)
+    saved = sched.save()
+    saved["state"]["_rng"].random()
+    saved["state"]["_rungs"][0][0][1]["X"] = 1.0
+    saved["state"]["_stopped"].add("X")
+    assert [sched._assign(t) for t in "ABCDEFGH"] == [twin._assign(t) for t in "ABCDEFGH"]
+    assert "X" not in sched.recorded(0)[1.0] and "X" not in sched._stopped
+
+
+def test_the_host_pickles_what_save_returns_and_a_subclass_save_is_kept() -> None:
+    """The scheduler host pickles the state without save()'s copy; restored, it is the same state.
+    A subclass with its own save() is saved by that save()."""
+    from actors._engine.scheduler_host import SchedulerHost
+    from actors._legacy import loads
+    from actors.messages import HookKind, SchedulerCall
+
+    part = _sim()
+    _play(part, SCRIPT[:9])
+    host = SchedulerHost(part.scheduler, "acc", "max")
+    blob = host.handle(SchedulerCall(1, HookKind.SAVE)).state
+    assert blob is not None
+
+    def plain(saved: dict[str, Any]) -> dict[str, Any]:  # a generator compares by its state
+        return {**saved, "state": {**saved["state"], "_rng": saved["state"]["_rng"].getstate()}}
+
+    assert plain(loads(blob)["scheduler"]) == plain(part.scheduler.save())
+
+    class Custom(ASHAScheduler):
+        def save(self) -> dict[str, object]:
+            return {**super().save(), "custom": True}
+
+    custom = SchedulerHost(Custom(metric="acc", mode="max"), "acc", "max")
+    assert loads(custom.handle(SchedulerCall(1, HookKind.SAVE)).state or b"")["scheduler"]["custom"] is True

@@ -127,7 +127,7 @@ class SchedulerHost:
             pick = sched.choose_trial_to_run(ctl)
             chosen = pick.trial_id if pick is not None else None
         elif call.kind is HookKind.SAVE:
-            state = pickle.dumps({"scheduler": sched.save(), "trials": dict(ctl.trials)})
+            state = pickle.dumps({"scheduler": sched._save_to_pickle(), "trials": dict(ctl.trials)})
         return SchedulerReply(call.seq, call.kind, call.trial_id, decision, tuple(ctl.actions), chosen, state)
 
 

@@ -133,6 +133,11 @@ class Scheduler(ABC):
         """Reload what :meth:`save` returned (on experiment resume)."""
         self.__dict__.update(state)
 
+    def _save_to_pickle(self) -> dict[str, Any]:
+        """What the scheduler host pickles at a state write: :meth:`save`'s answer (a scheduler whose
+        ``save`` deep-copies may skip the copy here, the answer is pickled before it runs again)."""
+        return self.save()
+
     def debug_string(self) -> str:
         return type(self).__name__
 

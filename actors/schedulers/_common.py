@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+import random
 from enum import StrEnum
 from numbers import Real
 from typing import Any, ClassVar
@@ -155,12 +156,22 @@ class MetricScheduler(FIFOScheduler):
 
     def save(self) -> dict[str, Any]:
         """Constructor parameters (for a consistency check) plus a deep copy of the evolving state."""
+        return self._saved(_deep_copy_state({s: getattr(self, s) for s in self._STATE}))
+
+    def _save_to_pickle(self) -> dict[str, Any]:
+        """``save()`` without the copy, for a caller that pickles the answer before the scheduler
+        runs again (the scheduler host, at every state write): pickling copies anyway."""
+        if type(self).save is not MetricScheduler.save:  # a subclass's own save() decides what is saved
+            return self.save()
+        return self._saved({s: getattr(self, s) for s in self._STATE})
+
+    def _saved(self, state: dict[str, Any]) -> dict[str, Any]:
         return {
             "scheduler": type(self).__name__,
             "params": {p: getattr(self, p) for p in self._PARAMS},
             "metric": self.metric,
             "mode": None if self.mode is None else Mode(self.mode).value,
-            "state": copy.deepcopy({s: getattr(self, s) for s in self._STATE}),
+            "state": state,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -191,6 +202,18 @@ class MetricScheduler(FIFOScheduler):
             )
         for s, value in copy.deepcopy(state["state"]).items():
             setattr(self, s, value)
+
+
+def _deep_copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """``copy.deepcopy(state)``, with a ``random.Random`` copied through its state tuple: deepcopy
+    walks its 625 numbers one by one (and seeds a throwaway generator from the OS first)."""
+    memo: dict[int, Any] = {}
+    for value in state.values():
+        if type(value) is random.Random:
+            clone = random.Random.__new__(random.Random)
+            clone.setstate(value.getstate())
+            memo[id(value)] = clone
+    return copy.deepcopy(state, memo)
 
 
 __all__ = [
