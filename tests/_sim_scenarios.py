@@ -47,7 +47,7 @@ def scheduler(name: str, max_t: int) -> Any:
 
 def draw_faults(kind: str, rng: random.Random) -> tuple[Faults, dict[str, Any]]:
     """The faults of one kind, and simulate()'s extra arguments they need (members)."""
-    trial = dict(trial_fail_p=0.04, trial_die_p=0.04)
+    trial: dict[str, Any] = dict(trial_fail_p=0.04, trial_die_p=0.04)
     if kind == "trials":
         return Faults(**trial), {}
     if kind == "lost_exits":

@@ -27,6 +27,7 @@ What is checked, per trial (``violations``):
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from actors._engine.marks import MarkKind
@@ -71,7 +72,7 @@ def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list
     if its != list(range(1, len(its) + 1)):
         out.append(f"history not contiguous from 1: training_iteration {its}")
         return out  # the rest reads rows by iteration
-    for prev, row in zip(history, history[1:], strict=False):
+    for prev, row in itertools.pairwise(history):
         n, p = row.get("iterations_since_restore"), prev.get("iterations_since_restore")
         if n != 1 and (not isinstance(p, int) or n != p + 1):
             out.append(f"row {row['training_iteration']}: iterations_since_restore {n} after {p} (a run's rows "

@@ -1,0 +1,148 @@
+"""The simulator finds engine bugs: deliberately broken engines (patched for the duration of a test)
+break an invariant of actors.testing.invariants within a few seeds, while the real engine keeps
+every invariant on the same seeds.
+
+(A) a trial's messages are not put back in send order; (B) messages from an earlier run of a trial
+are accepted; (C) a scheduler hook's return value is merged before the pause_trial() it recorded
+(the Ray Tune hang: pause_trial() + CONTINUE must pause at that result).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors import RunConfig, TuneConfig, search
+from actors._driver.config import CheckpointConfig, FailureConfig
+from actors._engine.core import ExperimentCore
+from actors._engine.marks import MarkKind
+from actors._engine.pool import ActorPool
+from actors.messages import HookKind, SchedulerReply
+from actors.schedulers import Decision, FIFOScheduler
+from actors.testing import Faults, simulate
+from actors.testing.invariants import violations
+from tests._sim_scenarios import Scenario, run
+
+K = 40  # seeds tried per broken engine
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    logger = logging.getLogger("audition")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def _out_of_order(self: ActorPool, trial_id: str, run_id: int, seq: int, msg: Any) -> list[Any]:
+    """(A): the current run's messages handled as they arrive, not in send order."""
+    entry = self.inbox.get(trial_id)
+    return [msg] if entry is not None and entry[0] == run_id else []
+
+
+def _any_run(self: ActorPool, trial_id: str, run_id: int, seq: int, msg: Any) -> list[Any]:
+    """(B): a message of an earlier run of the trial is put in the current run's sequence."""
+    entry = self.inbox.get(trial_id)
+    return [] if entry is None else entry[1].push(seq, msg)
+
+
+def _caught(seeds: range, faults: Faults) -> list[int]:
+    """The seeds whose FIFO simulation (batched results) with these faults breaks an invariant."""
+    out = []
+    for seed in seeds:
+        sim = run(Scenario(seed, "fifo", "trials", 6, 8, 2, False, -1), faults=faults)
+        try:
+            if violations(sim, num_samples=6, may_abort=False):
+                out.append(seed)
+        finally:
+            sim.discard()
+    return out
+
+
+@pytest.mark.parametrize("broken, seeds, faults", [
+    # A: a result batch overtaken by its TrialEnded (sent together at the trainable's end) is dropped:
+    # lost rows (a checkpoint past the history, a TERMINATED trial without its done row)
+    (_out_of_order, range(10), Faults(trial_fail_p=0.04, trial_die_p=0.04)),
+    # B: a dead run's batch overtaking its ActorGone by more than the restart takes fills the new run's
+    # sequence number, so the new run's own batch is dropped as a duplicate: a gap, lost rows, or a hang
+    (_any_run, range(K), Faults(latency_s=(0.0, 3.0), trial_die_p=0.15)),
+], ids=["A-send-order", "B-earlier-run"])
+def test_a_broken_trial_inbox_is_caught(monkeypatch: pytest.MonkeyPatch, broken: Any, seeds: range,
+                                        faults: Faults) -> None:
+    assert _caught(seeds, faults) == []  # the real engine keeps every invariant on these seeds
+    monkeypatch.setattr(ActorPool, "in_order", broken)
+    caught = _caught(seeds, faults)
+    print(f"{broken.__name__}: caught in {len(caught)}/{len(seeds)} seeds (first: {caught[:1]})")
+    assert caught, f"the broken engine ({broken.__doc__}) passed all {len(seeds)} seeds"
+
+
+# ---------------------------------------------------------------- (C) pause_trial() + CONTINUE
+
+PAUSE_AT = 2  # the iteration at which PausingScheduler pauses every trial once
+
+
+class PausingScheduler(FIFOScheduler):
+    """Calls pause_trial() inside on_trial_result at PAUSE_AT and returns CONTINUE: Ray Tune's
+    contract (and audition's) is that the trial pauses at that very result."""
+
+    tolerates_batching = False
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
+        if result["training_iteration"] == PAUSE_AT:
+            controller.pause_trial(trial)
+        return Decision.CONTINUE
+
+
+def _decision_before_actions(orig: Any) -> Any:
+    """(C): a RESULT reply's decision is applied first, the actions recorded in the hook after."""
+
+    def _on_reply(self: ExperimentCore, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
+                  msg: SchedulerReply) -> None:
+        if kind is not HookKind.RESULT or not msg.actions:
+            orig(self, kind, trial_id, run_id, batch_seq, msg)
+            return
+        orig(self, kind, trial_id, run_id, batch_seq, dataclasses.replace(msg, actions=()))
+        if not self.finished:  # the recorded actions, as a reply of a hook that decides nothing
+            orig(self, HookKind.ADD, trial_id, run_id, batch_seq,
+                 dataclasses.replace(msg, kind=HookKind.ADD, decision=Decision.CONTINUE))
+
+    return _on_reply
+
+
+def _paused_where_asked(seed: int) -> list[str]:
+    """Invariants, plus: every trial was paused at the result whose hook called pause_trial(): its
+    PAUSE mark is at PAUSE_AT and the next row comes from a run restored from that pause's checkpoint."""
+    def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+        return {"loss": config["lr"] / i}
+
+    sim = simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                   TuneConfig(metric="loss", mode="min", num_samples=4, scheduler=PausingScheduler()),
+                   RunConfig(failure_config=FailureConfig(max_failures=0),
+                             checkpoint_config=CheckpointConfig()), max_iterations=5, seed=seed, cpus=2)
+    try:
+        out = violations(sim, num_samples=4, may_abort=False)
+        for r in sim.results or ():
+            marks = [m for m in sim.world.core.table.trials[r.trial_id].marks if m.kind is MarkKind.PAUSE]
+            if [m.iteration for m in marks] != [PAUSE_AT]:
+                out.append(f"trial {r.trial_id}: paused at {[m.iteration for m in marks]}, asked at {PAUSE_AT}")
+            row = r.metrics_history[PAUSE_AT] if len(r.metrics_history) > PAUSE_AT else {}
+            if row.get("iterations_since_restore") != 1:
+                out.append(f"trial {r.trial_id}: row {PAUSE_AT + 1} is not the first of a run resumed from the "
+                           f"pause at {PAUSE_AT} (iterations_since_restore {row.get('iterations_since_restore')})")
+        return out
+    finally:
+        sim.discard()
+
+
+def test_a_decision_merged_before_its_recorded_pause_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    seeds = range(10)
+    assert [s for s in seeds if _paused_where_asked(s)] == []
+    monkeypatch.setattr(ExperimentCore, "_on_reply", _decision_before_actions(ExperimentCore._on_reply))
+    caught = [s for s in seeds if _paused_where_asked(s)]
+    print(f"decision before its recorded pause: caught in {len(caught)}/{len(seeds)} seeds")
+    assert caught, "the broken engine (decision before the recorded pause) passed every seed"
