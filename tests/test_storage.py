@@ -18,6 +18,7 @@ from storage import (
     ExperimentLayout,
     JsonLinesWriter,
     ResultWriter,
+    StateWriter,
     StorageContext,
     StorageError,
     checkpoints_to_delete,
@@ -268,6 +269,35 @@ class TestBackends:
         assert read_json(ctx, layout.state_pointer)["latest"] == paths[-1].rsplit("/", 1)[1]
         left = sorted(p.rsplit("/", 1)[1] for p in find_files(ctx, layout.state_dir))
         assert left == sorted(p.rsplit("/", 1)[1] for p in paths[-3:])
+
+    def test_a_state_writer_lists_versions_once_and_retries_a_failed_prune(
+        self, ctx: StorageContext, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The controller's writer looks at storage once, then knows its versions: same files as
+        write_experiment_state, one listing; a version it could not prune is deleted next time."""
+        import storage._state as state_module
+
+        layout = ExperimentLayout(ctx, "exp")
+        first = write_experiment_state(ctx, layout, {"n": 0})  # an earlier controller's version
+        listings = []
+        real_versions, real_remove = state_module._versions, state_module.remove_file
+        monkeypatch.setattr(state_module, "_versions", lambda *a: listings.append(1) or real_versions(*a))
+        failing = {first}
+
+        def remove(ctx_: StorageContext, path: str, **kw: object) -> None:
+            if path in failing:
+                failing.discard(path)
+                raise StorageError("simulated delete failure", url=path)
+            real_remove(ctx_, path, **kw)
+
+        monkeypatch.setattr(state_module, "remove_file", remove)
+        writer = StateWriter(ctx, layout)
+        paths = [first] + [writer.write({"n": n}) for n in range(1, 5)]
+        assert listings == [1]
+        assert [ExperimentLayout.parse_state_version(p) for p in paths] == [0, 1, 2, 3, 4]
+        assert read_experiment_state(ctx, layout) == {"n": 4}
+        left = sorted(p.rsplit("/", 1)[1] for p in find_files(ctx, layout.state_dir))
+        assert left == sorted(p.rsplit("/", 1)[1] for p in paths[-3:])  # version 0 went at the 2nd try
 
     def test_crash_before_pointer_keeps_previous_state(self, ctx: StorageContext) -> None:
         layout = ExperimentLayout(ctx, "exp")
