@@ -226,7 +226,9 @@ class ExperimentCore:
         self.link.ready(msg)
         # Stop criteria are checked in the core, so they too need every result decided before the next
         # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
-        batching = msg.batching_allowed and self.spec.stopper is None and not self.spec.callback_gate
+        # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
+        batching = (msg.batching_allowed and self.spec.stopper is None and not self.spec.callback_gate
+                    and not self.spec.checkpoint_at_end)
         self.window = self.spec.batch_window if batching else 1
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
@@ -574,6 +576,8 @@ class ExperimentCore:
         if trials is None:
             return
         log.warning("member %s lost (%s); %d trial(s) restart elsewhere", member_id, why, len(trials))
+        for handle in self.pool.drop_idle(member_id):  # parked there: dead with it, never to be reused
+            self.out.append(Retire(handle))
         for trial_id in trials:
             self._host_lost(trial_id, member_id, why)
         self._fill()
@@ -587,7 +591,9 @@ class ExperimentCore:
         self.members.release(trial_id)
         if rec.status is TrialStatus.RUNNING:
             # what the lost run committed before now counts, even unreported; only its later commits
-            # are fenced off (fencing first hid them all)
+            # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
+            # first, so recovery does not log its rows a second time.
+            self._log_unlogged(trial_id)
             self._recover(rec)
             self.io.fence(trial_id)
             self._ended(trial_id, rec.run_id, EndReason.FAILED, None,

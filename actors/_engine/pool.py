@@ -53,6 +53,12 @@ class ActorPool:
         self.idle.append((handle, member))
         return True
 
+    def drop_idle(self, member: str) -> list[Handle]:
+        """The member is lost: its idle actors are no longer reusable; their handles."""
+        dropped = [h for h, m in self.idle if m == member]
+        self.idle = [(h, m) for h, m in self.idle if m != member]
+        return dropped
+
     def gone(self, handle: Handle) -> str | None:
         """The actor exited: drop it; the trial it was running, if any."""
         self.idle = [(h, m) for h, m in self.idle if h != handle]
