@@ -65,9 +65,8 @@ def draw_faults(kind: str, rng: random.Random) -> tuple[Faults, dict[str, Any]]:
     if kind == "latency":  # messages overtake each other by up to two steps
         return Faults(latency_s=(0.0, 2.0), **trial), {}
     members = {"m1": {"cpu": 2}, "m2": {"cpu": 2}}
-    # a member back within the heartbeat timeout (5 s) hangs the run: a known engine bug (see
-    # tests/test_sim_invariants.py), so the sweep's members come back only after it, or never
-    back = rng.choice([-1.0, 40.0])
+    # back within the heartbeat timeout (5 s: a restart under the same id), after it, or never
+    back = rng.choice([-1.0, 2.0, 40.0])
     return (Faults(member_loss=((rng.uniform(1.0, 6.0), "m1", back),), member_left_p=0.5, trial_die_p=0.02),
             {"members": members})
 
@@ -94,8 +93,6 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
     kind = kinds[(seed // len(schedulers)) % len(kinds)]
     ckpt = rng.choice([1, 2, 3]) if sched in ("hyperband", "pbt") else rng.choice([0, 1, 2, 3])
     at_end = rng.random() < 0.3
-    if kind == "members":  # a periodic checkpoint in a batch awaiting its decision when a member is lost is
-        ckpt, at_end = 0, False  # logged twice: a known engine bug (see tests/test_sim_invariants.py)
     return Scenario(seed, sched, kind, rng.randint(4, 6), rng.randint(5, 8), ckpt, at_end, rng.choice([-1, -1, -1, 3]))
 
 

@@ -166,10 +166,10 @@ class TrialTable:
         # restarting from the checkpoint: the iterations after it are redone
         rec.iteration = rec.checkpoint.iteration if rec.checkpoint else 0
         rec.time_total_s = rec.checkpoint.time_total_s if rec.checkpoint else 0.0
-        if rec.checkpoint is not None and rec.checkpoint.metrics and \
-                int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
-            # the rows after the checkpoint are redone (and dropped from the history): so is the last one
-            rec.last_result = dict(rec.checkpoint.metrics)
+        if int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
+            # the rows after the checkpoint (all, without one) are redone and dropped from the history:
+            # the last result is the checkpoint's
+            rec.last_result = dict(rec.checkpoint.metrics) if rec.checkpoint is not None else {}
         rec.clone = None
         return [Effect(EffectKind.START, trial_id)]
 
