@@ -89,6 +89,21 @@ def test_sim_trial_stop_resume_and_death() -> None:
     assert t.receive(TrialProceed("t1", 2, 2), 4.1) == []
 
 
+def test_sim_trial_stopped_with_a_save_mid_step_reports_that_step_then_saves_it() -> None:
+    """As TrialRunner.request_stop(save=True) for a class trainable: the step being computed is
+    reported and the end checkpoint holds it (a plain stop unwinds at the step without reporting)."""
+    for save, rows, ckpt_at in ((True, [2], 2), (False, [], 1)):
+        t = SimTrial(curve, pid=7)
+        t.receive(_run(window=4), 0.0)
+        (first,) = t.step_done(1.0)
+        assert t.receive(TrialStop("t1", 1, save=save), 1.5) == []  # mid-step: nothing yet
+        out = t.step_done(2.0)
+        results = [row["training_iteration"] for m in out if isinstance(m, TrialResults) for row in m.results]
+        (end,) = [m for m in out if isinstance(m, TrialEnded)]
+        assert results == rows and end.reason is EndReason.STOPPED
+        assert (end.checkpoint.iteration if end.checkpoint else 1) == ckpt_at
+
+
 def test_sim_trial_results_carry_the_runners_keys() -> None:
     """The simulated result has exactly the keys a real TrialRunner's result has (class trainable)."""
     import cloudpickle

@@ -120,8 +120,9 @@ class SimTrial:
         elif isinstance(msg, TrialSave):
             self.commands.append((Command.SAVE, 0))
         else:
-            self.stop_requested = True  # the next report unwinds, whatever the command queue holds
-            self.commands.append((Command.STOP, int(msg.save)))
+            self.stop_requested = True  # the next report unwinds, whatever the command queue holds,
+            self.save_at_stop = self.save_at_stop or msg.save  # unless the stop saves: then the step is
+            self.commands.append((Command.STOP, int(msg.save)))  # reported and the STOP command saves it
         return self._serve(now, block=True) if self.blocked else []
 
     def die(self) -> None:
@@ -148,6 +149,7 @@ class SimTrial:
         self.commands: collections.deque[tuple[Command, int]] = collections.deque()
         self.blocked = False
         self.stop_requested = False
+        self.save_at_stop = False  # TrialRunner.request_stop(save): a class trainable reports, then saves
         self.storage_failure: str | None = None
         self.unacked = 0
         self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
@@ -198,7 +200,7 @@ class SimTrial:
                             "Traceback (most recent call last):\nRuntimeError: simulated trainable failure\n")
         if self.failure is not None:
             return self._end(EndReason.FAILED, self.latest, *self.failure)
-        if self.stop_requested:  # report() unwinds before recording anything
+        if self.stop_requested and not self.save_at_stop:  # report() unwinds before recording anything
             return self._end(EndReason.STOPPED, self.latest)
         metrics = self.pending
         result = self._result(metrics, now)
