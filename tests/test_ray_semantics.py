@@ -327,3 +327,15 @@ def test_a_stop_criterion_decides_without_the_scheduler(storage_dir) -> None:
     assert r.error is None, r.error
     assert [h["training_iteration"] for h in r.metrics_history] == [1, 2, 3, 4]
     assert r.metrics_history[-1]["done"] is True
+
+
+@pytest.mark.parametrize("kw, match", [({"checkpoint_at_end": True}, "checkpoint_at_end"),
+                                       ({"checkpoint_frequency": 2}, "checkpoint_frequency")])
+def test_function_trainables_refuse_what_ray_refuses(storage_dir, kw, match) -> None:
+    """Ray Tune raises for checkpoint_at_end / checkpoint_frequency with a function trainable (they
+    could only be ignored): audition refuses them too, in Tuner(...), saying what to do instead."""
+    from actors import CheckpointConfig
+
+    with pytest.raises(ConfigError, match=match) as err:
+        Tuner(counts_to_ten, run_config=RunConfig(storage=storage_dir, checkpoint_config=CheckpointConfig(**kw)))
+    assert "report(metrics, checkpoint=" in str(err.value)

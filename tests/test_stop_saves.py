@@ -9,13 +9,14 @@ without reporting it (Ray stops it at once; Ray rejects ``checkpoint_at_end`` fo
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 from typing import Any
 
 import cloudpickle
 from thespian.actors import ActorTypeDispatcher
 
-from actors import CheckpointConfig, RunConfig, Trainable, TuneConfig, Tuner, report
+from actors import CheckpointConfig, RunConfig, Stopper, Trainable, TuneConfig, Tuner, report
 from actors._shell.trial_actor import TrialActor
 from actors._worker.session import _get_session
 from actors.messages import EndReason, ProbeDrain, ProbeForward, RunTrial, TrialEnded, TrialResults, TrialStop
@@ -42,6 +43,7 @@ class CountsUntilStopped(Trainable):
     def step(self) -> dict[str, Any]:
         self.n += 1
         if self.n == 3:
+            COMPUTING_STEP_3.set()
             _wait_until_stopped()
         return {"n": self.n}
 
@@ -60,6 +62,19 @@ def reports_until_stopped(config: dict[str, Any]) -> None:
     report({"n": 4})
 
 
+COMPUTING_STEP_3 = threading.Event()
+
+
+class StopAllDuringStepThree(Stopper):
+    """Stops every trial (on the controller's periodic check) once a trial computes its third step."""
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return COMPUTING_STEP_3.is_set()
+
+
 class StopsAtTwo(FIFOScheduler):
     """Stops a trial on its second result, and lets results be batched (the trial runs ahead)."""
 
@@ -70,9 +85,14 @@ class StopsAtTwo(FIFOScheduler):
 
 
 def test_a_class_trainable_stopped_mid_step_still_saves_at_end(storage_dir, no_leaks) -> None:
+    """A stop that does not come from the trial's own result (here a stopper's stop_all, checked on the
+    controller's tick) lands while a step computes. With checkpoint_at_end audition saves then; Ray Tune
+    saves at the end only for a stop decided on the trial's own result (docs/coming-from-ray.md)."""
+    COMPUTING_STEP_3.clear()
     grid = Tuner(CountsUntilStopped, param_space={"x": 1},
-                 tune_config=TuneConfig(metric="n", mode="max", scheduler=StopsAtTwo()),
+                 tune_config=TuneConfig(metric="n", mode="max"),
                  run_config=RunConfig(name="stopsave", storage=storage_dir, verbose=0, system="simple",
+                                      stop=StopAllDuringStepThree(),
                                       checkpoint_config=CheckpointConfig(checkpoint_at_end=True))).fit()
     r = grid[0]
     assert r.error is None

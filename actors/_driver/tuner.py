@@ -8,6 +8,7 @@ asking a killed actor stalls Thespian's external API for half a minute).
 from __future__ import annotations
 
 import datetime
+import inspect
 import logging
 import os
 import time
@@ -83,6 +84,16 @@ class Tuner:
         if param_space is not None and not isinstance(param_space, dict):
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
         self.trainable_name = _check_trainable(trainable)
+        if not inspect.isclass(trainable):  # Ray Tune refuses both for a function trainable
+            cc = rc.checkpoint_config
+            if cc.checkpoint_at_end:
+                raise ConfigError("CheckpointConfig(checkpoint_at_end=True) cannot be used with a function "
+                                  "trainable (as in Ray Tune): report(metrics, checkpoint=...) once more at the "
+                                  "end of the training loop instead")
+            if cc.checkpoint_frequency:
+                raise ConfigError("CheckpointConfig(checkpoint_frequency=...) cannot be set for a function "
+                                  "trainable (as in Ray Tune): report a checkpoint every N iterations in the "
+                                  "training loop with report(metrics, checkpoint=...)")
         self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
         if tc.search_alg is None:
