@@ -52,6 +52,7 @@ from actors._engine.signals import (
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.trial import TrialStatus, trial_name
+from actors._engine.verdicts import judge, stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
     AbortExperiment,
@@ -82,7 +83,6 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
-from actors.result import ENGINE_RESULT_KEYS
 from actors.search._variant import pending_trials_wanted
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
@@ -99,27 +99,6 @@ class ExperimentPhase(Enum):
     DRAINING = "draining"  # fail_fast=True: every trial is being stopped, the run ends normally
     ABORTING = "aborting"  # stopping early, waiting for the scheduler's state to keep it resumable
     FINISHED = "finished"
-
-
-def missing_metric(spec: ExperimentSpec, trial_id: str, results: tuple[dict[str, Any], ...]) -> str | None:
-    """Why a batch cannot be accepted: a result lacks a metric someone needs (checked first, as Ray
-    Tune's controller does, so the scheduler never sees such a result)."""
-    needed = spec.required_metrics or (((spec.metric, "TuneConfig(metric=...)"),) if spec.metric is not None else ())
-    for metric, where in needed:
-        for r in results:
-            if metric not in r:
-                user_keys = sorted(k for k in r if k not in ENGINE_RESULT_KEYS)
-                return (f"trial {trial_id} reported a result without the metric {metric!r} (it reported "
-                        f"{user_keys}); report {metric!r} in every result or change {where}")
-    return None
-
-
-def stopper_failed(stopper: Any, trial_id: str, exc: Exception) -> str:
-    """Why the experiment ends when the ``stop=`` criterion raised."""
-    what = type(stopper).__name__
-    return (f"the stop criterion RunConfig(stop=...) ({what}) failed on a result of trial {trial_id}: "
-            f"{type(exc).__name__}: {exc}. This is an error in stop=, not in audition: make it handle "
-            "every result the trainable reports (or report what it reads)")
 
 
 class ExperimentCore:
@@ -259,22 +238,11 @@ class ExperimentCore:
         checkpoint a callback asked for, and only then does the decision take effect."""
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
             return
-        problem = missing_metric(self.spec, msg.trial_id, msg.results)
-        if problem is not None:
-            self._abort(problem)
+        verdict = judge(self.spec, msg.trial_id, msg.results)
+        if verdict.problem is not None:
+            self._abort(verdict.problem)
             return
-        stopper = self.spec.stopper
-        hits: list[bool] = [False] * len(msg.results)
-        stop_all, stopper_error = False, ""
-        if stopper is not None:
-            try:  # user code: its failure is the user's error, reported as such (not "internal error")
-                hits = [bool(stopper(msg.trial_id, r)) for r in msg.results]  # every result, no short-circuit
-                stop_all = stopper.stop_all()
-            except Exception as exc:
-                stopper_error = stopper_failed(stopper, msg.trial_id, exc)
-        if stopper_error:
-            self._abort(stopper_error)
-            return
+        hits, stop_all = verdict.hits, verdict.stop_all
         effects: list[Effect] = []
         if any(hits):  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
             self._mark_done(msg)

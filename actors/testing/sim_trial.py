@@ -82,6 +82,7 @@ class SimTrial:
     def __init__(self, curve: Curve, pid: int, max_iterations: int | None = None,
                  commit: Commit = commit_empty, hostname: str = "simulated", node_ip: str = "127.0.0.1") -> None:
         self.curve = curve
+        self.save_at_stop = False
         self.pid = pid
         self.max_iterations = max_iterations
         self.commit = commit
