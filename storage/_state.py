@@ -61,9 +61,7 @@ def write_experiment_state(
 class StateWriter:
     """Writes one experiment's state versions, as ``write_experiment_state`` does, for its only writer
     (the controller): after its first write it knows which versions exist, so later writes skip
-    listing them and reading the pointer (a LIST and a GET per write on an object store). It also
-    reuses the JSON text of a ``trials`` row that has not changed since it was written twice the same
-    (a finished trial's): encoding every trial's numbers again was most of the cost of a write."""
+    listing them and reading the pointer (a LIST and a GET per write on an object store)."""
 
     def __init__(self, ctx: StorageContext, layout: ExperimentLayout, *, keep: int = KEEP_VERSIONS,
                  clock: Callable[[], float] = time.time) -> None:
@@ -71,8 +69,6 @@ class StateWriter:
             raise ValueError(f"keep must be >= 1, got {keep}")
         self.ctx, self.layout, self.keep, self.clock = ctx, layout, keep, clock
         self._versions: list[tuple[int, str]] | None = None  # None: look in storage at the next write
-        # trial_id -> (the row as written, decoded, or None until its text repeats; its text)
-        self._rows: dict[Any, tuple[Any, str]] = {}
 
     def write(self, state: dict[str, Any]) -> str:
         """Save ``state`` as a new version, point to it, prune old versions; return the version's path."""
@@ -89,7 +85,7 @@ class StateWriter:
             last = max([seq for seq, _ in versions], default=-1)
         seq = last + 1
         path = layout.state_version(seq, secrets.token_hex(4))
-        write_bytes(ctx, path, self._encode(state).encode("utf-8"), what="writing experiment state")
+        write_bytes(ctx, path, dumps(state).encode("utf-8"), what="writing experiment state")
         write_bytes(
             ctx,
             layout.state_pointer,
@@ -98,29 +94,6 @@ class StateWriter:
         )
         self._versions = _prune(ctx, [*versions, (seq, path)], self.keep, current=path)
         return path
-
-    def _encode(self, state: dict[str, Any]) -> str:
-        """``dumps(state)``, byte for byte, with the text of unchanged ``trials`` rows reused."""
-        rows = state.get("trials")
-        if not isinstance(rows, list):
-            return dumps(state)
-        seen = self._rows
-        self._rows = {}
-        texts = []
-        for row in rows:
-            tid = row.get("trial_id") if isinstance(row, dict) else None
-            if not isinstance(tid, str):
-                texts.append(dumps(row))
-                continue
-            decoded, text = seen.get(tid, (None, ""))
-            if decoded is None or decoded != row:  # (a row with a NaN never equals: encoded every time)
-                new = dumps(row)
-                decoded, text = (json.loads(new) if new == text else None), new
-            self._rows[tid] = (decoded, text)
-            texts.append(text)
-        return "{" + ", ".join(
-            f"{dumps(key)}: " + ("[" + ", ".join(texts) + "]" if key == "trials" else dumps(value))
-            for key, value in state.items()) + "}"
 
 
 def _pointer_seq(pointer: dict[str, Any] | None) -> int:

@@ -299,24 +299,6 @@ class TestBackends:
         left = sorted(p.rsplit("/", 1)[1] for p in find_files(ctx, layout.state_dir))
         assert left == sorted(p.rsplit("/", 1)[1] for p in paths[-3:])  # version 0 went at the 2nd try
 
-    def test_a_state_writer_writes_what_dumps_writes_while_rows_change(self, ctx: StorageContext) -> None:
-        """Reused row texts never go stale: a row changed in place, replaced, or holding a NaN is
-        written as it is now, byte for byte what dumps(state) gives."""
-        from storage._io import dumps
-
-        layout = ExperimentLayout(ctx, "exp")
-        writer = StateWriter(ctx, layout)
-        rows: list[object] = [{"trial_id": "a", "x": 1.5}, {"trial_id": "b", "x": float("nan")},
-                           {"trial_id": "c", "cfg": {"v": [1, 2]}}, "not a row"]
-        for step in range(6):
-            if step == 3:
-                rows[2]["cfg"]["v"].append(3)  # a row written twice the same, now changed in place
-            if step == 4:
-                rows[0] = {"trial_id": "a", "x": 2}
-            state = {"version": 1, "trials": rows, "n": step}
-            assert read_bytes(ctx, writer.write(state)) == dumps(state).encode("utf-8")
-        assert read_experiment_state(ctx, layout)["trials"][2] == {"trial_id": "c", "cfg": {"v": [1, 2, 3]}}
-
     def test_crash_before_pointer_keeps_previous_state(self, ctx: StorageContext) -> None:
         layout = ExperimentLayout(ctx, "exp")
         write_experiment_state(ctx, layout, {"n": 1})
