@@ -56,6 +56,7 @@ def audition_workloads(quick: bool) -> dict[str, list[str]]:
             "startup": [py, _script("bench_startup.py"), "--repeat", "2"],
             "asha": [py, _script("bench_asha.py"), "--n", "27", "--repeat", "1"],
             "memory": [py, _script("bench_memory.py"), "--first", "200", "--last", "1000", "--every", "200"],
+            "simulator": [py, _script("bench_simulator.py"), "--runs", "10", "--repeat", "3"],
         }
     return {
         "floor": [py, _script("bench_floor.py"), "--trials", "100", "1000", "--results", "2000", "--repeat", "5"],
@@ -65,6 +66,7 @@ def audition_workloads(quick: bool) -> dict[str, list[str]]:
         "startup": [py, _script("bench_startup.py"), "--repeat", "5"],
         "asha": [py, _script("bench_asha.py"), "--n", "27", "--repeat", "3"],
         "memory": [py, _script("bench_memory.py"), "--first", "1000", "--last", "5000", "--every", "500"],
+        "simulator": [py, _script("bench_simulator.py"), "--runs", "30", "--repeat", "3"],
     }
 
 
@@ -215,6 +217,10 @@ def build_table(aud: dict[str, dict[str, Any]], ray: dict[str, dict[str, Any]],
         per = float(m["bytes_per_finished_trial"])
         row("memory: controller growth", per, " B/trial", target="< 5 KB/trial",
             check=lambda: _status(per, 5000.0, False))
+    if "simulator" in aud:
+        rate = float(aud["simulator"]["runs_per_s"])
+        row("simulator: 20-trial ASHA experiments", rate, " runs/s", target=">= 100/s",
+            check=lambda: _status(rate, 100.0, True))
     return rows
 
 
