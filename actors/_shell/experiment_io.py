@@ -27,11 +27,11 @@ from actors.messages import CheckpointRef, TrialSummary
 from actors.result import ENGINE_RESULT_KEYS
 from storage import (
     ExperimentLayout,
+    StateWriter,
     StorageContext,
     StorageError,
     committed_after,
     delete_checkpoint,
-    write_experiment_state,
     write_json,
     write_text,
 )
@@ -55,6 +55,7 @@ class ExperimentIO:
         self.cost_clock = cost_clock
         self.ctx = StorageContext(spec.storage_url, spec.storage_options)
         self.layout = ExperimentLayout(self.ctx, spec.name)
+        self.state_writer = StateWriter(self.ctx, self.layout)
         # result.json, progress.csv and any other in_controller logger: written as results arrive
         self.loggers = ControllerLoggers(spec.loggers, self.ctx, self.layout)
         self.logged_iter: dict[str, int] = {}
@@ -310,7 +311,7 @@ class ExperimentIO:
         self.pending_table = None
         self.loggers.flush()  # rows first: a state never names results that are not in storage
         started = self.cost_clock()
-        write_experiment_state(self.ctx, self.layout, state)
+        self.state_writer.write(state)
         self.write_cost += self.cost_clock() - started
         self.state_refs, self.pending_refs = self.pending_refs, set()
         if self.deferred:
