@@ -14,8 +14,8 @@ import pytest
 
 from actors import Callback, RunConfig, TuneConfig, Tuner
 from actors._driver.errors import ConfigError
-from actors._engine.trial import TrialStatus
 from actors._engine.feed import choose_rows
+from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
 

@@ -95,7 +95,7 @@ def test_sim_trial_stopped_with_a_save_mid_step_reports_that_step_then_saves_it(
     for save, rows, ckpt_at in ((True, [2], 2), (False, [], 1)):
         t = SimTrial(curve, pid=7)
         t.receive(_run(window=4), 0.0)
-        (first,) = t.step_done(1.0)
+        (_first,) = t.step_done(1.0)
         assert t.receive(TrialStop("t1", 1, save=save), 1.5) == []  # mid-step: nothing yet
         out = t.step_done(2.0)
         results = [row["training_iteration"] for m in out if isinstance(m, TrialResults) for row in m.results]
