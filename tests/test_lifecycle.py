@@ -131,8 +131,11 @@ class TrialMachine(RuleBasedStateMachine):
         self.ended = True
         reason = EndReason.FAILED if failed else EndReason.COMPLETED
         before = len(self.rec.marks)
+        stopping = self.rec.status is TrialStatus.RUNNING and self.rec.pending is Decision.STOP
         self._apply(self.table.ended(T, self.rec.run_id, reason, error="boom" if failed else None))
-        assert [m.kind for m in self.rec.marks[before:]] == ([MarkKind.FAIL] if failed else [])
+        # a failure while a stop is on its way ends the trial as the stop would (TERMINATED, a STOP mark)
+        expected = ([MarkKind.STOP] if stopping else [MarkKind.FAIL]) if failed else []
+        assert [m.kind for m in self.rec.marks[before:]] == expected
 
     @invariant()
     def slot_is_clear_outside_running(self) -> None:
