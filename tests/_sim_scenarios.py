@@ -25,13 +25,27 @@ def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 SPACE = {"lr": search.uniform(0.01, 1.0), "step_s": search.choice([0.5, 1.0, 1.5])}
-SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
+SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt", "batching")
 # (name, may abort the experiment, Faults(...) arguments drawn from the seed's generator)
 FAULTS = ("trials", "lost_exits", "poison", "scheduler", "storage", "checkpoint", "abort", "latency", "members")
 ABORTING = {"scheduler", "storage", "checkpoint", "abort"}
 
 
+class BatchingStopper(FIFOScheduler):
+    """A deciding scheduler that lets trials run ahead (``tolerates_batching``): several of a trial's
+    batches wait for their decisions at once. Stops a trial whose loss is still high at iteration 3."""
+
+    tolerates_batching = True
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        from actors.schedulers import Decision
+
+        return Decision.STOP if result["training_iteration"] >= 3 and result["loss"] > 0.2 else Decision.CONTINUE
+
+
 def scheduler(name: str, max_t: int) -> Any:
+    if name == "batching":
+        return BatchingStopper()
     if name == "fifo":
         return FIFOScheduler()
     if name == "asha":

@@ -128,7 +128,9 @@ class ExperimentCore:
         self.error: str | None = None
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
-        self.unlogged: dict[str, TrialResults] = {}  # batches waiting for their decision to be logged
+        # batches waiting for their decision to be logged, per trial in send order (a batching
+        # scheduler can have several of a trial's batches in flight)
+        self.unlogged: dict[str, list[TrialResults]] = {}
         self.clone_waits: dict[str, str] = {}  # clone -> the source whose save in flight it waits for
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
@@ -253,7 +255,7 @@ class ExperimentCore:
             self._log(msg, searcher=not any(hits))
             self._decide(msg, Decision.CONTINUE)
         else:  # logged when the decision is known: the row a scheduler stops at says done=True
-            self.unlogged[msg.trial_id] = msg
+            self.unlogged.setdefault(msg.trial_id, []).append(msg)
             self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
         self._run(effects)
 
@@ -281,8 +283,7 @@ class ExperimentCore:
     def _log_unlogged(self, trial_id: str | None = None) -> None:
         """Batches whose decision never came (the run ended, the experiment is ending): logged as they are."""
         for t in [trial_id] if trial_id is not None else list(self.unlogged):
-            msg = self.unlogged.pop(t, None) if t is not None else None
-            if msg is not None:
+            for msg in self.unlogged.pop(t, []):
                 self._log(msg)
 
     def _decide(self, msg: TrialResults, decision: Decision) -> None:
@@ -679,9 +680,12 @@ class ExperimentCore:
                 self.clone_waits[action.trial_id] = src.trial_id
         if kind is HookKind.RESULT and trial_id is not None:
             decision = Decision(msg.decision)
-            batch = self.unlogged.get(trial_id)
+            queued = self.unlogged.get(trial_id) or []
+            batch = queued[0] if queued else None
             if batch is not None and (batch.run_id, batch.seq) == (run_id, batch_seq):
-                del self.unlogged[trial_id]
+                queued.pop(0)
+                if not queued:
+                    del self.unlogged[trial_id]
                 if decision is Decision.STOP:
                     self._mark_done(batch)
                 self._log(batch, searcher=decision is not Decision.STOP)
