@@ -397,6 +397,6 @@ def test_watchdog_knows_each_runs_process() -> None:
 
 def test_exit_descriptions() -> None:
     assert describe_exit(-9) == "killed by SIGKILL" and describe_exit(3) == "exited with code 3"
-    assert describe_exit(None) == "exit status unknown" and describe_exit(-1000) == "killed by signal 1000"
+    assert describe_exit(None) == "exited (how is unknown)" and describe_exit(-1000) == "killed by signal 1000"
     assert "out-of-memory" in death_message(-9) and "exited unexpectedly" in death_message(None)
 

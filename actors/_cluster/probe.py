@@ -15,7 +15,7 @@ from typing import Any
 
 from thespian.actors import ActorTypeDispatcher, WakeupMessage
 
-from actors._engine.placement import MEMBER_CAP
+from actors._engine.placement import placed_here
 from actors._shell.proc import die_with_parent
 from actors.messages import MemberHeartbeat, ProbeKill, ProbeStart
 
@@ -23,10 +23,8 @@ from actors.messages import MemberHeartbeat, ProbeKill, ProbeStart
 class MemberProbe(ActorTypeDispatcher):
     """Lives on one member system and heartbeats to the controller."""
 
-    @staticmethod
-    def actorSystemCapabilityCheck(capabilities: dict[str, Any], requirements: dict[str, Any]) -> bool:
-        want = (requirements or {}).get(MEMBER_CAP)
-        return want is None or capabilities.get(MEMBER_CAP) == want
+    # run only on the member the controller placed it on (multi-host)
+    actorSystemCapabilityCheck = staticmethod(placed_here)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

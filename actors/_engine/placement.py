@@ -110,9 +110,15 @@ class Placement:
                 for m in self.members.values()]
 
 
+def placed_here(capabilities: dict[str, Any], requirements: dict[str, Any] | None) -> bool:
+    """Thespian's capability check for an actor placed on one member: this system is that member."""
+    want = (requirements or {}).get(MEMBER_CAP)
+    return want is None or capabilities.get(MEMBER_CAP) == want
+
+
 def parse_resources(caps: dict[str, Any]) -> dict[str, float]:
     res = caps.get(RESOURCES_CAP) or {}
     return {str(k): float(v) for k, v in dict(res).items()}
 
 
-__all__ = ["LOCAL", "MEMBER_CAP", "RESOURCES_CAP", "Member", "Placement", "parse_resources"]
+__all__ = ["LOCAL", "MEMBER_CAP", "RESOURCES_CAP", "Member", "Placement", "parse_resources", "placed_here"]

@@ -25,16 +25,20 @@ class RunClock:
     time_total_s: float  # the trial's total before this run
 
 
+_WHAT = {"SIGSEGV": "a segmentation fault", "SIGBUS": "a bus error", "SIGFPE": "an arithmetic fault",
+         "SIGILL": "an illegal instruction", "SIGABRT": "abort()"}
+
+
 def describe_exit(exitcode: int | None) -> str:
-    """``-9`` -> "killed by SIGKILL", ``3`` -> "exited with code 3"."""
+    """'killed by SIGSEGV (a segmentation fault)' / 'exited with code 3' for a process's exit code."""
     if exitcode is None:
-        return "exit status unknown"
+        return "exited (how is unknown)"
     if exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             return f"killed by signal {-exitcode}"
-        return f"killed by {name}"
+        return f"killed by {name}" + (f" ({_WHAT[name]})" if name in _WHAT else "")
     return f"exited with code {exitcode}"
 
 

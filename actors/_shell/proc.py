@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any
 
+from actors._engine.watch import describe_exit
+
 _PR_SET_PDEATHSIG = 1
 # Thespian installs a Python-level handler for these; a real fault then re-runs the faulting
 # instruction forever (100% CPU, the parent never hears of a death)
@@ -76,23 +78,6 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return True
-
-
-_WHAT = {"SIGSEGV": "a segmentation fault", "SIGBUS": "a bus error", "SIGFPE": "an arithmetic fault",
-         "SIGILL": "an illegal instruction", "SIGABRT": "abort()"}
-
-
-def describe_exit(exitcode: int | None) -> str:
-    """'killed by SIGSEGV (a segmentation fault)' / 'exited with code 3' for a process's exit code."""
-    if exitcode is None:
-        return "exited (how is unknown)"
-    if exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-        return f"killed by {name}" + (f" ({_WHAT[name]})" if name in _WHAT else "")
-    return f"exited with code {exitcode}"
 
 
 # ---------------------------------------------------------------------- how a child actor died

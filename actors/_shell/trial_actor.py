@@ -30,7 +30,7 @@ from thespian.actors import (
 )
 
 from actors._driver.trainable import Trainable
-from actors._engine.placement import MEMBER_CAP
+from actors._engine.placement import placed_here
 from actors._shell.proc import die_with_parent
 from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable
 from actors.messages import (
@@ -56,11 +56,8 @@ class TrialActor(ActorTypeDispatcher):
     batch_delay_s = 0.05  # longest a result waits in this actor for more to batch with
     output_every_s = 0.3  # at most one TrialOutput per this long (RunConfig(log_to_driver))
 
-    @staticmethod
-    def actorSystemCapabilityCheck(capabilities: dict[str, Any], requirements: dict[str, Any]) -> bool:
-        """Run only on the member the controller placed the trial on (multi-host)."""
-        want = (requirements or {}).get(MEMBER_CAP)
-        return want is None or capabilities.get(MEMBER_CAP) == want
+    # run only on the member the controller placed it on (multi-host)
+    actorSystemCapabilityCheck = staticmethod(placed_here)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
