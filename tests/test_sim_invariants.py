@@ -5,7 +5,9 @@ interleaving (tests/_sim_scenarios.py), so a failure names a reproducible seed."
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import multiprocessing
 import os
 import time
 from collections import Counter
@@ -41,18 +43,29 @@ def _problems(sc: Scenario) -> list[str]:
     return [p for p in found if not any(k in p for k in known)]
 
 
+def _sweep(seeds: range) -> list[str]:
+    """The failures among these seeds, each with its seed and scenario (runs in a worker process)."""
+    logging.getLogger("audition").setLevel(logging.ERROR)
+    failures = []
+    for seed in seeds:
+        sc = scenario(seed)
+        found = _problems(sc)
+        if found:
+            failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
+    return failures
+
+
 @pytest.mark.slow
 def test_seeded_simulations_with_faults_keep_every_invariant() -> None:
     """SEEDS simulations (2,000 by default) over every scheduler x fault kind: each ends, keeps
     contiguous histories, loses no reported row, ends every trial in a final status, and restores
     when it was aborted."""
     started = time.perf_counter()
-    failures: list[str] = []
-    for seed in range(SEEDS):
-        sc = scenario(seed)
-        found = _problems(sc)
-        if found:
-            failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
+    workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
+    chunks = [range(i, SEEDS, workers) for i in range(workers)]
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        failures = [f for part in pool.map(_sweep, chunks) for f in part]
+    failures.sort(key=lambda f: int(f.split()[1]))
     elapsed = time.perf_counter() - started
     print(f"{SEEDS} simulations in {elapsed:.1f}s ({SEEDS / elapsed:.1f}/s)")
     assert not failures, f"{len(failures)} of {SEEDS} seeds broke an invariant (reproduce with " \
