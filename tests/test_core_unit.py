@@ -18,6 +18,7 @@ from actors._engine.signals import (
     Finish,
     KillProcess,
     MemberJoined,
+    Reply,
     Retire,
     Send,
     Spawn,
@@ -296,10 +297,13 @@ def test_nothing_happens_after_finished() -> None:
     late = [_result(tid, 1, 3), TrialEnded(tid, 1, 4, EndReason.FAILED), TrialEnded(tid, 2, 1, EndReason.FAILED),
             SchedulerReply(99, HookKind.RESULT, tid, Decision.STOP, ()), SchedulerReady(False, "x", ALL_HOOKS),
             Wake(Tick.PERIODIC), Wake(Tick.EVENTS), AbortExperiment("late"), ActorGone(2, -9), ActorGone(SCHEDULER),
-            MemberHeartbeat("w1", 1), ClusterStatusRequest(), TrialProcess(tid, 1, 1), object(), "not a message"]
+            MemberHeartbeat("w1", 1), TrialProcess(tid, 1, 1), object(), "not a message"]
     for event in late:
         assert h.handle(event) == [], event
     assert h.phases == [S, R, F]
+    # a status query alone is still answered (the CLI must not wait on a finished controller)
+    [reply] = h.handle(ClusterStatusRequest())
+    assert isinstance(reply, Reply) and reply.msg.trials == {"TERMINATED": 1}
 
 
 def test_an_unknown_message_while_running_changes_nothing() -> None:

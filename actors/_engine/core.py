@@ -152,7 +152,8 @@ class ExperimentCore:
         """Take one event; the commands it leads to, in the order they must be carried out."""
         self.now = now
         handler = self.handlers.get(type(event))
-        if handler is not None and not self.finished:
+        # a status query is answered to the end: the CLI must never wait on a finished controller
+        if handler is not None and (not self.finished or isinstance(event, ClusterStatusRequest)):
             try:  # a bug here must end the experiment with a message, never leave the driver waiting
                 handler(event)
             except Exception as exc:
