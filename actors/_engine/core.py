@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Any
 
 from actors._engine.feed import DriverFeed, progress_report
-from actors._engine.gate import ResultGate
+from actors._engine.gate import Held, ResultGate
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
@@ -309,7 +309,7 @@ class ExperimentCore:
         self._source_saved(msg.trial_id, msg.checkpoint)
         held = self.gate.saved(msg.trial_id)
         if held is not None:
-            self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
+            self._release_decision(held)
 
     def _source_saved(self, source_id: str, ckpt: CheckpointRef | None, fill: bool = True) -> None:
         """A save (or the end) of a clone source: the clones waiting for it take its checkpoint."""
@@ -331,7 +331,10 @@ class ExperimentCore:
                 entry.awaiting_save = True
                 self._run(effects)
                 return
-        held = self.gate.release(msg.trial_id)
+        self._release_decision(self.gate.release(msg.trial_id))
+
+    def _release_decision(self, held: Held) -> None:
+        """A decision the driver's callbacks held takes effect."""
         self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
 
     def _checkpointed(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
@@ -503,7 +506,8 @@ class ExperimentCore:
         """End a trial that did not halt in time: kill its process, end it as the stop asked."""
         local = self._local_pid(trial_id, run_id)
         member = self.members.where(trial_id)
-        pid = self.watch.forget(trial_id) if self.watch.pid(trial_id, run_id) is not None else None
+        pid = self.watch.pid(trial_id, run_id)
+        self.watch.forget(trial_id)
         handle = self.pool.unassign(trial_id)  # never reused; its ActorGone is now ignored
         if local is not None:
             self.out.append(KillProcess(local))

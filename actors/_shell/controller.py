@@ -84,7 +84,6 @@ class ControllerActor(ActorTypeDispatcher):
         die_with_parent()
         record_child_exits()
         self.core: ExperimentCore | None = None
-        self.spec: ExperimentSpec | None = None
         self.driver: Any = None
         self.addr: dict[Handle, Any] = {}
 
@@ -108,7 +107,6 @@ class ControllerActor(ActorTypeDispatcher):
             self.send(sender, ExperimentFinished((), f"controller could not start the experiment: {exc!r}\n"
                                                  f"{traceback.format_exc()}", 0.0, 0, 0))
             return
-        self.spec = spec
         self.core = ExperimentCore(spec, ExperimentIO, explain, os.getpid())
         self._handle(Start(), sender)
 
@@ -122,8 +120,8 @@ class ControllerActor(ActorTypeDispatcher):
             return None if handle is None else Undeliverable(handle, type(msg.poisonMessage).__name__)
         if isinstance(msg, WakeupMessage):
             tick = Tick(msg.payload) if msg.payload in {t.value for t in Tick} else Tick.PERIODIC
-            if (tick is Tick.PERIODIC and self.driver is not None and self.spec is not None
-                    and self.spec.driver_pid and not pid_alive(self.spec.driver_pid)):
+            driver_pid = self.core.spec.driver_pid if self.core is not None else 0
+            if tick is Tick.PERIODIC and self.driver is not None and driver_pid and not pid_alive(driver_pid):
                 self.driver = None  # killed (SIGKILL): nobody else will shut this system down
                 self._handle(DriverGone(), sender)
             return Wake(tick)

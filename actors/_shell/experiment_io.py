@@ -24,7 +24,6 @@ from actors._legacy import loads as legacy_loads
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
 from actors.messages import CheckpointRef, TrialSummary
-from actors.result import ENGINE_RESULT_KEYS
 from storage import (
     ExperimentLayout,
     StateWriter,
@@ -141,16 +140,8 @@ class ExperimentIO:
             write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
 
     def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
-        """Append a batch to the trial's history; an error message if the metric is missing."""
-        needed = self.spec.required_metrics or (
-            ((self.spec.metric, "TuneConfig(metric=...)"),) if self.spec.metric is not None else ())
-        for metric, where in needed:
-            for r in results:
-                if metric not in r:
-                    user_keys = sorted(k for k in r if k not in ENGINE_RESULT_KEYS)
-                    return (f"trial {rec.trial_id} reported a result without the metric {metric!r} "
-                            f"(it reported {user_keys}); report {metric!r} in every result or change "
-                            f"{where}")
+        """Append a batch to the trial's history; an error message if a logger failed. (Its metrics were
+        checked when it arrived: ``actors._engine.verdicts``.)"""
         try:
             self.loggers.results(rec.snapshot(), list(results))
         except LoggerFailed as exc:
