@@ -104,6 +104,11 @@ class StorageContext:
             self._fs_pid = pid
         return self._fs
 
+    def use_filesystem(self, fs: fsspec.AbstractFileSystem) -> None:
+        """Use ``fs`` in this process instead of the one ``fs`` would build (the simulator's faster
+        ``memory://`` store, ``actors.testing.sim_store``: same files, cheaper writes)."""
+        self._fs, self._fs_pid = fs, os.getpid()
+
     @property
     def is_local(self) -> bool:
         """True for the local disk, where appends and atomic renames exist."""

@@ -85,15 +85,16 @@ class StateWriter:
             last = max([seq for seq, _ in versions], default=-1)
         seq = last + 1
         path = layout.state_version(seq, secrets.token_hex(4))
-        write_bytes(ctx, path, dumps(state).encode("utf-8"), what="writing experiment state")
-        write_bytes(
-            ctx,
-            layout.state_pointer,
-            dumps({"latest": basename(path), "seq": seq, "written_at": self.clock()}, indent=2).encode("utf-8"),
-            what="writing experiment state pointer",
-        )
+        self._put(path, state, None, "writing experiment state")
+        self._put(layout.state_pointer, {"latest": basename(path), "seq": seq, "written_at": self.clock()}, 2,
+                  "writing experiment state pointer")
         self._versions = _prune(ctx, [*versions, (seq, path)], self.keep, current=path)
         return path
+
+    def _put(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> None:
+        """Write ``value`` as JSON at ``path`` (the simulator's writer stores it without encoding it
+        until it is read: ``actors.testing.sim_store``)."""
+        write_bytes(self.ctx, path, dumps(value, indent=indent).encode("utf-8"), what=what)
 
 
 def _pointer_seq(pointer: dict[str, Any] | None) -> int:

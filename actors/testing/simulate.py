@@ -35,6 +35,7 @@ from actors._driver.trainable import Trainable
 from actors._engine.signals import Start
 from actors.messages import ExperimentFinished
 from actors.testing.faults import Faults, FaultyStore
+from actors.testing.sim_store import SimStateWriter, use_sim_storage
 from actors.testing.sim_trial import DEFAULT_STEP_S, Curve
 from actors.testing.world import SimWorld
 
@@ -157,6 +158,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically
         ticks = itertools.count(0.0, SIM_WRITE_COST_S)
         io = ExperimentIO(s, clock=lambda: world.now, cost_clock=lambda: next(ticks))
+        use_sim_storage(io.ctx)  # the same memory:// files, written without fsspec's open() per object
+        io.state_writer = SimStateWriter(io.ctx, io.layout)  # each state encoded when it is first read
         if not s.restore_state:
             io.trial_prefix = f"sim{seed % 100000:05d}"  # trial ids follow the seed too
         return FaultyStore(io, faults, world.rng)
