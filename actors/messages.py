@@ -188,6 +188,8 @@ class SchedulerReady(_Message):
     name: str
     # hooks the plugin overrides; the controller answers the others itself (no message)
     hooks: frozenset[HookKind] = frozenset(HookKind)
+    # the result key the plugin's decision horizons are measured in (Scheduler.horizon_attr); None: none
+    horizon_attr: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,8 @@ class SchedulerReply(_Message):
     actions: tuple[SchedulerAction, ...]
     chosen: str | None = None
     state: bytes | None = None
+    # after an ADD or RESULT hook: the trial's decision horizon (Scheduler.decision_horizon); None: none
+    horizon: float | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,10 @@ class RunTrial(_Message):
     trial_dirname: str = ""
     # Ray Tune's str(trial), for the prefix of the trial's echoed output lines
     trial_name: str = ""
+    # decision horizons (actors/_engine/horizon.py): a result whose ``horizon_attr`` value is below
+    # ``horizon`` may be run past before it is decided; "" means every result counts against ``window``
+    horizon_attr: str = ""
+    horizon: float | None = None
 
 
 @dataclass(frozen=True)
@@ -291,11 +299,13 @@ class TrialResults(_Message):
 
 @dataclass(frozen=True)
 class TrialProceed(_Message):
-    """Controller -> trial actor: batch ``seq`` was scheduled with CONTINUE."""
+    """Controller -> trial actor: batch ``seq`` was scheduled with CONTINUE, and the trial's decision
+    horizon as the controller now knows it (``RunTrial.horizon``)."""
 
     trial_id: str
     run_id: int
     seq: int
+    horizon: float | None = None
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,8 @@ class ExperimentCore:
         self.store: ExperimentStore | None = None
         self.namer: TrialNamer | None = None
         self.window = 1
+        self.horizon_attr = ""  # the scheduler's decision horizons are on, in this result key
+        self.horizons: dict[str, float] = {}  # per trial, the newest the scheduler declared
         self.searcher_done = False
         self.suggested = 0
         self.started_at = 0.0
@@ -209,9 +211,11 @@ class ExperimentCore:
         # Stop criteria are checked in the core, so they too need every result decided before the next
         # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
         # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
-        batching = (msg.batching_allowed and self.spec.stopper is None and not self.spec.callback_gate
-                    and not self.spec.checkpoint_at_end)
+        # A plugin with decision horizons lets a trial run ahead too, waiting only at its horizon.
+        batching = ((msg.batching_allowed or bool(msg.horizon_attr)) and self.spec.stopper is None
+                    and not self.spec.callback_gate and not self.spec.checkpoint_at_end)
         self.window = self.spec.batch_window if batching else 1
+        self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
@@ -597,7 +601,7 @@ class ExperimentCore:
             if e.kind is EffectKind.START:
                 self._start_trial(rec)
             elif e.kind is EffectKind.PROCEED and actor is not None:
-                self._send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq))
+                self._send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq, self.horizons.get(e.trial_id)))
             elif e.kind is EffectKind.SAVE and actor is not None:
                 self._send(actor, TrialSave(e.trial_id, rec.run_id))
                 if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
@@ -635,7 +639,8 @@ class ExperimentCore:
             self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
             member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
             trial_dirname=rec.dirname or "",
-            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name) if s.log_to_driver else ""))
+            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name) if s.log_to_driver else "",
+            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id)))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
 
     def _release(self, trial_id: str, reusable: bool) -> None:
@@ -672,6 +677,11 @@ class ExperimentCore:
     def _on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
                   msg: SchedulerReply) -> None:
         effects: list[Effect] = []
+        if self.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
+            if msg.horizon is None:  # (before the batch's decision below, whose TrialProceed carries it)
+                self.horizons.pop(trial_id, None)
+            else:
+                self.horizons[trial_id] = msg.horizon
         # requests made inside the hook merge first, then the hook's own return value settles the
         # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
         for action in msg.actions:

@@ -33,7 +33,8 @@ class SchedulerEndpoint:
         try:
             sched = cloudpickle.loads(msg.scheduler)
             self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state)
-            return SchedulerReady(sched.batching_allowed(), type(sched).__name__, overridden_hooks(sched))
+            return SchedulerReady(sched.batching_allowed(), type(sched).__name__, overridden_hooks(sched),
+                                  self.host.horizon_attr)
         except Exception as exc:
             return SchedulerFailed(0, HookKind.ADD, f"loading the scheduler failed: {exc!r}\n"
                                    + traceback.format_exc())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from actors._engine.horizon import clean_horizon
 from actors._engine.reducer import Decision, merge
 from actors._engine.trial import TrialSnapshot
 from actors._legacy import loads as legacy_loads
@@ -70,6 +71,18 @@ _HOOK_METHODS = {
 }
 
 
+def horizon_attr(scheduler: Scheduler) -> str | None:
+    """The key the plugin's decision horizons are measured in, if it declares horizons (a plugin
+    that tolerates batching runs ahead anyway, and one that does not decide per result needs none)."""
+    attr = scheduler.horizon_attr()
+    if attr is None or scheduler.batching_allowed():
+        return None
+    if not isinstance(attr, str) or not attr:
+        raise TypeError(f"{type(scheduler).__name__}.horizon_attr() must return a result key (str) or None, "
+                        f"got {attr!r}")
+    return attr
+
+
 def overridden_hooks(scheduler: Scheduler) -> frozenset[HookKind]:
     """Hooks the plugin implements; CHOOSE and SAVE always go to the plugin."""
     cls = type(scheduler)
@@ -89,6 +102,7 @@ class SchedulerHost:
         self.scheduler = scheduler
         self.controller = RecordingController()
         scheduler.set_search_properties(metric, mode)
+        self.horizon_attr = horizon_attr(scheduler)
         if state is not None:
             saved = legacy_loads(state)
             scheduler.restore(saved["scheduler"])
@@ -104,6 +118,7 @@ class SchedulerHost:
         state: bytes | None = None
         trial = ctl.trials.get(call.trial_id) if call.trial_id else None
         sched = self.scheduler
+        horizon: float | None = None
         if call.kind is HookKind.RESULT:
             assert trial is not None
             for result in call.results:
@@ -111,9 +126,11 @@ class SchedulerHost:
                 ctl.trials[trial.trial_id] = trial
                 d = sched.on_trial_result(ctl, trial, result)
                 decision = merge(decision, Decision(d if d is not None else Decision.CONTINUE))
+            horizon = self._horizon(trial)
         elif call.kind is HookKind.ADD:
             assert trial is not None
             sched.on_trial_add(ctl, trial)
+            horizon = self._horizon(trial)
         elif call.kind is HookKind.COMPLETE:
             assert trial is not None
             sched.on_trial_complete(ctl, trial, call.results[-1] if call.results else dict(trial.last_result))
@@ -128,7 +145,11 @@ class SchedulerHost:
             chosen = pick.trial_id if pick is not None else None
         elif call.kind is HookKind.SAVE:
             state = pickle.dumps({"scheduler": sched._save_to_pickle(), "trials": dict(ctl.trials)})
-        return SchedulerReply(call.seq, call.kind, call.trial_id, decision, tuple(ctl.actions), chosen, state)
+        return SchedulerReply(call.seq, call.kind, call.trial_id, decision, tuple(ctl.actions), chosen, state,
+                              horizon)
+
+    def _horizon(self, trial: TrialSnapshot) -> float | None:
+        return clean_horizon(self.scheduler.decision_horizon(trial)) if self.horizon_attr else None
 
 
 def _with_result(trial: TrialSnapshot, result: dict[str, Any]) -> TrialSnapshot:
@@ -137,4 +158,4 @@ def _with_result(trial: TrialSnapshot, result: dict[str, Any]) -> TrialSnapshot:
     )
 
 
-__all__ = ["RecordingController", "SchedulerHost"]
+__all__ = ["RecordingController", "SchedulerHost", "horizon_attr", "overridden_hooks"]

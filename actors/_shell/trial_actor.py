@@ -111,7 +111,7 @@ class TrialActor(ActorTypeDispatcher):
             return None
         return r
 
-    def _command(self, r: TrialRunner, cmd: Command, arg: int = 0) -> None:
+    def _command(self, r: TrialRunner, cmd: Command, arg: Any = 0) -> None:
         r.send_command(cmd, arg)
         self.cmd_sent += 1
         self._pump(block=True)
@@ -119,7 +119,7 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_TrialProceed(self, msg: TrialProceed, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)
         if r is not None:
-            self._command(r, Command.PROCEED, self.batch_sizes.pop(msg.seq, 0))
+            self._command(r, Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon))
 
     def receiveMsg_TrialSave(self, msg: TrialSave, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)

@@ -4,8 +4,9 @@ The thread owns the user's code; the actor's own thread owns the mailbox.  They
 talk through two queues: ``events`` (results, saves, the end) flow up to the
 actor, ``commands`` (proceed, save, stop) flow down.  Commands are acted on only
 inside ``report()``, between steps, so the user's state is never touched by two
-threads at once.  ``report()`` blocks while ``window`` results are unacknowledged:
-a window of 1 means the decision on result N is known before step N+1 starts.
+threads at once.  ``report()`` blocks while ``window`` results are unacknowledged (a window of 1
+means the decision on result N is known before step N+1 starts), and after a result that reached
+the trial's decision horizon until it is decided (``actors/_engine/horizon.py``).
 
 The actor may sleep between events: the thread wakes it through ``wake_fd`` (a pipe the
 actor watches) for every event it must forward at once (a checkpoint, a save, the end, or
@@ -39,6 +40,7 @@ from actors._driver.checkpoint import Checkpoint
 from actors._driver.checks import check_result
 from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
+from actors._engine.horizon import ResultWindow
 from actors._worker.capture import OutputCapture
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
@@ -115,11 +117,11 @@ class TrialRunner:
         self.trial_id = msg.trial_id
         self.clock = clock
         self.events: queue.Queue[Event] = queue.Queue()
-        self.commands: queue.Queue[tuple[Command, int]] = queue.Queue()
+        self.commands: queue.Queue[tuple[Command, Any]] = queue.Queue()  # PROCEED: (count, horizon)
         self.lock = threading.Lock()
         self.waiting = False
         self.cmd_seen = 0
-        self.unacked = 0
+        self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
         # results not yet acknowledged (so perhaps never received), oldest first: a checkpoint's
         # manifest keeps those after the previous checkpoint, for a retry to recover
         self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
@@ -163,7 +165,7 @@ class TrialRunner:
     def start(self) -> None:
         self.thread.start()
 
-    def send_command(self, cmd: Command, arg: int = 0) -> None:
+    def send_command(self, cmd: Command, arg: Any = 0) -> None:
         self.commands.put((cmd, arg))
 
     def request_stop(self, save: bool) -> None:
@@ -334,8 +336,8 @@ class TrialRunner:
             ref = self._save_class(result)
         self.output.maybe_flush()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
-        self.unacked += 1
-        block = self.unacked >= self.msg.window
+        self.window.reported(result)
+        block = self.window.full
         if not block:  # (blocking wakes the actor anyway)
             self._wake(urgent=ref is not None)  # a checkpoint's result goes to the controller at once
         self._serve(block)
@@ -357,8 +359,9 @@ class TrialRunner:
                 self.waiting = False
                 self.cmd_seen += 1
             if cmd is Command.PROCEED:
-                self.unacked -= arg
-                for _ in range(min(arg, len(self.unacked_rows))):
+                count, horizon = arg
+                self.window.acknowledged(count, horizon)
+                for _ in range(min(count, len(self.unacked_rows))):
                     self.unacked_rows.popleft()
             elif cmd is Command.SAVE:
                 ckpt = self._save_class() if self._class_trainable is not None else self.latest
@@ -370,7 +373,7 @@ class TrialRunner:
                 if arg and self._class_trainable is not None:
                     self._save_class()
                 raise _StopTrial()
-            block = self.unacked >= self.msg.window
+            block = self.window.full
 
     def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
         """Save a class trainable; a save outside a report (asked for, or at the end) carries the

@@ -161,6 +161,20 @@ class ASHAScheduler(MetricScheduler):
             return decision
         return Decision.CONTINUE
 
+    def horizon_attr(self) -> str | None:
+        return self.time_attr
+
+    def decision_horizon(self, trial: TrialSnapshot) -> float | None:
+        """The lowest rung ``trial`` has not recorded (a rung it jumped over is judged on a following
+        result), or ``max_t``: nothing else ever stops a trial."""
+        tid = trial.trial_id
+        if tid in self._stopped:
+            return None
+        unrecorded = [m for m, recorded in self._rungs[self._assign(tid)] if tid not in recorded]
+        if self.stop_last_trials:
+            unrecorded.append(self.max_t)
+        return float(min(unrecorded)) if unrecorded else math.inf
+
     def on_trial_complete(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:

@@ -121,6 +121,27 @@ class Scheduler(ABC):
     def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
         """The trial was terminated by a decision other than its own completion."""
 
+    def horizon_attr(self) -> str | None:
+        """The result key :meth:`decision_horizon` is measured in (usually ``time_attr``); ``None``,
+        the default, declares no horizons: every result waits for its decision."""
+        return None
+
+    def decision_horizon(self, trial: TrialSnapshot) -> float | None:
+        """The smallest value of :meth:`horizon_attr` at which :meth:`on_trial_result` may decide
+        anything but CONTINUE for ``trial``; ``math.inf``: never; ``None``: at any result.
+
+        Called by the scheduler host right after :meth:`on_trial_add` and after each batch of
+        :meth:`on_trial_result` calls for ``trial``, in the scheduler actor; it must not block and
+        must not call the controller. It is a promise: until ``trial`` reports a result at or past
+        the horizon, its results are decided CONTINUE whatever happens to other trials, so the trial
+        runs ahead with its results batched (the scheduler still sees each one, in order) and waits
+        only at the horizon, where the decision is exact. A promise broken (STOP or PAUSE returned
+        below the horizon) or a ``pause_trial``/``stop_trial`` made from another hook takes effect at
+        the trial's next decided batch, a few results late. The answer may only grow as the trial
+        goes on; the engine forgets it when the experiment is restored.
+        """
+        return None
+
     @abstractmethod
     def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
         """Pick a PENDING or PAUSED trial to start next, or ``None`` to wait."""

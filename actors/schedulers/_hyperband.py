@@ -199,6 +199,20 @@ class HyperBandScheduler(MetricScheduler):
             return Decision.CONTINUE
         return self._process(controller, b, current=tid)
 
+    def horizon_attr(self) -> str | None:
+        return self.time_attr
+
+    def decision_horizon(self, trial: TrialSnapshot) -> float | None:
+        """The milestone of the trial's bracket: below it ``continue_trial`` holds (a halving only
+        raises it); a trial without a bracket or stopped is decided at every result."""
+        tid = trial.trial_id
+        b = self._trial_bracket.get(tid)
+        if tid in self._stopped or b is None or tid not in b.live:
+            return None
+        if not b.stop_last_trials and b.halves == 0:
+            return math.inf
+        return float(b.r)
+
     def _process(self, controller: SchedulerController, b: _Bracket, current: str | None) -> Decision:
         """Ray's ``_process_bracket``: halve ``b`` once every live trial waits at its milestone.
 

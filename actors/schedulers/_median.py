@@ -118,6 +118,16 @@ class MedianStoppingRule(MetricScheduler):
             return Decision.CONTINUE if done else Decision.PAUSE
         return Decision.CONTINUE
 
+    def horizon_attr(self) -> str | None:
+        return self.time_attr
+
+    def decision_horizon(self, trial: TrialSnapshot) -> float | None:
+        """``grace_period``: no trial is judged before it; after it every result is (the rule compares
+        with the other trials at each one). A paused loser is never judged again."""
+        if trial.trial_id in self._stopped:
+            return None if self.hard_stop else math.inf
+        return float(self.grace_period)
+
     def _yield_if_useful(self, controller: SchedulerController, tid: str, t: float) -> Decision:
         """PAUSE so another trial can run and become a sample, at most once per
         ``min_time_slice`` and only when some trial is pending or paused."""

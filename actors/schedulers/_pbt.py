@@ -199,6 +199,19 @@ class PopulationBasedTraining(MetricScheduler):
         )
         return Decision.PAUSE if others_wait else Decision.CONTINUE
 
+    def horizon_attr(self) -> str | None:
+        return self.time_attr
+
+    def decision_horizon(self, trial: TrialSnapshot) -> float | None:
+        """The next perturbation point: ``burn_in_period``, then ``perturbation_interval`` after the
+        last one (in synch mode the next sync point; a trial parked there is decided at every result)."""
+        m = self._members.get(trial.trial_id)
+        if m is None or m.ended:
+            return None
+        if self.synch:
+            return None if m.waiting else float(self._next_sync)
+        return float(max(self.burn_in_period, m.last_perturbation + self.perturbation_interval))
+
     def _ended(self, controller: SchedulerController, trial: TrialSnapshot, errored: bool) -> None:
         m = self._member(trial)
         m.ended, m.waiting = True, False

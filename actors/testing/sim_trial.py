@@ -25,6 +25,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from actors._engine.horizon import ResultWindow
 from actors._shell.trial_actor import MAX_BATCH, TrialActor
 from actors._worker.runner import Command
 from actors.messages import (
@@ -117,7 +118,7 @@ class SimTrial:
         if m is None or self.ended or msg.trial_id != m.trial_id or msg.run_id != m.run_id:
             return []  # another run's, or after the end
         if isinstance(msg, TrialProceed):
-            self.commands.append((Command.PROCEED, self.batch_sizes.pop(msg.seq, 0)))
+            self.commands.append((Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon)))
         elif isinstance(msg, TrialSave):
             self.commands.append((Command.SAVE, 0))
         else:
@@ -147,12 +148,12 @@ class SimTrial:
         self.quiet = False
         self.urgent = False
         # the worker (TrialRunner)
-        self.commands: collections.deque[tuple[Command, int]] = collections.deque()
+        self.commands: collections.deque[tuple[Command, Any]] = collections.deque()  # PROCEED: (count, horizon)
         self.blocked = False
         self.stop_requested = False
         self.save_at_stop = False  # TrialRunner.request_stop(save): a class trainable reports, then saves
         self.storage_failure: str | None = None
-        self.unacked = 0
+        self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
         self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
         self._iteration = msg.start_iteration
         self.committed_iteration = msg.start_iteration
@@ -221,13 +222,13 @@ class SimTrial:
         if ref is not None:
             self.held_ckpts.append(ref)
             self.urgent = True
-        self.unacked += 1
+        self.window.reported(result)
         if crash is Crash.DIE:
             self.die()
             return []
         out = self._flush() if len(self.held) >= MAX_BATCH else []
         self.done = bool(metrics.get("done"))
-        return out + self._serve(now, block=self.unacked >= self._window)
+        return out + self._serve(now, block=self.window.full)
 
     @property
     def _window(self) -> int:
@@ -244,8 +245,9 @@ class SimTrial:
                 break
             cmd, arg = self.commands.popleft()
             if cmd is Command.PROCEED:
-                self.unacked -= arg
-                for _ in range(min(arg, len(self.unacked_rows))):
+                count, horizon = arg
+                self.window.acknowledged(count, horizon)
+                for _ in range(min(count, len(self.unacked_rows))):
                     self.unacked_rows.popleft()
             elif cmd is Command.SAVE:
                 try:
@@ -263,7 +265,7 @@ class SimTrial:
                     except _Stop:
                         return out + self._failed_commit()
                 return out + self._end(EndReason.STOPPED, self.latest)
-            block = self.unacked >= self._window
+            block = self.window.full
         self.blocked = False
         if self.done:  # the trainable returned: checkpoint_at_end, then the end
             ckpt: CheckpointRef | None = None
