@@ -27,6 +27,11 @@ PLOT = ["matplotlib>=3.5,<4"]
 OPTUNA = ["optuna>=3.0,<6"]
 PANDAS = ["pandas>=1.5,<4"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
+# The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
+DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
+# The dashboard's browser tests: Starlette's TestClient needs httpx; Playwright drives the OS's Chromium
+# (executable_path; its own browser downloads are not used).
+BROWSER_TEST = ["httpx>=0.27,<1", "playwright>=1.45,<2"]
 DOCS = ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.25,<2", "mkdocs-material>=9.5,<10"]
 
 setup(
@@ -36,8 +41,9 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
-    packages=["actors", "actors._cli", "actors._cluster", "actors._driver", "actors._engine", "actors._shell",
-              "actors._worker", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
+    packages=["actors", "actors._cli", "actors._cluster", "actors._dashboard", "actors._driver", "actors._engine",
+              "actors._shell", "actors._worker", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
+    package_data={"actors._dashboard": ["static/*"]},
     install_requires=CORE,
     extras_require={
         "s3": S3,
@@ -46,7 +52,9 @@ setup(
         "plot": PLOT,
         "tensorboard": TENSORBOARD,
         "docs": DOCS,
-        "test": TEST + S3 + PLOT + DOCS + OPTUNA + PANDAS + TENSORBOARD + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        "dashboard": DASHBOARD,
+        "test": TEST + S3 + PLOT + DOCS + OPTUNA + PANDAS + TENSORBOARD + DASHBOARD + BROWSER_TEST
+        + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )

@@ -71,6 +71,12 @@ RULES: tuple[Rule, ...] = (
                  "choose/found_from are pure: they belong in the core"),
                 ("actors._driver.system", "actors._shell.proc",
                  "pid_alive/watch_owner: process helpers shared by the driver and the shell"))),
+    Rule("dashboard-reads-storage-only", covers=("actors._dashboard",),
+         forbids=("thespian", "actors._shell", "actors._worker", "actors._engine.core", "actors._legacy", "pickle",
+                  "cloudpickle", "actors.testing"),
+         transitive=True,
+         why="the dashboard reads what is in storage (JSON and text) and runs nothing: it never starts or talks "
+             "to the engine's actors and never loads an unpickler, so serving a URL cannot run its pickles"),
 )
 
 

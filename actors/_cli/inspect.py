@@ -22,7 +22,6 @@ from typing import Any
 from actors._driver.errors import ConfigError
 from actors._engine.marks import Mark, marks_from_rows
 from actors._engine.trial import TrialStatus
-from actors._legacy import loads as legacy_loads
 from actors.result import ENGINE_RESULT_KEYS
 from storage import PARAMS_NAME, RESULT_NAME, STATE_DIR_NAME, STATE_POINTER_NAME, TUNER_NAME
 
@@ -203,6 +202,8 @@ def _check_state(state: dict[str, Any], where: str) -> None:
 def _read_tuner(exp: Experiment, present: bool) -> None:
     """Metric, mode and trainable from ``tuner.pkl``; a note (not an error) when it cannot be read."""
 
+    # imported here, not at the top: the dashboard reuses this module and must not load the unpickler
+    from actors._legacy import loads as legacy_loads
     from storage import read_bytes
 
     state = exp.state

@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--storage-options", metavar="JSON", help=_STORAGE_HELP)
     r.add_argument("--key-file", metavar="PATH", help=_KEY_FILE_HELP + "; needed to resume a multi-host experiment "
                    "whose leader listens beyond loopback")
+    from actors._dashboard.command import add_parser as add_dashboard
+
+    add_dashboard(sub, _URL_HELP, _STORAGE_HELP, _KEY_FILE_HELP)
     g = sub.add_parser("migrate", help="rewrite a Ray Tune script's imports to audition's",
                        description="Rewrite the Ray Tune imports of a Python script to audition's (from ray import "
                        "tune -> import actors as tune, ray.tune.schedulers -> actors.schedulers, ...), remove "
@@ -114,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     verb = "cluster status" if args.verb == "cluster" else args.verb
-    if verb in ("status", "plot", "resume"):  # the multi-host verbs keep their own output as it was
+    if verb in ("status", "plot", "resume", "dashboard"):  # the multi-host verbs keep their own output as it was
         logging.basicConfig(level=logging.WARNING, format=f"audition {verb}: %(message)s", stream=sys.stderr)
         if verb == "resume":
             logging.getLogger("audition").setLevel(logging.INFO)  # progress, not Thespian's chatter
     handler = {"worker": _worker, "cluster status": _cluster_status, "status": _status, "plot": _plot,
-               "resume": _resume, "migrate": _migrate}[verb]
+               "resume": _resume, "migrate": _migrate, "dashboard": _dashboard}[verb]
     try:
         return handler(args)
     except (ConfigError, StorageError) as exc:
@@ -234,6 +237,12 @@ def _plot(args: argparse.Namespace) -> int:
     marks = ", ".join(f"{n} {names[k]}" for k, n in drawn.items() if k in names)
     print(f"wrote {drawn['out']}: {drawn['trials']} trials" + (f" ({marks})" if marks else ""))
     return 0
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from actors._dashboard.command import run
+
+    return run(args)
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -270,6 +270,8 @@ class ExperimentIO:
         self.pending_table = {
             "version": STATE_VERSION,
             "name": self.spec.name,
+            # plain JSON for readers that never unpickle tuner.pkl (audition dashboard, status)
+            "metric": self.spec.metric, "mode": self.spec.mode,
             "trial_prefix": self.trial_prefix,
             "suggested": suggested,
             # cloudpickle: saved searcher state may hold the user's sample_from functions
