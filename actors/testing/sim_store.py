@@ -14,19 +14,30 @@ writes). Neither is what the simulation is about, so here:
   JSON the first time the object is read. The bytes read are those a real run writes: a restore of an
   aborted simulation, or a fault test that reads storage, sees exactly the real state. A state holding
   anything but plain values (``marshal`` refuses subclasses such as numpy scalars) is encoded at once.
+  One difference: JSON lists a set's elements in the set's iteration order, which the copy keeps
+  unless two elements collide in the set's hash table (the order is arbitrary in a real run too).
+* ``DeferredHistory`` stands in for the ``result.json`` and ``progress.csv`` writers: it keeps a copy
+  of each batch of rows (and each truncation) and the file holds what the real writer
+  (``JsonLinesWriter``, ``CsvWriter``) makes of them, run when the file is first read. It writes when
+  the real writer would (the same flush interval, clock and ``flush`` calls).
 """
 
 from __future__ import annotations
 
+import copy
 import marshal
+import time
+from collections.abc import Callable
 from io import BytesIO
 from typing import Any
 
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
-from storage import StateWriter, StorageContext
-from storage._io import dumps
+from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback
+from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StateWriter, StorageContext
+from storage._io import dumps, read_bytes
 from storage._retry import retrying
+from storage._trial_file import TrialFileWriter
 
 
 class SimMemoryFS(MemoryFileSystem):
@@ -101,10 +112,148 @@ class SimStateWriter(StateWriter):
         retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=self.ctx.uri(path))
 
 
+Op = tuple[str, Any]  # ("append", a copy of the rows) or ("truncate", max_iteration)
+
+
+def _copy(rows: list[dict[str, Any]]) -> Any:
+    """The rows as they are now, whatever the caller changes later."""
+    try:
+        return marshal.dumps(rows)
+    except ValueError:  # not plain values only (numpy scalars, objects)
+        try:
+            return copy.deepcopy(rows)
+        except Exception:  # cannot be copied: the values as they are (json/csv would str() them)
+            return [dict(r) for r in rows]
+
+
+def _rows(copied: Any) -> list[dict[str, Any]]:
+    return marshal.loads(copied) if isinstance(copied, bytes) else copy.deepcopy(copied)
+
+
+class _Replayed(MemoryFile):
+    """A history file whose bytes are what a real writer makes of ``base`` and ``ops``, on first read."""
+
+    def __init__(self, fs: MemoryFileSystem, real: type[TrialFileWriter], path_of: Callable[..., str],
+                 base: bytes | None, ops: tuple[Op, ...]) -> None:
+        super().__init__(fs, None, None)
+        self._todo: tuple[Any, ...] | None = (real, path_of, base, ops)
+
+    def _encode(self) -> None:
+        if self._todo is None:
+            return
+        (real, path_of, base, ops), self._todo = self._todo, None
+        fs = MemoryFileSystem(global_store=False, skip_instance_cache=True)
+        ctx = StorageContext("memory://replay")
+        ctx.use_filesystem(fs)
+        layout = ExperimentLayout(ctx, "replay")
+        path = path_of(layout, "t")
+        if base is not None:
+            fs.pipe_file(path, base)
+        writer: Any = real(ctx, layout, "t", flush_interval=float("inf"))
+        for op, arg in ops:
+            if op == "append":
+                writer.append(_rows(arg))
+            else:
+                writer.truncate(arg)
+        writer.close()
+        BytesIO.write(self, fs.cat_file(path))
+        BytesIO.seek(self, 0)
+
+    getbuffer = _Deferred.getbuffer
+    getvalue = _Deferred.getvalue
+    seek = _Deferred.seek
+    read = _Deferred.read
+
+
+class DeferredHistory(TrialFileWriter):
+    """A trial's ``result.json`` or ``progress.csv`` on the simulator's store (see the module's docstring)."""
+
+    def __init__(self, real: type[JsonLinesWriter] | type[CsvWriter], path_of: Callable[..., str],
+                 ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> None:
+        super().__init__(ctx, trial_id, path_of(layout, trial_id), 2.0, time.monotonic)  # the real defaults
+        self.what = real.what
+        self._real, self._path_of = real, path_of
+        self._base: bytes | None = None  # the file as a previous run left it
+        self._ops: list[Op] = []
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        self._check_open()
+        rows = list(rows)
+        for row in rows:
+            if not isinstance(row, dict):
+                raise TypeError(f"result rows must be dicts, got {type(row).__name__} for trial "
+                                f"{self._trial_id!r}")
+        if not rows:
+            return
+        self._load()
+        self._ops.append(("append", _copy(rows)))
+        self._dirty = True
+        self.maybe_flush()
+
+    def truncate(self, max_iteration: int) -> None:
+        """Rewritten at once, as the real writer does when rows go (also when none do: same rows)."""
+        self._check_open()
+        self._load()
+        self._ops.append(("truncate", max_iteration))
+        self._dirty = True
+        self.flush()
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            self._base = read_bytes(self._ctx, self._path, what=f"reading {self.what}")
+        except FileNotFoundError:
+            self._base = None
+
+    def _write_buffer(self) -> None:
+        fs, path = self._ctx.fs, self._path
+        assert isinstance(fs, SimMemoryFS)
+        file = _Replayed(fs, self._real, self._path_of, self._base, tuple(self._ops))
+        retrying(lambda: fs._put(path, file), what=f"writing {self.what}", url=self.url)
+
+
+class _SimJsonLogger(JsonLoggerCallback):
+    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
+        if not isinstance(ctx.fs, SimMemoryFS):
+            return super()._open(ctx, layout, trial_id)
+        return DeferredHistory(JsonLinesWriter, ExperimentLayout.result_file, ctx, layout, trial_id)
+
+
+class _SimCsvLogger(CSVLoggerCallback):
+    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
+        if not isinstance(ctx.fs, SimMemoryFS):
+            return super()._open(ctx, layout, trial_id)
+        return DeferredHistory(CsvWriter, ExperimentLayout.progress_file, ctx, layout, trial_id)
+
+
+def defer_histories(loggers: list[LoggerCallback], ctx: StorageContext, layout: ExperimentLayout) -> None:
+    """Swap the built-in JSON and CSV loggers in ``loggers`` (not a user's subclass of them) for ones
+    whose files are encoded when read; each is set up as the one it replaces was."""
+    swap: dict[type, type[LoggerCallback]] = {JsonLoggerCallback: _SimJsonLogger, CSVLoggerCallback: _SimCsvLogger}
+    for i, lg in enumerate(loggers):
+        sim = swap.get(type(lg))
+        if sim is not None:
+            loggers[i] = sim()
+            loggers[i].setup(ctx, layout)
+
+
+def forget_tree(ctx: StorageContext) -> None:
+    """Delete everything under ``ctx``'s root of the ``memory://`` store, as ``fs.rm(root, recursive=True)``
+    does, without reading the files (fsspec's ``rm`` asks each for its size: a deferred one would be encoded)."""
+    store, dirs = MemoryFileSystem.store, MemoryFileSystem.pseudo_dirs
+    root = MemoryFileSystem._strip_protocol(ctx.root)
+    prefix = root.rstrip("/") + "/"
+    for path in [p for p in store if p == root or p.startswith(prefix)]:
+        del store[path]
+    dirs[:] = [d for d in dirs if not (d == root or d.startswith(prefix))]
+
+
 def use_sim_storage(ctx: StorageContext) -> None:
     """Make ``ctx`` (a ``memory://`` context) write through ``SimMemoryFS``; other storage is left alone."""
     if ctx.is_process_local:
         ctx.use_filesystem(SimMemoryFS())
 
 
-__all__ = ["SimMemoryFS", "SimStateWriter", "use_sim_storage"]
+__all__ = ["DeferredHistory", "SimMemoryFS", "SimStateWriter", "defer_histories", "forget_tree", "use_sim_storage"]

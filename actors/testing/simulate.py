@@ -35,7 +35,7 @@ from actors._driver.trainable import Trainable
 from actors._engine.signals import Start
 from actors.messages import ExperimentFinished
 from actors.testing.faults import Faults, FaultyStore
-from actors.testing.sim_store import SimStateWriter, use_sim_storage
+from actors.testing.sim_store import SimStateWriter, defer_histories, forget_tree, use_sim_storage
 from actors.testing.sim_trial import DEFAULT_STEP_S, Curve
 from actors.testing.world import SimWorld
 
@@ -95,8 +95,8 @@ class Simulation:
         from storage import StorageContext
 
         ctx = StorageContext(self.storage_url)
-        if ctx.is_process_local and ctx.fs.exists(ctx.root):
-            ctx.fs.rm(ctx.root, recursive=True)
+        if ctx.is_process_local:
+            forget_tree(ctx)
 
 
 def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
@@ -160,6 +160,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         io = ExperimentIO(s, clock=lambda: world.now, cost_clock=lambda: next(ticks))
         use_sim_storage(io.ctx)  # the same memory:// files, written without fsspec's open() per object
         io.state_writer = SimStateWriter(io.ctx, io.layout)  # each state encoded when it is first read
+        defer_histories(io.loggers.loggers, io.ctx, io.layout)  # result.json, progress.csv: the same
         if not s.restore_state:
             io.trial_prefix = f"sim{seed % 100000:05d}"  # trial ids follow the seed too
         return FaultyStore(io, faults, world.rng)
