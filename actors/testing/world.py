@@ -60,6 +60,12 @@ SIGKILL_CODE = -9
 FIRST_PID = 10_000
 
 
+# the messages that are never progress, and those that are not when they carry a periodic state save
+# (exact types: the simulator makes and receives these, never subclasses of them)
+_NOT_PROGRESS = frozenset({Wake, MemberHeartbeat, ProcessesChecked})
+_HOOK_MESSAGES = frozenset({SchedulerCall, SchedulerReply})
+
+
 class _Kind(Enum):
     CORE = 0  # an event for the core
     ACTOR = 1  # a message for a simulated actor
@@ -131,7 +137,7 @@ class SimWorld:
         self.dead: dict[int, int | None] = {}  # pid -> exit status of trial processes that are gone
         self.trial_numbers: dict[str, int] = {}
         self.spawned: list[tuple[float, Spawn]] = []  # (when, what): where the core placed its actors
-        self._queue: list[tuple[float, int, _Kind, Any, Any]] = []
+        self._queue: list[tuple[float, int, _Kind, Any, Any, bool]] = []  # (when, order, kind, a, b, progress)
         self._n = 0
         self._busy = 0  # queued entries other than the core's timers and heartbeats
         self.last_activity = 0.0
@@ -147,8 +153,7 @@ class SimWorld:
             if not self._queue:
                 self._hang("no event left and the experiment has not finished")
                 return
-            at, _, kind, a, b = heapq.heappop(self._queue)
-            progress = self._counts(kind, a, b)
+            at, _, kind, a, b, progress = heapq.heappop(self._queue)
             if progress:
                 self._busy -= 1
             elif self._busy == 0 and at - self.last_activity > self.idle_limit_s:
@@ -180,16 +185,18 @@ class SimWorld:
         """Whether an event is progress: not a timer, a heartbeat, a liveness check or a periodic state save."""
         if kind is _Kind.BEAT:
             return False
-        msg = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
-        if isinstance(msg, (Wake, MemberHeartbeat, ProcessesChecked)):
+        msg: Any = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
+        t = type(msg)
+        if t in _NOT_PROGRESS:
             return False
-        return not (isinstance(msg, (SchedulerCall, SchedulerReply)) and msg.kind is HookKind.SAVE)
+        return not (t in _HOOK_MESSAGES and msg.kind is HookKind.SAVE)
 
     def _at(self, at: float, kind: _Kind, a: Any = None, b: Any = None) -> None:
         self._n += 1
-        if self._counts(kind, a, b):
+        progress = self._counts(kind, a, b)
+        if progress:
             self._busy += 1
-        heapq.heappush(self._queue, (at, self._n, kind, a, b))
+        heapq.heappush(self._queue, (at, self._n, kind, a, b, progress))  # judged once, here
 
     def _latency(self) -> float:
         lo, hi = self.faults.latency_s
