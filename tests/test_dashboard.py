@@ -13,16 +13,16 @@ import pytest
 pytest.importorskip("starlette", reason="the dashboard extra is not installed (pip install -e '.[test]')")
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx (pip install -e '.[test]')")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from actors._cli.main import main  # noqa: E402
-from actors._dashboard import view  # noqa: E402
-from actors._dashboard.access import COOKIE, dashboard_token  # noqa: E402
-from actors._dashboard.app import create_app  # noqa: E402
-from actors._dashboard.source import open_catalog  # noqa: E402
-from actors._driver.errors import ConfigError  # noqa: E402
-from storage import ExperimentLayout, StorageContext, write_experiment_state  # noqa: E402
-from tests._dashboard import PAUSE_AT, STEPS, fit_experiment, fit_with_error  # noqa: E402
+from actors._cli.main import main
+from actors._dashboard import view
+from actors._dashboard.access import COOKIE, dashboard_token
+from actors._dashboard.app import create_app
+from actors._dashboard.source import open_catalog
+from actors._driver.errors import ConfigError
+from storage import ExperimentLayout, StorageContext, write_experiment_state
+from tests._dashboard import PAUSE_AT, STEPS, fit_experiment, fit_with_error
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_curves_one_point_per_result_and_marks_on_their_iteration():
     trials = {"a": _row("a", marks=[{"kind": "pause", "iteration": 3}, {"kind": "stop", "iteration": 6}]),
               "b": _row("b", "PAUSED", marks=[{"kind": "pause", "iteration": 2}])}
     out = view.curves({"a": rows, "b": rows[:2]}, trials, "loss")
-    a, b = out["traces"]
+    a, _ = out["traces"]
     assert a["x"] == [1, 2, 3, 4, 5, 6] and a["points"] == a["results"] == 6 and not a["downsampled"]
     assert {(m["trial_id"], m["kind"], m["iteration"]) for m in out["marks"]} == {
         ("a", "pause", 3), ("a", "stop", 6), ("b", "paused", 2)}
@@ -101,7 +101,7 @@ def test_curves_one_point_per_result_and_marks_on_their_iteration():
 def test_best_so_far_and_parallel_coordinates():
     h = {"a": [{"timestamp": 10, "time_total_s": 1, "acc": 0.5}, {"timestamp": 12, "time_total_s": 3, "acc": 0.4}],
          "b": [{"timestamp": 11, "time_total_s": 1, "acc": 0.7}, {"timestamp": 13, "time_total_s": 2, "acc": 0.6}]}
-    out = view.best_so_far(h, "acc", "max")
+    out = view.best_so_far({t: view.improvements(rows, "acc", "max") for t, rows in h.items()}, "acc", "max")
     assert out["y"] == [0.5, 0.7, 0.7] and out["x"] == [0, 1, 3] and out["n"] == [1, 2, 4]
     assert out["trial_id"] == ["a", "b", "b"]
     par = view.parallel([_row("t0", loss=0.5), _row("t1", loss=0.2, config={"lr": 0.3, "opt": "adam"}),
@@ -133,7 +133,9 @@ def test_api_on_a_real_experiment(fitted):
     assert c.get("/api/e/nope/overview").status_code == 404
     assert c.get("/api/e/demo/trial/nope").status_code == 404
     page = c.get("/")
-    assert page.status_code == 200 and "static/plotly.min.js" in page.text and "__POLL_MS__" not in page.text
+    assert page.status_code == 200 and "static/app.js" in page.text and "__POLL_MS__" not in page.text
+    assert "static/plotly.min.js" in c.get("/static/app.js").text  # served here, never from a CDN
+    assert "://" not in page.text.replace("http://www.w3.org", "")
     js = c.get("/static/plotly.min.js")
     assert js.status_code == 200 and len(js.content) > 1_000_000  # the bundle itself, from the plotly package
     assert c.get("/static/../app.py").status_code == 404

@@ -44,6 +44,9 @@ def plotly_bundle() -> str:
 class _Api:
     def __init__(self, catalog: Catalog, clock: Any = time.time) -> None:
         self.catalog, self.clock = catalog, clock
+        # (trial, metric, mode) -> (the history it was computed from, that trial's part of "best so far")
+        self._best: dict[tuple[str, str, str], tuple[list[dict[str, Any]], view.TrialBest]] = {}
+        self._best_result: tuple[Any, dict[str, Any]] | None = None  # unchanged parts: the same answer
 
     def _source(self, request: Request) -> ExperimentSource:
         name = request.path_params["name"]
@@ -109,7 +112,18 @@ class _Api:
         if not metric or mode not in ("min", "max"):
             return {"metric": metric, "mode": mode, "x": [], "y": [], "trial_id": [], "results": 0,
                     "note": "choose a metric"}
-        return view.best_so_far(source.histories([t["trial_id"] for t in trials]), metric, mode)
+        histories = source.histories([t["trial_id"] for t in trials])
+        pieces = {}
+        for tid, rows in histories.items():  # a trial's part is computed again only when its history changed
+            key = (tid, metric, mode)
+            cached = self._best.get(key)
+            if cached is None or cached[0] is not rows:
+                cached = self._best[key] = (rows, view.improvements(rows, metric, mode))
+            pieces[tid] = cached[1]
+        version = (metric, mode, tuple(id(p) for p in pieces.values()))  # the parts are kept alive in _best
+        if self._best_result is None or self._best_result[0] != version:
+            self._best_result = (version, view.best_so_far(pieces, metric, mode))
+        return self._best_result[1]
 
     def parallel(self, request: Request) -> dict[str, Any]:
         source = self._source(request)

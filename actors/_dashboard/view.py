@@ -9,7 +9,9 @@ JSON (``clean``): NaN and infinities become strings, which a browser's ``JSON.pa
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from actors._cli.inspect import AUTO_KEYS, number
@@ -216,38 +218,57 @@ def pick_trials(trials: list[dict[str, Any]], metric: str | None, mode: str | No
 
 
 # ---------------------------------------------------------------------------------- best so far
-def best_so_far(histories: dict[str, list[dict[str, Any]]], metric: str, mode: str) -> dict[str, Any]:
-    """The best ``metric`` of any result reported up to each moment: ``x`` in seconds since the first result
-    (``timestamp``, whole seconds, then each trial's ``time_total_s`` to order results within a second)
-    and ``n``, how many results had been reported."""
+@dataclass(frozen=True)
+class TrialBest:
+    """One trial's part of "best so far": its results that beat all its earlier ones (the only ones that can
+    be a new best overall, so the merge stays small), and when each of its results came, sorted."""
+
+    kept: list[tuple[float, float, float]]  # (timestamp, time_total_s, value)
+    times: list[tuple[float, float]]
+
+
+def improvements(rows: list[dict[str, Any]], metric: str, mode: str) -> TrialBest:
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
     points = []
-    for tid, rows in histories.items():
-        for r in rows:
-            v, t = finite(r.get(metric)), finite(r.get("timestamp"))
-            if v is not None and t is not None:
-                points.append((t, finite(r.get("time_total_s")) or 0.0, v, tid))
+    for r in rows:
+        v, t = finite(r.get(metric)), finite(r.get("timestamp"))
+        if v is not None and t is not None:
+            points.append((t, finite(r.get("time_total_s")) or 0.0, v))
     points.sort(key=lambda p: (p[0], p[1]))
+    kept: list[tuple[float, float, float]] = []
+    for p in points:
+        if not kept or better(p[2], kept[-1][2]):
+            kept.append(p)
+    return TrialBest(kept, [(p[0], p[1]) for p in points])
+
+
+def best_so_far(pieces: dict[str, TrialBest], metric: str, mode: str) -> dict[str, Any]:
+    """The best ``metric`` of any result reported up to each moment: ``x`` in seconds since the first result
+    (``timestamp``, whole seconds, then each trial's ``time_total_s`` orders results within a second) and
+    ``n``, how many results had been reported by then."""
+    better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
+    points = sorted((p[0], p[1], p[2], tid) for tid, piece in pieces.items() for p in piece.kept)
+    total = sum(len(p.times) for p in pieces.values())
     xs: list[float] = []
     ns: list[int] = []
     ys: list[float] = []
     who: list[str] = []
     current: float | None = None
-    t0 = points[0][0] if points else 0.0
-    for n, (t, _, v, tid) in enumerate(points, start=1):
+    t0 = min((p.times[0][0] for p in pieces.values() if p.times), default=0.0)
+    for t, tt, v, tid in points:
         if current is None or better(v, current):
             current = v
             xs.append(t - t0)
-            ns.append(n)
+            ns.append(sum(bisect_right(p.times, (t, tt)) for p in pieces.values()))
             ys.append(v)
             who.append(tid)
-    if points and ns and ns[-1] != len(points):  # the line reaches the latest result
-        xs.append(points[-1][0] - t0)
-        ns.append(len(points))
+    if ys:  # the line reaches the latest result
+        xs.append(max(p.times[-1][0] for p in pieces.values() if p.times) - t0)
+        ns.append(total)
         ys.append(ys[-1])
         who.append(who[-1])
-    return clean({"metric": metric, "mode": mode, "x": xs, "n": ns, "y": ys, "trial_id": who, "results": len(points),
-                  "start": t0 if points else None})
+    return clean({"metric": metric, "mode": mode, "x": xs, "n": ns, "y": ys, "trial_id": who, "results": total,
+                  "start": t0 if ys else None})
 
 
 # ---------------------------------------------------------------------------------- parallel coordinates
@@ -290,5 +311,5 @@ def trial_detail(row: dict[str, Any], checkpoints: list[dict[str, Any]], stdout:
     })
 
 
-__all__ = ["best_so_far", "clean", "curves", "downsample", "overview", "parallel", "pick_trials", "table",
-           "trial_detail"]
+__all__ = ["TrialBest", "best_so_far", "clean", "curves", "downsample", "improvements", "overview", "parallel",
+           "pick_trials", "table", "trial_detail"]

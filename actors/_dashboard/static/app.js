@@ -36,6 +36,20 @@ function route() {
   if (parts[2] === "trial" && parts[3]) return { page: "trial", exp: parts[1], trial: parts[3] };
   return { page: "exp", exp: parts[1], view: ["curves", "best", "parallel"].includes(parts[2]) ? parts[2] : "trials" };
 }
+let plotlyLoading = null;
+function plotly() {  // loaded on first use: the table shows before its 4 MB are parsed
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyLoading) {
+    plotlyLoading = new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = "static/plotly.min.js";
+      s.onload = () => resolve(window.Plotly);
+      s.onerror = () => { plotlyLoading = null; reject(new Error("could not load static/plotly.min.js from the dashboard")); };
+      document.head.appendChild(s);
+    });
+  }
+  return plotlyLoading;
+}
 function showError(msg) { const e = $("#error"); e.hidden = !msg; e.textContent = msg || ""; }
 function schedule() { clearTimeout(timer); timer = setTimeout(refresh, POLL_MS); }
 async function refresh() {
@@ -43,6 +57,7 @@ async function refresh() {
   try {
     await render(route());
     if (mine === generation) showError("");
+    if (!plotlyLoading) setTimeout(() => plotly().catch(() => {}), 0);  // ready before the first plot is asked for
   } catch (e) {
     if (mine === generation) showError(e.message);
   } finally {
@@ -240,7 +255,7 @@ async function renderCurves(base) {
   $("#curves-note").textContent = `${d.shown} of ${d.total} trials` + (d.shown < d.total ? " (the best by the metric; select trials in the table for others)" : "") +
     (down ? `; ${down} curve(s) downsampled on the server` : "");
   $("#n-selected").textContent = ui.selected.size;
-  await Plotly.react("curves", traces, { margin: { t: 20 }, xaxis: { title: { text: d.x } }, yaxis: { title: { text: d.metric } },
+  await (await plotly()).react("curves", traces, { margin: { t: 20 }, xaxis: { title: { text: d.x } }, yaxis: { title: { text: d.metric } },
     legend: { font: { size: 10 } }, uirevision: `${d.metric}:${d.x}` }, PLOT_CONFIG);
 }
 
@@ -248,7 +263,7 @@ async function renderBest(base, ov) {
   const d = await api(`${base}/best?metric=${enc(ui.metric)}&mode=${enc(ov.mode || "min")}`);
   $("#best-note").textContent = d.note || `${d.mode} of ${d.metric} over ${d.results} results` + (ov.mode ? "" : " (mode unknown: min assumed)");
   const byN = ui.bestX === "n";
-  await Plotly.react("best", [{ type: "scatter", mode: "lines+markers", line: { shape: "hv" }, x: byN ? d.n : d.x, y: d.y,
+  await (await plotly()).react("best", [{ type: "scatter", mode: "lines+markers", line: { shape: "hv" }, x: byN ? d.n : d.x, y: d.y,
     customdata: d.trial_id, hovertemplate: "%{y} by %{customdata} at %{x}<extra></extra>" }],
     { margin: { t: 20 }, xaxis: { title: { text: byN ? "results reported" : "seconds since the first result" } },
       yaxis: { title: { text: `best ${d.metric}` } }, uirevision: `${d.metric}:${ui.bestX}` }, PLOT_CONFIG);
@@ -258,7 +273,7 @@ async function renderParallel(base) {
   const d = await api(`${base}/parallel?metric=${enc(ui.metric)}`);
   $("#parallel-note").textContent = `${d.trial_ids.length} trials with a value of ${d.metric || "the metric"}`;
   const line = d.color.length ? { color: d.color, colorscale: "Viridis", showscale: true } : {};
-  await Plotly.react("parallel", [{ type: "parcoords", line, dimensions: d.dimensions }], { margin: { t: 40, l: 60, r: 60 } }, PLOT_CONFIG);
+  await (await plotly()).react("parallel", [{ type: "parcoords", line, dimensions: d.dimensions }], { margin: { t: 40, l: 60, r: 60 } }, PLOT_CONFIG);
 }
 
 async function renderTrial(base, tid) {
@@ -286,6 +301,6 @@ async function renderTrial(base, tid) {
     if (ms.length) traces.push({ type: "scatter", mode: "markers", name: text, meta: `mark:${kind}`, x: ms.map(m => m.x), y: ms.map(m => m.y),
       marker: { symbol, size, color: "black", line: { width: 1.5, color: "black" } } });
   }
-  await Plotly.react("trial-curve", traces, { margin: { t: 20 }, height: 320, xaxis: { title: { text: c.x } },
+  await (await plotly()).react("trial-curve", traces, { margin: { t: 20 }, height: 320, xaxis: { title: { text: c.x } },
     yaxis: { title: { text: c.metric } }, uirevision: c.metric }, PLOT_CONFIG);
 }
