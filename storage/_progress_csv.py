@@ -26,7 +26,9 @@ ITERATION_KEY = "training_iteration"
 
 
 def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts to ``a/b`` keys, for CSV columns."""
+    """Nested dicts to ``a/b`` keys, for CSV columns (a row without any is returned as it is)."""
+    if not prefix and not any(isinstance(v, dict) for v in row.values()):
+        return row
     flat: dict[str, Any] = {}
     for key, value in row.items():
         name = f"{prefix}{key}"
@@ -38,6 +40,11 @@ def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _cell(value: Any) -> str:
+    kind = type(value)  # the common exact types first: a cell per key per result adds up
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is float or kind is int or kind is bool:
+        return str(value)
     if value is None:
         return ""
     if isinstance(value, float) and not math.isfinite(value):

@@ -350,3 +350,33 @@ def test_seeded_interleavings_with_faults_keep_every_invariant_with_horizons(nam
             assert violations(sim, num_samples=6, may_abort=False) == [], f"{name} seed {seed}"
         finally:
             sim.discard()
+
+
+class EveryTenth(FIFOScheduler):
+    """docs/schedulers.md's example of a plugin declaring horizons."""
+
+    def on_trial_result(self, controller: Any, trial: TrialSnapshot, result: dict[str, Any]) -> Decision:
+        it = result["training_iteration"]
+        return Decision.STOP if it % 10 == 0 and result["loss"] > 1 else Decision.CONTINUE
+
+    def horizon_attr(self) -> str | None:
+        return "training_iteration"
+
+    def decision_horizon(self, trial: TrialSnapshot) -> float | None:
+        it = trial.last_result.get("training_iteration", 0)
+        return (it // 10 + 1) * 10
+
+
+def _thirty(config: dict[str, Any]) -> None:
+    from actors import report
+
+    for _ in range(30):
+        report({"loss": config["loss"]})
+
+
+def test_the_documented_plugin_with_a_horizon_stops_exactly_where_it_decides(tmp_path: Any) -> None:
+    assert SchedulerHost(EveryTenth(), "loss", "min").horizon_attr == IT
+    grid = Tuner(_thirty, param_space={"loss": __import__("actors").search.grid_search([2.0, 0.5])},
+                 tune_config=TuneConfig(metric="loss", mode="min", scheduler=EveryTenth()),
+                 run_config=RunConfig(storage=str(tmp_path), name="tenth", system="simple", verbose=0)).fit()
+    assert sorted((r.config["loss"], r.metrics["training_iteration"]) for r in grid) == [(0.5, 30), (2.0, 10)]
