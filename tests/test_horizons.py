@@ -380,3 +380,13 @@ def test_the_documented_plugin_with_a_horizon_stops_exactly_where_it_decides(tmp
                  tune_config=TuneConfig(metric="loss", mode="min", scheduler=EveryTenth()),
                  run_config=RunConfig(storage=str(tmp_path), name="tenth", system="simple", verbose=0)).fit()
     assert sorted((r.config["loss"], r.metrics["training_iteration"]) for r in grid) == [(0.5, 30), (2.0, 10)]
+
+
+def test_the_scheduler_test_kit_shows_a_plugins_horizons() -> None:
+    from actors.testing import SchedulerTestKit
+
+    with SchedulerTestKit(ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3), "loss", "min") as kit:
+        assert kit.ready.horizon_attr == IT
+        assert kit.add_trial("a", {}).horizon == 1.0
+        assert kit.result("a", {IT: 1, "loss": 0.5}).horizon == 3.0
+        assert kit.result("a", {IT: 2, "loss": 0.4}, {IT: 3, "loss": 0.3}).horizon == 9.0
