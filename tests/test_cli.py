@@ -313,8 +313,8 @@ def test_unreadable_tuner_pkl_is_a_note_not_an_error(experiment, tmp_path):
         f.write(b"not a pickle")
     res = cli("status", path)
     assert res.returncode == 0, res.stderr
-    assert "no metric/mode: pass --metric and --mode" in res.stdout
-    assert "note: tuner.pkl could not be read" in res.stdout
+    assert "metric loss (min)" in res.stdout  # the state records them as JSON too (since issue 17)
+    assert "note: tuner.pkl could not be read" in res.stdout and "the trainable is unknown" in res.stdout
     assert "best trial " in cli("status", path, "--metric", "loss", "--mode", "min").stdout
 
 

@@ -104,6 +104,7 @@ def test_best_so_far_and_parallel_coordinates():
     out = view.best_so_far({t: view.improvements(rows, "acc", "max") for t, rows in h.items()}, "acc", "max")
     assert out["y"] == [0.5, 0.7, 0.7] and out["x"] == [0, 1, 3] and out["n"] == [1, 2, 4]
     assert out["trial_id"] == ["a", "b", "b"]
+    assert view.improvements(h["a"], "acc", "max").kept == [(10, 1, 0.5)]  # only what beat the trial's own best
     par = view.parallel([_row("t0", loss=0.5), _row("t1", loss=0.2, config={"lr": 0.3, "opt": "adam"}),
                          _row("t2", loss=float("inf"))], "loss")
     assert par["trial_ids"] == ["t0", "t1"] and par["color"] == [0.5, 0.2]
@@ -148,6 +149,23 @@ def test_a_failed_trial_shows_its_traceback_and_stderr(fitted):
     t = c.get(f"/api/e/witherror/trial/{rows[0]['trial_id']}").json()
     assert "ValueError: diverged at step 3" in t["traceback"] and "Traceback" in (t["stderr"] or "")
     assert t["marks"][-1]["kind"] == "fail"
+
+
+def test_error_file_and_output_tails_when_the_state_has_no_traceback(tmp_path, monkeypatch):
+    """A driver that died before its state recorded the failure: error.txt still tells it; long output is
+    cut to its tail, without a torn first line."""
+    import actors._dashboard.source as source
+
+    monkeypatch.setattr(source, "TAIL_BYTES", 61)  # not on a line boundary
+    row = dict(_row("t0", "RUNNING"), error=None, traceback=None)
+    path = write_experiment(str(tmp_path), "died", [row], {"t0": []})
+    with open(os.path.join(path, "t0", "error.txt"), "w") as f:
+        f.write("ValueError: boom\n\nTraceback (most recent call last): ...")
+    with open(os.path.join(path, "t0", "stdout.txt"), "w") as f:
+        f.writelines(f"line {i}\n" for i in range(100))
+    t = client(path).get("/api/e/died/trial/t0").json()
+    assert t["traceback"].startswith("ValueError: boom") and t["stderr"] is None
+    assert t["stdout"].endswith("line 99\n") and t["stdout"].startswith("line ") and len(t["stdout"]) <= 61
 
 
 def test_nothing_is_unpickled(fitted, monkeypatch):

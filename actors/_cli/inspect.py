@@ -209,15 +209,16 @@ def _read_tuner(exp: Experiment, present: bool) -> None:
     state = exp.state
     exp.metric, exp.mode = state.get("metric"), state.get("mode")  # newer engines may record them here
     exp.trainable_ref = state.get("trainable_ref")
+    unknown = "the trainable is" if exp.metric and exp.mode else "metric, mode and trainable are"
     if not present:
-        exp.notes.append("tuner.pkl is missing: metric, mode and trainable are unknown")
+        exp.notes.append(f"tuner.pkl is missing: {unknown} unknown")
         return
     try:
         saved = legacy_loads(read_bytes(exp.ctx, exp.layout.tuner_file, what="reading tuner.pkl"))
         tc, spec = saved["tune_config"], saved.get("spec")
     except Exception as exc:
-        exp.notes.append(f"tuner.pkl could not be read ({type(exc).__name__}: {str(exc)[:120]}): metric, mode "
-                         "and trainable are unknown")
+        exp.notes.append(f"tuner.pkl could not be read ({type(exc).__name__}: {str(exc)[:120]}): {unknown} "
+                         "unknown")
         return
     exp.metric = exp.metric or getattr(tc, "metric", None)
     exp.mode = exp.mode or getattr(tc, "mode", None)
