@@ -266,3 +266,28 @@ def test_open_catalog_names_what_is_there(fitted, tmp_path):
     (tmp_path / "junk" / "sub").mkdir(parents=True)
     with pytest.raises(ConfigError, match="not an audition experiment"):
         open_catalog(str(tmp_path / "junk"))
+
+
+def test_s3_experiment_and_directory(s3_location, monkeypatch):
+    """On an object store: the directory listing, a history, and new results once the state says so."""
+    import actors._dashboard.source as source
+    from storage import write_bytes
+
+    monkeypatch.setattr(source, "STATE_MIN_AGE_S", 0.0)
+    url, options = s3_location
+    ctx = StorageContext(url, options)
+    layout = ExperimentLayout(ctx, "exp")
+
+    def save(rows, status):
+        write_bytes(ctx, layout.result_file("t0"), "".join(json.dumps(r) + "\n" for r in rows).encode())
+        write_experiment_state(ctx, layout, {"trials": [_row("t0", status, it=len(rows), loss=rows[-1]["loss"])],
+                                             "metric": "loss", "mode": "min"})
+
+    rows = [{"training_iteration": 1, "loss": 1.0}]
+    save(rows, "RUNNING")
+    listing = TestClient(create_app(open_catalog(url, options))).get("/api/experiments").json()
+    assert [e["name"] for e in listing["experiments"]] == ["exp"]
+    c = TestClient(create_app(open_catalog(f"{url}/exp", options)))
+    assert c.get("/api/e/exp/curves").json()["traces"][0]["y"] == [1.0]
+    save([*rows, {"training_iteration": 2, "loss": 0.5}], "TERMINATED")
+    assert c.get("/api/e/exp/curves").json()["traces"][0]["y"] == [1.0, 0.5]
