@@ -83,8 +83,14 @@ class FaultyStore:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._inner, name)
-        if name not in WRITE_CALLS or not callable(value):
-            return value
+        if not callable(value):
+            return value  # data (``dirty``, ``trial_prefix``): read through each time
+        if name in WRITE_CALLS:
+            value = self._faulty(name, value)
+        object.__setattr__(self, name, value)  # a method: found directly from now on
+        return value
+
+    def _faulty(self, name: str, method: Any) -> Any:
         faults: Faults = self._faults
 
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -93,7 +99,7 @@ class FaultyStore:
                     faults.storage_error_p and self._rng.random() < faults.storage_error_p):
                 self.failures.append((name, n))
                 raise StorageError(f"simulated storage failure in {name} (call {n})", url="memory://simulated")
-            return value(*args, **kwargs)
+            return method(*args, **kwargs)
 
         return call
 
