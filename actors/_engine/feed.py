@@ -8,6 +8,7 @@ the live table costs the trials nothing.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
@@ -168,18 +169,23 @@ def progress_report(spec: ExperimentSpec, table: TrialTable, where: dict[str, st
                 best is None or (value < best if mode == "min" else value > best)):
             best, best_trial = value, rec.trial_id
     chosen, hidden = choose_rows(table.trials.values(), spec.max_progress_rows, metric, mode)
+    trainable = spec.trainable_name
     rows = tuple(ProgressRow(rec.trial_id, rec.status, _short(rec.config), rec.iteration,
-                             rec.last_result.get(metric) if metric else None,
-                             str(rec.last_result.get("member") or where.get(rec.trial_id) or ""),
-                             error_summary(rec.error, rec.traceback),
-                             trial_name(rec.trial_id, spec.trainable_name, rec.config, rec.name))
-                 for rec in chosen)
+                             last.get(metric) if metric else None,
+                             str(last.get("member") or where.get(rec.trial_id) or ""),
+                             error_summary(rec.error, rec.traceback) if rec.error else None,
+                             trial_name(rec.trial_id, trainable, rec.config, rec.name))
+                 for rec in chosen for last in (rec.last_result,))
     return ExperimentProgress(counts, rows, elapsed_s, metric, best, best_trial, hidden)
 
 
+_SCALARS = (int, float, str, bool)
+
+
 def _short(config: dict[str, Any]) -> dict[str, Any]:
-    """Scalar config values only, for the progress table."""
-    return {k: v for k, v in list(config.items())[:6] if isinstance(v, (int, float, str, bool))}
+    """Scalar config values only (of the first six), for the progress table."""
+    items = config.items() if len(config) <= 6 else itertools.islice(config.items(), 6)
+    return {k: v for k, v in items if isinstance(v, _SCALARS)}
 
 
 __all__ = ["EVENTS_DELAY_S", "DriverFeed", "choose_rows", "error_summary", "progress_report"]
