@@ -309,6 +309,15 @@ class TrialProceed(_Message):
 
 
 @dataclass(frozen=True)
+class TrialHold(_Message):
+    """Controller -> trial actor: a pause is pending; do not run past your next result until every
+    result you sent is decided (a trial running ahead of its decisions pauses there, not later)."""
+
+    trial_id: str
+    run_id: int
+
+
+@dataclass(frozen=True)
 class TrialSave(_Message):
     """Controller -> trial actor: commit a checkpoint now and answer ``TrialSaved``."""
 

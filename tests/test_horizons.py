@@ -28,11 +28,14 @@ from actors.messages import (
     ActionKind,
     HookKind,
     RunTrial,
+    SchedulerAction,
     SchedulerCall,
     SchedulerReady,
     SchedulerReply,
+    TrialHold,
     TrialProceed,
     TrialResults,
+    TrialSave,
 )
 from actors.schedulers import (
     ASHAScheduler,
@@ -390,3 +393,58 @@ def test_the_scheduler_test_kit_shows_a_plugins_horizons() -> None:
         assert kit.add_trial("a", {}).horizon == 1.0
         assert kit.result("a", {IT: 1, "loss": 0.5}).horizon == 3.0
         assert kit.result("a", {IT: 2, "loss": 0.4}, {IT: 3, "loss": 0.3}).horizon == 9.0
+
+
+def test_a_hold_makes_the_worker_wait_for_every_result_it_sent() -> None:
+    w = ResultWindow(256, IT, 100.0)
+    w.reported({IT: 1})
+    w.reported({IT: 2})
+    assert not w.full
+    w.hold()
+    assert w.full, "a pause is pending: the results in flight must be decided first"
+    w.acknowledged(2, 100.0)
+    assert not w.full
+    idle = ResultWindow(256, IT, 100.0)
+    idle.hold()
+    assert not idle.full, "nothing in flight: nothing to wait for"
+
+
+def _two_running() -> tuple[Harness, str, str]:
+    """Two trials running under a plugin that declares horizons (never deciding: ``inf``)."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2))
+    h.handle(Start(), at=0.0)
+    h.handle(SchedulerReady(False, "Plugin", ALL_HOOKS, IT))
+    runs: list[RunTrial] = []
+    while h.calls:
+        call = h.calls.pop(min(h.calls))
+        waiting = h.core.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+        chosen = waiting[0].trial_id if waiting and call.kind is HookKind.CHOOSE else None
+        runs += sent(h.handle(SchedulerReply(call.seq, call.kind, call.trial_id, Decision.CONTINUE, (), chosen,
+                                             horizon=math.inf)), RunTrial)
+    a, b = sorted(r.trial_id for r in runs)
+    return h, a, b
+
+
+def _answer(h: Harness, call: SchedulerCall, actions: tuple[SchedulerAction, ...] = ()) -> list[Any]:
+    h.calls.pop(call.seq)
+    return h.handle(SchedulerReply(call.seq, call.kind, call.trial_id, Decision.CONTINUE, actions, horizon=math.inf))
+
+
+@pytest.mark.parametrize("a_first", [True, False])
+def test_a_pause_asked_by_another_trials_hook_holds_a_trial_running_ahead(a_first: bool) -> None:
+    """B's hook pauses A. If a batch of A's still waits for its decision, A is told to hold at its next
+    result (TrialHold) instead of running on until that decision is back; then it pauses there."""
+    h, a, b = _two_running()
+    for t in (a, b) if a_first else (b, a):
+        h.handle(TrialResults(t, 1, 1, ({IT: 1, "loss": 1.0},), None))
+    first, second = h.open_calls(HookKind.RESULT)
+    pause_a = (SchedulerAction(ActionKind.PAUSE, a, True),)
+    if a_first:  # A's batch decided before the pause: nothing in flight, the pause saves at once
+        _answer(h, first)
+        out = _answer(h, second, pause_a)
+        assert not sent(out, TrialHold) and [m.trial_id for m in sent(out, TrialSave)] == [a]
+        return
+    out = _answer(h, first, pause_a)
+    assert sent(out, TrialHold) == [TrialHold(a, 1)]
+    out = _answer(h, second)
+    assert not sent(out, TrialProceed) and [m.trial_id for m in sent(out, TrialSave)] == [a], "A pauses there"

@@ -184,7 +184,9 @@ def test_pause_from_hook_then_noop_pauses_with_checkpoint() -> None:
     table.add(T, {})
     rec = _run_to_result(table)
     effects = table.request(SchedulerAction(ActionKind.PAUSE, T, True))
-    effects += table.decided(T, rec.run_id, 1, Decision.NOOP)
+    # the result's decision is in flight: a trial running ahead is held at its next result (HOLD)
+    assert [e.kind for e in effects] == [EffectKind.HOLD]
+    effects = table.decided(T, rec.run_id, 1, Decision.NOOP)
     assert [e.kind for e in effects] == [EffectKind.SAVE]
     assert rec.phase is Phase.SAVING
     # a CONTINUE/NOOP arriving while the save is in flight merges, never overwrites

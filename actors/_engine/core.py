@@ -75,6 +75,7 @@ from actors.messages import (
     SchedulerReply,
     SchedulerSetup,
     TrialEnded,
+    TrialHold,
     TrialOutput,
     TrialProceed,
     TrialProcess,
@@ -602,6 +603,9 @@ class ExperimentCore:
                 self._start_trial(rec)
             elif e.kind is EffectKind.PROCEED and actor is not None:
                 self._send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq, self.horizons.get(e.trial_id)))
+            elif e.kind is EffectKind.HOLD and actor is not None:
+                if self.window > 1:  # (with a window of one the trial already waits for that decision)
+                    self._send(actor, TrialHold(e.trial_id, rec.run_id))
             elif e.kind is EffectKind.SAVE and actor is not None:
                 self._send(actor, TrialSave(e.trial_id, rec.run_id))
                 if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period

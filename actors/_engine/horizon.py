@@ -70,6 +70,11 @@ class ResultWindow:
             self.unacked = 0
             self.awaiting = False
 
+    def hold(self) -> None:
+        """A pause is pending: wait until every result reported so far is decided (TrialHold)."""
+        if self.unacked > 0:
+            self.awaiting = True
+
     @property
     def full(self) -> bool:
         """``report()`` must block until an acknowledgement arrives."""

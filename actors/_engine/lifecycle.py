@@ -49,6 +49,7 @@ class EffectKind(Enum):
     COMPLETE = "complete"  # tell the scheduler: on_trial_complete
     ERROR = "error"  # tell the scheduler: on_trial_error
     REMOVE = "remove"  # tell the scheduler: on_trial_remove (stopped before running)
+    HOLD = "hold"  # a PAUSE waits for the decisions on results in flight: the trial must not run past them
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,9 @@ class TrialTable:
         if rec.phase is not Phase.STEPPING:
             return []  # a save or stop is in flight: merged, applied when it lands
         if rec.pending is Decision.PAUSE and rec.inflight:
-            return []  # a result's decision is on its way: that is the decision point (pause_trial + NOOP)
+            # a result's decision is on its way: that is the decision point (pause_trial + NOOP); a
+            # trial running ahead of its decisions is held at its next result so the pause lands there
+            return [Effect(EffectKind.HOLD, rec.trial_id)]
         # STOP, or a PAUSE with no decision pending (asked about a trial computing in its own code,
         # as Ray's pause_trial): act now, so a trial that never reports again is still halted
         return self._act(rec)

@@ -36,6 +36,7 @@ from actors._worker.runner import Command, EventKind, TrialRunner, release_train
 from actors.messages import (
     RunTrial,
     TrialEnded,
+    TrialHold,
     TrialOutput,
     TrialProceed,
     TrialProcess,
@@ -120,6 +121,11 @@ class TrialActor(ActorTypeDispatcher):
         r = self._current(msg.trial_id, msg.run_id)
         if r is not None:
             self._command(r, Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon))
+
+    def receiveMsg_TrialHold(self, msg: TrialHold, sender: Any) -> None:
+        r = self._current(msg.trial_id, msg.run_id)
+        if r is not None:
+            self._command(r, Command.HOLD)
 
     def receiveMsg_TrialSave(self, msg: TrialSave, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)

@@ -50,6 +50,7 @@ from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
 
 class Command(Enum):
     PROCEED = "proceed"
+    HOLD = "hold"
     SAVE = "save"
     STOP = "stop"
 
@@ -363,6 +364,8 @@ class TrialRunner:
                 self.window.acknowledged(count, horizon)
                 for _ in range(min(count, len(self.unacked_rows))):
                     self.unacked_rows.popleft()
+            elif cmd is Command.HOLD:
+                self.window.hold()
             elif cmd is Command.SAVE:
                 ckpt = self._save_class() if self._class_trainable is not None else self.latest
                 self.output.flush()

@@ -33,6 +33,7 @@ from actors.messages import (
     EndReason,
     RunTrial,
     TrialEnded,
+    TrialHold,
     TrialProceed,
     TrialProcess,
     TrialResults,
@@ -112,13 +113,15 @@ class SimTrial:
             return []
         if isinstance(msg, RunTrial):
             return self._run(msg, now)
-        if not isinstance(msg, (TrialProceed, TrialSave, TrialStop)):
+        if not isinstance(msg, (TrialProceed, TrialHold, TrialSave, TrialStop)):
             return []  # the real actor ignores what it does not know
         m = self.msg
         if m is None or self.ended or msg.trial_id != m.trial_id or msg.run_id != m.run_id:
             return []  # another run's, or after the end
         if isinstance(msg, TrialProceed):
             self.commands.append((Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon)))
+        elif isinstance(msg, TrialHold):
+            self.commands.append((Command.HOLD, 0))
         elif isinstance(msg, TrialSave):
             self.commands.append((Command.SAVE, 0))
         else:
@@ -249,6 +252,8 @@ class SimTrial:
                 self.window.acknowledged(count, horizon)
                 for _ in range(min(count, len(self.unacked_rows))):
                     self.unacked_rows.popleft()
+            elif cmd is Command.HOLD:
+                self.window.hold()
             elif cmd is Command.SAVE:
                 try:
                     saved = self._commit(self.last_result)
