@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from storage._context import StorageContext
 from storage._errors import StorageError
@@ -63,6 +64,17 @@ class TrialFileWriter:
         if self._closed:
             raise StorageError(f"{self.what} writer for trial {self._trial_id!r} at {self.url} is closed: "
                                f"create a new {type(self).__name__} to write more rows", url=self.url)
+
+    def _rows(self, rows: Any) -> list[dict[str, Any]]:
+        """The rows to append, checked: an open writer, and dicts only (a row of another type would
+        be written as garbage and break every later read)."""
+        self._check_open()
+        rows = list(rows)
+        for row in rows:
+            if not isinstance(row, dict):
+                raise TypeError(f"result rows must be dicts, got {type(row).__name__} for trial "
+                                f"{self._trial_id!r}")
+        return rows
 
 
 __all__ = ["TrialFileWriter"]

@@ -90,16 +90,21 @@ def test_a_horizon_that_is_not_a_number_is_refused_with_the_contract(bad: Any) -
 
 
 # ---------------------------------------------------------------------------------- the core carries them
-def test_the_core_hands_the_horizon_to_the_trial_at_start_and_with_each_acknowledgement() -> None:
-    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+def _one_started(spec: Any) -> tuple[Harness, RunTrial]:
+    """One trial started under a plugin whose ADD reply declares horizon 3."""
+    h = Harness(spec)
     h.handle(Start(), at=0.0)
     h.handle(SchedulerReady(False, "ASHAScheduler", ALL_HOOKS, IT))
     [add] = h.open_calls(HookKind.ADD)
     h.calls.pop(add.seq)
     h.handle(SchedulerReply(add.seq, HookKind.ADD, add.trial_id, Decision.CONTINUE, (), horizon=3.0))
     [choose] = h.open_calls(HookKind.CHOOSE)
-    out = h.reply(choose.seq, chosen=add.trial_id)
-    [run] = sent(out, RunTrial)
+    [run] = sent(h.reply(choose.seq, chosen=add.trial_id), RunTrial)
+    return h, run
+
+
+def test_the_core_hands_the_horizon_to_the_trial_at_start_and_with_each_acknowledgement() -> None:
+    h, run = _one_started(make_spec(num_samples=1, max_concurrent=1))
     assert (run.window, run.horizon_attr, run.horizon) == (h.core.spec.batch_window, IT, 3.0)
     tid = run.trial_id
     h.handle(TrialResults(tid, 1, 1, tuple({IT: i, "loss": 1.0} for i in (1, 2, 3)), None))
@@ -114,14 +119,7 @@ def test_no_horizons_with_a_stopper_each_result_is_decided_where_it_is_reported(
     """Stop criteria are checked in the controller, result by result, as Ray Tune does: a trial may
     not run past them, so a stopper turns horizons off (as it turns batching off)."""
     spec = dataclasses.replace(make_spec(num_samples=1, max_concurrent=1), stopper=MaximumIterationStopper(100))
-    h = Harness(spec)
-    h.handle(Start(), at=0.0)
-    h.handle(SchedulerReady(False, "ASHAScheduler", ALL_HOOKS, IT))
-    [add] = h.open_calls(HookKind.ADD)
-    h.calls.pop(add.seq)
-    h.handle(SchedulerReply(add.seq, HookKind.ADD, add.trial_id, Decision.CONTINUE, (), horizon=3.0))
-    [choose] = h.open_calls(HookKind.CHOOSE)
-    [run] = sent(h.reply(choose.seq, chosen=add.trial_id), RunTrial)
+    _, run = _one_started(spec)
     assert (run.window, run.horizon_attr) == (1, "")
 
 

@@ -177,12 +177,7 @@ class DeferredHistory(TrialFileWriter):
         self._ops: list[Op] = []
 
     def append(self, rows: list[dict[str, Any]]) -> None:
-        self._check_open()
-        rows = list(rows)
-        for row in rows:
-            if not isinstance(row, dict):
-                raise TypeError(f"result rows must be dicts, got {type(row).__name__} for trial "
-                                f"{self._trial_id!r}")
+        rows = self._rows(rows)
         if not rows:
             return
         self._load()
