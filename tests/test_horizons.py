@@ -176,7 +176,7 @@ SCHEDULER_NAMES = sorted(_schedulers())
 
 
 @pytest.mark.parametrize("name", SCHEDULER_NAMES)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_result_below_a_declared_horizon_is_decided_other_than_continue(name: str, data: Any) -> None:
     """Random experiments (trials added, results with iterations that sometimes jump, pauses and
