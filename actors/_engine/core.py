@@ -616,6 +616,7 @@ class ExperimentCore:
             elif e.kind is EffectKind.RELEASE:
                 self._release(e.trial_id, e.flag)
             elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
+                self.horizons.pop(e.trial_id, None)
                 self.io.on_finished(rec)
                 self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
                 self._call(_HOOK_OF[e.kind], e.trial_id, (dict(rec.last_result),))
