@@ -13,6 +13,7 @@ Pure, and shared by the worker thread (``actors/_worker/runner.py``) and the sim
 
 from __future__ import annotations
 
+import collections
 import math
 from typing import Any
 
@@ -41,44 +42,55 @@ def clean_horizon(value: Any) -> float | None:
 
 
 class ResultWindow:
-    """How many results the worker has reported that are not decided yet, and whether it must wait.
+    """The results the worker has reported that are not decided yet, and whether it must wait.
 
     ``attr`` empty: a plain window (1 = every result decided before the next step). ``attr`` set:
     ``horizon`` (updated by every acknowledgement) marks the results that must be waited for.
+    The undecided rows themselves are kept (``rows``, oldest first): the controller may never have
+    received them, so a checkpoint's manifest carries them (``unconfirmed``).
     """
 
-    __slots__ = ("attr", "awaiting", "horizon", "unacked", "window")
+    __slots__ = ("attr", "awaiting", "horizon", "rows", "window")
 
     def __init__(self, window: int, attr: str = "", horizon: float | None = None) -> None:
         self.window = max(1, window)
         self.attr = attr
         self.horizon = horizon
-        self.unacked = 0
+        self.rows: collections.deque[dict[str, Any]] = collections.deque()
         self.awaiting = False  # a result that reached the horizon is not decided yet
 
+    @property
+    def unacked(self) -> int:
+        return len(self.rows)
+
     def reported(self, result: dict[str, Any]) -> None:
-        self.unacked += 1
+        self.rows.append(result)
         if self.attr and reaches(result, self.attr, self.horizon):
             self.awaiting = True
 
     def acknowledged(self, count: int, horizon: float | None = None) -> None:
         """``count`` results were decided CONTINUE; ``horizon`` is the newest the controller knows."""
-        self.unacked -= count
+        for _ in range(min(count, len(self.rows))):
+            self.rows.popleft()
         if self.attr:
             self.horizon = horizon
-        if self.unacked <= 0:
-            self.unacked = 0
+        if not self.rows:
             self.awaiting = False
 
     def hold(self) -> None:
         """A pause is pending: wait until every result reported so far is decided (TrialHold)."""
-        if self.unacked > 0:
+        if self.rows:
             self.awaiting = True
 
     @property
     def full(self) -> bool:
         """``report()`` must block until an acknowledgement arrives."""
-        return self.unacked >= self.window or (self.awaiting and self.unacked > 0)
+        return len(self.rows) >= self.window or (self.awaiting and bool(self.rows))
+
+    def unconfirmed(self, after: int, upto: int) -> list[dict[str, Any]]:
+        """The undecided rows with ``after < training_iteration <= upto``: those since the previous
+        checkpoint, which the next checkpoint's manifest keeps for a retry to recover."""
+        return [r for r in self.rows if after < int(r["training_iteration"]) <= upto]
 
 
 __all__ = ["ResultWindow", "clean_horizon", "reaches"]

@@ -34,14 +34,12 @@ class SchedulerLink:
         self.replies: Sequencer[SchedulerReply] = Sequencer()
         self.hooks: frozenset[HookKind] = frozenset(HookKind)
         self.batching_allowed = False
-        self.horizon_attr: str | None = None  # the plugin declares decision horizons in this key
         self.choosing = False  # a CHOOSE call is in flight
         self.choose_version = -1  # the table's version when it was made
 
     def ready(self, msg: SchedulerReady) -> None:
         self.hooks = msg.hooks
         self.batching_allowed = msg.batching_allowed
-        self.horizon_attr = msg.horizon_attr
 
     def implements(self, kind: HookKind) -> bool:
         """False: the plugin does not override this hook, so its answer is CONTINUE with no requests."""

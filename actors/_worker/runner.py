@@ -17,7 +17,6 @@ the previous checkpoint, so they survive the process dying right after the commi
 
 from __future__ import annotations
 
-import collections
 import inspect
 import json
 import os
@@ -122,10 +121,9 @@ class TrialRunner:
         self.lock = threading.Lock()
         self.waiting = False
         self.cmd_seen = 0
-        self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
         # results not yet acknowledged (so perhaps never received), oldest first: a checkpoint's
         # manifest keeps those after the previous checkpoint, for a retry to recover
-        self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
+        self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
         self.committed_iteration = msg.start_iteration
         self.wake_fd: int | None = None  # set by the actor when it sleeps between events
         self.wake_any = True  # the actor wants a wake-up for any event, not only urgent ones
@@ -329,7 +327,7 @@ class TrialRunner:
         if self.msg.member:
             result["member"] = self.msg.member
         self.last_result = result
-        self.unacked_rows.append(result)
+        self.window.reported(result)
         ref = None
         if checkpoint is not None:
             ref = self._commit(checkpoint, result)
@@ -337,7 +335,6 @@ class TrialRunner:
             ref = self._save_class(result)
         self.output.maybe_flush()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
-        self.window.reported(result)
         block = self.window.full
         if not block:  # (blocking wakes the actor anyway)
             self._wake(urgent=ref is not None)  # a checkpoint's result goes to the controller at once
@@ -360,10 +357,7 @@ class TrialRunner:
                 self.waiting = False
                 self.cmd_seen += 1
             if cmd is Command.PROCEED:
-                count, horizon = arg
-                self.window.acknowledged(count, horizon)
-                for _ in range(min(count, len(self.unacked_rows))):
-                    self.unacked_rows.popleft()
+                self.window.acknowledged(*arg)  # (count, horizon)
             elif cmd is Command.HOLD:
                 self.window.hold()
             elif cmd is Command.SAVE:
@@ -425,8 +419,7 @@ class TrialRunner:
         """
         from storage._io import dumps
 
-        rows = [r for r in self.unacked_rows
-                if self.committed_iteration < int(r["training_iteration"]) <= self.iteration]
+        rows = self.window.unconfirmed(self.committed_iteration, self.iteration)
         out: list[dict[str, Any]] = json.loads(dumps(rows))
         return out
 

@@ -157,7 +157,6 @@ class SimTrial:
         self.save_at_stop = False  # TrialRunner.request_stop(save): a class trainable reports, then saves
         self.storage_failure: str | None = None
         self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
-        self.unacked_rows: collections.deque[dict[str, Any]] = collections.deque()
         self._iteration = msg.start_iteration
         self.committed_iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
@@ -211,7 +210,7 @@ class SimTrial:
         result = self._result(metrics, now)
         freq = self.msg.checkpoint_frequency if self.msg else 0
         want = (bool(freq) and self._iteration % freq == 0) or bool(metrics.get(SHOULD_CHECKPOINT))
-        self.unacked_rows.append(result)
+        self.window.reported(result)
         ref = None
         if want:
             try:
@@ -225,7 +224,6 @@ class SimTrial:
         if ref is not None:
             self.held_ckpts.append(ref)
             self.urgent = True
-        self.window.reported(result)
         if crash is Crash.DIE:
             self.die()
             return []
@@ -248,10 +246,7 @@ class SimTrial:
                 break
             cmd, arg = self.commands.popleft()
             if cmd is Command.PROCEED:
-                count, horizon = arg
-                self.window.acknowledged(count, horizon)
-                for _ in range(min(count, len(self.unacked_rows))):
-                    self.unacked_rows.popleft()
+                self.window.acknowledged(*arg)  # (count, horizon)
             elif cmd is Command.HOLD:
                 self.window.hold()
             elif cmd is Command.SAVE:
@@ -323,8 +318,7 @@ class SimTrial:
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
         metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
-        rows = [r for r in self.unacked_rows
-                if self.committed_iteration < int(r["training_iteration"]) <= self._iteration]
+        rows = self.window.unconfirmed(self.committed_iteration, self._iteration)
         meta = {"iteration": self._iteration, "time_total_s": self.time_total, "metrics": metrics,
                 "results": json.loads(dumps(rows))}
         try:
