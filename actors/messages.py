@@ -190,6 +190,9 @@ class SchedulerReady(_Message):
     hooks: frozenset[HookKind] = frozenset(HookKind)
     # the result key the plugin's decision horizons are measured in (Scheduler.horizon_attr); None: none
     horizon_attr: str | None = None
+    # where trials on this host may ask for each result's decision directly (a Unix socket path; "":
+    # nowhere, every decision goes through the controller). Filled in by the actor shell, never the plugin.
+    direct: str = ""
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,46 @@ class SchedulerFailed(_Message):
     error: str
 
 
+# --------------------------------------------------------------------------- direct decisions
+# A plugin that decides every result answers the trial's worker itself, over a socket of the
+# scheduler actor (two messages on the critical path instead of four Thespian hops); the controller
+# joins each decision with the result's batch off that path (actors/_engine/direct.py).
+
+
+@dataclass(frozen=True)
+class DecideResult(_Message):
+    """Trial worker -> scheduler actor, over the scheduler's socket: decide this result now."""
+
+    trial_id: str
+    run_id: int
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResultDecided(_Message):
+    """Scheduler actor -> trial worker, over the socket: ``go_on`` (the hook returned CONTINUE and
+    asked for nothing), or wait until the controller has applied the decision (``TrialHold``)."""
+
+    go_on: bool
+
+
+@dataclass(frozen=True)
+class DirectDecision:
+    """One result decided directly: whose, which, and the hook's reply (decision and requests)."""
+
+    trial_id: str
+    run_id: int
+    iteration: int
+    reply: SchedulerReply
+
+
+@dataclass(frozen=True)
+class DecidedResults(_Message):
+    """Scheduler actor -> controller: results decided directly with their trials, in decision order."""
+
+    decisions: tuple[DirectDecision, ...]
+
+
 # --------------------------------------------------------------------------- controller <-> trial actor
 
 
@@ -263,6 +306,9 @@ class RunTrial(_Message):
     # ``horizon`` may be run past before it is decided; "" means every result counts against ``window``
     horizon_attr: str = ""
     horizon: float | None = None
+    # ask the scheduler actor at this socket for every result's decision (DecideResult) instead of
+    # waiting for the controller's; "": the controller decides (actors/_engine/direct.py)
+    decide_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -482,6 +528,9 @@ __all__ = [
     "CheckpointRef",
     "ClusterStatus",
     "ClusterStatusRequest",
+    "DecideResult",
+    "DecidedResults",
+    "DirectDecision",
     "EndReason",
     "EventType",
     "ExperimentFinished",
@@ -493,6 +542,7 @@ __all__ = [
     "ProbeKill",
     "ProbeStart",
     "ProgressRow",
+    "ResultDecided",
     "RunTrial",
     "SchedulerAction",
     "SchedulerCall",
@@ -502,12 +552,12 @@ __all__ = [
     "SchedulerSetup",
     "StartExperiment",
     "TrialEnded",
-    "TrialOutput",
-    "TrialOutputBatch",
-    "TrialProcess",
     "TrialEvent",
     "TrialEvents",
+    "TrialOutput",
+    "TrialOutputBatch",
     "TrialProceed",
+    "TrialProcess",
     "TrialResults",
     "TrialSave",
     "TrialSaved",

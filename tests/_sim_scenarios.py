@@ -25,7 +25,7 @@ def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 SPACE = {"lr": search.uniform(0.01, 1.0), "step_s": search.choice([0.5, 1.0, 1.5])}
-SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt", "batching")
+SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt", "batching", "per-result")
 # (name, may abort the experiment, Faults(...) arguments drawn from the seed's generator)
 FAULTS = ("trials", "lost_exits", "poison", "scheduler", "storage", "checkpoint", "abort", "latency", "members")
 ABORTING = {"scheduler", "storage", "checkpoint", "abort"}
@@ -43,9 +43,34 @@ class BatchingStopper(FIFOScheduler):
         return Decision.STOP if result["training_iteration"] >= 3 and result["loss"] > 0.2 else Decision.CONTINUE
 
 
+class EveryResult(FIFOScheduler):
+    """Decides every result with no horizon, so trials ask it directly (actors/_engine/direct.py): stops
+    a trial still bad at iteration 3, pauses a good one inside this hook at iteration 2 (Ray Tune's
+    ``pause_trial(should_checkpoint=True)`` + NOOP hang), and stops another running trial that is far
+    behind (a request about a trial other than the one being decided)."""
+
+    tolerates_batching = False
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        from actors.schedulers import Decision
+
+        it, loss = result["training_iteration"], result["loss"]
+        if it == 2 and loss < 0.15:
+            controller.pause_trial(trial, should_checkpoint=True)
+            return Decision.NOOP
+        if it == 4:
+            for other in controller.get_trials():
+                if (other.trial_id != trial.trial_id and other.status.value == "RUNNING"
+                        and other.last_result.get("loss", 0.0) > 3 * loss):
+                    controller.stop_trial(other)
+        return Decision.STOP if it >= 3 and loss > 0.3 else Decision.CONTINUE
+
+
 def scheduler(name: str, max_t: int) -> Any:
     if name == "batching":
         return BatchingStopper()
+    if name == "per-result":
+        return EveryResult()
     if name == "fifo":
         return FIFOScheduler()
     if name == "asha":

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
 from actors._engine.gate import Held, ResultGate
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
@@ -61,6 +62,7 @@ from actors.messages import (
     CheckpointRef,
     ClusterStatus,
     ClusterStatusRequest,
+    DecidedResults,
     EndReason,
     EventType,
     ExperimentFinished,
@@ -124,6 +126,10 @@ class ExperimentCore:
         self.window = 1
         self.horizon_attr = ""  # the scheduler's decision horizons are on, in this result key
         self.horizons: dict[str, float] = {}  # per trial, the newest the scheduler declared
+        # where trials ask the scheduler for each decision themselves ("": through the core), and the
+        # replies of such decisions waiting for their batches (actors/_engine/direct.py)
+        self.direct = ""
+        self.joined = DecisionJoin()
         self.searcher_done = False
         self.suggested = 0
         self.started_at = 0.0
@@ -140,6 +146,7 @@ class ExperimentCore:
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
             TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self._process,
             SchedulerReady: self._scheduler_ready, SchedulerReply: self._scheduler_reply,
+            DecidedResults: self._decided_results,
             SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
             CallbackAnswer: self._callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
             ClusterStatusRequest: self._status, Wake: self._wake, ActorGone: self._actor_gone,
@@ -217,6 +224,13 @@ class ExperimentCore:
                     and not self.spec.callback_gate and not self.spec.checkpoint_at_end)
         self.window = self.spec.batch_window if batching else 1
         self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
+        # A plugin that decides every result answers the trials directly where its actor offers a socket
+        # (same host only), under the same conditions under which results may be batched at all.
+        if (msg.direct and not batching and not msg.batching_allowed and HookKind.RESULT in msg.hooks
+                and self.spec.stopper is None and not self.spec.callback_gate and not self.spec.checkpoint_at_end
+                and not self.spec.multi_host):
+            self.direct = msg.direct
+            self.window = self.spec.batch_window
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
@@ -260,10 +274,40 @@ class ExperimentCore:
         if any(hits) or not self.link.implements(HookKind.RESULT):
             self._log(msg, searcher=not any(hits))
             self._decide(msg, Decision.CONTINUE)
+        elif self.direct:  # the scheduler decided (or is deciding) each result with the trial itself
+            self.unlogged.setdefault(msg.trial_id, []).append(msg)
+            self._run(effects)
+            self._join(msg.trial_id)
+            return
         else:  # logged when the decision is known: the row a scheduler stops at says done=True
             self.unlogged.setdefault(msg.trial_id, []).append(msg)
             self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
         self._run(effects)
+
+    def _decided_results(self, msg: DecidedResults) -> None:
+        """Replies of results the scheduler decided directly: kept until their batches are here."""
+        touched: list[str] = []
+        for d in msg.decisions:
+            rec = self.table.trials.get(d.trial_id)
+            if rec is None or rec.run_id != d.run_id or rec.status is not TrialStatus.RUNNING:
+                continue  # a run that has ended: its batches were logged as they were
+            self.joined.add(d)
+            if d.trial_id not in touched:
+                touched.append(d.trial_id)
+        for trial_id in touched:
+            self._join(trial_id)
+
+    def _join(self, trial_id: str) -> None:
+        """Apply the replies of the trial's oldest batches, as far as every result of them is decided."""
+        while not self.finished:
+            queued = self.unlogged.get(trial_id)
+            if not queued:
+                return
+            batch = queued[0]
+            reply = self.joined.take(trial_id, batch.run_id, batch.results)
+            if reply is None:
+                return
+            self._on_reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
 
     def _mark_done(self, msg: TrialResults) -> None:
         """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune). The
@@ -364,6 +408,7 @@ class ExperimentCore:
         if rec is None:
             return
         self._log_unlogged(trial_id)
+        self.joined.forget(trial_id)
         known = rec.checkpoint.path if rec.checkpoint is not None else None
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
@@ -645,7 +690,7 @@ class ExperimentCore:
             member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
             trial_dirname=rec.dirname or "",
             trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name) if s.log_to_driver else "",
-            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id)))
+            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
 
     def _release(self, trial_id: str, reusable: bool) -> None:

@@ -14,9 +14,20 @@ import traceback
 
 import cloudpickle
 
+from actors._engine.reducer import Decision
 from actors._engine.scheduler_host import SchedulerHost, overridden_hooks
 from actors._engine.sequencer import Sequencer
-from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerReady, SchedulerReply, SchedulerSetup
+from actors.messages import (
+    DecideResult,
+    DirectDecision,
+    HookKind,
+    ResultDecided,
+    SchedulerCall,
+    SchedulerFailed,
+    SchedulerReady,
+    SchedulerReply,
+    SchedulerSetup,
+)
 
 SchedulerAnswer = SchedulerReady | SchedulerReply | SchedulerFailed
 
@@ -42,6 +53,21 @@ class SchedulerEndpoint:
     def call(self, msg: SchedulerCall) -> list[SchedulerReply | SchedulerFailed]:
         """The answers to every call now in order (none while an earlier call is still missing)."""
         return [self._handle(call) for call in self.calls.push(msg.seq, msg)]
+
+    def decide(self, msg: DecideResult) -> tuple[ResultDecided, DirectDecision | SchedulerFailed]:
+        """A result a trial asks about directly (``actors/_engine/direct.py``): the answer for the
+        trial, and for the controller the hook's reply (or the failure that ends the experiment).
+        The trial goes on at once only if the hook returned CONTINUE and asked for nothing."""
+        if self.host is None or msg.trial_id not in self.host.controller.trials:
+            return ResultDecided(False), SchedulerFailed(
+                0, HookKind.RESULT, f"trial {msg.trial_id} asked for a decision before the scheduler knew of it "
+                "(an engine bug: a trial starts only after its on_trial_add call)")
+        out = self._handle(SchedulerCall(0, HookKind.RESULT, msg.trial_id, (msg.result,)))
+        if isinstance(out, SchedulerFailed):
+            return ResultDecided(False), out
+        go_on = out.decision is Decision.CONTINUE and not out.actions
+        return ResultDecided(go_on), DirectDecision(msg.trial_id, msg.run_id,
+                                                    int(msg.result.get("training_iteration", 0)), out)
 
     def _handle(self, msg: SchedulerCall) -> SchedulerReply | SchedulerFailed:
         if self.host is None:

@@ -308,6 +308,8 @@ class TrialActor(ActorTypeDispatcher):
         latest = ckpts[-1] if ckpts else None
         self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), latest,
                                                 tuple(ckpts[:-1])))
+        if latest is not None:
+            r.checkpoint_sent.set()
 
 
 __all__ = ["TrialActor"]

@@ -41,9 +41,10 @@ from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
 from actors._engine.horizon import ResultWindow
 from actors._worker.capture import OutputCapture
+from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
-from actors.messages import CheckpointRef, EndReason, RunTrial
+from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
 from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
 
 
@@ -124,6 +125,10 @@ class TrialRunner:
         # results not yet acknowledged (so perhaps never received), oldest first: a checkpoint's
         # manifest keeps those after the previous checkpoint, for a retry to recover
         self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
+        # the scheduler decides each result with this thread directly (actors/_engine/direct.py)
+        self.decider = DecisionClient(msg.decide_at, lambda: self.stop_requested) if msg.decide_at else None
+        # set by the actor once a batch carrying a checkpoint is sent (direct decisions wait for it)
+        self.checkpoint_sent = threading.Event()
         self.committed_iteration = msg.start_iteration
         self.wake_fd: int | None = None  # set by the actor when it sleeps between events
         self.wake_any = True  # the actor wants a wake-up for any event, not only urgent ones
@@ -222,6 +227,8 @@ class TrialRunner:
         except BaseException as exc:  # SystemExit/KeyboardInterrupt inside user code
             self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         finally:
+            if self.decider is not None:
+                self.decider.close()
             t = self._class_trainable
             if t is not None and _resettable(t) and self.ended_ok:
                 self.kept = t  # reset_config() may take the next trial in place: no cleanup yet
@@ -334,7 +341,16 @@ class TrialRunner:
         elif save_class:
             ref = self._save_class(result)
         self.output.maybe_flush()
+        if ref is not None:
+            self.checkpoint_sent.clear()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
+        if self.decider is not None:
+            if ref is not None:  # the controller must hold a checkpoint the scheduler decides on, even if
+                self._wake(urgent=True)  # this process dies (or hogs the GIL) right after the answer
+                while not self.checkpoint_sent.wait(0.5) and not self.stop_requested:
+                    pass
+            if not self.decider.ask(DecideResult(self.trial_id, self.msg.run_id, result)):
+                self.window.hold()  # not a plain CONTINUE: wait here until the controller has applied it
         block = self.window.full
         if not block:  # (blocking wakes the actor anyway)
             self._wake(urgent=ref is not None)  # a checkpoint's result goes to the controller at once

@@ -22,6 +22,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -30,7 +31,9 @@ from actors._shell.trial_actor import MAX_BATCH, TrialActor
 from actors._worker.runner import Command
 from actors.messages import (
     CheckpointRef,
+    DecideResult,
     EndReason,
+    ResultDecided,
     RunTrial,
     TrialEnded,
     TrialHold,
@@ -76,6 +79,16 @@ class _Stop(Exception):
     """The worker's ``_StopTrial``: the run unwinds (stopped, or failed to commit)."""
 
 
+@dataclass(frozen=True)
+class DirectAnswer:
+    """The scheduler's ``ResultDecided`` for one run's worker (the real worker reads it from the
+    socket of its own run, so an answer meant for an earlier run never reaches a later one)."""
+
+    trial_id: str
+    run_id: int
+    answer: ResultDecided
+
+
 class SimTrial:
     """A trial actor with its worker, as a pure state machine over simulated time."""
 
@@ -113,6 +126,11 @@ class SimTrial:
             return []
         if isinstance(msg, RunTrial):
             return self._run(msg, now)
+        if isinstance(msg, DirectAnswer):
+            if self.msg is None or self.ended or not self.asking or (msg.trial_id, msg.run_id) != (
+                    self.msg.trial_id, self.msg.run_id):
+                return []
+            return self._answered(now, msg.answer.go_on)
         if not isinstance(msg, (TrialProceed, TrialHold, TrialSave, TrialStop)):
             return []  # the real actor ignores what it does not know
         m = self.msg
@@ -128,6 +146,8 @@ class SimTrial:
             self.stop_requested = True  # the next report unwinds, whatever the command queue holds,
             self.save_at_stop = self.save_at_stop or msg.save  # unless the stop saves: then the step is
             self.commands.append((Command.STOP, int(msg.save)))  # reported and the STOP command saves it
+            if self.asking:  # DecisionClient.ask gives up waiting for the scheduler's answer
+                return self._answered(now, False)
         return self._serve(now, block=True) if self.blocked else []
 
     def die(self) -> None:
@@ -153,6 +173,7 @@ class SimTrial:
         # the worker (TrialRunner)
         self.commands: collections.deque[tuple[Command, Any]] = collections.deque()  # PROCEED: (count, horizon)
         self.blocked = False
+        self.asking = False  # waiting for the scheduler's direct answer (RunTrial.decide_at)
         self.stop_requested = False
         self.save_at_stop = False  # TrialRunner.request_stop(save): a class trainable reports, then saves
         self.storage_failure: str | None = None
@@ -229,7 +250,16 @@ class SimTrial:
             return []
         out = self._flush() if len(self.held) >= MAX_BATCH else []
         self.done = bool(metrics.get("done"))
+        if self.msg is not None and self.msg.decide_at:  # TrialRunner: DecisionClient.ask, then serve
+            self.asking = True
+            return [*out, DecideResult(self.trial_id, self._run_id, result), *self._pump(now, idle=False)]
         return out + self._serve(now, block=self.window.full)
+
+    def _answered(self, now: float, go_on: bool) -> list[Any]:
+        self.asking = False
+        if not go_on:
+            self.window.hold()
+        return self._serve(now, block=self.window.full)
 
     @property
     def _window(self) -> int:
@@ -342,7 +372,8 @@ class SimTrial:
         if not self.held:
             return []
         full = sum(self.batch_sizes.values()) + len(self.held) >= self._window
-        late = self.step_at is None or self.step_at > self.held_since + self.batch_delay_s
+        late = (self.step_at is None and not self.asking) or (
+            self.step_at is not None and self.step_at > self.held_since + self.batch_delay_s)
         if self.urgent or idle or full or self.quiet or late:
             return self._flush()
         return []
@@ -371,4 +402,4 @@ class SimTrial:
         return out
 
 
-__all__ = ["Crash", "Curve", "SimTrial", "commit_empty"]
+__all__ = ["Crash", "Curve", "DirectAnswer", "SimTrial", "commit_empty"]

@@ -103,7 +103,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
              run_config: RunConfig | None = None, *, seed: int = 0, faults: Faults | None = None,
              max_iterations: int | None = None, cpus: float | None = None,
              members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
-             max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None) -> Simulation:
+             max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None,
+             direct_decisions: bool = True) -> Simulation:
     """Run one experiment in simulated time and return its results (see the module's docstring).
 
     ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
@@ -112,6 +113,9 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     (``{"m1": {"cpu": 4}}``), the only case where ``Faults(member_loss=...)`` applies. ``restore``:
     continue the experiment stored there (``Simulation.experiment_path`` of an aborted simulation)
     as ``Tuner.restore`` would, instead of starting one from ``param_space`` and the configs.
+    ``direct_decisions``: a plugin that decides every result answers each trial directly, as in a
+    multi-process run (``actors/_engine/direct.py``); False: every decision goes through the core,
+    as with ``system="simple"``.
     """
     from actors._driver.loggers import controller_loggers
     from actors._driver.tuner import Tuner
@@ -152,7 +156,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     tuner._save_tuner(spec)  # so Tuner.restore can continue an aborted simulation, as after fit()
 
     world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
-                     max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s)
+                     max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s,
+                     direct=direct_decisions)
 
     def open_store(s: Any) -> Any:
         # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically

@@ -41,6 +41,8 @@ from actors._engine.signals import (
 )
 from actors.messages import (
     AbortExperiment,
+    DecidedResults,
+    DecideResult,
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
@@ -49,11 +51,12 @@ from actors.messages import (
     RunTrial,
     SchedulerCall,
     SchedulerFailed,
+    SchedulerReady,
     SchedulerReply,
     SchedulerSetup,
 )
 from actors.testing.faults import Faults
-from actors.testing.sim_trial import Commit, Crash, Curve, SimTrial, commit_empty
+from actors.testing.sim_trial import Commit, Crash, Curve, DirectAnswer, SimTrial, commit_empty
 from storage import StorageContext, StorageError
 
 SIGKILL_CODE = -9
@@ -89,6 +92,14 @@ class _FaultyEndpoint(SchedulerEndpoint):
         return super()._handle(msg)
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """A trial worker's DecideResult on its way to the scheduler, with who asked (for the answer)."""
+
+    trial: Handle
+    msg: DecideResult
+
+
 @dataclass
 class _Actor:
     kind: ActorKind
@@ -114,8 +125,11 @@ class SimWorld:
     def __init__(self, core: Any, curve: Curve, *, seed: int = 0, faults: Faults | None = None,
                  max_iterations: int | None = None, members: dict[str, dict[str, float]] | None = None,
                  max_deliveries: int = 1_000_000, max_time_s: float = 1e7, idle_limit_s: float = 120.0,
-                 commit: Commit = commit_empty) -> None:
+                 commit: Commit = commit_empty, direct: bool = False) -> None:
         self.core = core
+        # the scheduler offers direct decisions where the real actor would (a multi-process run)
+        self.direct = direct
+        self.scheduler: Handle | None = None
         self.curve = curve
         self.rng = random.Random(seed)
         self.faults = faults or Faults()
@@ -258,6 +272,7 @@ class SimWorld:
             actor.trial = SimTrial(self.curve, pid, self.max_iterations, commit=self._commit_checkpoint)
             self.pids[pid] = cmd.handle
         elif cmd.kind is ActorKind.SCHEDULER:
+            self.scheduler = cmd.handle
             actor.scheduler = _FaultyEndpoint(lambda: self._chance(self.faults.scheduler_error_p))
         member = self.members.get(cmd.member or "")
         if member is not None:
@@ -291,15 +306,23 @@ class SimWorld:
             if isinstance(msg, RunTrial) and msg.trial_id not in self.trial_numbers:
                 self.trial_numbers[msg.trial_id] = len(self.trial_numbers)
             token = trial.step_token
-            for out in trial.receive(msg, self.now):
-                self._to_core(out)
+            self._trial_out(handle, trial.receive(msg, self.now))
             self._schedule_step(handle, trial, token)
         elif actor.scheduler is not None:
             if isinstance(msg, SchedulerSetup):
-                self._to_core(actor.scheduler.setup(msg))
+                ready = actor.scheduler.setup(msg)
+                if (self.direct and isinstance(ready, SchedulerReady) and not ready.batching_allowed
+                        and not ready.horizon_attr and HookKind.RESULT in ready.hooks):
+                    ready = SchedulerReady(ready.batching_allowed, ready.name, ready.hooks, None, "simulated")
+                self._to_core(ready)
             elif isinstance(msg, SchedulerCall):
                 for answer in actor.scheduler.call(msg):
                     self._to_core(answer)
+            elif isinstance(msg, _Ask):  # SchedulerActor.receiveMsg_WatchMessage, one request at a time
+                decided, reply = actor.scheduler.decide(msg.msg)
+                self._at(self.now + self._latency(), _Kind.ACTOR, msg.trial,
+                         DirectAnswer(msg.msg.trial_id, msg.msg.run_id, decided))
+                self._to_core(reply if isinstance(reply, SchedulerFailed) else DecidedResults((reply,)))
         elif isinstance(msg, ProbeStart):
             actor.probe = msg
             self._at(self.now, _Kind.BEAT, handle)
@@ -324,12 +347,21 @@ class SimWorld:
             crash = Crash.RAISE
         elif point in f.die_at or self._chance(f.trial_die_p):
             crash = Crash.DIE
-        for out in trial.step_done(self.now, crash):
-            self._to_core(out)
+        self._trial_out(handle, trial.step_done(self.now, crash))
         if trial.dead:
             self._gone(handle, -11)  # a segfault
         else:
             self._schedule_step(handle, trial, token)
+
+    def _trial_out(self, handle: Handle, outs: list[Any]) -> None:
+        """A trial's messages: to the core, except a decision asked of the scheduler directly."""
+        for out in outs:
+            if isinstance(out, DecideResult):
+                sched = self.actors.get(self.scheduler) if self.scheduler is not None else None
+                if sched is not None and sched.alive:  # (else the worker waits until it is stopped)
+                    self._at(self.now + self._latency(), _Kind.ACTOR, self.scheduler, _Ask(handle, out))
+            else:
+                self._to_core(out)
 
     def _beat(self, handle: Handle) -> None:
         actor = self.actors[handle]
