@@ -137,6 +137,28 @@ def test_endpoint_lets_a_trial_go_on_only_after_a_plain_continue(loss: float, it
     assert reply.reply.decision is decision and [a.kind for a in reply.reply.actions] == actions
 
 
+class SeesStatus(FIFOScheduler):
+    tolerates_batching = False
+    seen: list[str] = []
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        SeesStatus.seen.append(str(trial.status))
+        return Decision.CONTINUE
+
+
+def test_the_hook_sees_the_reporting_trial_running_before_the_mirror_is_refreshed() -> None:
+    """A trial asks as soon as it runs; the controller's update saying so may not have reached the
+    scheduler's mirror yet (the slow path sends it with the RESULT call): still, it is RUNNING."""
+    import cloudpickle
+
+    ep = SchedulerEndpoint()
+    ep.setup(SchedulerSetup(cloudpickle.dumps(SeesStatus()), "loss", "min", None))
+    ep.call(SchedulerCall(1, HookKind.ADD, "t", (), (TrialSnapshot("t", {}, TrialStatus.PENDING, {}, 0, 0),)))
+    SeesStatus.seen.clear()
+    answer, _ = ep.decide(DecideResult("t", 1, {"training_iteration": 1, "loss": 0.5}))
+    assert answer.go_on and SeesStatus.seen == ["RUNNING"]
+
+
 def test_endpoint_refuses_a_trial_it_was_never_told_of() -> None:
     answer, reply = _endpoint(OwnDecisions()).decide(DecideResult("nobody", 1, {"training_iteration": 1}))
     assert not answer.go_on and isinstance(reply, SchedulerFailed) and "nobody" in reply.error

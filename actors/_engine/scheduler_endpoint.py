@@ -10,6 +10,7 @@ scheduler in an unknown state must not keep making decisions.
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 
 import cloudpickle
@@ -17,6 +18,7 @@ import cloudpickle
 from actors._engine.reducer import Decision
 from actors._engine.scheduler_host import SchedulerHost, overridden_hooks
 from actors._engine.sequencer import Sequencer
+from actors._engine.trial import TrialStatus
 from actors.messages import (
     DecideResult,
     DirectDecision,
@@ -62,6 +64,10 @@ class SchedulerEndpoint:
             return ResultDecided(False), SchedulerFailed(
                 0, HookKind.RESULT, f"trial {msg.trial_id} asked for a decision before the scheduler knew of it "
                 "(an engine bug: a trial starts only after its on_trial_add call)")
+        # a reporting trial runs, whether or not the controller's update saying so has arrived yet
+        mirror = self.host.controller.trials
+        if mirror[msg.trial_id].status is not TrialStatus.RUNNING:
+            mirror[msg.trial_id] = dataclasses.replace(mirror[msg.trial_id], status=TrialStatus.RUNNING)
         out = self._handle(SchedulerCall(0, HookKind.RESULT, msg.trial_id, (msg.result,)))
         if isinstance(out, SchedulerFailed):
             return ResultDecided(False), out

@@ -9,7 +9,7 @@ no decision horizon), the actor also listens for trials asking for their decisio
 (``actors/_engine/direct.py``): it answers each trial at once and sends the controller the hooks'
 replies in groups, at once when a trial was told to wait (the controller must act on that reply),
 else after at most ``flush_after_s`` or ``flush_at`` replies, and always before the reply to any
-call of the controller's, so the controller sees the replies in the order the hooks ran.
+call of the controller's (they leave in the order the hooks ran).
 """
 
 from __future__ import annotations
