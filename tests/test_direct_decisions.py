@@ -244,3 +244,83 @@ def test_multiprocess_run_decides_directly_and_exactly(tmp_path: Path) -> None:
         paths = Path(log).read_text().split()
         assert paths and set(paths) == ({"direct"} if system == "multiproc" else {"core"}), set(paths)
     assert tables["multiproc"] == tables["simple"]
+
+
+# ------------------------------------------------------------------ the socket between worker and scheduler actor
+
+
+def test_frames_are_split_however_the_stream_cuts_them() -> None:
+    from actors._worker.decide import FrameReader, frame
+    from actors.messages import ResultDecided
+
+    data = frame(ResultDecided(True)) + frame(DecideResult("t", 3, {"a": 1})) + frame(ResultDecided(False))
+    for cut in range(1, len(data)):
+        reader = FrameReader()
+        got = reader.feed(data[:cut]) + reader.feed(data[cut:])
+        assert got == [ResultDecided(True), DecideResult("t", 3, {"a": 1}), ResultDecided(False)]
+        assert not reader.buf
+
+
+def _serve(server: Any, answer: bool, stop: Any, asked: list[Any]) -> None:
+    import select
+
+    from actors.messages import ResultDecided
+
+    while not stop.is_set():
+        ready, _, _ = select.select(server.filenos(), [], [], 0.05)
+        for conn, req in server.ready(ready):
+            asked.append(req)
+            server.answer(conn, ResultDecided(answer))
+
+
+@pytest.mark.parametrize("answer", [True, False])
+def test_a_worker_asks_the_scheduler_actor_over_its_socket(answer: bool) -> None:
+    import threading
+
+    from actors._shell.decision_server import DecisionServer
+    from actors._worker.decide import DecisionClient
+
+    server, stop, asked = DecisionServer(), threading.Event(), []
+    thread = threading.Thread(target=_serve, args=(server, answer, stop, asked))
+    thread.start()
+    try:
+        client = DecisionClient(server.address, lambda: False)
+        for i in range(1, 4):
+            assert client.ask(DecideResult("t", 1, {"training_iteration": i})) is answer
+        assert [r.result["training_iteration"] for r in asked] == [1, 2, 3]
+        client.close()
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+def test_a_worker_whose_scheduler_actor_is_gone_holds_instead_of_hanging() -> None:
+    """No answer can come: the worker waits for the controller (whose abort stops the run)."""
+    from actors._shell.decision_server import DecisionServer
+    from actors._worker.decide import DecisionClient
+
+    server = DecisionServer()
+    address = server.address
+    server.close()
+    client = DecisionClient(address, lambda: False)
+    assert client.ask(DecideResult("t", 1, {"training_iteration": 1})) is False and client.broken
+    assert client.ask(DecideResult("t", 1, {"training_iteration": 2})) is False  # at once, for good
+
+
+def test_a_stop_ends_the_wait_for_an_answer_that_never_comes() -> None:
+    import time
+
+    from actors._shell.decision_server import DecisionServer
+    from actors._worker.decide import DecisionClient
+
+    server = DecisionServer()  # accepts (the kernel's backlog) but never answers
+    try:
+        stopping = {"now": False}
+        client = DecisionClient(server.address, lambda: stopping["now"], poll_s=0.05)
+        started = time.monotonic()
+        stopping["now"] = True
+        assert client.ask(DecideResult("t", 1, {"training_iteration": 1})) is False and client.broken
+        assert time.monotonic() - started < 5.0
+    finally:
+        server.close()
