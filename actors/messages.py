@@ -239,19 +239,24 @@ class SchedulerFailed(_Message):
 
 @dataclass(frozen=True)
 class DecideResult(_Message):
-    """Trial worker -> scheduler actor, over the scheduler's socket: decide this result now."""
+    """Trial worker -> scheduler actor, over the scheduler's socket: decide this result now.
+    ``seq`` numbers the run's requests: one sent again (no answer came in time) is answered again,
+    never decided twice."""
 
     trial_id: str
     run_id: int
     result: dict[str, Any]
+    seq: int = 0
 
 
 @dataclass(frozen=True)
 class ResultDecided(_Message):
     """Scheduler actor -> trial worker, over the socket: ``go_on`` (the hook returned CONTINUE and
-    asked for nothing), or wait until the controller has applied the decision (``TrialHold``)."""
+    asked for nothing), or wait until the controller has applied the decision (``TrialHold``).
+    ``seq``: the request's."""
 
     go_on: bool
+    seq: int = 0
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,8 @@ def test_frames_are_split_however_the_stream_cuts_them() -> None:
         assert not reader.buf
 
 
-def _serve(server: Any, answer: bool, stop: Any, asked: list[Any]) -> None:
+def _serve(server: Any, answer: bool, stop: Any, asked: list[Any], swallow: int = 0) -> None:
+    """A scheduler actor's loop: decide each new request (the first ``swallow`` are read and lost)."""
     import select
 
     from actors.messages import ResultDecided
@@ -270,7 +271,9 @@ def _serve(server: Any, answer: bool, stop: Any, asked: list[Any]) -> None:
         ready, _, _ = select.select(server.filenos(), [], [], 0.05)
         for conn, req in server.ready(ready):
             asked.append(req)
-            server.answer(conn, ResultDecided(answer))
+            if len(asked) <= swallow:
+                continue
+            server.answer(conn, req, ResultDecided(answer, req.seq))
 
 
 @pytest.mark.parametrize("answer", [True, False])
@@ -323,4 +326,34 @@ def test_a_stop_ends_the_wait_for_an_answer_that_never_comes() -> None:
         assert client.ask(DecideResult("t", 1, {"training_iteration": 1})) is False and client.broken
         assert time.monotonic() - started < 5.0
     finally:
+        server.close()
+
+
+def test_a_lost_request_is_sent_again_and_decided_once() -> None:
+    """A frame lost on the socket costs ``resend_after_s``, never a decision or a hang; a request
+    that arrives twice is answered from the record, not decided twice."""
+    import threading
+
+    from actors._shell.decision_server import DecisionServer
+    from actors._worker.decide import DecisionClient
+
+    server, stop, asked = DecisionServer(), threading.Event(), []
+    thread = threading.Thread(target=_serve, args=(server, True, stop, asked, 1))
+    thread.start()
+    try:
+        client = DecisionClient(server.address, lambda: False, poll_s=0.02, resend_after_s=0.2)
+        assert client.ask(DecideResult("t", 1, {"training_iteration": 1})) is True  # asked twice
+        assert client.ask(DecideResult("t", 1, {"training_iteration": 2})) is True
+        assert client.resent == 1
+        assert [(r.result["training_iteration"], r.seq) for r in asked] == [(1, 1), (1, 1), (2, 2)]
+        # the same request again (an answer lost on the way back): answered, not decided again
+        assert client.sock is not None
+        from actors._worker.decide import frame
+
+        client.sock.sendall(frame(DecideResult("t", 1, {"training_iteration": 2}, 2)))
+        assert client._wait(2) is not None and server.repeats == 1 and len(asked) == 3
+        client.close()
+    finally:
+        stop.set()
+        thread.join()
         server.close()

@@ -61,7 +61,7 @@ class SchedulerEndpoint:
         trial, and for the controller the hook's reply (or the failure that ends the experiment).
         The trial goes on at once only if the hook returned CONTINUE and asked for nothing."""
         if self.host is None or msg.trial_id not in self.host.controller.trials:
-            return ResultDecided(False), SchedulerFailed(
+            return ResultDecided(False, msg.seq), SchedulerFailed(
                 0, HookKind.RESULT, f"trial {msg.trial_id} asked for a decision before the scheduler knew of it "
                 "(an engine bug: a trial starts only after its on_trial_add call)")
         # a reporting trial runs, whether or not the controller's update saying so has arrived yet
@@ -70,9 +70,9 @@ class SchedulerEndpoint:
             mirror[msg.trial_id] = dataclasses.replace(mirror[msg.trial_id], status=TrialStatus.RUNNING)
         out = self._handle(SchedulerCall(0, HookKind.RESULT, msg.trial_id, (msg.result,)))
         if isinstance(out, SchedulerFailed):
-            return ResultDecided(False), out
+            return ResultDecided(False, msg.seq), out
         go_on = out.decision is Decision.CONTINUE and not out.actions
-        return ResultDecided(go_on), DirectDecision(msg.trial_id, msg.run_id,
+        return ResultDecided(go_on, msg.seq), DirectDecision(msg.trial_id, msg.run_id,
                                                     int(msg.result.get("training_iteration", 0)), out)
 
     def _handle(self, msg: SchedulerCall) -> SchedulerReply | SchedulerFailed:

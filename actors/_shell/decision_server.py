@@ -3,7 +3,8 @@
 A Unix stream socket (Linux: in the abstract namespace, so a killed actor leaves no file behind),
 one connection per trial worker. The actor watches ``filenos()`` through Thespian's
 ``ThespianWatch`` and calls ``ready`` with the descriptors that woke it; each request is answered
-on the connection it came from.
+on the connection it came from. The newest answer per trial is kept: a request the worker sent
+again (``DecideResult.seq``, ``actors/_worker/decide.py``) is answered from it, never decided twice.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class DecisionServer:
         self.listener.bind(self.address)
         self.listener.listen(128)
         self.conns: dict[int, tuple[socket.socket, FrameReader]] = {}
+        self.answered: dict[str, tuple[int, int, ResultDecided]] = {}  # trial -> (run, seq, answer)
+        self.repeats = 0  # requests answered again from the record
 
     def filenos(self) -> list[int]:
         return [self.listener.fileno(), *self.conns]
@@ -57,10 +60,25 @@ class DecisionServer:
             if not data:  # the worker's run ended (or its process did)
                 self._drop(fd)
                 continue
-            out += [(conn, m) for m in reader.feed(data) if isinstance(m, DecideResult)]
+            for m in reader.feed(data):
+                if not isinstance(m, DecideResult):
+                    continue
+                last = self.answered.get(m.trial_id)
+                if last is not None and last[0] == m.run_id and m.seq <= last[1]:
+                    if m.seq == last[1]:  # sent again: its answer was lost, or came late
+                        self.repeats += 1
+                        self._send(conn, last[2])
+                    continue
+                if any((r.trial_id, r.run_id, r.seq) == (m.trial_id, m.run_id, m.seq) for _, r in out):
+                    continue  # the first copy is about to be decided and answered
+                out.append((conn, m))
         return out
 
-    def answer(self, conn: socket.socket, msg: ResultDecided) -> None:
+    def answer(self, conn: socket.socket, request: DecideResult, msg: ResultDecided) -> None:
+        self.answered[request.trial_id] = (request.run_id, request.seq, msg)
+        self._send(conn, msg)
+
+    def _send(self, conn: socket.socket, msg: ResultDecided) -> None:
         fd = conn.fileno()
         try:
             conn.sendall(frame(msg))

@@ -66,7 +66,7 @@ class SchedulerActor(ActorTypeDispatcher):
             return
         for conn, request in self.server.ready(msg.ready):
             answer, reply = self.endpoint.decide(request)
-            self.server.answer(conn, answer)
+            self.server.answer(conn, request, answer)
             if isinstance(reply, SchedulerFailed):
                 self._flush()
                 self.send(self.controller, reply)
