@@ -112,6 +112,34 @@ def test_a_deferred_history_file_holds_what_the_real_writer_writes(kind: str) ->
     assert fs.cat_file(p_sim) == fs.cat_file(p_real)
 
 
+@pytest.mark.parametrize("kind", ["json", "csv"])
+def test_a_history_flushed_again_before_anyone_read_it_holds_exactly_what_was_flushed(kind: str) -> None:
+    """Flushes that nobody reads in between update the stored object in place: a read shows every
+    row flushed so far and none appended after the last flush, as the real writer's file does."""
+    from storage import CsvWriter, JsonLinesWriter
+
+    real: Any
+    real, path_of = {"json": (JsonLinesWriter, ExperimentLayout.result_file),
+                     "csv": (CsvWriter, ExperimentLayout.progress_file)}[kind]
+    w_real, w_sim, p_real, p_sim = _history_pair(real, path_of)
+    fs = MemoryFileSystem()
+    for i in range(1, 8):
+        for w in (w_real, w_sim):
+            w.append([{"training_iteration": i, "loss": 1.0 / i, **({"extra": i} if i == 5 else {})}])
+            if i % 3 != 2:  # the rows of iteration 2 and 5 wait for the next flush
+                w.flush()
+        if i in (4, 6):  # read only now and then: flushes in between are not read
+            assert fs.cat_file(p_sim) == fs.cat_file(p_real), i
+    first = MemoryFileSystem.store[p_sim]
+    for w in (w_real, w_sim):
+        w.append([{"training_iteration": 8, "loss": 0.1}])
+        w.flush()
+        w.append([{"training_iteration": 9, "loss": 0.1}])  # appended, never flushed
+    assert MemoryFileSystem.store[p_sim] is first  # updated in place (nobody read it since)
+    assert fs.cat_file(p_sim) == fs.cat_file(p_real)
+    assert b"0.1" in fs.cat_file(p_sim) and fs.cat_file(p_sim).count(b"\n") == fs.cat_file(p_real).count(b"\n")
+
+
 def _ctx_of(w: Any) -> tuple[StorageContext, ExperimentLayout]:
     ctx = w._ctx
     return ctx, ExperimentLayout(ctx, "exp")

@@ -28,6 +28,7 @@ import copy
 import marshal
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from io import BytesIO
 from typing import Any
 
@@ -134,14 +135,22 @@ class _Replayed(MemoryFile):
     """A history file whose bytes are what a real writer makes of ``base`` and ``ops``, on first read."""
 
     def __init__(self, fs: MemoryFileSystem, real: type[TrialFileWriter], path_of: Callable[..., str],
-                 base: bytes | None, ops: tuple[Op, ...]) -> None:
+                 base: bytes | None, ops: list[Op]) -> None:
         super().__init__(fs, None, None)
+        # ``ops`` is the writer's own list, which only grows: the file holds its first ``upto``
         self._todo: tuple[Any, ...] | None = (real, path_of, base, ops)
+        self.upto = len(ops)
+
+    @property
+    def pending(self) -> bool:
+        """Not read yet: a later flush may just move ``upto`` on."""
+        return self._todo is not None
 
     def _encode(self) -> None:
         if self._todo is None:
             return
         (real, path_of, base, ops), self._todo = self._todo, None
+        ops = ops[:self.upto]
         fs = MemoryFileSystem(global_store=False, skip_instance_cache=True)
         ctx = StorageContext("memory://replay")
         ctx.use_filesystem(fs)
@@ -175,6 +184,7 @@ class DeferredHistory(TrialFileWriter):
         self._real, self._path_of = real, path_of
         self._base: bytes | None = None  # the file as a previous run left it
         self._ops: list[Op] = []
+        self._file: _Replayed | None = None  # the object last put in the store
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         rows = self._rows(rows)
@@ -205,7 +215,14 @@ class DeferredHistory(TrialFileWriter):
     def _write_buffer(self) -> None:
         fs, path = self._ctx.fs, self._path
         assert isinstance(fs, SimMemoryFS)
-        file = _Replayed(fs, self._real, self._path_of, self._base, tuple(self._ops))
+        file = self._file
+        if file is not None and file.pending and fs.store.get(path) is file:
+            # nobody read the object since the last flush: it now ends at the newest op (a flush is
+            # the same object rewritten, as before, without building a new one each time)
+            file.upto = len(self._ops)
+            file.modified = datetime.now(tz=UTC)
+            return
+        file = self._file = _Replayed(fs, self._real, self._path_of, self._base, self._ops)
         retrying(lambda: fs._put(path, file), what=f"writing {self.what}", url=self.url)
 
 
