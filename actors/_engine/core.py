@@ -452,8 +452,9 @@ class ExperimentCore:
             self._kill_trial(trial_id, run_id)
         if self.finished:
             return
-        self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
-                                           self.now - self.started_at))
+        if self.spec.progress_reports:
+            self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
+                                               self.now - self.started_at))
         self._emit(self.feed.flush())
         if self.spec.multi_host:
             for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):

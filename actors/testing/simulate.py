@@ -150,6 +150,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         spec.max_concurrent = min(slots, tc.max_concurrent_trials or slots)
         spec.total_resources = {"cpu": float(cpus)}
     tuner._save_tuner(spec)  # so Tuner.restore can continue an aborted simulation, as after fit()
+    spec.progress_reports = False  # (not saved:) the live table is for a console, nobody renders it here
 
     world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
                      max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s)
