@@ -207,6 +207,10 @@ class DeferredHistory(TrialFileWriter):
         if self._loaded:
             return
         self._loaded = True
+        fs = self._ctx.fs
+        if isinstance(fs, SimMemoryFS) and self._path not in fs.store and self._path not in fs.pseudo_dirs:
+            self._base = None  # nothing there yet (most trials): no read, no FileNotFoundError to catch
+            return
         try:
             self._base = read_bytes(self._ctx, self._path, what=f"reading {self.what}")
         except FileNotFoundError:
