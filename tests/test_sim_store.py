@@ -69,6 +69,25 @@ def test_a_write_below_a_file_or_onto_a_directory_fails_as_on_fsspecs_store() ->
             write_bytes(ctx, layout.experiment_dir + "/d", b"y")
 
 
+@pytest.mark.parametrize("config", [{"lr": 0.1, "layers": (1, 2), "act": "relu", "opt": {"beta": [0.9, None]}},
+                                    {"lr": Score(0.5)}], ids=["plain", "float-subclass"])
+def test_a_trials_params_file_is_byte_for_byte_a_real_writes(config: dict) -> None:
+    from actors._engine.lifecycle import TrialRecord
+    from actors._shell.experiment_io import ExperimentIO
+    from actors.testing.sim_store import SimExperimentIO
+    from tests._core_harness import make_spec
+
+    real, sim = ExperimentIO(make_spec()), SimExperimentIO(make_spec())
+    use_sim_storage(sim.ctx)
+    rec = TrialRecord("t0", config)
+    for io in (real, sim):
+        io.write_params(rec)
+    config["lr"] = 9.0  # changed after the write: not in what was written
+    fs = MemoryFileSystem()
+    got = fs.cat_file(sim.layout.params_file("t0"))
+    assert got == fs.cat_file(real.layout.params_file("t0")) and b"9.0" not in got
+
+
 def _history_pair(real: Any, path_of: Any) -> tuple[Any, Any, str, str]:
     real_ctx, real_layout = _ctx(sim=False)
     sim_ctx, sim_layout = _ctx(sim=True)

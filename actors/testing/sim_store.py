@@ -16,6 +16,7 @@ writes). Neither is what the simulation is about, so here:
   anything but plain values (``marshal`` refuses subclasses such as numpy scalars) is encoded at once.
   One difference: JSON lists a set's elements in the set's iteration order, which the copy keeps
   unless two elements collide in the set's hash table (the order is arbitrary in a real run too).
+* ``SimExperimentIO`` writes each trial's ``params.json`` the same way (``put_json``).
 * ``DeferredHistory`` stands in for the ``result.json`` and ``progress.csv`` writers: it keeps a copy
   of each batch of rows (and each truncation) and the file holds what the real writer
   (``JsonLinesWriter``, ``CsvWriter``) makes of them, run when the file is first read. It writes when
@@ -35,6 +36,8 @@ from typing import Any
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback
+from actors._engine.lifecycle import TrialRecord
+from actors._shell.experiment_io import ExperimentIO
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StateWriter, StorageContext
 from storage._io import dumps, read_bytes
 from storage._retry import retrying
@@ -97,20 +100,35 @@ class _Deferred(MemoryFile):
         return BytesIO.read(self, *args)
 
 
+def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, what: str) -> bool:
+    """Store ``value`` at ``path`` as JSON encoded on its first read; False (nothing stored) unless
+    ``ctx`` is the simulator's store and ``value`` holds plain values only: the caller writes it now."""
+    fs = ctx.fs
+    if not isinstance(fs, SimMemoryFS):  # RunConfig(storage=...) named other storage
+        return False
+    try:
+        blob = marshal.dumps(value)
+    except ValueError:  # not plain values only: encode now, as a real run does
+        return False
+    retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=ctx.uri(path))
+    return True
+
+
 class SimStateWriter(StateWriter):
     """``StateWriter`` whose files are encoded when read (see the module's docstring)."""
 
     def _put(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> None:
-        fs = self.ctx.fs
-        if not isinstance(fs, SimMemoryFS):  # RunConfig(storage=...) named other storage
+        if not put_json(self.ctx, path, value, indent, what):
             super()._put(path, value, indent, what)
-            return
-        try:
-            blob = marshal.dumps(value)
-        except ValueError:  # not plain values only: encode now, as a real run does
-            super()._put(path, value, indent, what)
-            return
-        retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=self.ctx.uri(path))
+
+
+class SimExperimentIO(ExperimentIO):
+    """``ExperimentIO`` on the simulator's store: ``params.json`` is encoded when read (as
+    ``storage.write_json`` encodes it)."""
+
+    def write_params(self, rec: TrialRecord) -> None:
+        if not put_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config, 2, "writing JSON"):
+            super().write_params(rec)
 
 
 Op = tuple[str, Any]  # ("append", a copy of the rows) or ("truncate", max_iteration)
@@ -272,4 +290,5 @@ def use_sim_storage(ctx: StorageContext) -> None:
         ctx.use_filesystem(SimMemoryFS())
 
 
-__all__ = ["DeferredHistory", "SimMemoryFS", "SimStateWriter", "defer_histories", "forget_tree", "use_sim_storage"]
+__all__ = ["DeferredHistory", "SimExperimentIO", "SimMemoryFS", "SimStateWriter", "defer_histories", "forget_tree",
+           "put_json", "use_sim_storage"]
