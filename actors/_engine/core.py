@@ -746,10 +746,11 @@ class ExperimentCore:
         self._top_up()
         if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
             return
-        free = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
         blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING)
-        if free > 0 and waiting > blocked and not self.link.choosing:
+        # (free room is counted only when a trial could take it: this runs after every decision)
+        if waiting > blocked and not self.link.choosing and min(
+                self.members.free_slots(), self.spec.max_concurrent - self.table.running) > 0:
             self.link.choosing = True
             self.link.choose_version = self.table.version
             self._call(HookKind.CHOOSE, None)
