@@ -189,7 +189,7 @@ class SimWorld:
         if kind is _Kind.BEAT:
             progress = False
         else:
-            msg = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
+            msg: Any = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
             t = type(msg)
             progress = t not in _NOT_PROGRESS and not (t in _HOOK_MESSAGES and msg.kind is HookKind.SAVE)
         if progress:
