@@ -306,6 +306,22 @@ def test_nothing_happens_after_finished() -> None:
     assert isinstance(reply, Reply) and reply.msg.trials == {"TERMINATED": 1}
 
 
+def test_the_tick_sends_a_progress_report_unless_the_spec_turns_them_off() -> None:
+    """fit()'s spec sends the live table every tick; the simulator's (nobody renders it) sends none,
+    and the tick's other work (the next tick, the liveness check) is the same either way."""
+    from actors.messages import ExperimentProgress
+
+    outs = {}
+    for reports in (True, False):
+        h = Harness(make_spec(num_samples=1, max_concurrent=1, progress_reports=reports))
+        _running(h)
+        outs[reports] = h.handle(Wake(Tick.PERIODIC))
+    [report] = sent(outs[True], ExperimentProgress, to=DRIVER)
+    assert report.counts == {"RUNNING": 1}
+    assert [c for c in outs[True] if c not in [Send(DRIVER, report)]] == outs[False]
+    assert make_spec().progress_reports  # the driver's spec (fit()) has them on
+
+
 def test_an_unknown_message_while_running_changes_nothing() -> None:
     h = Harness(make_spec(num_samples=1, max_concurrent=1))
     _running(h)

@@ -69,6 +69,25 @@ def test_a_write_below_a_file_or_onto_a_directory_fails_as_on_fsspecs_store() ->
             write_bytes(ctx, layout.experiment_dir + "/d", b"y")
 
 
+@pytest.mark.parametrize("config", [{"lr": 0.1, "layers": (1, 2), "act": "relu", "opt": {"beta": [0.9, None]}},
+                                    {"lr": Score(0.5)}], ids=["plain", "float-subclass"])
+def test_a_trials_params_file_is_byte_for_byte_a_real_writes(config: dict) -> None:
+    from actors._engine.lifecycle import TrialRecord
+    from actors._shell.experiment_io import ExperimentIO
+    from actors.testing.sim_store import SimExperimentIO
+    from tests._core_harness import make_spec
+
+    real, sim = ExperimentIO(make_spec()), SimExperimentIO(make_spec())
+    use_sim_storage(sim.ctx)
+    rec = TrialRecord("t0", config)
+    for io in (real, sim):
+        io.write_params(rec)
+    config["lr"] = 9.0  # changed after the write: not in what was written
+    fs = MemoryFileSystem()
+    got = fs.cat_file(sim.layout.params_file("t0"))
+    assert got == fs.cat_file(real.layout.params_file("t0")) and b"9.0" not in got
+
+
 def _history_pair(real: Any, path_of: Any) -> tuple[Any, Any, str, str]:
     real_ctx, real_layout = _ctx(sim=False)
     sim_ctx, sim_layout = _ctx(sim=True)
@@ -110,6 +129,34 @@ def test_a_deferred_history_file_holds_what_the_real_writer_writes(kind: str) ->
         w.append([dict(row, training_iteration=3)])
         w.close()
     assert fs.cat_file(p_sim) == fs.cat_file(p_real)
+
+
+@pytest.mark.parametrize("kind", ["json", "csv"])
+def test_a_history_flushed_again_before_anyone_read_it_holds_exactly_what_was_flushed(kind: str) -> None:
+    """Flushes that nobody reads in between update the stored object in place: a read shows every
+    row flushed so far and none appended after the last flush, as the real writer's file does."""
+    from storage import CsvWriter, JsonLinesWriter
+
+    real: Any
+    real, path_of = {"json": (JsonLinesWriter, ExperimentLayout.result_file),
+                     "csv": (CsvWriter, ExperimentLayout.progress_file)}[kind]
+    w_real, w_sim, p_real, p_sim = _history_pair(real, path_of)
+    fs = MemoryFileSystem()
+    for i in range(1, 8):
+        for w in (w_real, w_sim):
+            w.append([{"training_iteration": i, "loss": 1.0 / i, **({"extra": i} if i == 5 else {})}])
+            if i % 3 != 2:  # the rows of iteration 2 and 5 wait for the next flush
+                w.flush()
+        if i in (4, 6):  # read only now and then: flushes in between are not read
+            assert fs.cat_file(p_sim) == fs.cat_file(p_real), i
+    first = MemoryFileSystem.store[p_sim]
+    for w in (w_real, w_sim):
+        w.append([{"training_iteration": 8, "loss": 0.1}])
+        w.flush()
+        w.append([{"training_iteration": 9, "loss": 0.1}])  # appended, never flushed
+    assert MemoryFileSystem.store[p_sim] is first  # updated in place (nobody read it since)
+    assert fs.cat_file(p_sim) == fs.cat_file(p_real)
+    assert b"0.1" in fs.cat_file(p_sim) and fs.cat_file(p_sim).count(b"\n") == fs.cat_file(p_real).count(b"\n")
 
 
 def _ctx_of(w: Any) -> tuple[StorageContext, ExperimentLayout]:

@@ -201,6 +201,39 @@ def test_member_loss_and_return() -> None:
     sim.discard()
 
 
+@pytest.mark.parametrize("hook, hangs", [(None, True), ("save", True), ("choose", False)])
+def test_only_timers_and_periodic_state_saves_are_not_progress(hook: str | None, hangs: bool) -> None:
+    """A core that only re-arms its tick (and, per tick, asks the scheduler for its state) is hung after
+    ``idle_limit_s``; one whose ticks make other scheduler calls is progressing (it runs to the cap)."""
+    import cloudpickle
+
+    from actors._engine.signals import ActorKind, Send, Spawn, Tick, Wake, WakeAfter
+    from actors.messages import HookKind, SchedulerCall, SchedulerSetup
+
+    class Ticking:
+        seq = 0
+
+        def handle(self, event: Any, now: float) -> list[Any]:
+            if isinstance(event, Wake) or event == "start":
+                out: list[Any] = [WakeAfter(1.0, Tick.PERIODIC)]
+                if event == "start":
+                    out += [Spawn(1, ActorKind.SCHEDULER),
+                            Send(1, SchedulerSetup(cloudpickle.dumps(FIFOScheduler()), "loss", "min"))]
+                elif hook is not None:
+                    self.seq += 1
+                    out.append(Send(1, SchedulerCall(self.seq, HookKind.SAVE if hook == "save" else HookKind.CHOOSE)))
+                return out
+            return []
+
+    world = SimWorld(Ticking(), curve, idle_limit_s=30.0, max_time_s=200.0)
+    world.run("start")
+    assert world.hung
+    if hangs:
+        assert "only timers" in (world.hang_reason or "") and world.now < 33.0, world.hang_reason
+    else:
+        assert "cap exceeded" in (world.hang_reason or "") and world.now > 200.0, world.hang_reason
+
+
 def test_hang_is_flagged() -> None:
     class Silent:
         def handle(self, event: Any, now: float) -> list[Any]:

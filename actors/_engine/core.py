@@ -497,8 +497,9 @@ class ExperimentCore:
             self._kill_trial(trial_id, run_id)
         if self.finished:
             return
-        self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
-                                           self.now - self.started_at))
+        if self.spec.progress_reports:
+            self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
+                                               self.now - self.started_at))
         self._emit(self.feed.flush())
         if self.spec.multi_host:
             for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
@@ -790,10 +791,11 @@ class ExperimentCore:
         self._top_up()
         if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
             return
-        free = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
         blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING)
-        if free > 0 and waiting > blocked and not self.link.choosing:
+        # (free room is counted only when a trial could take it: this runs after every decision)
+        if waiting > blocked and not self.link.choosing and min(
+                self.members.free_slots(), self.spec.max_concurrent - self.table.running) > 0:
             self.link.choosing = True
             self.link.choose_version = self.table.version
             self._call(HookKind.CHOOSE, None)

@@ -56,6 +56,8 @@ class ExperimentSpec:
     log_to_driver: bool = True
     # send TrialEvents to the driver (only when callbacks are configured: it costs messages)
     forward_events: bool = False
+    # send the driver an ExperimentProgress each tick (the simulator's driver reads none: it turns them off)
+    progress_reports: bool = True
     # LoggerCallbacks run by the controller (None: the JSON and CSV loggers)
     loggers: list[Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -127,6 +127,10 @@ class ExperimentIO:
     # ------------------------------------------------------------------ trial events
     def on_add(self, rec: TrialRecord) -> None:
         self.layout.set_dirname(rec.trial_id, rec.dirname)
+        self.write_params(rec)
+
+    def write_params(self, rec: TrialRecord) -> None:
+        """The trial's ``params.json`` (the simulator's store encodes it when it is first read)."""
         write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
 
     def on_start(self, rec: TrialRecord) -> None:
@@ -137,7 +141,7 @@ class ExperimentIO:
         if rewind is not None:
             self.logged_iter[rec.trial_id] = rec.iteration
         if rec.clone is None and rec.extra_result.get("pbt_exploit"):
-            write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+            self.write_params(rec)
 
     def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
         """Append a batch to the trial's history; an error message if a logger failed. (Its metrics were

@@ -85,7 +85,8 @@ class FaultyStore:
         value = getattr(self._inner, name)
         if not callable(value):
             return value  # data (``dirty``, ``trial_prefix``): read through each time
-        if name in WRITE_CALLS:
+        faults: Faults = self._faults
+        if name in WRITE_CALLS and (faults.storage_fail_at or faults.storage_error_p):  # else: nothing to inject
             value = self._faulty(name, value)
         object.__setattr__(self, name, value)  # a method: found directly from now on
         return value

@@ -16,6 +16,7 @@ writes). Neither is what the simulation is about, so here:
   anything but plain values (``marshal`` refuses subclasses such as numpy scalars) is encoded at once.
   One difference: JSON lists a set's elements in the set's iteration order, which the copy keeps
   unless two elements collide in the set's hash table (the order is arbitrary in a real run too).
+* ``SimExperimentIO`` writes each trial's ``params.json`` the same way (``put_json``).
 * ``DeferredHistory`` stands in for the ``result.json`` and ``progress.csv`` writers: it keeps a copy
   of each batch of rows (and each truncation) and the file holds what the real writer
   (``JsonLinesWriter``, ``CsvWriter``) makes of them, run when the file is first read. It writes when
@@ -28,12 +29,15 @@ import copy
 import marshal
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from io import BytesIO
 from typing import Any
 
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback
+from actors._engine.lifecycle import TrialRecord
+from actors._shell.experiment_io import ExperimentIO
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StateWriter, StorageContext
 from storage._io import dumps, read_bytes
 from storage._retry import retrying
@@ -96,20 +100,35 @@ class _Deferred(MemoryFile):
         return BytesIO.read(self, *args)
 
 
+def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, what: str) -> bool:
+    """Store ``value`` at ``path`` as JSON encoded on its first read; False (nothing stored) unless
+    ``ctx`` is the simulator's store and ``value`` holds plain values only: the caller writes it now."""
+    fs = ctx.fs
+    if not isinstance(fs, SimMemoryFS):  # RunConfig(storage=...) named other storage
+        return False
+    try:
+        blob = marshal.dumps(value)
+    except ValueError:  # not plain values only: encode now, as a real run does
+        return False
+    retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=ctx.uri(path))
+    return True
+
+
 class SimStateWriter(StateWriter):
     """``StateWriter`` whose files are encoded when read (see the module's docstring)."""
 
     def _put(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> None:
-        fs = self.ctx.fs
-        if not isinstance(fs, SimMemoryFS):  # RunConfig(storage=...) named other storage
+        if not put_json(self.ctx, path, value, indent, what):
             super()._put(path, value, indent, what)
-            return
-        try:
-            blob = marshal.dumps(value)
-        except ValueError:  # not plain values only: encode now, as a real run does
-            super()._put(path, value, indent, what)
-            return
-        retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=self.ctx.uri(path))
+
+
+class SimExperimentIO(ExperimentIO):
+    """``ExperimentIO`` on the simulator's store: ``params.json`` is encoded when read (as
+    ``storage.write_json`` encodes it)."""
+
+    def write_params(self, rec: TrialRecord) -> None:
+        if not put_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config, 2, "writing JSON"):
+            super().write_params(rec)
 
 
 Op = tuple[str, Any]  # ("append", a copy of the rows) or ("truncate", max_iteration)
@@ -134,14 +153,22 @@ class _Replayed(MemoryFile):
     """A history file whose bytes are what a real writer makes of ``base`` and ``ops``, on first read."""
 
     def __init__(self, fs: MemoryFileSystem, real: type[TrialFileWriter], path_of: Callable[..., str],
-                 base: bytes | None, ops: tuple[Op, ...]) -> None:
+                 base: bytes | None, ops: list[Op]) -> None:
         super().__init__(fs, None, None)
+        # ``ops`` is the writer's own list, which only grows: the file holds its first ``upto``
         self._todo: tuple[Any, ...] | None = (real, path_of, base, ops)
+        self.upto = len(ops)
+
+    @property
+    def pending(self) -> bool:
+        """Not read yet: a later flush may just move ``upto`` on."""
+        return self._todo is not None
 
     def _encode(self) -> None:
         if self._todo is None:
             return
         (real, path_of, base, ops), self._todo = self._todo, None
+        ops = ops[:self.upto]
         fs = MemoryFileSystem(global_store=False, skip_instance_cache=True)
         ctx = StorageContext("memory://replay")
         ctx.use_filesystem(fs)
@@ -175,6 +202,7 @@ class DeferredHistory(TrialFileWriter):
         self._real, self._path_of = real, path_of
         self._base: bytes | None = None  # the file as a previous run left it
         self._ops: list[Op] = []
+        self._file: _Replayed | None = None  # the object last put in the store
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         rows = self._rows(rows)
@@ -197,6 +225,10 @@ class DeferredHistory(TrialFileWriter):
         if self._loaded:
             return
         self._loaded = True
+        fs = self._ctx.fs
+        if isinstance(fs, SimMemoryFS) and self._path not in fs.store and self._path not in fs.pseudo_dirs:
+            self._base = None  # nothing there yet (most trials): no read, no FileNotFoundError to catch
+            return
         try:
             self._base = read_bytes(self._ctx, self._path, what=f"reading {self.what}")
         except FileNotFoundError:
@@ -205,7 +237,14 @@ class DeferredHistory(TrialFileWriter):
     def _write_buffer(self) -> None:
         fs, path = self._ctx.fs, self._path
         assert isinstance(fs, SimMemoryFS)
-        file = _Replayed(fs, self._real, self._path_of, self._base, tuple(self._ops))
+        file = self._file
+        if file is not None and file.pending and fs.store.get(path) is file:
+            # nobody read the object since the last flush: it now ends at the newest op (a flush is
+            # the same object rewritten, as before, without building a new one each time)
+            file.upto = len(self._ops)
+            file.modified = datetime.now(tz=UTC)
+            return
+        file = self._file = _Replayed(fs, self._real, self._path_of, self._base, self._ops)
         retrying(lambda: fs._put(path, file), what=f"writing {self.what}", url=self.url)
 
 
@@ -251,4 +290,5 @@ def use_sim_storage(ctx: StorageContext) -> None:
         ctx.use_filesystem(SimMemoryFS())
 
 
-__all__ = ["DeferredHistory", "SimMemoryFS", "SimStateWriter", "defer_histories", "forget_tree", "use_sim_storage"]
+__all__ = ["DeferredHistory", "SimExperimentIO", "SimMemoryFS", "SimStateWriter", "defer_histories", "forget_tree",
+           "put_json", "use_sim_storage"]

@@ -35,7 +35,13 @@ from actors._driver.trainable import Trainable
 from actors._engine.signals import Start
 from actors.messages import ExperimentFinished
 from actors.testing.faults import Faults, FaultyStore
-from actors.testing.sim_store import SimStateWriter, defer_histories, forget_tree, use_sim_storage
+from actors.testing.sim_store import (
+    SimExperimentIO,
+    SimStateWriter,
+    defer_histories,
+    forget_tree,
+    use_sim_storage,
+)
 from actors.testing.sim_trial import DEFAULT_STEP_S, Curve
 from actors.testing.world import SimWorld
 
@@ -121,7 +127,6 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     from actors._driver.tuner import Tuner
     from actors._engine.core import ExperimentCore
     from actors._shell.controller import explain
-    from actors._shell.experiment_io import ExperimentIO
 
     if not callable(curve):
         raise TypeError(f"simulate(curve=...) takes a function curve(config, iteration) -> dict, got "
@@ -154,6 +159,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         spec.max_concurrent = min(slots, tc.max_concurrent_trials or slots)
         spec.total_resources = {"cpu": float(cpus)}
     tuner._save_tuner(spec)  # so Tuner.restore can continue an aborted simulation, as after fit()
+    spec.progress_reports = False  # (not saved:) the live table is for a console, nobody renders it here
 
     world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
                      max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s,
@@ -162,7 +168,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     def open_store(s: Any) -> Any:
         # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically
         ticks = itertools.count(0.0, SIM_WRITE_COST_S)
-        io = ExperimentIO(s, clock=lambda: world.now, cost_clock=lambda: next(ticks))
+        io = SimExperimentIO(s, clock=lambda: world.now, cost_clock=lambda: next(ticks))
         use_sim_storage(io.ctx)  # the same memory:// files, written without fsspec's open() per object
         io.state_writer = SimStateWriter(io.ctx, io.layout)  # each state encoded when it is first read
         defer_histories(io.loggers.loggers, io.ctx, io.layout)  # result.json, progress.csv: the same

@@ -139,6 +139,8 @@ class SimWorld:
         self.max_time_s = max_time_s
         self.idle_limit_s = idle_limit_s
         self._commit = commit
+        self._latency_s = self.faults.latency_s
+        self._random = self.rng.random
         self.now = 0.0
         self.deliveries = 0  # messages and notifications handed to the core or an actor
         self.hung = False
@@ -194,27 +196,23 @@ class SimWorld:
         self.hung = True
         self.hang_reason = reason
 
-    @staticmethod
-    def _counts(kind: _Kind, a: Any, b: Any = None) -> bool:
-        """Whether an event is progress: not a timer, a heartbeat, a liveness check or a periodic state save."""
-        if kind is _Kind.BEAT:
-            return False
-        msg: Any = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
-        t = type(msg)
-        if t in _NOT_PROGRESS:
-            return False
-        return not (t in _HOOK_MESSAGES and msg.kind is HookKind.SAVE)
-
     def _at(self, at: float, kind: _Kind, a: Any = None, b: Any = None) -> None:
         self._n += 1
-        progress = self._counts(kind, a, b)
+        # whether the event is progress (not a timer, a heartbeat, a liveness check or a periodic
+        # state save), judged once, here
+        if kind is _Kind.BEAT:
+            progress = False
+        else:
+            msg: Any = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
+            t = type(msg)
+            progress = t not in _NOT_PROGRESS and not (t in _HOOK_MESSAGES and msg.kind is HookKind.SAVE)
         if progress:
             self._busy += 1
-        heapq.heappush(self._queue, (at, self._n, kind, a, b, progress))  # judged once, here
+        heapq.heappush(self._queue, (at, self._n, kind, a, b, progress))
 
     def _latency(self) -> float:
-        lo, hi = self.faults.latency_s
-        return lo + (hi - lo) * self.rng.random()
+        lo, hi = self._latency_s
+        return lo + (hi - lo) * self._random()
 
     def _chance(self, p: float) -> bool:
         return p > 0.0 and self.rng.random() < p
