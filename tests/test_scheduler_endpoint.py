@@ -43,3 +43,29 @@ def test_raising_hook_and_bad_plugin_are_reported() -> None:
     assert isinstance(bad, SchedulerFailed) and "loading the scheduler failed" in bad.error
     (unset,) = SchedulerEndpoint().call(SchedulerCall(1, HookKind.CHOOSE))
     assert isinstance(unset, SchedulerFailed) and "not set up" in unset.error
+
+
+def test_a_trials_name_survives_its_results_in_the_schedulers_mirror() -> None:
+    """The mirror's snapshot takes each result without losing what else it knew (the trial's
+    trial_name_creator / trial_dirname_creator names, its failures, its checkpoint)."""
+    from typing import Any
+
+    from actors._engine.scheduler_host import SchedulerHost
+    from actors._engine.trial import TrialSnapshot, TrialStatus
+    from actors.messages import HookKind, SchedulerCall
+    from actors.schedulers import FIFOScheduler
+
+    seen: list[Any] = []
+
+    class Names(FIFOScheduler):
+        def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+            seen.append((trial.custom_trial_name, trial.custom_dirname, trial.num_failures,
+                         trial.last_result["training_iteration"]))
+            return super().on_trial_result(controller, trial, result)
+
+    host = SchedulerHost(Names(), "loss", "min")
+    snap = TrialSnapshot("t", {}, TrialStatus.RUNNING, {}, 1, 2, custom_trial_name="nice", custom_dirname="d")
+    host.handle(SchedulerCall(1, HookKind.ADD, "t", (), (snap,)))
+    host.handle(SchedulerCall(2, HookKind.RESULT, "t", ({"training_iteration": 1},)))
+    host.handle(SchedulerCall(3, HookKind.RESULT, "t", ({"training_iteration": 2},)))
+    assert seen == [("nice", "d", 1, 1), ("nice", "d", 1, 2)]

@@ -8,6 +8,7 @@ hook made, in order.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from typing import Any
 
@@ -153,9 +154,8 @@ class SchedulerHost:
 
 
 def _with_result(trial: TrialSnapshot, result: dict[str, Any]) -> TrialSnapshot:
-    return TrialSnapshot(
-        trial.trial_id, trial.config, trial.status, dict(result), trial.num_failures, trial.checkpoint_iteration
-    )
+    """The snapshot with its new last result, every other field kept (the trial's name too)."""
+    return dataclasses.replace(trial, last_result=dict(result))
 
 
 __all__ = ["RecordingController", "SchedulerHost", "horizon_attr", "overridden_hooks"]
