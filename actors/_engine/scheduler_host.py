@@ -8,7 +8,6 @@ hook made, in order.
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 from typing import Any
 
@@ -154,8 +153,12 @@ class SchedulerHost:
 
 
 def _with_result(trial: TrialSnapshot, result: dict[str, Any]) -> TrialSnapshot:
-    """The snapshot with its new last result, every other field kept (the trial's name too)."""
-    return dataclasses.replace(trial, last_result=dict(result))
+    """The snapshot with its new last result, every other field kept (the trial's name too). Once
+    per result: a copy of the frozen dataclass's fields (0.5 us; ``dataclasses.replace``: 4 us)."""
+    new = object.__new__(TrialSnapshot)
+    new.__dict__.update(trial.__dict__)
+    new.__dict__["last_result"] = dict(result)
+    return new
 
 
 __all__ = ["RecordingController", "SchedulerHost", "horizon_attr", "overridden_hooks"]
