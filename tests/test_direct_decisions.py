@@ -357,3 +357,42 @@ def test_a_lost_request_is_sent_again_and_decided_once() -> None:
         stop.set()
         thread.join()
         server.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_stale_wake_up_neither_blocks_nor_drops_a_connection() -> None:
+    """Thespian may wake the actor for a descriptor that is no longer readable (measured: ~15 in
+    6,000 reads) or already closed: ``ready`` must return at once, keeping the connection."""
+    import socket
+    import threading
+
+    from actors._shell.decision_server import DecisionServer
+    from actors._worker.decide import DecisionClient, frame
+    from actors.messages import ResultDecided
+
+    server = DecisionServer()
+    try:
+        client = DecisionClient(server.address, lambda: False)
+        client.sock = socket.socket(socket.AF_UNIX)
+        client.sock.connect(server.address)
+        assert server.ready([server.listener.fileno()]) == [] and len(server.conns) == 1  # accepted
+        (fd,) = server.conns
+        done = threading.Event()
+        result: list[Any] = []
+
+        def stale() -> None:
+            result.append((server.ready([fd]), server.ready([server.listener.fileno()]), server.ready([9999])))
+            done.set()
+
+        t = threading.Thread(target=stale, daemon=True)
+        t.start()
+        assert done.wait(5), "ready() blocked on a descriptor with nothing to read"
+        assert result == [([], [], [])] and fd in server.conns
+        client.sock.sendall(frame(DecideResult("t", 1, {"training_iteration": 1}, 1)))
+        (conn, req), = server.ready([fd])
+        server.answer(conn, req, ResultDecided(True, 1))
+        assert client._wait(1) == ResultDecided(True, 1)
+        client.close()
+        t.join()
+    finally:
+        server.close()

@@ -3,7 +3,10 @@
 A Unix stream socket (Linux: in the abstract namespace, so a killed actor leaves no file behind),
 one connection per trial worker. The actor watches ``filenos()`` through Thespian's
 ``ThespianWatch`` and calls ``ready`` with the descriptors that woke it; each request is answered
-on the connection it came from. The newest answer per trial is kept: a request the worker sent
+on the connection it came from. Thespian also wakes the actor for descriptors that are no longer
+readable, or already closed (measured: ~15 in 6,000 reads, and hundreds after a close): every read
+and accept is non-blocking, so such a wake-up costs nothing instead of stopping the scheduler until
+that trial sends again. The newest answer per trial is kept: a request the worker sent
 again (``DecideResult.seq``, ``actors/_worker/decide.py``) is answered from it, never decided twice.
 """
 
@@ -31,6 +34,7 @@ class DecisionServer:
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.address)
         self.listener.listen(128)
+        self.listener.setblocking(False)  # (accepted connections are blocking: answers are sent whole)
         self.conns: dict[int, tuple[socket.socket, FrameReader]] = {}
         self.answered: dict[str, tuple[int, int, ResultDecided]] = {}  # trial -> (run, seq, answer)
         self.repeats = 0  # requests answered again from the record
@@ -45,7 +49,7 @@ class DecisionServer:
             if fd == self.listener.fileno():
                 try:
                     conn, _ = self.listener.accept()
-                except OSError:
+                except OSError:  # (BlockingIOError: a stale wake-up)
                     continue
                 self.conns[conn.fileno()] = (conn, FrameReader())
                 continue
@@ -54,7 +58,9 @@ class DecisionServer:
                 continue
             conn, reader = entry
             try:
-                data = conn.recv(1 << 20)
+                data = conn.recv(1 << 20, socket.MSG_DONTWAIT)
+            except BlockingIOError:  # a stale wake-up: nothing to read after all
+                continue
             except OSError:
                 data = b""
             if not data:  # the worker's run ended (or its process did)
