@@ -69,3 +69,33 @@ def test_a_trials_name_survives_its_results_in_the_schedulers_mirror() -> None:
     host.handle(SchedulerCall(2, HookKind.RESULT, "t", ({"training_iteration": 1},)))
     host.handle(SchedulerCall(3, HookKind.RESULT, "t", ({"training_iteration": 2},)))
     assert seen == [("nice", "d", 1, 1), ("nice", "d", 1, 2)]
+
+
+def test_ray_tune_decision_constants_are_understood() -> None:
+    """A plugin written for Ray Tune returns ``TrialScheduler.STOP`` ("STOP") or ``self.PAUSE``: both
+    work; a value that is no decision fails the experiment with a message naming it."""
+    from typing import Any
+
+    import cloudpickle
+
+    from actors._engine.reducer import Decision
+    from actors._engine.scheduler_endpoint import SchedulerEndpoint
+    from actors._engine.trial import TrialSnapshot, TrialStatus
+    from actors.messages import HookKind, SchedulerCall, SchedulerFailed, SchedulerReply, SchedulerSetup
+    from actors.schedulers import FIFOScheduler
+
+    class RayStyle(FIFOScheduler):
+        def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+            return result["answer"]
+
+    ep = SchedulerEndpoint()
+    ep.setup(SchedulerSetup(cloudpickle.dumps(RayStyle()), "loss", "min", None))
+    ep.call(SchedulerCall(1, HookKind.ADD, "t", (), (TrialSnapshot("t", {}, TrialStatus.RUNNING),)))
+    for seq, (answer, want) in enumerate([("STOP", Decision.STOP), ("PAUSE", Decision.PAUSE), ("NOOP", Decision.NOOP),
+                                          ("CONTINUE", Decision.CONTINUE), (RayStyle.STOP, Decision.STOP),
+                                          (None, Decision.CONTINUE)], start=2):
+        (reply,) = ep.call(SchedulerCall(seq, HookKind.RESULT, "t", ({"answer": answer},)))
+        assert isinstance(reply, SchedulerReply) and reply.decision is want, (answer, reply)
+    (failed,) = ep.call(SchedulerCall(8, HookKind.RESULT, "t", ({"answer": "stop please"},)))
+    assert isinstance(failed, SchedulerFailed)
+    assert "must return Decision.CONTINUE, PAUSE, STOP or NOOP" in failed.error and "'stop please'" in failed.error

@@ -27,6 +27,25 @@ class Decision(IntEnum):
     STOP = 2
 
 
+# Ray Tune's ``TrialScheduler`` constants are these strings: a plugin written for Ray may return them
+_RAY_NAMES = {"CONTINUE": Decision.CONTINUE, "NOOP": Decision.NOOP, "PAUSE": Decision.PAUSE, "STOP": Decision.STOP}
+
+
+def as_decision(value: object) -> Decision:
+    """A hook's return value as a Decision: a ``Decision``, Ray Tune's ``"CONTINUE"``/``"PAUSE"``/
+    ``"STOP"``/``"NOOP"``, or None (CONTINUE). Anything else is a plugin bug, named in the error."""
+    if value is None:
+        return Decision.CONTINUE
+    if isinstance(value, Decision):
+        return value
+    if isinstance(value, str) and value in _RAY_NAMES:
+        return _RAY_NAMES[value]
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2):
+        return Decision(value)
+    raise TypeError(f"on_trial_result must return Decision.CONTINUE, PAUSE, STOP or NOOP (or Ray Tune's "
+                    f"TrialScheduler.CONTINUE, ... strings), got {value!r}")
+
+
 def merge(a: Decision, b: Decision) -> Decision:
     """Merge two decisions: the stronger one wins (commutative, associative, idempotent)."""
     return a if a >= b else b
@@ -40,4 +59,4 @@ def reduce_decisions(decisions: Iterable[Decision], start: Decision = Decision.C
     return out
 
 
-__all__ = ["Decision", "merge", "reduce_decisions"]
+__all__ = ["Decision", "as_decision", "merge", "reduce_decisions"]

@@ -12,7 +12,7 @@ import pickle
 from typing import Any
 
 from actors._engine.horizon import clean_horizon
-from actors._engine.reducer import Decision, merge
+from actors._engine.reducer import Decision, as_decision, merge
 from actors._engine.trial import TrialSnapshot
 from actors._legacy import loads as legacy_loads
 from actors.messages import (
@@ -125,7 +125,7 @@ class SchedulerHost:
                 trial = _with_result(trial, result)
                 ctl.trials[trial.trial_id] = trial
                 d = sched.on_trial_result(ctl, trial, result)
-                decision = merge(decision, Decision(d if d is not None else Decision.CONTINUE))
+                decision = merge(decision, as_decision(d))
             horizon = self._horizon(trial)
         elif call.kind is HookKind.ADD:
             assert trial is not None

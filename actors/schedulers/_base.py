@@ -74,6 +74,11 @@ class Scheduler(ABC):
     tolerates_batching: bool | None = None
     metric: str | None = None
     mode: str | None = None
+    # Ray Tune's TrialScheduler constants, so a plugin written for Ray returns ``self.STOP`` as it did
+    CONTINUE = Decision.CONTINUE
+    NOOP = Decision.NOOP
+    PAUSE = Decision.PAUSE
+    STOP = Decision.STOP
 
     def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
         """Take the experiment's metric/mode when the scheduler was built without them."""
