@@ -361,8 +361,9 @@ def test_a_lost_request_is_sent_again_and_decided_once() -> None:
 
 @pytest.mark.timeout(30)
 def test_a_stale_wake_up_neither_blocks_nor_drops_a_connection() -> None:
-    """Thespian may wake the actor for a descriptor that is no longer readable (measured: ~15 in
-    6,000 reads) or already closed: ``ready`` must return at once, keeping the connection."""
+    """Thespian may wake the actor for a descriptor that is no longer readable (often: see
+    benchmarks/probe_thespian_watch.py) or already closed: ``ready`` must return at once, keeping
+    the connection."""
     import socket
     import threading
 

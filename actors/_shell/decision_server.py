@@ -4,7 +4,8 @@ A Unix stream socket (Linux: in the abstract namespace, so a killed actor leaves
 one connection per trial worker. The actor watches ``filenos()`` through Thespian's
 ``ThespianWatch`` and calls ``ready`` with the descriptors that woke it; each request is answered
 on the connection it came from. Thespian also wakes the actor for descriptors that are no longer
-readable, or already closed (measured: ~15 in 6,000 reads, and hundreds after a close): every read
+readable, or already closed (``benchmarks/probe_thespian_watch.py``: from 15 to ~9,800 stale wake-ups per
+6,000 reads across runs, and up to hundreds after a close): every read
 and accept is non-blocking, so such a wake-up costs nothing instead of stopping the scheduler until
 that trial sends again. The newest answer per trial is kept: a request the worker sent
 again (``DecideResult.seq``, ``actors/_worker/decide.py``) is answered from it, never decided twice.
