@@ -397,3 +397,17 @@ def test_a_stale_wake_up_neither_blocks_nor_drops_a_connection() -> None:
         t.join()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("batching, horizon, hooks, offered", [
+    (False, None, frozenset(HookKind), True),  # decides every result
+    (True, None, frozenset(HookKind), False),  # tolerates batching: runs ahead instead
+    (False, "training_iteration", frozenset(HookKind), False),  # horizons: waits only at them
+    (False, None, frozenset({HookKind.CHOOSE, HookKind.SAVE}), False),  # no on_trial_result: nothing to ask
+])
+def test_direct_decisions_are_offered_only_to_a_plugin_that_decides_every_result(
+        batching: bool, horizon: str | None, hooks: frozenset[HookKind], offered: bool) -> None:
+    from actors._engine.scheduler_endpoint import decides_every_result
+    from actors.messages import SchedulerReady
+
+    assert decides_every_result(SchedulerReady(batching, "P", hooks, horizon)) is offered

@@ -220,17 +220,13 @@ class ExperimentCore:
         # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
         # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
         # A plugin with decision horizons lets a trial run ahead too, waiting only at its horizon.
-        batching = ((msg.batching_allowed or bool(msg.horizon_attr)) and self.spec.stopper is None
-                    and not self.spec.callback_gate and not self.spec.checkpoint_at_end)
-        self.window = self.spec.batch_window if batching else 1
+        core_decides = self.spec.stopper is not None or self.spec.callback_gate or self.spec.checkpoint_at_end
+        batching = (msg.batching_allowed or bool(msg.horizon_attr)) and not core_decides
         self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
-        # A plugin that decides every result answers the trials directly where its actor offers a socket
-        # (same host only), under the same conditions under which results may be batched at all.
-        if (msg.direct and not batching and not msg.batching_allowed and HookKind.RESULT in msg.hooks
-                and self.spec.stopper is None and not self.spec.callback_gate and not self.spec.checkpoint_at_end
-                and not self.spec.multi_host):
-            self.direct = msg.direct
-            self.window = self.spec.batch_window
+        # A plugin that decides every result answers the trials directly where its actor offers that
+        # (scheduler_endpoint.offering_direct), on the same host, when the core need not decide each result.
+        self.direct = msg.direct if msg.direct and not core_decides and not self.spec.multi_host else ""
+        self.window = self.spec.batch_window if batching or self.direct else 1
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)

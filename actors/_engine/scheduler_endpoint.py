@@ -34,6 +34,12 @@ from actors.messages import (
 SchedulerAnswer = SchedulerReady | SchedulerReply | SchedulerFailed
 
 
+def decides_every_result(ready: SchedulerReady) -> bool:
+    """The plugin implements ``on_trial_result``, tolerates no batching and declares no horizon: the
+    one for which the scheduler actor (and the simulator) offer direct decisions (``SchedulerReady.direct``)."""
+    return not ready.batching_allowed and not ready.horizon_attr and HookKind.RESULT in ready.hooks
+
+
 class SchedulerEndpoint:
     """One scheduler plugin behind the controller <-> scheduler protocol."""
 
@@ -86,4 +92,4 @@ class SchedulerEndpoint:
                                    f"{name} raised in its {msg.kind.value} hook: {exc!r}\n{traceback.format_exc()}")
 
 
-__all__ = ["SchedulerAnswer", "SchedulerEndpoint"]
+__all__ = ["SchedulerAnswer", "SchedulerEndpoint", "decides_every_result"]

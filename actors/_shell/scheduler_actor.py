@@ -20,13 +20,12 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ThespianWatch, WakeupMessage, WatchMessage
 
-from actors._engine.scheduler_endpoint import SchedulerEndpoint
+from actors._engine.scheduler_endpoint import SchedulerEndpoint, decides_every_result
 from actors._shell.decision_server import DecisionServer
 from actors._shell.proc import die_with_parent
 from actors.messages import (
     DecidedResults,
     DirectDecision,
-    HookKind,
     SchedulerCall,
     SchedulerFailed,
     SchedulerReady,
@@ -50,8 +49,8 @@ class SchedulerActor(ActorTypeDispatcher):
     def receiveMsg_SchedulerSetup(self, msg: SchedulerSetup, sender: Any) -> None:
         self.controller = sender
         ready = self.endpoint.setup(msg)
-        if (isinstance(ready, SchedulerReady) and self.server is None and self._can_watch()
-                and not ready.batching_allowed and not ready.horizon_attr and HookKind.RESULT in ready.hooks):
+        if (isinstance(ready, SchedulerReady) and decides_every_result(ready) and self.server is None
+                and self._can_watch()):
             self.server = DecisionServer()
             ready = dataclasses.replace(ready, direct=self.server.address)
         self.send(sender, ready)

@@ -10,6 +10,7 @@ is left for ``idle_limit_s`` simulated seconds, no event is left at all, or a ca
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from actors._engine.scheduler_endpoint import SchedulerEndpoint
+from actors._engine.scheduler_endpoint import SchedulerEndpoint, decides_every_result
 from actors._engine.signals import (
     DRIVER,
     ActorGone,
@@ -309,9 +310,8 @@ class SimWorld:
         elif actor.scheduler is not None:
             if isinstance(msg, SchedulerSetup):
                 ready = actor.scheduler.setup(msg)
-                if (self.direct and isinstance(ready, SchedulerReady) and not ready.batching_allowed
-                        and not ready.horizon_attr and HookKind.RESULT in ready.hooks):
-                    ready = SchedulerReady(ready.batching_allowed, ready.name, ready.hooks, None, "simulated")
+                if self.direct and isinstance(ready, SchedulerReady) and decides_every_result(ready):
+                    ready = dataclasses.replace(ready, direct="simulated")
                 self._to_core(ready)
             elif isinstance(msg, SchedulerCall):
                 for answer in actor.scheduler.call(msg):
