@@ -18,6 +18,7 @@ from actors._engine.signals import (
     Finish,
     KillProcess,
     MemberJoined,
+    ProcessesChecked,
     Reply,
     Retire,
     Send,
@@ -336,3 +337,90 @@ def test_a_trial_process_dying_fails_the_trial() -> None:
     rec = h.core.table.get(tid)
     assert rec.status is TrialStatus.ERROR and "SIGKILL" in (rec.error or "")
     assert isinstance(out[-1], Finish)
+
+
+# ---------------------------------------------------------------------------------- quiet seconds
+def _saves(out: list) -> list[SchedulerCall]:
+    return [c for c in sent(out, SchedulerCall, to=SCHEDULER) if c.kind is HookKind.SAVE]
+
+
+def test_a_quiet_second_writes_no_state_and_any_change_writes_the_next() -> None:
+    """The periodic write is skipped when nothing a state holds changed since the last snapshot
+    (a trial in a long step: on S3 a PUT a second for nothing); a result, a liveness finding or a
+    stopper (TimeoutStopper keeps time in its state) brings it back."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=1, actor_processes=True))
+    [(tid, _)] = _running(h).items()
+    h.store.due = True
+    first = h.handle(Wake(Tick.PERIODIC), at=1.0)
+    assert len(_saves(first)) == 1
+    h.answer_all()  # the scheduler's state arrives: the write completes (no change)
+    for t in (2.0, 3.0):
+        quiet = h.handle(Wake(Tick.PERIODIC), at=t)
+        assert _saves(quiet) == [], f"nothing changed, yet the tick at {t} saves"
+        h.handle(ProcessesChecked(()), at=t)
+        h.handle(MemberHeartbeat("w", 1), at=t)
+        h.handle(ClusterStatusRequest(), at=t)
+    h.handle(_result(tid, 1, 1), at=3.5)
+    h.answer_all()
+    assert len(_saves(h.handle(Wake(Tick.PERIODIC), at=4.0))) == 1, "a result came: the state is written"
+    h.answer_all()
+    assert _saves(h.handle(Wake(Tick.PERIODIC), at=5.0)) == []
+    # the liveness check finds the trial's process gone: the table changed
+    h.handle(Wake(Tick.PERIODIC), at=5.5)
+    h.handle(ProcessesChecked(((tid, 1, -9),)), at=5.6)
+    h.handle(ProcessesChecked(((tid, 1, -9),)), at=5.7)
+    h.answer_all()
+    assert h.core.table.get(tid).status is TrialStatus.ERROR and h.phase is R
+    assert len(_saves(h.handle(Wake(Tick.PERIODIC), at=6.0))) == 1
+
+
+def test_with_a_stopper_every_due_second_writes() -> None:
+    from actors.stoppers import TimeoutStopper
+
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, stopper=TimeoutStopper(3600)))
+    _running(h)
+    h.store.due = True
+    for t in (1.0, 2.0, 3.0):
+        assert len(_saves(h.handle(Wake(Tick.PERIODIC), at=t))) == 1, t
+        h.answer_all()
+
+
+@pytest.mark.parametrize(("event", "commands", "quiet"), [
+    (Wake(Tick.PERIODIC), [WakeAfter(1.0, Tick.PERIODIC)], True),
+    (Wake(Tick.PERIODIC), [WakeAfter(1.0, Tick.PERIODIC), Send(SCHEDULER, SchedulerCall(3, HookKind.SAVE))], True),
+    (Wake(Tick.PERIODIC), [Send(DRIVER, "progress"), WakeAfter(1.0, Tick.PERIODIC)], True),
+    (Wake(Tick.PERIODIC), [KillProcess(4001), WakeAfter(1.0, Tick.PERIODIC)], False),
+    (Wake(Tick.PERIODIC), [Send(7, TrialStop("t", 1))], False),
+    (Wake(Tick.PERIODIC), [Send(SCHEDULER, SchedulerCall(3, HookKind.COMPLETE, "t"))], False),
+    (ProcessesChecked(()), [], True),
+    (MemberHeartbeat("w", 2), [], True),
+    (ClusterStatusRequest(), [Reply("status")], True),
+    (SchedulerReply(3, HookKind.SAVE, None, Decision.CONTINUE, (), None, b"s"), [], True),
+    (SchedulerReply(3, HookKind.RESULT, "t", Decision.CONTINUE, ()), [], False),
+    (SchedulerReply(3, HookKind.CHOOSE, None, Decision.CONTINUE, ()), [], False),
+    (_result("t", 1, 1), [], False),
+    (TrialEnded("t", 1, 1, EndReason.STOPPED), [], False),
+    (AbortExperiment("x"), [], False),
+])
+def test_which_events_change_nothing_a_state_holds(event: object, commands: list, quiet: bool) -> None:
+    from actors._engine.core import changes_nothing
+
+    assert changes_nothing(event, commands) is quiet
+
+
+def test_the_liveness_check_wants_an_empty_answer_only_after_a_finding() -> None:
+    """An empty ProcessesChecked changes nothing unless a process was found gone at the check
+    before (it may be a slow exit notice): only then must the shell answer 'none gone'."""
+    from actors._engine.signals import CheckProcesses
+
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, actor_processes=True))
+    tids = list(_running(h))
+    [check] = of_type(h.handle(Wake(Tick.PERIODIC), at=1.0), CheckProcesses)
+    assert not check.always_answer and {t for t, _, _ in check.procs} == set(tids)
+    h.handle(ProcessesChecked(((tids[0], 1, -9),)), at=1.0)  # gone once: not yet failed
+    assert h.core.table.get(tids[0]).status is TrialStatus.RUNNING
+    [check] = of_type(h.handle(Wake(Tick.PERIODIC), at=2.0), CheckProcesses)
+    assert check.always_answer, "the core must hear whether that process is still gone"
+    h.handle(ProcessesChecked(()), at=2.0)  # it was only slow: forgotten
+    [check] = of_type(h.handle(Wake(Tick.PERIODIC), at=3.0), CheckProcesses)
+    assert not check.always_answer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import random
 from typing import Any
 
 import pytest
@@ -171,6 +172,23 @@ def test_save_restore_continues_the_same_rungs() -> None:
         ASHAScheduler(metric="acc", mode="max", max_t=32, reduction_factor=2).restore(state)
 
 
+def test_only_random_brackets_builds_and_saves_a_generator() -> None:
+    """Without random_brackets nothing draws, so no generator is built or saved (it was half of a
+    saved ASHA state); a state saved with one (before 2026-12-04) still restores."""
+    plain = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2)
+    assert plain._rng is None and "_rng" not in plain.save()["state"]
+    drawn = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, random_brackets=True, seed=3)
+    assert "_rng" in drawn.save()["state"]
+    old = pickle.loads(pickle.dumps(plain.save()))
+    old["state"]["_rng"] = random.Random(1)  # what an older audition saved for every ASHA
+    fresh = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2)
+    fresh.restore(old)
+    assert "_rng" not in fresh.save()["state"]
+    with pytest.raises(ValueError, match="no _rng"):  # a drawing ASHA needs its generator back
+        ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, random_brackets=True,
+                      seed=3).restore({**plain.save(), "params": drawn.save()["params"]})
+
+
 def test_save_copies_everything_including_the_generator() -> None:
     """save() is a deep copy (its generator too, copied the fast way): using what it returned
     changes nothing in the scheduler."""
@@ -199,10 +217,16 @@ def test_the_host_pickles_what_save_returns_and_a_subclass_save_is_kept() -> Non
     blob = host.handle(SchedulerCall(1, HookKind.SAVE)).state
     assert blob is not None
 
+    assert loads(blob) == {"scheduler": part.scheduler.save()}  # the plugin's state, not the host's mirror
+
+    rand = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, brackets=3,
+                         random_brackets=True, seed=7)
+    rand_blob = SchedulerHost(rand, "acc", "max").handle(SchedulerCall(1, HookKind.SAVE)).state
+
     def plain(saved: dict[str, Any]) -> dict[str, Any]:  # a generator compares by its state
         return {**saved, "state": {**saved["state"], "_rng": saved["state"]["_rng"].getstate()}}
 
-    assert plain(loads(blob)["scheduler"]) == plain(part.scheduler.save())
+    assert plain(loads(rand_blob or b"")["scheduler"]) == plain(rand.save())
 
     class Custom(ASHAScheduler):
         def save(self) -> dict[str, object]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import cloudpickle
 
 from actors._engine.scheduler_endpoint import SchedulerEndpoint
@@ -99,3 +101,48 @@ def test_ray_tune_decision_constants_are_understood() -> None:
     (failed,) = ep.call(SchedulerCall(8, HookKind.RESULT, "t", ({"answer": "stop please"},)))
     assert isinstance(failed, SchedulerFailed)
     assert "must return Decision.CONTINUE, PAUSE, STOP or NOOP" in failed.error and "'stop please'" in failed.error
+
+
+SEEN_ON_RESTORE: list[tuple[str, frozenset[str]]] = []
+
+
+class _Watching(FIFOScheduler):
+    """Records which trials the plugin's controller knows at every hook (module level: the
+    restored run unpickles its own copy of the scheduler)."""
+
+    def on_trial_add(self, controller, trial):
+        SEEN_ON_RESTORE.append(("add", frozenset(t.trial_id for t in controller.get_trials())))
+
+    def choose_trial_to_run(self, controller):
+        SEEN_ON_RESTORE.append(("choose", frozenset(t.trial_id for t in controller.get_trials())))
+        return super().choose_trial_to_run(controller)
+
+
+def test_a_restored_plugin_sees_every_saved_trial_at_its_first_hook() -> None:
+    """The scheduler's saved state no longer holds its mirror of the table (2026-12-04): a restore
+    rebuilds the mirror from the core's first call, which carries every trial of the saved table, so
+    the plugin's ``get_trials()`` is whole before any hook of the restored run runs."""
+    from actors import RunConfig, TuneConfig
+    from actors._legacy import loads
+    from actors.testing import Faults, simulate
+    from storage import ExperimentLayout, StorageContext
+    from storage._state import read_experiment_state
+
+    def curve(config: dict[str, float], i: int) -> dict[str, float]:
+        return {"loss": config["x"] / i, "time_this_iter_s": 1.0}
+
+    sim = simulate(curve, {"x": 1.0}, TuneConfig(metric="loss", mode="min", num_samples=6, scheduler=_Watching()),
+                   RunConfig(), max_iterations=20, cpus=2, seed=5, faults=Faults(abort_at_s=4.0))
+    assert sim.error and "simulated abort" in sim.error
+    ctx = StorageContext(sim.storage_url)
+    state = read_experiment_state(ctx, ExperimentLayout(ctx, sim.name))
+    assert state is not None
+    saved = {row["trial_id"] for row in state["trials"]}
+    assert len(saved) == 6
+    assert set(loads(base64.b64decode(state["scheduler"]))) == {"scheduler"}  # no mirror
+    SEEN_ON_RESTORE.clear()
+    again = simulate(curve, restore=sim.experiment_path, seed=5, max_iterations=20)
+    assert not again.hung and again.error is None
+    assert SEEN_ON_RESTORE and SEEN_ON_RESTORE[0][1] == saved, SEEN_ON_RESTORE[:2]
+    sim.discard()
+    again.discard()

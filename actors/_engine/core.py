@@ -72,6 +72,7 @@ from actors.messages import (
     ProbeStart,
     RunTrial,
     SchedulerAction,
+    SchedulerCall,
     SchedulerFailed,
     SchedulerReady,
     SchedulerReply,
@@ -141,6 +142,8 @@ class ExperimentCore:
         # scheduler can have several of a trial's batches in flight)
         self.unlogged: dict[str, list[TrialResults]] = {}
         self.clone_waits: dict[str, str] = {}  # clone -> the source whose save in flight it waits for
+        # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
+        self.unchanged = False
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
@@ -171,6 +174,8 @@ class ExperimentCore:
                                                f"{exc!r}\n{traceback.format_exc()}")
                 self._fail(reason)
         out, self.out = self.out, []
+        if self.unchanged and not changes_nothing(event, out):
+            self.unchanged = False
         return out
 
     def _fail(self, reason: str) -> None:
@@ -501,7 +506,9 @@ class ExperimentCore:
             for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
                 self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
             self._check_placeable()
-        if self.phase is not ExperimentPhase.STARTING and self.io.state_due():
+        # (a stopper may keep time in its state, TimeoutStopper does: written even in a quiet second)
+        if (self.phase is not ExperimentPhase.STARTING and self.io.state_due()
+                and not (self.unchanged and not self.io.dirty and self.spec.stopper is None)):
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
 
@@ -536,7 +543,7 @@ class ExperimentCore:
         procs = tuple((rec.trial_id, rec.run_id, pid) for rec in self.table.with_status(TrialStatus.RUNNING)
                       if (pid := self._local_pid(rec.trial_id, rec.run_id)) is not None)
         if procs or self.watch.gone:
-            self.out.append(CheckProcesses(procs))
+            self.out.append(CheckProcesses(procs, always_answer=bool(self.watch.gone)))
 
     def _checked(self, msg: ProcessesChecked) -> None:
         """Trial processes gone at two checks in a row with no exit notice heard: the run failed."""
@@ -834,6 +841,7 @@ class ExperimentCore:
     # ------------------------------------------------------------------ the end
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
+        self.unchanged = True
         self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
 
     def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
@@ -893,7 +901,34 @@ class ExperimentCore:
         self.out.append(Finish(error))
 
 
+_QUIET_EVENTS = frozenset({Wake, ProcessesChecked, MemberHeartbeat, ClusterStatusRequest})
+_QUIET_COMMANDS = frozenset({WakeAfter, CheckProcesses, Reply})
+
+
+def changes_nothing(event: Any, commands: list[Command]) -> bool:
+    """Whether handling ``event`` left everything a saved state holds as it was: a timer, liveness
+    check, heartbeat, status query or scheduler state that only waited, reported and asked again.
+
+    Judged from the outside (the event's type and what it led to), not by listing every mutation:
+    anything else counts as a change, so a missed case costs one extra write, never a lost one.
+    """
+    t = type(event)
+    if t is SchedulerReply:
+        if event.kind is not HookKind.SAVE:
+            return False
+    elif t not in _QUIET_EVENTS:
+        return False
+    for c in commands:
+        if type(c) in _QUIET_COMMANDS:
+            continue
+        if type(c) is Send and (c.to == DRIVER or (type(c.msg) is SchedulerCall and c.msg.kind is HookKind.SAVE)):
+            continue
+        return False
+    return True
+
+
 _HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
             EffectKind.REMOVE: HookKind.REMOVE}
 
-__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "changes_nothing",
+           "stopper_failed"]

@@ -106,7 +106,9 @@ class SchedulerHost:
         if state is not None:
             saved = legacy_loads(state)
             scheduler.restore(saved["scheduler"])
-            self.controller.trials = saved["trials"]
+            # (a state saved before 2026-12-04 also holds the mirror; the core's first call after a
+            # restore sends every trial again, so it is no longer saved)
+            self.controller.trials = dict(saved.get("trials") or {})
 
     def handle(self, call: SchedulerCall) -> SchedulerReply:
         ctl = self.controller
@@ -144,7 +146,8 @@ class SchedulerHost:
             pick = sched.choose_trial_to_run(ctl)
             chosen = pick.trial_id if pick is not None else None
         elif call.kind is HookKind.SAVE:
-            state = pickle.dumps({"scheduler": sched._save_to_pickle(), "trials": dict(ctl.trials)})
+            # the plugin's state only: the mirror is the core's table, which a restore sends again
+            state = pickle.dumps({"scheduler": sched._save_to_pickle()})
         return SchedulerReply(call.seq, call.kind, call.trial_id, decision, tuple(ctl.actions), chosen, state,
                               horizon)
 

@@ -148,9 +148,12 @@ class KillProcess:
 
 @dataclass(frozen=True)
 class CheckProcesses:
-    """Look up these local trial processes now and answer with ``ProcessesChecked``."""
+    """Look up these local trial processes now and answer with ``ProcessesChecked``; when none is
+    gone, answer only if ``always_answer`` (the core remembers a process found gone at the last
+    check and must hear that it is not gone now; otherwise an empty answer changes nothing)."""
 
     procs: tuple[tuple[str, int, int], ...]  # (trial_id, run_id, pid)
+    always_answer: bool = True
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,8 @@ class ControllerActor(ActorTypeDispatcher):
                 self._kill(c.pid)
             elif isinstance(c, CheckProcesses):
                 gone = tuple((t, r, code) for t, r, pid in c.procs for dead, code in [process_exit(pid)] if dead)
-                self._handle(ProcessesChecked(gone), sender)
+                if gone or c.always_answer:
+                    self._handle(ProcessesChecked(gone), sender)
             elif isinstance(c, WatchMembers):
                 self.notifyOnSystemRegistrationChanges(True)
             elif isinstance(c, ShutdownSystem):

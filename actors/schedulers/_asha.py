@@ -69,7 +69,9 @@ class ASHAScheduler(MetricScheduler):
         super().__init__(metric, mode)
         self.skip_missing = bool(skip_missing)
         self.random_brackets = bool(random_brackets)
-        self._rng = numpy_legacy_rng(random.SystemRandom().getrandbits(32) if seed is None else seed)
+        # only random_brackets draws: without it there is no generator to build or save
+        self._rng = (numpy_legacy_rng(random.SystemRandom().getrandbits(32) if seed is None else seed)
+                     if self.random_brackets else None)
         name = type(self).__name__
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"{name}: time_attr must be a non-empty result key, got {time_attr!r}")
@@ -92,6 +94,9 @@ class ASHAScheduler(MetricScheduler):
         self._next_bracket = 0
         self._stopped: set[str] = set()
 
+    def _state_keys(self) -> tuple[str, ...]:
+        return self._STATE if self.random_brackets else tuple(k for k in self._STATE if k != "_rng")
+
     def _make_rungs(self, s: int) -> list[list[Any]]:
         count = int(math.log(self.max_t / self.grace_period) / math.log(self.reduction_factor) - s + 1)
         return [[self.grace_period * self.reduction_factor ** (k + s), {}] for k in range(count)]
@@ -113,6 +118,7 @@ class ASHAScheduler(MetricScheduler):
                 sizes = [len(r) for r in self._rungs]
                 probs = [math.e ** (n - max(sizes)) for n in sizes]
                 total = np_sum(probs)
+                assert self._rng is not None
                 self._trial_bracket[trial_id] = numpy_choice(self._rng, [x / total for x in probs])
             else:
                 self._trial_bracket[trial_id] = self._next_bracket % self.brackets

@@ -97,7 +97,8 @@ class MetricScheduler(FIFOScheduler):
 
     Subclasses list their constructor parameters in ``_PARAMS`` (checked on
     restore so a state is never loaded into a differently-shaped scheduler) and
-    their evolving attributes in ``_STATE`` (deep-copied by :meth:`save`).
+    their evolving attributes in ``_STATE`` (deep-copied by :meth:`save`; an instance may save
+    fewer, see :meth:`_state_keys`).
     """
 
     tolerates_batching = False
@@ -156,14 +157,19 @@ class MetricScheduler(FIFOScheduler):
 
     def save(self) -> dict[str, Any]:
         """Constructor parameters (for a consistency check) plus a deep copy of the evolving state."""
-        return self._saved(_deep_copy_state({s: getattr(self, s) for s in self._STATE}))
+        return self._saved(_deep_copy_state({s: getattr(self, s) for s in self._state_keys()}))
 
     def _save_to_pickle(self) -> dict[str, Any]:
         """``save()`` without the copy, for a caller that pickles the answer before the scheduler
         runs again (the scheduler host, at every state write): pickling copies anyway."""
         if type(self).save is not MetricScheduler.save:  # a subclass's own save() decides what is saved
             return self.save()
-        return self._saved({s: getattr(self, s) for s in self._STATE})
+        return self._saved({s: getattr(self, s) for s in self._state_keys()})
+
+    def _state_keys(self) -> tuple[str, ...]:
+        """The ``_STATE`` attributes this instance saves: a subclass drops one its options leave
+        unused (it is saved at every state write, about once a second)."""
+        return self._STATE
 
     def _saved(self, state: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -193,7 +199,7 @@ class MetricScheduler(FIFOScheduler):
             self.metric = state["metric"]
         if state.get("mode") is not None:
             self.mode = parse_mode(state["mode"], name)
-        missing = sorted(set(self._STATE) - set(state["state"]))
+        missing = sorted(set(self._state_keys()) - set(state["state"]))
         if missing:  # e.g. HyperBand's state before it made Ray Tune 2.60's decisions (2026-12-03)
             raise ValueError(
                 f"{name}.restore: the saved state has no {', '.join(missing)}: it was saved by an older audition "

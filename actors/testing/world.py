@@ -252,7 +252,8 @@ class SimWorld:
                 self._gone(handle, SIGKILL_CODE)
         elif isinstance(cmd, CheckProcesses):
             gone = tuple((t, r, self.dead[pid]) for t, r, pid in cmd.procs if pid in self.dead)
-            self._at(self.now, _Kind.CORE, ProcessesChecked(gone))  # the shell reads /proc at once
+            if gone or cmd.always_answer:
+                self._at(self.now, _Kind.CORE, ProcessesChecked(gone))  # the shell reads /proc at once
         elif isinstance(cmd, WatchMembers):
             for member_id in self.members:
                 self._joined(member_id)
