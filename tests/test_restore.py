@@ -584,3 +584,30 @@ def test_aborted_run_then_restored(how, tmp_path, no_leaks):
     state = run.state()
     assert state is not None and {"PENDING", "RUNNING"} & set(D.statuses(state))
     assert_contiguous(restore_and_fit(run), 6, steps=10)
+
+
+def test_the_searchers_saved_state_is_cloudpickled_again_only_when_it_changed(tmp_path: Any, monkeypatch: Any) -> None:
+    """The state write reuses the searcher's encoded state while its plain pickle is unchanged (a
+    search space is cloudpickled once, not every second); a changed state or one only cloudpickle
+    can pickle (a lambda) is encoded anew, and each text loads back to what was saved."""
+    import cloudpickle
+
+    from actors._legacy import loads
+
+    io, _ = _io(str(tmp_path), None)
+    calls: list[object] = []
+    real = cloudpickle.dumps
+    monkeypatch.setattr(cloudpickle, "dumps", lambda obj, *a, **k: calls.append(obj) or real(obj, *a, **k))
+
+    def back(text: str | None) -> object:
+        return loads(base64.b64decode(text or ""))
+
+    space = {"next": 3, "space": {"lr": [0.1, 0.2]}}
+    first = io._encoded("searcher", space)
+    assert io._encoded("searcher", {"next": 3, "space": {"lr": [0.1, 0.2]}}) == first and len(calls) == 1
+    moved = io._encoded("searcher", {**space, "next": 4})
+    assert moved != first and back(moved) == {**space, "next": 4} and len(calls) == 2
+    assert io._encoded("stopper", space) == first and len(calls) == 3  # each owner has its own slot
+    fn = {"sample": lambda: 7}
+    a, b = io._encoded("searcher", fn), io._encoded("searcher", fn)
+    assert len(calls) == 5 and back(a)["sample"]() == 7 == back(b)["sample"]()  # type: ignore[index]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import logging
+import pickle
 import secrets
 import time
 from collections.abc import Callable
@@ -70,6 +71,7 @@ class ExperimentIO:
         self.dirty = False  # a trial paused, stopped or finished since the last snapshot
         self.write_cost = 0.0  # seconds the last snapshot + write took
         self.frozen = False
+        self.encoded: dict[str, tuple[bytes, str | None]] = {}  # searcher/stopper: (plain pickle, its text)
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
         self.state_refs: set[str] = set()
@@ -279,14 +281,33 @@ class ExperimentIO:
             "trial_prefix": self.trial_prefix,
             "suggested": suggested,
             # cloudpickle: saved searcher state may hold the user's sample_from functions
-            "searcher": _b64(cloudpickle.dumps(searcher.save())) if searcher is not None else None,
-            "stopper": _b64(cloudpickle.dumps(self.spec.stopper.save()))
+            "searcher": self._encoded("searcher", searcher.save()) if searcher is not None else None,
+            "stopper": self._encoded("stopper", self.spec.stopper.save())
             if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
             "trials": rows,
             "written_at": time.time(),
         }
         self.last_state = self.clock()
         self.write_cost = self.cost_clock() - started
+
+    def _encoded(self, what: str, saved: Any) -> str | None:
+        """``saved`` cloudpickled and base64'd, reusing the last text while the state is unchanged.
+
+        A search space is pickled at every state write though only its counters move, and
+        cloudpickle is pure Python: the plain (C) pickle of the state, when it has one, tells
+        whether anything changed (equal bytes: equal values, the same classes and functions).
+        """
+        try:
+            key: bytes | None = pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a lambda, a local class: only cloudpickle can say it
+            key = None
+        last = self.encoded.get(what)
+        if key is not None and last is not None and last[0] == key:
+            return last[1]
+        text = _b64(cloudpickle.dumps(saved))
+        if key is not None:
+            self.encoded[what] = (key, text)
+        return text
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
         """The scheduler's state as of call ``tag``; completes the snapshot taken with that call.
