@@ -517,6 +517,11 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(done))] == [1]
     assert os.path.isdir(elsewhere)  # never outside the experiment being restored
     assert [c.index for c in io2.ckpts[a]] == [0, 1, 2]  # retention knows the surviving ones
+    # a resumed trial's last result is its history's last row until it reports again (saved: 4 and 3);
+    # one that ends as saved keeps its own
+    assert table.get(a).last_result == {"training_iteration": 3, "step": 2}
+    assert table.get(gone).last_result == {"training_iteration": 1, "step": 0}
+    assert table.get(done).last_result == {"training_iteration": 2}
 
 
 def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):

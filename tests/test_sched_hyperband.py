@@ -216,3 +216,26 @@ def test_state_saved_by_the_pre_ray_layout_is_refused_by_name() -> None:
     saved["state"] = {"_brackets": [], "_trial_bracket": {}, "_next_s": 4, "_promoted": set(), "_stopped": set()}
     with pytest.raises(ValueError, match=r"saved state has no _bands, _current, _gone: it was saved by an older"):
         HyperBandScheduler(max_t=81, reduction_factor=3, metric="loss", mode="min").restore(saved)
+
+
+def test_a_trial_it_stopped_but_the_restored_table_resumes_is_stopped_when_added_again() -> None:
+    """An abort can save HyperBand's state after a decision the saved table never applied (the call
+    was answered while the experiment was ending). Restored, the trial is PENDING in the table but gone
+    from its bracket, so choose_trial_to_run would never pick it and the run would wait forever; HyperBand
+    stops it when the core adds it again. A trial it did not stop is only re-added."""
+    sim = _nine()
+    for i in range(9):
+        sim.start(f"t{i}")
+    [sim.report(f"t{i}", acc=i / 10) for i in range(9)]  # milestone 1: t0..t5 stopped, t6..t8 go on
+    state = pickle.loads(pickle.dumps(sim.scheduler.save()))
+    restored = HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3)
+    restored.restore(state)
+    sim.scheduler = restored
+    sim.ctl.take()
+    for tid in ("t0", "t6"):
+        sim.ctl.set_status(tid, TrialStatus.PENDING)  # what the frozen table says of both
+        restored.on_trial_add(sim.ctl, sim.ctl.get(tid))
+    assert sim.ctl.take() == [("stop", "t0")]
+    sim.ctl.set_status("t1", TrialStatus.TERMINATED)
+    restored.on_trial_add(sim.ctl, sim.ctl.get("t1"))  # stopped and finished: nothing to do
+    assert sim.ctl.take() == []

@@ -136,11 +136,12 @@ def test_a_member_back_before_its_heartbeat_timeout_gets_no_trial_on_a_dead_acto
         sim.discard()
 
 
-@pytest.mark.xfail(strict=True, reason="engine issue: a storage failure while a RESULT reply is applied aborts with "
-                   "the table frozen before that decision but the scheduler's state saved after it; restored, "
-                   "HyperBand never chooses the trial the table still resumes, and the restored run aborts "
-                   "('the scheduler chose no trial to run')")
-def test_known_hyperband_restore_after_a_storage_failure_during_a_decision() -> None:
+def test_hyperband_restores_after_a_storage_failure_during_a_decision() -> None:
+    """Seed 1867 (found by the sweep, an xfail until 2026-12-04): a storage failure while a RESULT
+    reply is applied aborts with the table frozen before that decision, but the scheduler's state is
+    saved after it. Restored, the table resumes a trial HyperBand had stopped; HyperBand now stops it
+    when it is added again (before: never chosen, 'the scheduler chose no trial to run'), and the
+    trial's last result is its rewound history's last row (before: the stale iteration 5)."""
     from tests._sim_scenarios import check
 
     assert check(Scenario(1867, "hyperband", "storage", 4, 5, 3, True, 3)) == []

@@ -289,6 +289,11 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
         upto = 0
     writer = ResultWriter(ctx, layout, tid)
     writer.truncate(upto)
+    if row["restore"] == RESUME:
+        # the history now ends where the trial continues from, and so does its last result until it
+        # reports again (a trial stopped before that, by its scheduler or another abort, keeps it)
+        history = writer.json.rows()
+        row["last_result"] = history[-1] if history else {}
     writer.close()
     row["logged_iteration"] = upto
     return kept

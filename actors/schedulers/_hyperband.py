@@ -161,8 +161,12 @@ class HyperBandScheduler(MetricScheduler):
 
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._objective()
-        if trial.trial_id in self._trial_bracket:
-            return  # added again after a restore: it keeps its bracket
+        if trial.trial_id in self._trial_bracket:  # added again after a restore: it keeps its bracket
+            if trial.trial_id in self._stopped and not trial.status.is_finished:
+                # stopped by a decision the saved table never applied (the experiment was aborted
+                # while it was on its way): choose_trial_to_run would never pick it, so end it now
+                controller.stop_trial(trial)
+            return
         cur = self._current
         if cur is None or cur.filled():
             while True:

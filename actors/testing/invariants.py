@@ -33,7 +33,8 @@ from typing import Any
 from actors._engine.marks import MarkKind
 from actors._engine.trial import TrialStatus
 
-# a known engine issue (see tests/test_sim_invariants.py): the violation's text starts with it
+# a run restarted from a checkpoint rewinds its history, and its last result only when it reports
+# (a restore rewinds both since 2026-12-04): the violation's text starts with it
 STALE_LAST_RESULT = "stale last result"
 # the keys that identify which run produced a row (the metrics of a curve repeat across runs)
 _RUN_KEYS = ("training_iteration", "iterations_since_restore", "time_total_s")
