@@ -20,7 +20,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The tree measured: the one PYTHONPATH names (``PYTHONPATH=<other tree> python benchmarks/x.py``
+# compares two trees with the same scripts), else this checkout, ahead of any installed copy.
+ROOT = next((os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and os.path.isfile(os.path.join(p, "actors", "__init__.py"))), CHECKOUT)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
