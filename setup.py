@@ -29,9 +29,10 @@ PANDAS = ["pandas>=1.5,<4"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
 DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
-# The dashboard's browser tests: Starlette's TestClient needs httpx; Playwright drives the OS's Chromium
+# The dashboard's browser tests: Starlette's TestClient needs httpx2 (Starlette 1.10 deprecates httpx, a later
+# release may drop it) or, before Starlette knew httpx2, httpx; Playwright drives the OS's Chromium
 # (executable_path; its own browser downloads are not used).
-BROWSER_TEST = ["httpx>=0.27,<1", "playwright>=1.45,<2"]
+BROWSER_TEST = ["httpx>=0.27,<1", "httpx2>=2.16,<3", "playwright>=1.45,<2"]
 DOCS = ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.25,<2", "mkdocs-material>=9.5,<10"]
 
 setup(
