@@ -424,3 +424,39 @@ def test_the_liveness_check_wants_an_empty_answer_only_after_a_finding() -> None
     h.handle(ProcessesChecked(()), at=2.0)  # it was only slow: forgotten
     [check] = of_type(h.handle(Wake(Tick.PERIODIC), at=3.0), CheckProcesses)
     assert not check.always_answer
+
+
+def test_ticks_are_idle_only_when_nothing_is_due() -> None:
+    """tick_idle (the simulator skips idle ticks): not before the run starts, not until a change is
+    written, not while a trial must halt by a deadline, never with a stopper."""
+    from actors.stoppers import TimeoutStopper
+
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, actor_processes=True, progress_reports=False))
+    assert not h.core.tick_idle()  # STARTING
+    [a, _] = list(_running(h))
+    h.store.due = True
+    assert not h.core.tick_idle()  # started trials: not written yet
+    h.handle(Wake(Tick.PERIODIC), at=1.0)
+    h.answer_all()
+    assert h.core.tick_idle()
+    h.handle(_result(a, 1, 1), at=1.5)
+    assert not h.core.tick_idle()
+    h.answer_all()
+    h.handle(Wake(Tick.PERIODIC), at=2.0)
+    h.answer_all()
+    assert h.core.tick_idle()
+    h.handle(AbortExperiment("x"), at=2.5)
+    assert not h.core.tick_idle()  # ABORTING
+    timed = Harness(make_spec(num_samples=1, max_concurrent=1, progress_reports=False,
+                              stopper=TimeoutStopper(3600)))
+    _running(timed)
+    timed.store.due = True
+    timed.handle(Wake(Tick.PERIODIC), at=1.0)
+    timed.answer_all()
+    assert not timed.core.tick_idle()
+    reports = Harness(make_spec(num_samples=1, max_concurrent=1))  # fit()'s spec: a report every tick
+    _running(reports)
+    reports.store.due = True
+    reports.handle(Wake(Tick.PERIODIC), at=1.0)
+    reports.answer_all()
+    assert not reports.core.tick_idle()

@@ -242,3 +242,84 @@ def test_hang_is_flagged() -> None:
     world = SimWorld(Silent(), curve)
     world.run(object())
     assert world.hung and "no event left" in (world.hang_reason or "")
+
+
+# ---------------------------------------------------------------------------------- idle ticks
+def _long_steps(config: dict[str, Any], i: int) -> dict[str, Any]:
+    return {"loss": config["lr"] / i + 0.01 * i, "time_this_iter_s": config["step_s"]}
+
+
+def _outcome(sim: Any) -> tuple[Any, ...]:
+    """Everything a simulation produced, but the count of deliveries."""
+    histories = [r.metrics_history for r in sim.results] if sim.results is not None else None
+    where = sim.storage_url.split("://", 1)[-1]  # (each simulation has its own; paths name it too)
+
+    def text(x: Any) -> str:
+        return repr(x).replace(where, "<storage>")
+
+    return (sim.hung, text(sim.error), sim.simulated_time_s, text(sim.world.driver),
+            [(t, text(s)) for t, s in sim.world.spawned], text(histories))
+
+
+@pytest.mark.parametrize("kind", ["trials", "lost_exits", "poison", "scheduler", "storage", "checkpoint",
+                                  "abort", "latency"])
+def test_skipping_idle_ticks_changes_no_outcome(kind: str) -> None:
+    """Ticks skipped while the core says they can do nothing (steps of 3-12 simulated s, so most
+    seconds are idle): every message to the driver, spawn, history and the simulated time are the
+    same as with every tick delivered, under each kind of fault and scheduler."""
+    import random
+
+    from tests._sim_scenarios import draw_faults, scheduler
+
+    skipped = 0
+    for seed in range(5):
+        sched = ("fifo", "asha", "hyperband", "median", "pbt")[seed]
+        faults, _ = draw_faults(kind, random.Random(seed))
+        space = {"lr": search.uniform(0.01, 1.0), "step_s": search.choice([3.0, 7.5, 12.0])}
+        sims = [simulate(_long_steps, space,
+                         TuneConfig(metric="loss", mode="min", num_samples=5, scheduler=scheduler(sched, 6)),
+                         RunConfig(checkpoint_config=CheckpointConfig(checkpoint_frequency=2),
+                                   failure_config=FailureConfig(max_failures=3)),
+                         max_iterations=6, seed=seed, faults=faults, cpus=2, skip_idle_ticks=skip)
+                for skip in (False, True)]
+        try:
+            every, fewer = sims
+            assert _outcome(fewer) == _outcome(every), (kind, seed, sched)
+            assert fewer.deliveries <= every.deliveries
+            skipped += every.deliveries - fewer.deliveries
+        finally:
+            for sim in sims:
+                sim.discard()
+    assert skipped > 0, "the steps are long: ticks must have been skipped"
+
+
+class _StopsEveryone(FIFOScheduler):
+    """At a trial's second result, stops it and every other running trial: the others are mid-step,
+    do not halt within the 2 s grace, and the core kills them at their deadline."""
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        if result["training_iteration"] == 2:
+            for other in controller.get_trials():
+                if other.trial_id != trial.trial_id and other.status.value == "RUNNING":
+                    controller.stop_trial(other)
+            return self.STOP
+        return super().on_trial_result(controller, trial, result)
+
+
+def test_a_tick_due_to_kill_a_trial_that_did_not_halt_is_not_skipped() -> None:
+    """A stop sent to a trial in a long step (30 s) arms its halt deadline: the ticks up to it are
+    not idle although nothing else happens until that step would end, so the kill lands at the same
+    tick as when every tick is delivered."""
+    space = {"lr": 0.5, "step_s": search.grid_search([1.0, 30.0])}
+    every, fewer = sims = [
+        simulate(_long_steps, space, TuneConfig(metric="loss", mode="min", scheduler=_StopsEveryone()),
+                 RunConfig(trial_stop_grace_s=2.0), max_iterations=5, seed=3, cpus=2, skip_idle_ticks=skip)
+        for skip in (False, True)]
+    try:
+        assert _outcome(fewer) == _outcome(every)
+        slow = next(t for t in every.finished.trials if t.config["step_s"] == 30.0)
+        assert slow.last_result.get("training_iteration", 0) == 0 and every.simulated_time_s < 10, \
+            "the slow trial was killed at its deadline, long before its first step ended"
+    finally:
+        for sim in sims:
+            sim.discard()

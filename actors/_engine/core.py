@@ -161,6 +161,16 @@ class ExperimentCore:
     def finished(self) -> bool:
         return self.phase is ExperimentPhase.FINISHED
 
+    def tick_idle(self) -> bool:
+        """Whether periodic ticks do nothing until another event arrives: nothing due, nothing that
+        depends on the time they run at. (The simulator skips such ticks; a real run ticks anyway.)"""
+        if (self.phase is not ExperimentPhase.RUNNING or self.spec.stopper is not None or self.spec.multi_host
+                or self.spec.progress_reports or not self.unchanged or self.store is None or self.io.dirty
+                or self.watch.gone or self.feed.events or self.feed.console_out):
+            return False
+        # a trial saving or stopping must halt by its deadline (``Watchdog``), which a tick checks
+        return not any(r.phase in (Phase.SAVING, Phase.STOPPING) for r in self.table.with_status(TrialStatus.RUNNING))
+
     def handle(self, event: Any, now: float) -> list[Command]:
         """Take one event; the commands it leads to, in the order they must be carried out."""
         self.now = now

@@ -110,7 +110,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
              max_iterations: int | None = None, cpus: float | None = None,
              members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
              max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None,
-             direct_decisions: bool = True) -> Simulation:
+             direct_decisions: bool = True, skip_idle_ticks: bool = True) -> Simulation:
     """Run one experiment in simulated time and return its results (see the module's docstring).
 
     ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
@@ -122,6 +122,9 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     ``direct_decisions``: a plugin that decides every result answers each trial directly, as in a
     multi-process run (``actors/_engine/direct.py``); False: every decision goes through the core,
     as with ``system="simple"``.
+    ``skip_idle_ticks``: the controller's once-a-second tick is not delivered while it can do
+    nothing (``ExperimentCore.tick_idle``: a long training step, no stopper, nothing due); the
+    outcome is the same either way, only ``deliveries`` differs. False delivers every tick.
     """
     from actors._driver.loggers import controller_loggers
     from actors._driver.tuner import Tuner
@@ -163,7 +166,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
 
     world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
                      max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s,
-                     direct=direct_decisions)
+                     direct=direct_decisions, skip_idle_ticks=skip_idle_ticks)
 
     def open_store(s: Any) -> Any:
         # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically

@@ -35,6 +35,7 @@ from actors._engine.signals import (
     Send,
     ShutdownSystem,
     Spawn,
+    Tick,
     Undeliverable,
     Wake,
     WakeAfter,
@@ -126,8 +127,9 @@ class SimWorld:
     def __init__(self, core: Any, curve: Curve, *, seed: int = 0, faults: Faults | None = None,
                  max_iterations: int | None = None, members: dict[str, dict[str, float]] | None = None,
                  max_deliveries: int = 1_000_000, max_time_s: float = 1e7, idle_limit_s: float = 120.0,
-                 commit: Commit = commit_empty, direct: bool = False) -> None:
+                 commit: Commit = commit_empty, direct: bool = False, skip_idle_ticks: bool = True) -> None:
         self.core = core
+        self.skip_idle_ticks = skip_idle_ticks
         # the scheduler offers direct decisions where the real actor would (a multi-process run)
         self.direct = direct
         self.scheduler: Handle | None = None
@@ -224,8 +226,26 @@ class SimWorld:
     # ------------------------------------------------------------------ the core and its commands
     def _core(self, event: Any) -> None:
         self.deliveries += 1
-        for cmd in self.core.handle(event, self.now):
-            self._command(cmd)
+        out = self.core.handle(event, self.now)
+        last = len(out) - 1
+        for i, cmd in enumerate(out):
+            if i == last and self.skip_idle_ticks and type(cmd) is WakeAfter and cmd.tick is Tick.PERIODIC:
+                self._at(self._next_tick(cmd.seconds), _Kind.CORE, Wake(cmd.tick))
+            else:
+                self._command(cmd)
+
+    def _next_tick(self, interval: float) -> float:
+        """When the core's next periodic tick is delivered: the next one, or, while ticks are idle
+        (``ExperimentCore.tick_idle``), the first one at or after the earliest queued event. Ticks
+        draw nothing from the generator and change nothing, so skipping them changes no outcome;
+        their times are added up one by one, as the ticks themselves would have."""
+        at = self.now + interval
+        if self._busy == 0 or not self._queue or not self.core.tick_idle():
+            return at  # (with nothing but timers queued, the hang check needs every tick)
+        upto = self._queue[0][0]
+        while at < upto:
+            at += interval
+        return at
 
     def _command(self, cmd: Any) -> None:
         if isinstance(cmd, Send):
