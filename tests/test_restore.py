@@ -616,3 +616,38 @@ def test_the_searchers_saved_state_is_cloudpickled_again_only_when_it_changed(tm
     fn = {"sample": lambda: 7}
     a, b = io._encoded("searcher", fn), io._encoded("searcher", fn)
     assert len(calls) == 5 and back(a)["sample"]() == 7 == back(b)["sample"]()  # type: ignore[index]
+
+
+_LAMBDA_SCRIPT = """
+import sys
+from actors import RunConfig, TuneConfig, Tuner, report, sample_from, search
+
+def train(config):
+    for i in range(1, 3):
+        report({"loss": config["a"] / i})
+
+path = sys.argv[2]
+if sys.argv[1] == "fit":
+    space = {"x": search.uniform(1, 2), "a": sample_from(lambda spec: spec.config["x"] * 10)}
+    Tuner(train, param_space=space, tune_config=TuneConfig(num_samples=2, metric="loss", mode="min", seed=1),
+          run_config=RunConfig(system="simple", storage=path, name="lam", verbose=0)).fit()
+else:
+    grid = Tuner.restore(path + "/lam", train).fit()
+    print(sorted(round(r.config["a"] / r.config["x"], 6) for r in grid))
+"""
+
+
+def test_a_lambda_in_the_space_of_a_main_script_is_saved_and_restored_in_another_process(tmp_path: Any) -> None:
+    """The searcher's state is cloudpickled: a sample_from lambda defined in the script being run
+    (__main__) is saved with the experiment and loads in a new interpreter, as in Ray."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "lam.py"
+    script.write_text(_LAMBDA_SCRIPT)
+    store = str(tmp_path / "store")
+    for step in ("fit", "restore"):
+        done = subprocess.run([sys.executable, str(script), step, store], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[10.0, 10.0]"
