@@ -25,6 +25,8 @@ def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 SPACE = {"lr": search.uniform(0.01, 1.0), "step_s": search.choice([0.5, 1.0, 1.5])}
+# steps of several ticks: most of the controller's ticks are idle and the simulator skips them
+LONG_STEPS = {"lr": search.uniform(0.01, 1.0), "step_s": search.choice([3.0, 7.0, 12.0])}
 SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt", "batching", "per-result")
 # (name, may abort the experiment, Faults(...) arguments drawn from the seed's generator)
 FAULTS = ("trials", "lost_exits", "poison", "scheduler", "storage", "checkpoint", "abort", "latency", "members")
@@ -135,12 +137,13 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
     return Scenario(seed, sched, kind, rng.randint(4, 6), rng.randint(5, 8), ckpt, at_end, rng.choice([-1, -1, -1, 3]))
 
 
-def run(sc: Scenario, faults: Faults | None = None, **extra: Any) -> Any:
-    """Simulate the scenario (``faults``: instead of the ones its kind draws)."""
+def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, **extra: Any) -> Any:
+    """Simulate the scenario (``faults``: instead of the ones its kind draws; ``space``: instead of
+    ``SPACE``)."""
     drawn, more = draw_faults(sc.faults, random.Random(sc.seed))
     f = faults or drawn
     more = {"cpus": 3, **more, **extra}
-    return simulate(curve, SPACE,
+    return simulate(curve, space or SPACE,
                     TuneConfig(metric="loss", mode="min", num_samples=sc.num_samples,
                                scheduler=scheduler(sc.scheduler, sc.max_iterations)),
                     RunConfig(checkpoint_config=CheckpointConfig(checkpoint_frequency=sc.checkpoint_frequency,

@@ -6,17 +6,19 @@ interleaving (tests/_sim_scenarios.py), so a failure names a reproducible seed."
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import multiprocessing
 import os
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from actors.testing import Faults
 from actors.testing.invariants import violations
-from tests._sim_scenarios import FAULTS, SCHEDULERS, Scenario, check, run, scenario
+from tests._sim_scenarios import FAULTS, LONG_STEPS, SCHEDULERS, Scenario, check, run, scenario
 
 SEEDS = int(os.environ.get("AUDITION_SIM_SEEDS", "2000"))
 # Known engine issues the sweep tolerates; each has a strict xfail reproduction below. (None: the last,
@@ -34,24 +36,38 @@ def _quiet() -> object:
     logger.setLevel(level)
 
 
-def _problems(sc: Scenario) -> list[str]:
+def _problems(sc: Scenario, space: dict[str, Any] | None = None) -> list[str]:
     try:
-        found = check(sc)
+        found = check(sc, space=space)
     except Exception as exc:  # the simulator or a check itself crashed: as much a failure
         return [f"raised {exc!r}"]
     return [p for p in found if not any(k in p for k in KNOWN)]
 
 
-def _sweep(seeds: range) -> list[str]:
+def _sweep(seeds: range, space: dict[str, Any] | None = None) -> list[str]:
     """The failures among these seeds, each with its seed and scenario (runs in a worker process)."""
     logging.getLogger("audition").setLevel(logging.ERROR)
     failures = []
     for seed in seeds:
         sc = scenario(seed)
-        found = _problems(sc)
+        found = _problems(sc, space)
         if found:
             failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
     return failures
+
+
+def _sweep_all(seeds: int, space: dict[str, Any] | None = None) -> None:
+    started = time.perf_counter()
+    workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
+    chunks = [range(i, seeds, workers) for i in range(workers)]
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        failures = [f for part in pool.map(functools.partial(_sweep, space=space), chunks) for f in part]
+    failures.sort(key=lambda f: int(f.split()[1]))
+    elapsed = time.perf_counter() - started
+    print(f"{seeds} simulations in {elapsed:.1f}s ({seeds / elapsed:.1f}/s)")
+    again = "check(scenario(seed))" if space is None else "check(scenario(seed), space=LONG_STEPS)"
+    assert not failures, f"{len(failures)} of {seeds} seeds broke an invariant (reproduce with " \
+        f"tests/_sim_scenarios.{again}):\n" + "\n".join(failures[:20])
 
 
 @pytest.mark.slow
@@ -59,16 +75,14 @@ def test_seeded_simulations_with_faults_keep_every_invariant() -> None:
     """SEEDS simulations (2,000 by default) over every scheduler x fault kind: each ends, keeps
     contiguous histories, loses no reported row, ends every trial in a final status, and restores
     when it was aborted."""
-    started = time.perf_counter()
-    workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
-    chunks = [range(i, SEEDS, workers) for i in range(workers)]
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        failures = [f for part in pool.map(_sweep, chunks) for f in part]
-    failures.sort(key=lambda f: int(f.split()[1]))
-    elapsed = time.perf_counter() - started
-    print(f"{SEEDS} simulations in {elapsed:.1f}s ({SEEDS / elapsed:.1f}/s)")
-    assert not failures, f"{len(failures)} of {SEEDS} seeds broke an invariant (reproduce with " \
-        f"tests/_sim_scenarios.check(scenario(seed))):\n" + "\n".join(failures[:20])
+    _sweep_all(SEEDS)
+
+
+@pytest.mark.slow
+def test_seeded_simulations_with_long_steps_keep_every_invariant() -> None:
+    """The same scenarios with steps of 3-12 simulated seconds (a quarter as many seeds), where most
+    of the controller's ticks are idle and not delivered (``simulate(skip_idle_ticks=True)``)."""
+    _sweep_all(max(1, SEEDS // 4), LONG_STEPS)
 
 
 def test_every_scheduler_and_fault_kind_is_in_the_sweep() -> None:
