@@ -445,6 +445,7 @@ class EventType(Enum):
     CHECKPOINT = "checkpoint"
     COMPLETE = "complete"
     ERROR = "error"
+    RECOVER = "recover"  # its run failed and it will be retried (Ray: on_trial_recover)
 
 
 @dataclass(frozen=True)

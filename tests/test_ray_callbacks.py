@@ -110,3 +110,77 @@ def test_a_restored_trial_whose_saved_checkpoint_is_gone_carries_the_one_it_resu
     cb = RayStyle()
     Tuner.restore(first.experiment_path, saves_twice, resume_errored=True, callbacks=[cb]).fit()
     assert cb.seen[0] == ("start", "checkpoint_000000")
+
+
+class _RayHooks(Callback):
+    """The Ray Tune hooks beyond the trial's start, results and end."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def setup(self, stop: Any = None, num_samples: Any = None, total_num_samples: Any = None, **info: Any) -> None:
+        self.seen.append(("setup", stop, num_samples, total_num_samples, sorted(info.items())))
+
+    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        self.seen.append("step_begin")
+
+    def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        self.seen.append("step_end")
+
+    def on_trial_start(self, trial: Any, **info: Any) -> None:
+        self.seen.append(("start", trial.num_failures))
+
+    def on_trial_recover(self, trial: Any, **info: Any) -> None:
+        self.seen.append(("recover", str(trial.status), trial.num_failures))
+
+    def on_trial_complete(self, trial: Any, **info: Any) -> None:
+        self.seen.append(("complete", trial.num_failures))
+
+
+def fails_once(config: dict[str, Any]) -> None:
+    for i in range(2):
+        report({"m": i})
+    marker = os.path.join(config["dir"], "failed")
+    if config["x"] == 1 and not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("once")
+
+
+def test_setup_step_and_recover_hooks_are_called_as_ray_calls_them(storage_dir, tmp_path) -> None:
+    """Recorded with Ray Tune 2.60 (the same experiment with a one-value grid, num_samples=2,
+    time_budget_s=600, stop={"training_iteration": 5}, max_failures=1, one trial failing once):
+    ``setup(stop={"training_iteration": 5}, num_samples=2, total_num_samples=2, time_budget_s=600)``
+    first; ``on_trial_recover`` once, with the trial PENDING and num_failures=1, after the failed
+    run's results and before its retry starts; ``on_step_begin``/``on_step_end`` in pairs around
+    everything else (Ray: every step of its loop; here around each batch of events)."""
+    from actors import FailureConfig, TuneConfig, search
+
+    cb = _RayHooks()
+    grid = Tuner(fails_once, param_space={"x": search.grid_search([1, 2]), "dir": str(tmp_path)},
+                 tune_config=TuneConfig(num_samples=1, time_budget_s=600, max_concurrent_trials=1),
+                 run_config=RunConfig(name="hooks", storage=storage_dir, verbose=0, callbacks=[cb],
+                                      system="simple", stop={"training_iteration": 5},
+                                      failure_config=FailureConfig(max_failures=1))).fit()
+    assert grid.num_errors == 0
+    assert cb.seen[0] == ("setup", {"training_iteration": 5}, 1, 2, [("time_budget_s", 600)])
+    hooks = [s for s in cb.seen[1:] if s not in ("step_begin", "step_end")]
+    assert hooks == [("start", 0), ("recover", "PENDING", 1), ("start", 0), ("complete", 0),
+                     ("start", 1), ("complete", 1)] or hooks == [
+        ("start", 0), ("recover", "PENDING", 1), ("start", 1), ("complete", 1), ("start", 0), ("complete", 0)]
+    steps = [s for s in cb.seen[1:] if s in ("step_begin", "step_end")]
+    assert steps and steps == ["step_begin", "step_end"] * (len(steps) // 2)
+    # every hook but setup runs inside a step
+    depth = 0
+    for s in cb.seen[1:]:
+        depth += 1 if s == "step_begin" else -1 if s == "step_end" else 0
+        assert depth in (0, 1) and (depth == 1 or s in ("step_begin", "step_end")), cb.seen
+
+
+def test_setup_gets_no_stop_dict_for_a_stopper_object(storage_dir) -> None:
+    """Ray's Experiment.public_spec carries only a dict ``stop``; a Stopper object gives ``{}``."""
+    from actors.stopper import MaximumIterationStopper
+
+    cb = _RayHooks()
+    Tuner(saves_twice, run_config=RunConfig(name="stopobj", storage=storage_dir, verbose=0, callbacks=[cb],
+                                            system="simple", stop=MaximumIterationStopper(1))).fit()
+    assert cb.seen[0] == ("setup", {}, 1, 1, [("time_budget_s", None)])

@@ -32,6 +32,21 @@ log = logging.getLogger("audition")
 class Callback(ABC):  # noqa: B024 - every hook is optional
     """Override the hooks you need; all run in the driver process, one at a time."""
 
+    def setup(self, stop: Any = None, num_samples: int | None = None, total_num_samples: int | None = None,
+              **info: Any) -> None:
+        """Once, before anything runs, with what Ray Tune 2.60 passes: ``stop`` (the dict given to
+        ``RunConfig(stop=)``, else ``{}``), ``num_samples``, ``total_num_samples`` (the trials the
+        searcher will create: grid points times samples for the default generator) and, in ``info``,
+        ``time_budget_s``."""
+
+    def on_step_begin(self, iteration: int, trials: list[TrialSnapshot], **info: Any) -> None:
+        """Before the driver hands the callbacks a batch of trial events (Ray Tune: before each step
+        of its control loop; here about once a second while trials run, or once per result while a
+        callback implements ``on_trial_result``)."""
+
+    def on_step_end(self, iteration: int, trials: list[TrialSnapshot], **info: Any) -> None:
+        """After the driver handed the callbacks a batch of trial events (see ``on_step_begin``)."""
+
     def on_trial_start(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                        **info: Any) -> None:
         """A trial's actor was started (first run, resume or retry)."""
@@ -54,6 +69,11 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
     def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                        **info: Any) -> None:
         """The trial ended in ERROR (no retries left)."""
+
+    def on_trial_recover(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                         **info: Any) -> None:
+        """The trial's run failed and it will be retried (``FailureConfig(max_failures)``), before
+        its next run starts."""
 
     def on_experiment_end(self, trials: list[TrialSnapshot], **info: Any) -> None:
         """The experiment finished (or was stopped); ``trials`` is the final table."""
@@ -181,11 +201,34 @@ class CallbackDispatcher:
                 old, status=t.status, last_result=dict(t.last_result), num_failures=t.num_failures,
                 checkpoint_iteration=snap.checkpoint_iteration, checkpoint=self.latest.get(t.trial_id))
 
+    def setup(self, **spec: Any) -> None:
+        """``Callback.setup`` of every callback, once, before the experiment starts (not of a
+        ``LoggerCallback``: its ``setup`` is the controller-side one)."""
+        from actors._driver.loggers import LoggerCallback
+
+        for cb in self.callbacks:
+            if isinstance(cb, LoggerCallback):
+                continue
+            try:
+                cb.setup(**spec)
+            except Exception:  # as any other hook: logged, the experiment goes on
+                log.exception("callback %s failed in setup", type(cb).__name__)
+
     def push(self, batch: TrialEvents) -> None:
         for b in self.order.push(batch.seq, batch):
             self.received = b.seq
+            self._step("on_step_begin")
             for ev in b.events:
                 self._dispatch(ev)
+            self._step("on_step_end")
+
+    def _step(self, hook: str) -> None:
+        table = list(self.trials.values())
+        for cb in self.callbacks:
+            try:
+                getattr(cb, hook)(iteration=self.iteration, trials=table)
+            except Exception:
+                log.exception("callback %s failed in %s", type(cb).__name__, hook)
 
     def _dispatch(self, ev: TrialEvent) -> None:
         from actors._driver.checkpoint import Checkpoint
@@ -215,6 +258,8 @@ class CallbackDispatcher:
                     cb.on_trial_complete(iteration=self.iteration, trials=table, trial=snap)
                 elif ev.kind is EventType.ERROR:
                     cb.on_trial_error(iteration=self.iteration, trials=table, trial=snap)
+                elif ev.kind is EventType.RECOVER:
+                    cb.on_trial_recover(iteration=self.iteration, trials=table, trial=snap)
             except Exception:  # a broken callback must not end the experiment
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
         if ckpt is not None:  # Ray registers it with the trial after the callbacks ran

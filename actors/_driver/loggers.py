@@ -47,8 +47,9 @@ class LoggerCallback(Callback):
         return self.__dict__.setdefault("_logged_iterations", {})  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- the hooks to override
-    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:
-        """Controller-side loggers only: before the first trial starts, in the controller."""
+    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:  # type: ignore[override]
+        """Controller-side loggers only: before the first trial starts, in the controller. (Not
+        ``Callback.setup``: the driver never calls that on a logger.)"""
 
     def log_trial_start(self, trial: TrialSnapshot) -> None:
         """A run of ``trial`` starts (first run, resume, retry or restore)."""
@@ -118,7 +119,7 @@ class _FileLogger(LoggerCallback):
     def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
         raise NotImplementedError
 
-    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:
+    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:  # type: ignore[override]
         self._ctx, self._layout = ctx, layout
 
     def _writer(self, trial_id: str) -> Any:

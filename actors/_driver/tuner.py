@@ -12,7 +12,7 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import cloudpickle
@@ -251,6 +251,13 @@ class Tuner:
                                      self._ctx.options, getattr(self, "_searched", None))
         if spec.restore_state:  # Ray's trials list holds the restored trials, finished ones too
             self._dispatcher.restored(spec.restore_state["trials"])
+        # Ray's Callback.setup(**Experiment.public_spec, total_num_samples=): "stop" is the dict given
+        # (else {}), time_budget_s as given, total_num_samples the searcher's total
+        stop = self.run_config.stop
+        self._dispatcher.setup(stop=dict(stop) if isinstance(stop, Mapping) else {},
+                               num_samples=self.tune_config.num_samples,
+                               total_num_samples=getattr(self, "_num_samples", self.tune_config.num_samples),
+                               time_budget_s=self.tune_config.time_budget_s)
         spec.forward_events = bool(self._dispatcher.callbacks)
         spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:

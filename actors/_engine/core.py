@@ -430,6 +430,8 @@ class ExperimentCore:
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
             self._recover(rec)
+            if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
+                self._event(EventType.RECOVER, rec)
         if effects:
             self._source_saved(trial_id, ckpt if ckpt is not None else rec.checkpoint, fill=False)
         self._run(effects)
