@@ -58,3 +58,16 @@ def test_remote_storage_needs_a_local_logdir(storage_dir: str) -> None:
                                                        verbose=0, callbacks=[TBXLoggerCallback()]))
     with pytest.raises(ConfigError, match="logdir="):
         tuner.fit()
+
+
+def test_event_files_go_into_a_named_trial_directory(storage_dir: str) -> None:
+    """With trial_dirname_creator, the events are in the trial's directory, next to its results."""
+    from actors import TBXLoggerCallback
+
+    grid = Tuner(T.fn_trainable, param_space={"x": 1.0, "steps": 2},
+                 tune_config=TuneConfig(metric="loss", mode="min", trial_dirname_creator=lambda t: "named"),
+                 run_config=RunConfig(name="tbn", storage=storage_dir, verbose=0, system="simple",
+                                      callbacks=[TBXLoggerCallback()])).fit()
+    files = glob.glob(os.path.join(storage_dir, "tbn", "named", "events.out.tfevents.*"))
+    assert len(files) == 1 and [s for s, _ in _scalars(files[0])["loss"]] == [1, 2]
+    assert not os.path.exists(os.path.join(storage_dir, "tbn", grid[0].trial_id))

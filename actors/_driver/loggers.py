@@ -223,18 +223,20 @@ class TBXLoggerCallback(LoggerCallback):
                               f"at {experiment_path}: pass TBXLoggerCallback(logdir='/some/local/dir')")
         self.experiment_dir = experiment_path.removeprefix("file://")
 
-    def _writer(self, trial_id: str) -> Any:
-        w = self.writers.get(trial_id)
+    def _writer(self, trial: TrialSnapshot) -> Any:
+        w = self.writers.get(trial.trial_id)
         if w is None:
             from tensorboardX import SummaryWriter
 
             root = self.logdir or self.experiment_dir or "."
-            w = self.writers[trial_id] = SummaryWriter(logdir=os.path.join(root, trial_id), flush_secs=5)
+            # the trial's own directory (its trial_dirname_creator name, if it has one)
+            where = os.path.join(root, trial.custom_dirname or trial.trial_id)
+            w = self.writers[trial.trial_id] = SummaryWriter(logdir=where, flush_secs=5)
         return w
 
     def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
         step = int(result.get("training_iteration", 0))
-        w = self._writer(trial.trial_id)
+        w = self._writer(trial)
         for key, value in flatten({k: v for k, v in result.items() if k != "config"}).items():
             if key not in _SKIP and isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and math.isfinite(value):
