@@ -294,3 +294,68 @@ def test_generated_names_never_overwrite_an_earlier_experiment(storage_dir) -> N
     second = tuner.fit().experiment_path  # the same generated name: a new directory, not over the first
     assert second == first + "_2"
     assert Tuner.can_restore(first) and Tuner.can_restore(second)
+
+
+def _searcher_raising_in(hook: str) -> Any:
+    from actors.search import Searcher
+
+    class Broken(Searcher):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def suggest(self, trial_id: str) -> Any:
+            if hook == "suggest":
+                raise KeyError("no space")
+            self.n += 1
+            return {"x": self.n} if self.n <= 2 else Searcher.FINISHED
+
+        def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+            if hook == "on_trial_result":
+                raise ValueError("bad result")
+
+        def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False) -> None:
+            if hook == "on_trial_complete":
+                raise RuntimeError("bad end")
+
+        def save(self) -> dict[str, Any]:
+            return {"n": self.n}
+
+        def restore(self, state: dict[str, Any]) -> None:
+            self.n = state["n"]
+
+    return Broken()
+
+
+def _reports(config: dict[str, Any]) -> None:
+    report({"loss": config["x"]})
+
+
+@pytest.mark.parametrize("hook", ["suggest", "on_trial_result", "on_trial_complete"])
+def test_a_failing_searcher_is_named_not_reported_as_an_internal_error(hook: str, storage_dir) -> None:
+    tuner = Tuner(_reports, tune_config=TuneConfig(search_alg=_searcher_raising_in(hook), metric="loss", mode="min"),
+                  run_config=RunConfig(system="simple", storage=storage_dir, verbose=0))
+    with pytest.raises(TuneError) as info:
+        tuner.fit()
+    text = str(info.value)
+    assert f"the search algorithm Broken failed in {hook}" in text, text
+    assert "internal error" not in text and "Traceback" not in text
+
+
+def test_optuna_with_its_own_space_and_no_metric_says_where_the_metric_goes(storage_dir) -> None:
+    """OptunaSearch(space=fn) does not take TuneConfig's metric/mode (as in Ray): the run stops
+    naming the searcher and where to pass them, not as an internal error with a traceback."""
+    pytest.importorskip("optuna")
+    from actors.search import OptunaSearch
+
+    def space(trial: Any) -> None:
+        trial.suggest_float("x", 0, 1)
+
+    tuner = Tuner(_reports, param_space={"c": 1},
+                  tune_config=TuneConfig(search_alg=OptunaSearch(space=space), metric="loss", mode="min",
+                                         num_samples=2),
+                  run_config=RunConfig(system="simple", storage=storage_dir, verbose=0))
+    says = r"OptunaSearch failed in suggest: .*pass them to OptunaSearch\(\.\.\.\)"
+    with pytest.raises(TuneError, match=says) as info:
+        tuner.fit()
+    assert "internal error" not in str(info.value) and "Traceback" not in str(info.value)

@@ -651,3 +651,42 @@ def test_a_lambda_in_the_space_of_a_main_script_is_saved_and_restored_in_another
                               timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[10.0, 10.0]"
+
+
+def test_a_searcher_without_save_runs_and_restores_anew(tmp_path: Any, caplog: Any) -> None:
+    """As Ray Tune's Searcher.save_to_dir does (it logs "save not implemented for Searcher. Skipping
+    save." once): a searcher without save()/restore() runs the experiment, its state is not saved
+    (warned once), and a restore starts it anew. It used to fail the run at its end."""
+    import logging
+
+    from actors import RunConfig, TuneConfig, report
+    from actors.search import Searcher
+
+    class NoSave(Searcher):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def suggest(self, trial_id: str) -> Any:
+            self.n += 1
+            return {"x": self.n} if self.n <= 3 else Searcher.FINISHED
+
+        def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False) -> None:
+            pass
+
+    def train(config: dict[str, Any]) -> None:
+        report({"loss": config["x"]})
+
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        grid = Tuner(train, tune_config=TuneConfig(search_alg=NoSave(), metric="loss", mode="min", num_samples=3),
+                     run_config=RunConfig(system="simple", storage=str(tmp_path), name="nosave", verbose=0)).fit()
+    assert len(grid) == 3 and not grid.errors
+    warned = [r for r in caplog.records if "does not implement save()" in r.getMessage()]
+    assert len(warned) == 1 and "starts it anew" in warned[0].getMessage()
+    from storage import ExperimentLayout, StorageContext
+
+    ctx = StorageContext(str(tmp_path))
+    state = read_experiment_state(ctx, ExperimentLayout(ctx, "nosave"))
+    assert state is not None and state["searcher"] is None and len(state["trials"]) == 3
+    again = Tuner.restore(str(tmp_path / "nosave"), train)
+    assert len(again.get_results()) == 3

@@ -53,7 +53,7 @@ from actors._engine.signals import (
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.trial import TrialStatus, trial_name
-from actors._engine.verdicts import judge, stopper_failed
+from actors._engine.verdicts import judge, searcher_failed, stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
     AbortExperiment,
@@ -334,8 +334,12 @@ class ExperimentCore:
             self._abort(err)
             return
         if self.spec.searcher is not None and searcher:
-            for r in msg.results:
-                self.spec.searcher.on_trial_result(msg.trial_id, r)
+            try:  # user code
+                for r in msg.results:
+                    self.spec.searcher.on_trial_result(msg.trial_id, r)
+            except Exception as exc:
+                self._abort(searcher_failed(self.spec.searcher, "on_trial_result", exc))
+                return
         for r in msg.results:
             self._event(EventType.RESULT, rec, result=r)
         for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
@@ -440,7 +444,11 @@ class ExperimentCore:
             if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
                 self._save_state()
         if rec.status.is_finished and self.spec.searcher is not None:
-            self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR)
+            try:  # user code
+                self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR)
+            except Exception as exc:
+                self._abort(searcher_failed(self.spec.searcher, "on_trial_complete", exc))
+                return
         if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
             if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
                 self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
@@ -833,7 +841,11 @@ class ExperimentCore:
                 self.searcher_done = True
                 return
             trial_id = f"{self.io.trial_prefix}_{self.suggested:05d}"
-            config = s.searcher.suggest(trial_id)
+            try:  # user code
+                config = s.searcher.suggest(trial_id)
+            except Exception as exc:
+                self._abort(searcher_failed(s.searcher, "suggest", exc))
+                return
             if config is None:
                 return
             if not isinstance(config, dict):  # the searcher is finished

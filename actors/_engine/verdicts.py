@@ -59,4 +59,14 @@ def stopper_failed(stopper: Any, trial_id: str, exc: Exception) -> str:
             "every result the trainable reports (or report what it reads)")
 
 
-__all__ = ["Verdict", "judge", "missing_metric", "stopper_failed"]
+def searcher_failed(searcher: Any, hook: str, exc: Exception) -> str:
+    """Why the experiment ends when the search algorithm raised (user code or its configuration,
+    never reported as an internal error of the controller)."""
+    while getattr(searcher, "transparent", False):
+        searcher = searcher.searcher
+    what = type(searcher).__name__
+    return (f"the search algorithm {what} failed in {hook}: {type(exc).__name__}: {exc}. This is an error in "
+            "the searcher or its configuration (TuneConfig(search_alg=...)), not in audition")
+
+
+__all__ = ["Verdict", "judge", "missing_metric", "searcher_failed", "stopper_failed"]

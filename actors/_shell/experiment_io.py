@@ -72,6 +72,7 @@ class ExperimentIO:
         self.write_cost = 0.0  # seconds the last snapshot + write took
         self.frozen = False
         self.encoded: dict[str, tuple[bytes, str | None]] = {}  # searcher/stopper: (plain pickle, its text)
+        self.unsaved_searcher = False  # a searcher without save() was warned about
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
         self.state_refs: set[str] = set()
@@ -281,7 +282,7 @@ class ExperimentIO:
             "trial_prefix": self.trial_prefix,
             "suggested": suggested,
             # cloudpickle: saved searcher state may hold the user's sample_from functions
-            "searcher": self._encoded("searcher", searcher.save()) if searcher is not None else None,
+            "searcher": self._searcher_state(searcher),
             "stopper": self._encoded("stopper", self.spec.stopper.save())
             if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
             "trials": rows,
@@ -289,6 +290,21 @@ class ExperimentIO:
         }
         self.last_state = self.clock()
         self.write_cost = self.cost_clock() - started
+
+    def _searcher_state(self, searcher: Any) -> str | None:
+        """The searcher's saved state; None (warned once) for one without ``save()``: as in Ray Tune,
+        it still runs, and a resumed experiment starts it anew."""
+        if searcher is None:
+            return None
+        try:
+            saved = searcher.save()
+        except NotImplementedError as exc:
+            if not self.unsaved_searcher:
+                self.unsaved_searcher = True
+                log.warning("%s: its state is not saved with the experiment (as in Ray Tune), so a resumed "
+                            "run starts it anew", exc)
+            return None
+        return self._encoded("searcher", saved)
 
     def _encoded(self, what: str, saved: Any) -> str | None:
         """``saved`` cloudpickled and base64'd, reusing the last text while the state is unchanged.

@@ -160,7 +160,9 @@ class OptunaSearch(Searcher):
             )
         if self._metric is None or self._mode is None:
             raise ValueError(
-                "OptunaSearch needs metric and mode: pass them to OptunaSearch(...) or TuneConfig(...)"
+                "OptunaSearch needs metric and mode: pass them to OptunaSearch(...), or to TuneConfig(...) when "
+                "OptunaSearch takes its space from the Tuner's param_space (built with its own space, it does not "
+                "take TuneConfig's, as in Ray Tune)"
             )
         directions: dict[str, Any]
         if isinstance(self._mode, list):

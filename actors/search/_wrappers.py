@@ -216,6 +216,8 @@ class ConstantsMerged(_Wrapper):
     ``OptunaSearch(space=...)`` runs unchanged.
     """
 
+    transparent = True  # the Tuner's wrapper, not the user's: messages name the searcher inside
+
     def __init__(self, searcher: Searcher, constants: dict[str, Any]) -> None:
         super().__init__(_check_searcher("ConstantsMerged", searcher))
         self.constants = copy.deepcopy(constants)
