@@ -184,3 +184,24 @@ def test_setup_gets_no_stop_dict_for_a_stopper_object(storage_dir) -> None:
     Tuner(saves_twice, run_config=RunConfig(name="stopobj", storage=storage_dir, verbose=0, callbacks=[cb],
                                             system="simple", stop=MaximumIterationStopper(1))).fit()
     assert cb.seen[0] == ("setup", {}, 1, 1, [("time_budget_s", None)])
+
+
+def test_a_driver_side_logger_gets_setup_only_if_it_overrides_it(storage_dir) -> None:
+    """A Ray Tune LoggerCallback may override Callback.setup; audition's own loggers' setup is the
+    controller-side one, never called with Ray's arguments."""
+    from actors import LoggerCallback
+
+    class RayLogger(LoggerCallback):
+        def __init__(self) -> None:
+            self.args: list[Any] = []
+
+        def setup(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+            self.args.append((args, sorted(kwargs)))
+
+    class Plain(LoggerCallback):
+        pass
+
+    ray_logger, plain = RayLogger(), Plain()
+    Tuner(saves_twice, run_config=RunConfig(name="loggers", storage=storage_dir, verbose=0, system="simple",
+                                            callbacks=[ray_logger, plain])).fit()
+    assert ray_logger.args == [((), ["num_samples", "stop", "time_budget_s", "total_num_samples"])]

@@ -202,12 +202,13 @@ class CallbackDispatcher:
                 checkpoint_iteration=snap.checkpoint_iteration, checkpoint=self.latest.get(t.trial_id))
 
     def setup(self, **spec: Any) -> None:
-        """``Callback.setup`` of every callback, once, before the experiment starts (not of a
-        ``LoggerCallback``: its ``setup`` is the controller-side one)."""
+        """``Callback.setup`` of every callback, once, before the experiment starts. A driver-side
+        ``LoggerCallback`` gets it only if it overrides ``setup`` (as a Ray Tune logger may): the
+        base class's ``setup(ctx, layout)`` is the controller-side one."""
         from actors._driver.loggers import LoggerCallback
 
         for cb in self.callbacks:
-            if isinstance(cb, LoggerCallback):
+            if isinstance(cb, LoggerCallback) and type(cb).setup is LoggerCallback.setup:
                 continue
             try:
                 cb.setup(**spec)
