@@ -161,12 +161,25 @@ class ExperimentCore:
     def finished(self) -> bool:
         return self.phase is ExperimentPhase.FINISHED
 
+    def _state_current(self) -> bool:
+        """The last state snapshot still holds everything: no event changed anything since, no trial
+        ended unwritten, and no stopper (``TimeoutStopper`` keeps time in its state)."""
+        return self.unchanged and not self.io.dirty and self.spec.stopper is None
+
+    def _searcher(self, hook: str, *args: Any) -> tuple[bool, Any]:
+        """Call the search algorithm (user code): (False, None) after ending the run naming it if it raised."""
+        try:
+            return True, getattr(self.spec.searcher, hook)(*args)
+        except Exception as exc:
+            self._abort(searcher_failed(self.spec.searcher, hook, exc))
+            return False, None
+
     def tick_idle(self) -> bool:
         """Whether periodic ticks do nothing until another event arrives: nothing due, nothing that
         depends on the time they run at. (The simulator skips such ticks; a real run ticks anyway.)"""
-        if (self.phase is not ExperimentPhase.RUNNING or self.spec.stopper is not None or self.spec.multi_host
-                or self.spec.progress_reports or not self.unchanged or self.store is None or self.io.dirty
-                or self.watch.gone or self.feed.events or self.feed.console_out):
+        if (self.phase is not ExperimentPhase.RUNNING or self.spec.multi_host or self.spec.progress_reports
+                or self.store is None or not self._state_current() or self.watch.gone or self.feed.events
+                or self.feed.console_out):
             return False
         # a trial saving or stopping must halt by its deadline (``Watchdog``), which a tick checks
         return not any(r.phase in (Phase.SAVING, Phase.STOPPING) for r in self.table.with_status(TrialStatus.RUNNING))
@@ -334,12 +347,9 @@ class ExperimentCore:
             self._abort(err)
             return
         if self.spec.searcher is not None and searcher:
-            try:  # user code
-                for r in msg.results:
-                    self.spec.searcher.on_trial_result(msg.trial_id, r)
-            except Exception as exc:
-                self._abort(searcher_failed(self.spec.searcher, "on_trial_result", exc))
-                return
+            for r in msg.results:
+                if not self._searcher("on_trial_result", msg.trial_id, r)[0]:
+                    return
         for r in msg.results:
             self._event(EventType.RESULT, rec, result=r)
         for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
@@ -443,12 +453,9 @@ class ExperimentCore:
             self.io.dirty = True
             if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
                 self._save_state()
-        if rec.status.is_finished and self.spec.searcher is not None:
-            try:  # user code
-                self.spec.searcher.on_trial_complete(trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR)
-            except Exception as exc:
-                self._abort(searcher_failed(self.spec.searcher, "on_trial_complete", exc))
-                return
+        if rec.status.is_finished and self.spec.searcher is not None and not self._searcher(
+                "on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR)[0]:
+            return
         if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
             if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
                 self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
@@ -526,9 +533,7 @@ class ExperimentCore:
             for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
                 self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
             self._check_placeable()
-        # (a stopper may keep time in its state, TimeoutStopper does: written even in a quiet second)
-        if (self.phase is not ExperimentPhase.STARTING and self.io.state_due()
-                and not (self.unchanged and not self.io.dirty and self.spec.stopper is None)):
+        if self.phase is not ExperimentPhase.STARTING and self.io.state_due() and not self._state_current():
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
 
@@ -841,10 +846,8 @@ class ExperimentCore:
                 self.searcher_done = True
                 return
             trial_id = f"{self.io.trial_prefix}_{self.suggested:05d}"
-            try:  # user code
-                config = s.searcher.suggest(trial_id)
-            except Exception as exc:
-                self._abort(searcher_failed(s.searcher, "suggest", exc))
+            ok, config = self._searcher("suggest", trial_id)
+            if not ok:
                 return
             if config is None:
                 return
