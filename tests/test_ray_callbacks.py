@@ -45,6 +45,9 @@ class RayStyle(Callback):
         assert isinstance(checkpoint, Checkpoint), type(checkpoint)
         self.seen.append(("checkpoint", os.path.basename(checkpoint.path), checkpoint.to_dict()["i"], _path(trial)))
 
+    def on_trial_save(self, trial: Any, **info: Any) -> None:
+        self.seen.append(("save", _path(trial)))
+
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         self.seen.append(("end", [_path(t) for t in trials]))
 
@@ -60,7 +63,9 @@ def test_callbacks_get_what_ray_hands_them(storage_dir) -> None:
     assert [s for s in cb.seen if s[0] != "result"] == [
         ("start", None),
         ("checkpoint", "checkpoint_000000", 0, None),  # Ray: trial.checkpoint is still the previous one
+        ("save", "checkpoint_000000"),  # Ray's _on_saving_result: on_trial_save once the trial holds it
         ("checkpoint", "checkpoint_000001", 1, "checkpoint_000000"),
+        ("save", "checkpoint_000001"),
         ("end", ["checkpoint_000001"]),
     ]
     assert [s[1] for s in results] == [None, "checkpoint_000000", "checkpoint_000001"]
@@ -205,3 +210,21 @@ def test_a_driver_side_logger_gets_setup_only_if_it_overrides_it(storage_dir) ->
     Tuner(saves_twice, run_config=RunConfig(name="loggers", storage=storage_dir, verbose=0, system="simple",
                                             callbacks=[ray_logger, plain])).fit()
     assert ray_logger.args == [((), ["num_samples", "stop", "time_budget_s", "total_num_samples"])]
+
+
+def test_a_driver_side_logger_gets_log_trial_save(storage_dir) -> None:
+    """Ray's ``LoggerCallback.on_trial_save`` calls ``log_trial_save(trial)``: a logger written for Ray
+    that records checkpoints there sees each one, the trial already holding it."""
+    from actors import LoggerCallback
+
+    class Saves(LoggerCallback):
+        def __init__(self) -> None:
+            self.saved: list[str | None] = []
+
+        def log_trial_save(self, trial: Any) -> None:
+            self.saved.append(_path(trial))
+
+    logger = Saves()
+    Tuner(saves_twice, run_config=RunConfig(name="log", storage=storage_dir, verbose=0, callbacks=[logger],
+                                            system="simple")).fit()
+    assert logger.saved == ["checkpoint_000000", "checkpoint_000001"]

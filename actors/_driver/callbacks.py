@@ -62,6 +62,12 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
         """``checkpoint`` (an ``actors.Checkpoint``; ``.path`` is its URL) of ``trial`` was committed.
         As in Ray Tune, ``trial.checkpoint`` is still the previous one during this call."""
 
+    def on_trial_save(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                      **info: Any) -> None:
+        """Right after ``on_checkpoint`` for the same checkpoint, once every callback's
+        ``on_checkpoint`` ran: ``trial.checkpoint`` is now the new one (Ray Tune calls it after
+        processing each save)."""
+
     def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                           **info: Any) -> None:
         """The trial ended TERMINATED."""
@@ -265,9 +271,19 @@ class CallbackDispatcher:
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
         if ckpt is not None:  # Ray registers it with the trial after the callbacks ran
             self._note_checkpoint(snap.trial_id, ckpt)
-            self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
+            saved = self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
+            self._saved(saved)
         if ev.kind is EventType.RESULT:
             self._answer(ev, result)
+
+    def _saved(self, trial: TrialSnapshot) -> None:
+        """Ray's ``on_trial_save``, after the checkpoint is the trial's (``TuneController._on_saving_result``)."""
+        table = list(self.trials.values())
+        for cb in self.callbacks:
+            try:
+                cb.on_trial_save(iteration=self.iteration, trials=table, trial=trial)
+            except Exception:
+                log.exception("callback %s failed in on_trial_save", type(cb).__name__)
 
     def _answer(self, ev: TrialEvent, result: dict[str, Any]) -> None:
         """Tell the controller, for a held batch, whether a callback asked for a checkpoint (a

@@ -67,6 +67,10 @@ class LoggerCallback(Callback):
         for i, result in enumerate(results):
             self.log_trial_result(iteration - len(results) + 1 + i, trial, result)
 
+    def log_trial_save(self, trial: TrialSnapshot) -> None:
+        """Driver-side loggers: ``trial`` committed a checkpoint, now ``trial.checkpoint`` (Ray Tune's
+        hook of the same name)."""
+
     def log_trial_end(self, trial: TrialSnapshot, failed: bool = False) -> None:
         """``trial`` ended for good: TERMINATED, or ERROR when ``failed``."""
 
@@ -90,6 +94,10 @@ class LoggerCallback(Callback):
                         result: dict[str, Any], **info: Any) -> None:
         self._logged()[trial.trial_id] = int(result.get("training_iteration", 0))
         self.log_trial_result(iteration, trial, result)
+
+    def on_trial_save(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                      **info: Any) -> None:
+        self.log_trial_save(trial)
 
     def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                           **info: Any) -> None:
