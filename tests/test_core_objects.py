@@ -2,12 +2,14 @@
 
 SchedulerLink (hook calls out, replies back in call order), Membership (members, liveness,
 placement), ActorPool (trial actors, reuse, each run's inbox), DriverFeed and progress_report
-(what the driver hears), ResultGate (batches held for callbacks) and Watchdog (halt deadlines,
-time limits, lost processes). The core itself is tested in tests/test_core_unit.py.
+(what the driver hears), ResultGate (batches held for callbacks), Watchdog (halt deadlines,
+time limits, lost processes) and TrialSource (the search algorithm's trials). The core itself is
+tested in tests/test_core_unit.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from actors._engine.feed import EVENTS_DELAY_S, DriverFeed, progress_report
@@ -18,6 +20,8 @@ from actors._engine.members import Membership
 from actors._engine.placement import LOCAL
 from actors._engine.pool import ActorPool
 from actors._engine.signals import DRIVER, Send, Tick, WakeAfter
+from actors._engine.suggest import TrialSource
+from actors._engine.trial import TrialStatus
 from actors._engine.watch import Watchdog, death_message, describe_exit
 from actors.messages import (
     ActionKind,
@@ -400,3 +404,69 @@ def test_exit_descriptions() -> None:
     assert describe_exit(None) == "exited (how is unknown)" and describe_exit(-1000) == "killed by signal 1000"
     assert "out-of-memory" in death_message(-9) and "exited unexpectedly" in death_message(None)
 
+
+
+# ---------------------------------------------------------------------------------- TrialSource
+class _Searcher:
+    """Gives ``configs`` in turn (a non-dict, such as Ray's ``Searcher.FINISHED``, ends the search)."""
+
+    def __init__(self, *configs: Any) -> None:
+        self.configs = list(configs)
+        self.asked: list[str] = []
+
+    def suggest(self, trial_id: str) -> Any:
+        self.asked.append(trial_id)
+        return self.configs.pop(0)
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        raise KeyError("loss")
+
+
+def _source(searcher: Any, num_samples: int = 0, restored: int = 0, **over: Any) -> tuple[TrialSource, TrialTable]:
+    """``num_samples=0``: as the driver passes it when the searcher alone decides how many."""
+    source = TrialSource(dataclasses.replace(make_spec(searcher=searcher, **over), num_samples=num_samples))
+    source.restored(restored, ())
+    return source, TrialTable(0)
+
+
+def test_source_adds_trials_while_ray_wants_more_pending_and_numbers_them() -> None:
+    source, table = _source(_Searcher({"x": 1}, {"x": 2}, {"x": 3}), num_samples=3)
+    drawn = source.draw(table, 1, "t")
+    assert drawn is not None and drawn.record is not None and drawn.record.trial_id == "t_00000"
+    assert table.get("t_00000").config == {"x": 1} and table.get("t_00000").status is TrialStatus.PENDING
+    assert source.draw(table, 1, "t") is None, "one pending trial is enough for one free slot"
+    assert source.suggested == 1 and not source.done
+
+
+def test_source_is_done_at_num_samples_or_when_the_searcher_says_so() -> None:
+    source, table = _source(_Searcher({"x": 1}, {"x": 2}), num_samples=1)
+    assert source.draw(table, 8, "t") is not None and source.draw(table, 8, "t") is None and source.done
+    source, table = _source(_Searcher({"x": 1}, "FINISHED"))  # num_samples 0: the searcher decides
+    assert source.draw(table, 8, "t") is not None and source.draw(table, 8, "t") is None and source.done
+    assert source.suggested == 1 and list(table.trials) == ["t_00000"]
+
+
+def test_source_waits_while_the_searcher_has_nothing_yet() -> None:
+    searcher = _Searcher(None, {"x": 1})
+    source, table = _source(searcher, num_samples=4)
+    assert source.draw(table, 8, "t") is None and not source.done and not table.trials
+    drawn = source.draw(table, 8, "t")
+    assert drawn is not None and drawn.record is not None and drawn.record.trial_id == "t_00000"
+    assert searcher.asked == ["t_00000", "t_00000"], "the id is not used up by an empty answer"
+
+
+def test_source_names_the_searcher_and_hook_that_raised() -> None:
+    source, table = _source(_Searcher(), num_samples=4)
+    drawn = source.draw(table, 8, "t")  # suggest() pops from an empty list: IndexError
+    assert drawn is not None and drawn.record is None and "suggest" in (drawn.problem or "")
+    assert "_Searcher" in (drawn.problem or "") and not table.trials and source.suggested == 0
+    value, problem = source.ask("on_trial_result", "t_00000", {})
+    assert value is None and problem is not None and "on_trial_result" in problem and "KeyError" in problem
+
+
+def test_source_continues_numbering_after_a_restore_and_reports_a_naming_problem() -> None:
+    source, table = _source(_Searcher({"x": 1}, {"x": 2}), num_samples=9, restored=5,
+                            trial_dirname_creator=lambda trial: "")
+    drawn = source.draw(table, 8, "t")
+    assert drawn is not None and drawn.record is None and "trial_dirname_creator" in (drawn.problem or "")
+    assert "t_00005" in (drawn.problem or "") and source.suggested == 6

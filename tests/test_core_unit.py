@@ -403,7 +403,7 @@ def test_with_a_stopper_every_due_second_writes() -> None:
     (AbortExperiment("x"), [], False),
 ])
 def test_which_events_change_nothing_a_state_holds(event: object, commands: list, quiet: bool) -> None:
-    from actors._engine.core import changes_nothing
+    from actors._engine.quiet import changes_nothing
 
     assert changes_nothing(event, commands) is quiet
 

@@ -22,8 +22,8 @@ from actors._engine.gate import Held, ResultGate
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
-from actors._engine.naming import TrialNamer
 from actors._engine.pool import ActorPool
+from actors._engine.quiet import changes_nothing
 from actors._engine.reducer import Decision
 from actors._engine.signals import (
     DRIVER,
@@ -52,8 +52,9 @@ from actors._engine.signals import (
 )
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
+from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus, trial_name
-from actors._engine.verdicts import judge, searcher_failed, stopper_failed
+from actors._engine.verdicts import judge, stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
     AbortExperiment,
@@ -72,7 +73,6 @@ from actors.messages import (
     ProbeStart,
     RunTrial,
     SchedulerAction,
-    SchedulerCall,
     SchedulerFailed,
     SchedulerReady,
     SchedulerReply,
@@ -87,7 +87,6 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
-from actors.search._variant import pending_trials_wanted
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
@@ -123,7 +122,7 @@ class ExperimentCore:
         self.gate = ResultGate(spec.callback_gate and spec.forward_events)
         self.watch = Watchdog(spec.trial_stop_grace_s)
         self.store: ExperimentStore | None = None
-        self.namer: TrialNamer | None = None
+        self.source = TrialSource(spec)
         self.window = 1
         self.horizon_attr = ""  # the scheduler's decision horizons are on, in this result key
         self.horizons: dict[str, float] = {}  # per trial, the newest the scheduler declared
@@ -131,8 +130,6 @@ class ExperimentCore:
         # replies of such decisions waiting for their batches (actors/_engine/direct.py)
         self.direct = ""
         self.joined = DecisionJoin()
-        self.searcher_done = False
-        self.suggested = 0
         self.started_at = 0.0
         self.now = 0.0
         self.error: str | None = None
@@ -166,13 +163,12 @@ class ExperimentCore:
         ended unwritten, and no stopper (``TimeoutStopper`` keeps time in its state)."""
         return self.unchanged and not self.io.dirty and self.spec.stopper is None
 
-    def _searcher(self, hook: str, *args: Any) -> tuple[bool, Any]:
-        """Call the search algorithm (user code): (False, None) after ending the run naming it if it raised."""
-        try:
-            return True, getattr(self.spec.searcher, hook)(*args)
-        except Exception as exc:
-            self._abort(searcher_failed(self.spec.searcher, hook, exc))
-            return False, None
+    def _searcher(self, hook: str, *args: Any) -> bool:
+        """Tell the search algorithm (user code); False after ending the run naming it if it raised."""
+        problem = self.source.ask(hook, *args)[1]
+        if problem is not None:
+            self._abort(problem)
+        return problem is None
 
     def tick_idle(self) -> bool:
         """Whether periodic ticks do nothing until another event arrives: nothing due, nothing that
@@ -226,9 +222,7 @@ class ExperimentCore:
         self.started_at = self.now
         try:
             self.store = self.open_store(spec)
-            self.suggested = self.io.restore_into(self.table, spec.searcher)
-            self.namer = TrialNamer(spec.trial_name_creator, spec.trial_dirname_creator, spec.trainable_name,
-                                    self.table.trials.values())
+            self.source.restored(self.io.restore_into(self.table, spec.searcher), self.table.trials.values())
         except Exception as exc:
             self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
             return
@@ -348,7 +342,7 @@ class ExperimentCore:
             return
         if self.spec.searcher is not None and searcher:
             for r in msg.results:
-                if not self._searcher("on_trial_result", msg.trial_id, r)[0]:
+                if not self._searcher("on_trial_result", msg.trial_id, r):
                     return
         for r in msg.results:
             self._event(EventType.RESULT, rec, result=r)
@@ -370,7 +364,7 @@ class ExperimentCore:
             self._run(self.table.decided(msg.trial_id, msg.run_id, msg.seq, decision))
 
     def _stop_every_trial(self) -> list[Effect]:
-        self.searcher_done = True
+        self.source.done = True
         effects: list[Effect] = []
         for rec in list(self.table.trials.values()):
             effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
@@ -454,7 +448,7 @@ class ExperimentCore:
             if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
                 self._save_state()
         if rec.status.is_finished and self.spec.searcher is not None and not self._searcher(
-                "on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR)[0]:
+                "on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR):
             return
         if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
             if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
@@ -828,48 +822,32 @@ class ExperimentCore:
             self.link.choose_version = self.table.version
             self._call(HookKind.CHOOSE, None)
             return
-        if self.searcher_done and self.table.all_finished() and not self.link.pending():
+        if self.source.done and self.table.all_finished() and not self.link.pending():
             self._finish(None)
-        elif not waiting and self.table.running == 0 and not self.link.pending() and not self.searcher_done:
+        elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
             self._abort("the search algorithm suggested no configuration while no trial was running; "
                         "it would wait forever (check its max_concurrent / suggest())")
 
     def _top_up(self) -> None:
-        """Ask the searcher for new trials while fewer than it should have are pending (Ray's rule)."""
-        s = self.spec
-        while not self.searcher_done:
-            room = min(self.members.free_slots(), s.max_concurrent - self.table.running)
-            if self.table.count(TrialStatus.PENDING) >= pending_trials_wanted(
-                    s.searcher, room, s.total_resources.get("cpu", 1.0)):
+        """Add the trials the search algorithm gives while it should give more (Ray's rule)."""
+        while True:
+            room = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
+            drawn = self.source.draw(self.table, room, self.io.trial_prefix)
+            if drawn is None:
                 return
-            if self.suggested >= s.num_samples and s.num_samples > 0:
-                self.searcher_done = True
+            if drawn.record is None:
+                self._abort(drawn.problem or "")
                 return
-            trial_id = f"{self.io.trial_prefix}_{self.suggested:05d}"
-            ok, config = self._searcher("suggest", trial_id)
-            if not ok:
-                return
-            if config is None:
-                return
-            if not isinstance(config, dict):  # the searcher is finished
-                self.searcher_done = True
-                return
-            self.suggested += 1
-            rec = self.table.add(trial_id, config)
-            assert self.namer is not None
-            problem = self.namer.apply(rec)
-            if problem is not None:
-                self._abort(problem)
-                return
-            self.io.on_add(rec)
-            self._event(EventType.ADD, rec)  # callbacks' trials list holds pending trials too (Ray's add_trial)
-            self._call(HookKind.ADD, trial_id)
+            self.io.on_add(drawn.record)
+            # callbacks' trials list holds pending trials too (Ray's add_trial)
+            self._event(EventType.ADD, drawn.record)
+            self._call(HookKind.ADD, drawn.record.trial_id)
 
     # ------------------------------------------------------------------ the end
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
         self.unchanged = True
-        self.io.snapshot_table(self.table, self.spec.searcher, self.suggested, self._call(HookKind.SAVE, None))
+        self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested, self._call(HookKind.SAVE, None))
 
     def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
         """End the experiment early, keeping it resumable.
@@ -881,12 +859,12 @@ class ExperimentCore:
         if self.phase in (ExperimentPhase.ABORTING, ExperimentPhase.FINISHED):
             return
         self.error = reason
-        self.searcher_done = True
+        self.source.done = True
         tag = None
         if self.store is not None:
             ready = self.phase is not ExperimentPhase.STARTING
             tag = self._call(HookKind.SAVE, None) if ready and scheduler_alive else None
-            self.io.freeze(self.table, self.spec.searcher, self.suggested, tag)
+            self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
         self.phase = ExperimentPhase.ABORTING
         self._run(self.table.abort_all())
         if tag is None:
@@ -913,7 +891,7 @@ class ExperimentCore:
         try:
             if self.store is not None:
                 self._log_unlogged()
-                self.io.snapshot_table(self.table, self.spec.searcher, self.suggested)
+                self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested)
                 self.io.close(final=True)
                 summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
         except Exception as exc:
@@ -928,34 +906,7 @@ class ExperimentCore:
         self.out.append(Finish(error))
 
 
-_QUIET_EVENTS = frozenset({Wake, ProcessesChecked, MemberHeartbeat, ClusterStatusRequest})
-_QUIET_COMMANDS = frozenset({WakeAfter, CheckProcesses, Reply})
-
-
-def changes_nothing(event: Any, commands: list[Command]) -> bool:
-    """Whether handling ``event`` left everything a saved state holds as it was: a timer, liveness
-    check, heartbeat, status query or scheduler state that only waited, reported and asked again.
-
-    Judged from the outside (the event's type and what it led to), not by listing every mutation:
-    anything else counts as a change, so a missed case costs one extra write, never a lost one.
-    """
-    t = type(event)
-    if t is SchedulerReply:
-        if event.kind is not HookKind.SAVE:
-            return False
-    elif t not in _QUIET_EVENTS:
-        return False
-    for c in commands:
-        if type(c) in _QUIET_COMMANDS:
-            continue
-        if type(c) is Send and (c.to == DRIVER or (type(c.msg) is SchedulerCall and c.msg.kind is HookKind.SAVE)):
-            continue
-        return False
-    return True
-
-
 _HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
             EffectKind.REMOVE: HookKind.REMOVE}
 
-__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "changes_nothing",
-           "stopper_failed"]
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]

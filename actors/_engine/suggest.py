@@ -1,0 +1,76 @@
+"""Where trials come from: the search algorithm, asked for a configuration while fewer trials are
+pending than Ray Tune's rule wants (``pending_trials_wanted``), each new trial named as it is added.
+
+The core owns one ``TrialSource``; nothing else calls the search algorithm's ``suggest``. Its
+``on_trial_result``/``on_trial_complete`` go through ``ask`` too, so a searcher that raises is
+named the same way whichever hook it raised in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from actors._engine.lifecycle import TrialRecord, TrialTable
+from actors._engine.naming import TrialNamer
+from actors._engine.spec import ExperimentSpec
+from actors._engine.trial import TrialStatus
+from actors._engine.verdicts import searcher_failed
+from actors.search._variant import pending_trials_wanted
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A trial just added to the table (named), or the problem that ends the run."""
+
+    record: TrialRecord | None = None
+    problem: str | None = None
+
+
+class TrialSource:
+    """The search algorithm's side of the experiment: how many trials it gave, whether it is done."""
+
+    def __init__(self, spec: ExperimentSpec) -> None:
+        self.spec = spec
+        self.done = False  # no more trials: the searcher said so, num_samples reached, or the run ends
+        self.suggested = 0
+        self._namer: TrialNamer | None = None
+
+    def restored(self, suggested: int, trials: Iterable[TrialRecord]) -> None:
+        """The store was opened: ``suggested`` trials were drawn before (0 on a first run)."""
+        s = self.spec
+        self.suggested = suggested
+        self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials)
+
+    def ask(self, hook: str, *args: Any) -> tuple[Any, str | None]:
+        """Call the search algorithm (user code): its answer, or the message that names it if it raised."""
+        try:
+            return getattr(self.spec.searcher, hook)(*args), None
+        except Exception as exc:
+            return None, searcher_failed(self.spec.searcher, hook, exc)
+
+    def draw(self, table: TrialTable, room: int, trial_prefix: str) -> Drawn | None:
+        """Add the next trial to ``table`` if one is wanted now (``room`` trials could start); None
+        when none is, for now or for good (then ``done``)."""
+        s = self.spec
+        if self.done or table.count(TrialStatus.PENDING) >= pending_trials_wanted(
+                s.searcher, room, s.total_resources.get("cpu", 1.0)):
+            return None
+        if self.suggested >= s.num_samples and s.num_samples > 0:
+            self.done = True
+            return None
+        trial_id = f"{trial_prefix}_{self.suggested:05d}"
+        config, problem = self.ask("suggest", trial_id)
+        if problem is not None:
+            return Drawn(problem=problem)
+        if config is None:  # nothing right now (e.g. its max_concurrent is reached)
+            return None
+        if not isinstance(config, dict):  # the searcher is finished
+            self.done = True
+            return None
+        self.suggested += 1
+        rec = table.add(trial_id, config)
+        assert self._namer is not None, "restored() names trials: the store is opened first"
+        problem = self._namer.apply(rec)
+        return Drawn(problem=problem) if problem is not None else Drawn(record=rec)
