@@ -364,7 +364,7 @@ class ExperimentCore:
             self._run(self.table.decided(msg.trial_id, msg.run_id, msg.seq, decision))
 
     def _stop_every_trial(self) -> list[Effect]:
-        self.source.done = True
+        self.source.close()
         effects: list[Effect] = []
         for rec in list(self.table.trials.values()):
             effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
@@ -859,7 +859,7 @@ class ExperimentCore:
         if self.phase in (ExperimentPhase.ABORTING, ExperimentPhase.FINISHED):
             return
         self.error = reason
-        self.source.done = True
+        self.source.close()
         tag = None
         if self.store is not None:
             ready = self.phase is not ExperimentPhase.STARTING

@@ -43,6 +43,10 @@ class TrialSource:
         self.suggested = suggested
         self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials)
 
+    def close(self) -> None:
+        """No more trials: every trial is being stopped, or the run is ending."""
+        self.done = True
+
     def ask(self, hook: str, *args: Any) -> tuple[Any, str | None]:
         """Call the search algorithm (user code): its answer, or the message that names it if it raised."""
         try:
