@@ -836,7 +836,8 @@ class ExperimentCore:
             if drawn is None:
                 return
             if drawn.record is None:
-                self._abort(drawn.problem or "")
+                assert drawn.problem is not None, "a Drawn holds a record or a problem"
+                self._abort(drawn.problem)
                 return
             self.io.on_add(drawn.record)
             # callbacks' trials list holds pending trials too (Ray's add_trial)
