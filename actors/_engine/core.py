@@ -252,7 +252,35 @@ class ExperimentCore:
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
+        self._show_unseen()
         self._fill()
+
+    def _show_unseen(self) -> None:
+        """A restored trial resumes from a checkpoint committed after the saved state: the stop
+        criteria and the searcher see the rows that state never saw, as they did in the run that
+        wrote them; a trial stopped at one of them (or that said done) ends there instead of
+        running past its end. The scheduler first hears of the trial's next result."""
+        for trial_id, rows in self.io.take_unseen().items():
+            rec = self.table.trials.get(trial_id)
+            if rec is None or rec.status is not TrialStatus.PENDING or self.finished:
+                continue
+            verdict = judge(self.spec, trial_id, tuple(rows))
+            if verdict.problem is not None:
+                self._abort(verdict.problem)
+                return
+            ends = next((i for i, r in enumerate(rows) if verdict.hits[i] or r.get("done")), None)
+            for r in rows[:ends]:
+                if self.spec.searcher is not None and not self._searcher("on_trial_result", trial_id, r):
+                    return
+            if ends is not None:
+                self.io.end_restored(rec)
+                self._run(self.table.end_restored(trial_id, stopped=verdict.hits[ends] and not rows[-1].get("done")))
+                self.io.dirty = True
+                if self.spec.searcher is not None and not self._searcher(
+                        "on_trial_complete", trial_id, dict(rec.last_result), False):
+                    return
+            if verdict.stop_all:
+                self._run(self._stop_every_trial())
 
     # ------------------------------------------------------------------ trial messages
     def _trial_message(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:

@@ -35,6 +35,13 @@ class ExperimentStore(Protocol):
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
         """Load a saved table (Tuner.restore) into ``table``; how many trials were suggested."""
 
+    def take_unseen(self) -> dict[str, list[dict[str, Any]]]:
+        """Restored trials resumed from a checkpoint newer than the saved state: the rows up to it
+        that the state never saw (asked once, when the scheduler is ready)."""
+
+    def end_restored(self, rec: TrialRecord) -> None:
+        """A restored trial ends before it runs again (its history's last row says done)."""
+
     def scheduler_state(self) -> bytes | None:
         """The scheduler's saved state, to hand back to it on resume."""
 

@@ -61,6 +61,7 @@ class ExperimentIO:
         self.logged_iter: dict[str, int] = {}
         self.ckpts: dict[str, list[CheckpointRef]] = {}
         self.max_index: dict[str, int] = {}
+        self.unseen: dict[str, list[dict[str, Any]]] = {}  # restored rows the saved state never saw
         # a restored run keeps the prefix, so re-suggested trials get their old ids back
         restored = spec.restore_state or {}
         self.trial_prefix: str = restored.get("trial_prefix") or secrets.token_hex(3)[:5]
@@ -122,7 +123,21 @@ class ExperimentIO:
                 self.state_refs.add(rec.checkpoint.path)
             if self.spec.num_to_keep is not None and kept.get(rec.trial_id):
                 self.ckpts[rec.trial_id] = kept[rec.trial_id]
+            if row.get("unseen"):
+                self.unseen[rec.trial_id] = row["unseen"]
         return int(state["suggested"])
+
+    def take_unseen(self) -> dict[str, list[dict[str, Any]]]:
+        """Restored trials that resume from a checkpoint committed after the saved state: the rows
+        up to it that the state (its stopper, scheduler, searcher) never saw. Asked once."""
+        unseen, self.unseen = self.unseen, {}
+        return unseen
+
+    def end_restored(self, rec: TrialRecord) -> None:
+        """A restored trial ends before running again: its last row says ``done``, as a stopped one's."""
+        from actors._driver.restore import mark_last_done
+
+        mark_last_done(self.ctx, self.layout, rec.trial_id)
 
     def scheduler_state(self) -> bytes | None:
         return self.sched_blob
