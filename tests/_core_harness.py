@@ -65,6 +65,12 @@ class FakeStore:
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
         return 0
 
+    def take_unseen(self) -> dict[str, list[dict[str, Any]]]:
+        return {}
+
+    def end_restored(self, rec: TrialRecord) -> None:
+        pass
+
     def scheduler_state(self) -> bytes | None:
         return None
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
+from actors._engine.flat import flatten
 from actors._engine.gate import Held, ResultGate
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
@@ -163,9 +164,10 @@ class ExperimentCore:
         ended unwritten, and no stopper (``TimeoutStopper`` keeps time in its state)."""
         return self.unchanged and not self.io.dirty and self.spec.stopper is None
 
-    def _searcher(self, hook: str, *args: Any) -> bool:
-        """Tell the search algorithm (user code); False after ending the run naming it if it raised."""
-        problem = self.source.ask(hook, *args)[1]
+    def _searcher(self, hook: str, trial_id: str, result: dict[str, Any], *rest: Any) -> bool:
+        """Tell the search algorithm (user code) of a result, flattened as Ray Tune hands it over;
+        False after ending the run naming it if it raised."""
+        problem = self.source.ask(hook, trial_id, flatten(result), *rest)[1]
         if problem is not None:
             self._abort(problem)
         return problem is None

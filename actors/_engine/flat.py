@@ -1,0 +1,50 @@
+"""Nested results as Ray Tune hands them to plugins: one level, keys joined by ``/``.
+
+Ray Tune's controller flattens each result before the metric check, the scheduler's and the
+searcher's hooks, so ``metric="val/loss"`` names ``{"val": {"loss": ...}}`` and a Ray plugin
+reads ``result["config/lr"]``. The trial's ``last_result`` and the stopper's argument stay nested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SEP = "/"
+
+
+def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A new one-level dict: a nested dict's entries become ``outer/inner`` keys, placed after the
+    flat ones, level by level (Ray's order); an empty nested dict disappears. Lists stay values."""
+    out = dict(result)
+    while any(isinstance(v, dict) for v in out.values()):
+        nested = {k: v for k, v in out.items() if isinstance(v, dict)}
+        for k in nested:
+            del out[k]
+        for k, v in nested.items():
+            for sub, value in v.items():
+                out[f"{k}{SEP}{sub}"] = value
+    return out
+
+
+def is_flat(result: Mapping[str, Any]) -> bool:
+    return not any(isinstance(v, dict) for v in result.values())
+
+
+def lookup(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``result[key]``, or for ``a/b`` the nested ``result["a"]["b"]`` (Ray's ``unflattened_lookup``,
+    list indices included); ``default`` when it is not there."""
+    if key in result:
+        return result[key]
+    base: Any = result
+    for part in key.split(SEP):
+        if isinstance(base, Mapping) and part in base:
+            base = base[part]
+        elif isinstance(base, (list, tuple)) and part.lstrip("-").isdigit() and -len(base) <= int(part) < len(base):
+            base = base[int(part)]
+        else:
+            return default
+    return base
+
+
+__all__ = ["SEP", "flatten", "is_flat", "lookup"]
