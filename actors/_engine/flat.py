@@ -16,14 +16,22 @@ SEP = "/"
 def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
     """A new one-level dict: a nested dict's entries become ``outer/inner`` keys, placed after the
     flat ones, level by level (Ray's order); an empty nested dict disappears. Lists stay values."""
-    out = dict(result)
-    while any(isinstance(v, dict) for v in out.values()):
-        nested = {k: v for k, v in out.items() if isinstance(v, dict)}
-        for k in nested:
-            del out[k]
-        for k, v in nested.items():
+    out: dict[str, Any] = {}
+    nested: list[tuple[str, dict[str, Any]]] = []
+    for k, v in result.items():  # once per result in the scheduler's and searcher's path: one pass
+        if isinstance(v, dict):
+            nested.append((k, v))
+        else:
+            out[k] = v
+    while nested:
+        level, nested = nested, []
+        for k, v in level:
             for sub, value in v.items():
-                out[f"{k}{SEP}{sub}"] = value
+                key = f"{k}{SEP}{sub}"
+                if isinstance(value, dict):
+                    nested.append((key, value))
+                else:
+                    out[key] = value
     return out
 
 
