@@ -139,3 +139,28 @@ def test_dataframes_are_flattened_as_ray(seq_grid: Any, tmp_path: Any) -> None:
     assert sorted(df["logdir"]) == sorted(r.path for r in grid) and list(df["plain"]) == [2, 2]
     # a filter_metric alone gives the last rows (Ray); a mode alone is refused
     assert list(grid.get_dataframe(filter_metric="val/loss")["plain"]) == [2, 2]
+
+
+def one_report(config: dict[str, Any]) -> None:
+    report({"v": 1})
+
+
+def silent(config: dict[str, Any]) -> None:
+    pass
+
+
+def test_result_metrics_carry_the_experiment_tag_as_ray(tmp_path: Any) -> None:
+    """Recorded from Ray 2.60: ``Result.metrics["experiment_tag"]`` of each trial (the drawn values,
+    keys sorted), also read back through ``Tuner.restore(...).get_results()``; a trial that
+    reported nothing has none."""
+    space = {"lr": grid_search([0.1, 0.25]), "opt": {"m": grid_search(["a", "b"])}, "c": 3}
+    grid = Tuner(one_report, param_space=space,
+                 run_config=RunConfig(storage=str(tmp_path), name="e", system="simple", verbose=0)).fit()
+    want = ["0_lr=0.1000,m=a", "1_lr=0.2500,m=a", "2_lr=0.1000,m=b", "3_lr=0.2500,m=b"]
+    assert sorted(r.metrics["experiment_tag"] for r in grid) == want
+    stored = Tuner.restore(str(tmp_path / "e"), one_report).get_results()
+    assert sorted(r.metrics["experiment_tag"] for r in stored) == want
+    assert all("experiment_tag" not in r.metrics_history[-1] for r in grid)  # (not in result.json, as Ray)
+    quiet = Tuner(silent, param_space={"lr": grid_search([0.1])},
+                  run_config=RunConfig(storage=str(tmp_path), name="q", system="simple", verbose=0)).fit()
+    assert "experiment_tag" not in quiet[0].metrics

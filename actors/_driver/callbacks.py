@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from actors._engine.sequencer import Sequencer
-from actors._engine.trial import TrialSnapshot, TrialStatus, experiment_tag
+from actors._engine.trial import TrialSnapshot, TrialStatus, tag_of
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
 from actors.result import SHOULD_CHECKPOINT
 
@@ -136,9 +136,7 @@ class CallbackDispatcher:
         path = self._trial_path(snap)
         tag = self.tags.get(snap.trial_id)
         if tag is None:
-            index = snap.trial_id.rpartition("_")[2]
-            tag = self.tags[snap.trial_id] = experiment_tag(int(index) if index.isdigit() else 0, snap.config,
-                                                            self.searched)
+            tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
                        experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
 

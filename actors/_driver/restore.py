@@ -111,7 +111,8 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     return tuner
 
 
-def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any) -> Any:
+def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any,
+                   searched: Any = None) -> Any:
     """The saved experiment as a ``ResultGrid``, statuses as saved; nothing runs (Ray Tune's
     ``Tuner.restore(...).get_results()``). Histories and checkpoints are read from storage on use."""
     from actors._driver.result_grid import Result, ResultGrid
@@ -127,7 +128,7 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
         summary = TrialSummary(tid, row["config"], status, row["last_result"], CheckpointRef(**ck) if ck else None,
                                error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
                                row.get("dirname"))
-        results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config))
+        results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config, searched))
     return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
 
 

@@ -10,13 +10,14 @@ import logging
 import math
 import numbers
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import CheckpointConfig, check_mode
 from actors._driver.errors import ConfigError, NoBestTrialError, TrialError
 from actors._engine.flat import flatten, lookup
-from actors._engine.trial import TrialStatus
+from actors._engine.trial import TrialStatus, tag_of
 from actors.messages import TrialSummary
 
 log = logging.getLogger("audition")
@@ -26,7 +27,8 @@ class Result:
     """One trial's outcome (Ray Tune's ``Result``)."""
 
     def __init__(self, summary: TrialSummary, storage_url: str, storage_options: dict[str, Any],
-                 experiment: str, checkpoint_config: CheckpointConfig | None = None) -> None:
+                 experiment: str, checkpoint_config: CheckpointConfig | None = None,
+                 searched: Searched | None = None) -> None:
         self._summary = summary
         self._checkpoint_config = checkpoint_config or CheckpointConfig()
         self._url = storage_url
@@ -36,6 +38,8 @@ class Result:
         self.trial_id = summary.trial_id
         self.config = dict(summary.config)
         self.metrics = dict(summary.last_result)
+        if "training_iteration" in self.metrics and searched is not None:  # Ray tags a reported result
+            self.metrics["experiment_tag"] = tag_of(summary.trial_id, self.config, searched.paths)[0]
         self.status = summary.status
         self.path = summary.path
         self.num_failures = summary.num_failures
@@ -223,6 +227,14 @@ def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
     return out if cc.num_to_keep is None else out[-cc.num_to_keep:]
 
 
+@dataclass(frozen=True)
+class Searched:
+    """What names a trial's ``experiment_tag``: the default generator's domain paths (its tag lists
+    the drawn values), or ``None`` for another searcher (its tag lists the whole config)."""
+
+    paths: tuple[tuple[Any, ...], ...] | None
+
+
 def _frame(rows: list[dict[str, Any]]) -> Any:
     import pandas as pd
 
@@ -253,13 +265,13 @@ def metric_statistics(r: Result, metric: str) -> dict[str, float] | None:
 
 
 def grid_of(trials: Iterable[TrialSummary], ctx: Any, name: str, metric: str | None, mode: str | None,
-            checkpoint_config: CheckpointConfig | None) -> ResultGrid:
+            checkpoint_config: CheckpointConfig | None, searched: Searched | None = None) -> ResultGrid:
     """The grid ``fit()`` returns for the controller's final summaries (``actors.testing.simulate``
     builds its grid here too); ``ctx`` is the experiment's ``storage.StorageContext``."""
     from storage import ExperimentLayout
 
-    results = [Result(s, ctx.url, dict(ctx.options), name, checkpoint_config) for s in trials]
+    results = [Result(s, ctx.url, dict(ctx.options), name, checkpoint_config, searched) for s in trials]
     return ResultGrid(results, metric, mode, ctx.uri(ExperimentLayout(ctx, name).experiment_dir))
 
 
-__all__ = ["Result", "ResultGrid", "grid_of"]
+__all__ = ["Result", "ResultGrid", "Searched", "grid_of"]

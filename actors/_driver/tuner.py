@@ -31,7 +31,7 @@ from actors._driver.loggers import LoggerCallback, controller_loggers, driver_ca
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressReporter, TrialLines
-from actors._driver.result_grid import ResultGrid, grid_of
+from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.spec import ExperimentSpec
@@ -186,6 +186,8 @@ class Tuner:
         self._system = saved["system"]
         self._multi_host = str(self._system).startswith("tcp://")
         self._prebuilt = spec
+        if "searched" in saved:  # (tuners saved before 2026-12-04 lack it)
+            self._searched = saved["searched"]
 
     def _spec(self) -> ExperimentSpec:
         if getattr(self, "_prebuilt", None) is not None:
@@ -275,7 +277,7 @@ class Tuner:
         self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
                              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
         grid = grid_of(finished.trials, self._ctx, self.name, self.tune_config.metric, self.tune_config.mode,
-                       self.run_config.checkpoint_config)
+                       self.run_config.checkpoint_config, self._tagging())
         results = list(grid)
         if finished.error and spec.fail_fast_raise:  # Ray Tune raises the trial's own error here
             failed = [r.error for r in results if r.error is not None]
@@ -300,7 +302,14 @@ class Tuner:
                             "run with Tuner.restore(path, trainable).get_results())")
         from actors._driver.restore import stored_results
 
-        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config)
+        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config, self._tagging())
+
+    def _tagging(self) -> Searched | None:
+        """How Result.metrics["experiment_tag"] is made; None for a tuner restored from a tuner.pkl
+        written before the paths were saved in it (no tag rather than a wrong one)."""
+        if not hasattr(self, "_searched"):
+            return None
+        return Searched(self._searched)
 
     def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:
         from actors._shell.controller import ControllerActor
@@ -361,7 +370,7 @@ class Tuner:
         # callbacks live in the driver only (they may hold open files): not part of the saved tuner
         saved_rc = dataclasses.replace(self.run_config, callbacks=None)
         data = {"tune_config": self.tune_config, "run_config": saved_rc, "system": self._system,
-                "spec": _without_trainable(spec)}
+                "spec": _without_trainable(spec), "searched": self._searched}
         write_bytes(self._ctx, layout.tuner_file, cloudpickle.dumps(data))
 
     # ------------------------------------------------------------------ restore
