@@ -244,8 +244,9 @@ class CallbackDispatcher:
         self.iteration += 1
         if ev.kind is EventType.START:
             self._resumed(ev.trial)
-        snap = self._as_ray_trial(ev.trial)
-        self.trials[snap.trial_id] = snap
+        prev = self.trials.get(ev.trial.trial_id)
+        after = self._as_ray_trial(ev.trial)
+        snap = self.trials[after.trial_id] = _as_ray_sees(ev.kind, after, prev)
         table = list(self.trials.values())
         result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
         ckpt = (Checkpoint(ev.checkpoint, self.storage_options)
@@ -267,6 +268,8 @@ class CallbackDispatcher:
                     cb.on_trial_recover(iteration=self.iteration, trials=table, trial=snap)
             except Exception:  # a broken callback must not end the experiment
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
+        if snap is not after:  # the status the trial has once the hook ran
+            self.trials[after.trial_id] = snap = after
         if ckpt is not None:  # Ray registers it with the trial after the callbacks ran
             self._note_checkpoint(snap.trial_id, ckpt)
             saved = self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
@@ -304,5 +307,16 @@ class CallbackDispatcher:
             except Exception:
                 log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
 
+
+
+def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | None) -> TrialSnapshot:
+    """The trial as Ray Tune's hook sees it: ``on_trial_start`` before the trial is RUNNING (still
+    PENDING), ``on_trial_complete`` before it is TERMINATED (still RUNNING, or PENDING/PAUSED when
+    stopped before it ran again); Ray sets the new status right after the hook."""
+    if kind is EventType.START:
+        return replace(snap, status=TrialStatus.PENDING)
+    if kind is EventType.COMPLETE and prev is not None and not prev.status.is_finished:
+        return replace(snap, status=prev.status)
+    return snap
 
 __all__ = ["Callback", "CallbackDispatcher"]
