@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, RunConfig, TuneConfig, Tuner, report
+from actors import Callback, RunConfig, TuneConfig, Tuner, report, with_resources
 from actors._driver.callbacks import CallbackDispatcher
+from actors._driver.config import default_cpus
 from actors._driver.errors import TuneError
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import EventType, TrialEvent, TrialEvents
@@ -52,9 +53,15 @@ class Lists(Callback):
         self._note("end", trials)
 
 
+def _one_at_a_time(trainable: Any) -> Any:
+    """Each trial takes every CPU, so they run one after another while all are created up front
+    (``max_concurrent_trials=1`` would also make Ray's generator create them one at a time)."""
+    return with_resources(trainable, {"cpu": default_cpus()})
+
+
 def _run(storage: str, trainable: Any, cb: Callback | None = None) -> Any:
-    return Tuner(trainable, param_space={"x": grid_search([1, 2, 3])},
-                 tune_config=TuneConfig(metric="loss", mode="min", max_concurrent_trials=1),
+    return Tuner(_one_at_a_time(trainable), param_space={"x": grid_search([1, 2, 3])},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
                  run_config=RunConfig(name="lists", storage=storage, verbose=0, system="simple",
                                       callbacks=[cb] if cb else None)).fit()
 
@@ -74,8 +81,8 @@ def test_the_end_list_holds_trials_that_never_started(storage_dir) -> None:
     and have no event, yet on_experiment_end lists them (the controller's final table)."""
     cb = Lists()
     with pytest.raises(TuneError, match="Exploding raised"):
-        Tuner(fixed, param_space={"x": grid_search([3, 1, 2])},
-              tune_config=TuneConfig(metric="loss", mode="min", max_concurrent_trials=1, scheduler=T.Exploding()),
+        Tuner(_one_at_a_time(fixed), param_space={"x": grid_search([3, 1, 2])},
+              tune_config=TuneConfig(metric="loss", mode="min", scheduler=T.Exploding()),
               run_config=RunConfig(name="fast", storage=storage_dir, verbose=0, system="simple",
                                    callbacks=[cb])).fit()
     assert cb.seen[0] == ("start", [(3, "PENDING"), (1, "PENDING"), (2, "PENDING")])  # every trial, as Ray

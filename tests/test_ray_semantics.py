@@ -190,7 +190,9 @@ def test_fail_fast_true_stops_the_rest_and_returns_the_results(storage_dir, tmp_
     assert grid.errors == [failed.error]
     assert by_role["sleep"].status.value == "TERMINATED" and by_role["sleep"].error is None
     assert by_role["sleep"].metrics["score"] == 1  # what it reported before it was stopped
-    assert by_role["never started"].status.value == "TERMINATED" and not by_role["never started"].metrics_history
+    # as Ray 2.60 (recorded: a 40-value grid, max_concurrent_trials=2, the first trial failing, gives 2
+    # trials): the generator creates a trial only while fewer than 2 are live, so the third never was
+    assert "never started" not in by_role and len(grid) == 2
 
 
 def test_fail_fast_raise_raises_the_trial_error(storage_dir, tmp_path) -> None:
@@ -341,3 +343,29 @@ def test_function_trainables_refuse_what_ray_refuses(storage_dir, kw, match) -> 
     with pytest.raises(ConfigError, match=match) as err:
         Tuner(counts_to_ten, run_config=RunConfig(storage=storage_dir, checkpoint_config=CheckpointConfig(**kw)))
     assert "report(metrics, checkpoint=" in str(err.value)
+
+
+# ---------------------------------------------------------------- max_concurrent_trials caps the default generator
+def first_fails(config: dict[str, Any]) -> None:
+    if config["k"] == 0:
+        raise RuntimeError("x")
+    time.sleep(config.get("busy_s", 0.0))  # (the work beside the failing trial, as in the Ray recording)
+    report({"v": 1})
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_max_concurrent_trials_creates_trials_only_as_they_can_run(system, storage_dir, no_leaks) -> None:
+    """Recorded from Ray 2.60 (40-value grid, max_concurrent_trials=2, fail_fast=True, the first
+    trial fails): the grid holds 2 trials, the failed one and the one running beside it. Ray's
+    default generator gets max_concurrent=max_concurrent_trials and creates a trial only while fewer
+    are live; without the cap all 40 would be listed (38 never run)."""
+    grid = Tuner(first_fails, param_space={"k": grid_search(list(range(40))), "busy_s": 0.5},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system=system,
+                                      failure_config=FailureConfig(fail_fast=True))).fit()
+    assert len(grid) == 2 and grid.num_errors == 1
+    # and without fail_fast every trial still runs, two at a time
+    grid = Tuner(first_fails, param_space={"k": grid_search(list(range(1, 9)))},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system=system)).fit()
+    assert sorted(r.config["k"] for r in grid) == list(range(1, 9)) and grid.num_errors == 0

@@ -97,7 +97,10 @@ class Tuner:
         self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
         if tc.search_alg is None:
-            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed)
+            # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
+            # trial only when one can run (a run stopped early has only the trials it started)
+            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed,
+                                                  max_concurrent=tc.max_concurrent_trials or 0)
             self._num_samples = searcher.total_trials
         else:
             searcher = tc.search_alg

@@ -254,18 +254,27 @@ class ExperimentCore:
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
-        self._show_unseen()
+        self._settle_restored()
         self._fill()
 
-    def _show_unseen(self) -> None:
-        """A restored trial resumes from a checkpoint committed after the saved state: the stop
-        criteria and the searcher see the rows that state never saw, as they did in the run that
-        wrote them; a trial stopped at one of them (or that said done) ends there instead of
-        running past its end. The scheduler first hears of the trial's next result."""
-        for trial_id, rows in self.io.take_unseen().items():
-            rec = self.table.trials.get(trial_id)
-            if rec is None or rec.status is not TrialStatus.PENDING or self.finished:
+    def _settle_restored(self) -> None:
+        """Tell the restored searcher and scheduler what the restore did. A trial it ended
+        (``resume_unfinished=False``) completes, or their saved state waits for it (a generator's
+        ``max_concurrent``, a HyperBand bracket). A trial resuming from a checkpoint committed after
+        the saved state: the stop criteria and the searcher see the rows that state never saw, as
+        they did in the run that wrote them; a trial stopped at one of them (or that said done) ends
+        there instead of running past its end. The scheduler first hears of its next result."""
+        notes = self.io.take_restored()
+        for trial_id in notes.ended:
+            last = dict(self.table.get(trial_id).last_result)
+            self._call(HookKind.COMPLETE, trial_id, (last,))
+            if self.spec.searcher is not None and not self._searcher("on_trial_complete", trial_id, last, False):
+                return
+        for trial_id, rows in notes.unseen.items():
+            found = self.table.trials.get(trial_id)
+            if found is None or found.status is not TrialStatus.PENDING or self.finished:
                 continue
+            rec = found
             verdict = judge(self.spec, trial_id, tuple(rows))
             if verdict.problem is not None:
                 self._abort(verdict.problem)
