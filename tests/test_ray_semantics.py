@@ -12,7 +12,18 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
+from actors import (
+    Callback,
+    Checkpoint,
+    CheckpointConfig,
+    FailureConfig,
+    RunConfig,
+    Trainable,
+    TuneConfig,
+    Tuner,
+    report,
+    with_resources,
+)
 from actors._driver.errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
 from actors.search import grid_search
@@ -103,10 +114,40 @@ class CheckpointsWhenAsked(Trainable):
 
 
 def test_step_result_should_checkpoint_saves_at_that_iteration(storage_dir) -> None:
-    [r] = _fit(CheckpointsWhenAsked, storage_dir)
+    [r] = _fit(CheckpointsWhenAsked, storage_dir, checkpoint_config=CheckpointConfig(checkpoint_at_end=False))
     assert r.metrics["n"] == 4
     assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 2}
     assert isinstance(r.checkpoint, Checkpoint)
+
+
+def test_a_class_trainable_checkpoints_at_end_by_default(storage_dir) -> None:
+    # recorded from Ray 2.60: CheckpointConfig() (checkpoint_at_end=None) becomes True for a class
+    # trainable; this trial's checkpoints are {"n": 2} (asked by step()) and {"n": 4} (at its end)
+    [r] = _fit(CheckpointsWhenAsked, storage_dir)
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 4}
+    assert [(c.to_dict()["n"], m["n"]) for c, m in r.best_checkpoints] == [(2, 2), (4, 4)]
+
+
+class NeverSaves(Trainable):
+    def step(self) -> dict[str, Any]:
+        return {"done": self.iteration == 2}
+
+
+def test_a_class_without_save_checkpoint_is_not_checkpointed_at_end_by_default(storage_dir) -> None:
+    # a deliberate difference: Ray 2.60 ends this trial in ERROR (NotImplementedError from its
+    # Trainable.save_checkpoint at the end save); audition's default is False for such a class
+    [r] = _fit(NeverSaves, storage_dir)
+    assert r.status.value == "TERMINATED" and r.error is None and r.checkpoint is None
+    assert r.metrics["training_iteration"] == 3
+
+
+def test_a_function_trainable_has_no_checkpoint_at_end(storage_dir) -> None:
+    # recorded from Ray 2.60: None means False for a function trainable (no checkpoint, TERMINATED)
+    # and checkpoint_at_end=True is refused before anything runs
+    [r] = _fit(returns_number, storage_dir, param_space={"x": 1.0})
+    assert r.checkpoint is None and r.status.value == "TERMINATED"
+    with pytest.raises(ConfigError, match="checkpoint_at_end=True"):
+        _fit(returns_number, storage_dir, checkpoint_config=CheckpointConfig(checkpoint_at_end=True))
 
 
 class Counter(Trainable):
@@ -136,15 +177,23 @@ class CheckpointEveryThird(Callback):
 @pytest.mark.parametrize("system", ["simple", "multiproc"])
 def test_callback_should_checkpoint_saves_at_that_iteration(system, storage_dir, no_leaks) -> None:
     cb = CheckpointEveryThird()
-    [r] = _fit(Counter, storage_dir, system=system, callbacks=[cb])
+    [r] = _fit(Counter, storage_dir, system=system, callbacks=[cb],
+               checkpoint_config=CheckpointConfig(checkpoint_at_end=False))
     assert cb.seen == [1, 2, 3, 4, 5, 6, 7]  # it ran in this process, on every result
+    assert _saved(r, storage_dir) == [3, 6]  # exactly at the iterations the callback asked for
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 6}
+    # recorded from Ray 2.60: with the default CheckpointConfig() the class trainable is saved at its end too
+    [r] = _fit(Counter, storage_dir, system=system, callbacks=[CheckpointEveryThird()])
+    assert _saved(r, storage_dir) == [3, 6, 7]
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 7}
+
+
+def _saved(r: Any, storage_dir: str) -> list[int]:
     trial_dir = os.path.join(storage_dir, os.path.basename(r.path.rstrip("/")))
     if not os.path.isdir(trial_dir):
         trial_dir = r.path
-    saved = sorted(Checkpoint(os.path.join(trial_dir, d)).to_dict()["n"]
-                   for d in os.listdir(trial_dir) if d.startswith("checkpoint_"))
-    assert saved == [3, 6]  # exactly at the iterations the callback asked for
-    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 6}
+    return sorted(Checkpoint(os.path.join(trial_dir, d)).to_dict()["n"]
+                  for d in os.listdir(trial_dir) if d.startswith("checkpoint_"))
 
 
 # ---------------------------------------------------------------- 3. an explicit BasicVariantGenerator

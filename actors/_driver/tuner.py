@@ -8,7 +8,6 @@ asking a killed actor stalls Thespian's external API for half a minute).
 from __future__ import annotations
 
 import datetime
-import inspect
 import logging
 import os
 import time
@@ -24,6 +23,7 @@ from actors._driver.checks import (
     claim_name,
     make_run_stopper,
     required_metrics,
+    resolve_checkpoint_at_end,
 )
 from actors._driver.config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
 from actors._driver.errors import TuneError
@@ -84,16 +84,7 @@ class Tuner:
         if param_space is not None and not isinstance(param_space, dict):
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
         self.trainable_name = _check_trainable(trainable)
-        if not inspect.isclass(trainable):  # Ray Tune refuses both for a function trainable
-            cc = rc.checkpoint_config
-            if cc.checkpoint_at_end:
-                raise ConfigError("CheckpointConfig(checkpoint_at_end=True) cannot be used with a function "
-                                  "trainable (as in Ray Tune): report(metrics, checkpoint=...) once more at the "
-                                  "end of the training loop instead")
-            if cc.checkpoint_frequency:
-                raise ConfigError("CheckpointConfig(checkpoint_frequency=...) cannot be set for a function "
-                                  "trainable (as in Ray Tune): report a checkpoint every N iterations in the "
-                                  "training loop with report(metrics, checkpoint=...)")
+        self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
         self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
         if tc.search_alg is None:
@@ -207,7 +198,7 @@ class Tuner:
             storage_url=self._ctx.url, storage_options=dict(self._ctx.options),
             num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
             checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
-            checkpoint_at_end=bool(cc.checkpoint_at_end), restore_state=self._restore_state,
+            checkpoint_at_end=self._checkpoint_at_end, restore_state=self._restore_state,
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
