@@ -95,6 +95,36 @@ def test_falsy_return_adds_nothing_and_other_types_fail_the_trial(storage_dir) -
     assert bad.error is not None and "ValueError" in str(bad.error) and "a dict of metrics" in str(bad.error)
 
 
+def reports_done_then_goes_on(config: dict[str, Any]) -> Any:
+    for i in range(5):
+        report({"i": i, "done": i == 1})
+        with open(config["marker"], "a") as f:
+            f.write(f"after {i}\n")
+    with open(config["marker"], "a") as f:
+        f.write("returned\n")
+
+
+def yields_done_then_goes_on(config: dict[str, Any]) -> Any:
+    for i in range(5):
+        yield {"i": i, "done": i == 1}
+        with open(config["marker"], "a") as f:
+            f.write(f"after {i}\n")
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+@pytest.mark.parametrize("trainable", [reports_done_then_goes_on, yields_done_then_goes_on])
+def test_a_reported_done_ends_a_function_trainable(trainable, system, storage_dir, tmp_path) -> None:
+    # recorded from Ray 2.60: report({"done": True, ...}) is the trial's last result; the function
+    # goes no further (the marker holds only "after 0") and the trial ends TERMINATED
+    marker = tmp_path / "marker.txt"
+    [r] = _fit(trainable, storage_dir, system=system, param_space={"marker": str(marker)})
+    assert r.status.value == "TERMINATED" and r.error is None
+    assert _rows(r, "i", "done", "training_iteration") == [
+        {"i": 0, "done": False, "training_iteration": 1}, {"i": 1, "done": True, "training_iteration": 2}]
+    assert r.metrics["i"] == 1 and r.metrics["done"] is True
+    assert marker.read_text() == "after 0\n"
+
+
 # ---------------------------------------------------------------- 2. should_checkpoint
 class CheckpointsWhenAsked(Trainable):
     """Asks for a checkpoint from step() at iteration 2 only; no checkpoint_frequency is set."""

@@ -45,7 +45,7 @@ from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
 from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
-from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
+from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
 
 
 class Command(Enum):
@@ -74,6 +74,11 @@ class Event:
 
 class _StopTrial(BaseException):
     """Raised inside ``report()`` to unwind the user's function on STOP/PAUSE."""
+
+
+class _ReportedDone(BaseException):
+    """Raised inside ``report()`` after a function trainable reported ``done=True``: as in Ray Tune,
+    that result is the trial's last and the rest of the function never runs; the trial completes."""
 
 
 _HOST = socket.gethostname()
@@ -217,7 +222,10 @@ class TrialRunner:
                 self._run_class(trainable)
             else:
                 # what it returns or yields is reported too (Ray Tune's function API)
-                run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
+                try:
+                    run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
+                except _ReportedDone:
+                    pass
             ckpt = self._save_class() if self.msg.checkpoint_at_end and self._class_trainable else None
             self._end(EndReason.COMPLETED, ckpt or self.latest)
         except _StopTrial:
@@ -291,6 +299,8 @@ class TrialRunner:
 
     def report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None) -> None:
         self._report(metrics, checkpoint, save_class=False)
+        if metrics.get(DONE) and self._class_trainable is None:
+            raise _ReportedDone()
 
     def _report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, save_class: bool) -> None:
         if self.stop_requested and not (self.save_at_stop and self._class_trainable is not None):
