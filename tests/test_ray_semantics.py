@@ -158,6 +158,16 @@ def test_a_class_trainable_checkpoints_at_end_by_default(storage_dir) -> None:
     assert [(c.to_dict()["n"], m["n"]) for c, m in r.best_checkpoints] == [(2, 2), (4, 4)]
 
 
+def test_only_an_asked_checkpoint_at_end_turns_batching_off(storage_dir) -> None:
+    """The class-trainable default saves at the end without giving up batching or horizons (a STOP on a
+    trial's own result lands there anyway); checkpoint_at_end=True keeps every result decided, as before."""
+    def spec(cc: CheckpointConfig) -> Any:
+        return Tuner(CheckpointsWhenAsked, run_config=RunConfig(storage=storage_dir, checkpoint_config=cc))._spec()
+    default, asked = spec(CheckpointConfig()), spec(CheckpointConfig(checkpoint_at_end=True))
+    assert (default.checkpoint_at_end, default.checkpoint_at_end_by_default) == (True, True)
+    assert (asked.checkpoint_at_end, asked.checkpoint_at_end_by_default) == (True, False)
+
+
 class NeverSaves(Trainable):
     def step(self) -> dict[str, Any]:
         return {"done": self.iteration == 2}

@@ -199,6 +199,7 @@ class Tuner:
             num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
             checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
             checkpoint_at_end=self._checkpoint_at_end, restore_state=self._restore_state,
+            checkpoint_at_end_by_default=cc.checkpoint_at_end is None,
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),

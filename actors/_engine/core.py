@@ -243,8 +243,11 @@ class ExperimentCore:
         # Stop criteria are checked in the core, so they too need every result decided before the next
         # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
         # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
+        # Not when it is only the class-trainable default: a trial then saves at its own end, and a STOP decided
+        # on its result lands there anyway (at a horizon, or held by a direct decision); the fast paths stay.
         # A plugin with decision horizons lets a trial run ahead too, waiting only at its horizon.
-        core_decides = self.spec.stopper is not None or self.spec.callback_gate or self.spec.checkpoint_at_end
+        asked_end_save = self.spec.checkpoint_at_end and not self.spec.checkpoint_at_end_by_default
+        core_decides = self.spec.stopper is not None or self.spec.callback_gate or asked_end_save
         batching = (msg.batching_allowed or bool(msg.horizon_attr)) and not core_decides
         self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
         # A plugin that decides every result answers the trials directly where its actor offers that
