@@ -12,6 +12,7 @@ from typing import Any
 
 from actors import Callback, Checkpoint, RunConfig, Trainable, Tuner, get_checkpoint, report
 from actors._driver.checkpoint import committed_at
+from actors.schedulers import FIFOScheduler
 
 
 def saves_twice(config: dict[str, Any]) -> None:
@@ -272,3 +273,57 @@ def test_the_trial_status_each_hook_sees_is_rays(storage_dir) -> None:
                        ("complete", "ok", R), ("start", "err", P), ("result", "err", R), ("result", "err", R),
                        ("error", "err", "ERROR"), ("start", "stop", P), ("result", "stop", R),
                        ("result", "stop", R), ("complete", "stop", R)]
+
+
+HOOKS: list[tuple[str, int]] = []  # scheduler hooks and callback hooks, in order (system="simple")
+
+
+class _RecordingFIFO(FIFOScheduler):
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        HOOKS.append(("add", trial.config["k"]))
+
+    def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
+        HOOKS.append(("error", trial.config["k"]))
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> None:
+        HOOKS.append(("complete", trial.config["k"]))
+
+
+class _StartsAndRecovers(Callback):
+    def on_trial_start(self, trial: Any, **info: Any) -> None:
+        HOOKS.append(("start", trial.config["k"]))
+
+    def on_trial_recover(self, trial: Any, **info: Any) -> None:
+        HOOKS.append(("recover", trial.config["k"]))
+
+
+def k0_fails_once(config: dict[str, Any]) -> None:
+    for i in range(3):
+        report({"v": i})
+        marker = os.path.join(config["dir"], "failed")
+        if config["k"] == 0 and i == 1 and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("once")
+
+
+def test_a_retried_trial_is_requeued_as_ray_requeues_it(storage_dir, tmp_path) -> None:
+    """Recorded from Ray Tune 2.60 (one trial at a time, k=0 fails once, max_failures=1): the
+    scheduler hears on_trial_error then on_trial_add again before on_trial_recover; the retry runs
+    after the trials already waiting, and the grid lists it last."""
+    from actors import FailureConfig, TuneConfig, search, with_resources
+    from actors._driver.config import default_cpus
+
+    HOOKS.clear()
+    grid = Tuner(with_resources(k0_fails_once, {"cpu": default_cpus()}),
+                 param_space={"k": search.grid_search([0, 1, 2]), "dir": str(tmp_path)},
+                 tune_config=TuneConfig(scheduler=_RecordingFIFO()),
+                 run_config=RunConfig(name="requeue", storage=storage_dir, verbose=0, system="simple",
+                                      callbacks=[_StartsAndRecovers()],
+                                      failure_config=FailureConfig(max_failures=1))).fit()
+    ray = [("add", 0), ("add", 1), ("add", 2), ("start", 0), ("error", 0), ("add", 0), ("recover", 0),
+           ("start", 1), ("complete", 1), ("start", 2), ("complete", 2), ("start", 0), ("complete", 0)]
+    # the scheduler and the driver's callbacks are two actors here: each one's order is Ray's
+    callbacks = ("start", "recover")
+    assert [h for h in HOOKS if h[0] not in callbacks] == [h for h in ray if h[0] not in callbacks]
+    assert [h for h in HOOKS if h[0] in callbacks] == [h for h in ray if h[0] in callbacks]
+    assert [r.config["k"] for r in grid] == [1, 2, 0] and grid.num_errors == 0

@@ -239,3 +239,69 @@ def test_a_trial_it_stopped_but_the_restored_table_resumes_is_stopped_when_added
     sim.ctl.set_status("t1", TrialStatus.TERMINATED)
     restored.on_trial_add(sim.ctl, sim.ctl.get("t1"))  # stopped and finished: nothing to do
     assert sim.ctl.take() == []
+
+
+# ------------------------------------------------------- retries: where Ray's HyperBand would wait forever
+def test_a_retried_trial_rejoins_a_bracket_and_runs_again() -> None:
+    """Ray's ``_requeue_trial``: on_trial_error takes the trial out of its bracket, on_trial_add puts
+    it in the bracket being filled (here its own, which has room again), with no result yet."""
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3))
+    for i in range(3):
+        sim.add(f"t{i}")
+    sim.start("t0")
+    sim.report("t0", acc=0.5)
+    snap = sim.ctl.set_status("t0", TrialStatus.PENDING)
+    sim.scheduler.on_trial_error(sim.ctl, snap)
+    sim.scheduler.on_trial_add(sim.ctl, snap)
+    (first, *_) = sim.scheduler.bracket_info()
+    assert "t0" in first["trials"]
+    sim.start("t1")
+    sim.start("t2")
+    assert sim.choose() == "t0"  # the bracket's only trial waiting to run
+
+
+def test_a_trial_resumed_past_two_milestones_is_halved_on_not_parked() -> None:
+    """Alone in its bracket and resumed from a later checkpoint, the trial reports past the next
+    milestone too: Ray pauses it there with no trial left to complete the rung (it waits forever);
+    audition halves again at once."""
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3,
+                                       time_attr="time_total_s"))
+    for i in range(8):  # brackets s=0 and s=1, never run
+        sim.add(f"f{i}")
+        sim.ctl.set_status(f"f{i}", TrialStatus.TERMINATED)
+    for i in range(9):
+        sim.add(f"t{i}")
+    for i in range(1, 9):
+        sim.complete(f"t{i}")  # they leave before running: t0 is alone in the s=2 bracket
+    sim.start("t0")
+    assert sim.report("t0", acc=0.5, t=4) is C  # milestones 1 and 3 are behind it: keep going to 9
+
+
+def test_a_trial_leaving_after_the_first_halving_does_not_strand_the_paused_ones() -> None:
+    """After the first halving, the survivors t6 and t8 wait at milestone 3 for t7, which fails and
+    is retried elsewhere: Ray no longer processes a bracket once halved, so they would wait forever;
+    audition halves when every remaining trial waits."""
+    sim = _nine()
+    for i in range(9):
+        sim.start(f"t{i}")
+    [sim.report(f"t{i}", acc=i / 10) for i in range(9)]  # milestone 1: t6, t7, t8 kept
+    for tid in ("t6", "t8"):
+        if sim.ctl.status(tid) is TrialStatus.PAUSED:
+            sim.start(tid)
+        while sim.report(tid, acc=0.9) is C:
+            pass
+    assert sim.ctl.status("t6") is TrialStatus.PAUSED and sim.ctl.status("t8") is TrialStatus.PAUSED
+    sim.error("t7")
+    assert sim.choose() in ("t6", "t8")
+
+
+def test_trials_that_ended_unheard_leave_their_bracket() -> None:
+    """The scheduler's hook for a trial's end failed (the run aborted and was restored from a state
+    saved without it): the trial is TERMINATED in the table but still live in its bracket, whose
+    halving would wait for it forever. choose_trial_to_run takes such trials out first."""
+    sim = _nine()
+    for i in range(1, 9):
+        sim.ctl.set_status(f"t{i}", TrialStatus.TERMINATED)  # ended; the scheduler never heard
+    sim.start("t0")
+    assert sim.report("t0", acc=0.5) is P  # at milestone 1, waiting for the rest of its bracket
+    assert sim.choose() == "t0"

@@ -481,6 +481,7 @@ class ExperimentCore:
             self.io.on_error(rec, error or "", tb or "")
             self._recover(rec)
             if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
+                self._requeue(rec)
                 self._event(EventType.RECOVER, rec)
         if effects:
             self._source_saved(trial_id, ckpt if ckpt is not None else rec.checkpoint, fill=False)
@@ -498,6 +499,15 @@ class ExperimentCore:
                 return
             self._drain()  # fail_fast=True: stop the rest, fit() returns the results (Ray Tune)
         self._fill()
+
+    def _requeue(self, rec: TrialRecord) -> None:
+        """A retried trial, as Ray Tune's ``_requeue_trial``: the scheduler hears ``on_trial_error``,
+        the trial moves to the end of the trial list (it runs after the trials already waiting, and
+        is listed last), then the scheduler hears ``on_trial_add`` (HyperBand and ASHA place it in a
+        bracket again, PBT starts its record afresh)."""
+        self._call(HookKind.ERROR, rec.trial_id)
+        self.table.requeue(rec.trial_id)
+        self._call(HookKind.ADD, rec.trial_id)
 
     def _recover(self, rec: TrialRecord) -> None:
         """Checkpoints the failed run committed but never sent: callbacks hear of them and of their

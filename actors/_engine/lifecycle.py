@@ -118,6 +118,11 @@ class TrialTable:
     def get(self, trial_id: str) -> TrialRecord:
         return self.trials[trial_id]
 
+    def requeue(self, trial_id: str) -> None:
+        """Move a trial to the end of the list (Ray requeues a retried trial there)."""
+        self.trials[trial_id] = self.trials.pop(trial_id)
+        self.changed.add(trial_id)
+
     def with_status(self, *statuses: TrialStatus) -> list[TrialRecord]:
         if len(statuses) == 1:
             return list(self.by_status[statuses[0]].values())

@@ -132,6 +132,7 @@ class SchedulerHost:
             horizon = self._horizon(trial)
         elif call.kind is HookKind.ADD:
             assert trial is not None
+            ctl.trials[trial.trial_id] = ctl.trials.pop(trial.trial_id)  # added again (a retry): listed last
             sched.on_trial_add(ctl, trial)
             horizon = self._horizon(trial)
         elif call.kind is HookKind.COMPLETE:

@@ -161,7 +161,11 @@ class HyperBandScheduler(MetricScheduler):
 
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._objective()
-        if trial.trial_id in self._trial_bracket:  # added again after a restore: it keeps its bracket
+        known = self._trial_bracket.get(trial.trial_id)
+        # added again after a restore: it keeps its bracket. A retried trial was taken out of its bracket
+        # by on_trial_error (not stopped by this scheduler) and joins the bracket being filled, as Ray's
+        # on_trial_add puts it
+        if known is not None and (trial.trial_id in known.live or trial.trial_id in self._stopped):
             if trial.trial_id in self._stopped and not trial.status.is_finished:
                 # stopped by a decision the saved table never applied (the experiment was aborted
                 # while it was on its way): choose_trial_to_run would never pick it, so end it now
@@ -259,6 +263,11 @@ class HyperBandScheduler(MetricScheduler):
                     b.to_unpause.add(tid)
             elif b.finished() and b.stop_last_trials and stop(tid):
                 action = Decision.STOP
+        if action is Decision.PAUSE and current in good and b.cur_iter_done():
+            # every live trial is already past the new milestone (a retried trial resumed from a later
+            # checkpoint, placed in a new bracket as Ray places it): halve again now. Ray leaves it
+            # paused with nothing to resume it, and waits forever
+            return self._process(controller, b, current)
         return action
 
     def _stop_other(self, controller: SchedulerController, b: _Bracket, tid: str) -> None:
@@ -278,7 +287,12 @@ class HyperBandScheduler(MetricScheduler):
         if b is None:
             return
         b.live.pop(tid, None)
-        if not b.finished() and not b.being_processed:
+        # Ray processes the bracket here only while it is unfinished and before its first halving
+        # (is_being_processed). Otherwise a trial leaving (a retry moves it to a new bracket) can leave
+        # the others paused at the milestone with nothing to halve or stop them: Ray waits forever.
+        # Processing also when every live trial waits decides only that case
+        waiting = bool(b.live) and b.cur_iter_done()
+        if waiting or (not b.finished() and not b.being_processed):
             self._process(controller, b, current=None)
 
     def on_trial_complete(
@@ -293,6 +307,12 @@ class HyperBandScheduler(MetricScheduler):
         """Band by band, the least complete bracket first: a pending trial, or a paused one
         that a halving promoted (or that is not parked at a milestone)."""
         snaps = {s.trial_id: s for s in controller.get_trials()}
+        # a trial that ended while this scheduler's hook for it failed (the run aborted, then was
+        # restored from a state saved without that end) would hold its bracket's halving forever
+        ended = [snaps[t] for band in self._bands for b in band if b is not None for t in b.live
+                 if t in snaps and snaps[t].status.is_finished]
+        for gone in ended:
+            self.on_trial_remove(controller, gone)
         for band in self._bands:
             for b in sorted((b for b in band if b is not None), key=_Bracket.completion):
                 for tid in b.live:
