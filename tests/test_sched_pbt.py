@@ -274,3 +274,18 @@ def test_save_restore_mid_stream(synch: bool) -> None:
     assert part.ctl.calls == full.ctl.calls
     assert restored.exploit_log == full.scheduler.exploit_log  # type: ignore[attr-defined]
     assert len(restored.exploit_log) > 0
+
+
+def test_a_retried_trial_is_a_live_member_again() -> None:
+    """Ray requeues a retried trial with on_trial_error then on_trial_add; Ray's PBT ignores the
+    error and starts the trial's record afresh when it is added. Here on_trial_error ends the
+    member, so the add must revive it: else it is never ranked again, never exploited."""
+    sim = _population(_pbt())
+    _round(sim)
+    _round(sim)  # iteration 2: scored
+    snap = sim.ctl.set_status("t0", TrialStatus.PENDING)
+    sim.scheduler.on_trial_error(sim.ctl, snap)
+    sim.scheduler.on_trial_add(sim.ctl, snap)
+    member = sim.scheduler._members["t0"]  # type: ignore[attr-defined]
+    assert not member.ended and member.score is None and member.last_perturbation == 0.0
+    assert list(sim.scheduler._members) == list(ACC)  # type: ignore[attr-defined]  # its place kept

@@ -158,6 +158,11 @@ class PopulationBasedTraining(MetricScheduler):
     # ------------------------------------------------------------------ hooks
 
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        m = self._members.get(trial.trial_id)
+        if m is not None and m.ended:
+            # added again after it ended (a retry, as Ray requeues it): Ray starts its record afresh,
+            # in the same place of its table
+            self._members[trial.trial_id] = _Member(copy.deepcopy(dict(trial.config)))
         self._member(trial)
 
     def on_trial_result(
