@@ -107,12 +107,14 @@ class Scheduler(ABC):
         return mro[hook_owner] is Scheduler
 
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        """A new trial was created (PENDING)."""
+        """A new trial was created (PENDING); also a retried one, right after ``on_trial_error``
+        (Ray's requeue), and, after ``Tuner.restore``, every unfinished trial again."""
 
     def on_trial_result(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
-        """A RUNNING trial reported ``result``; return what it should do next."""
+        """A RUNNING trial reported ``result`` (flattened, as Ray's: ``val/loss``, ``config/lr``);
+        return what it should do next."""
         return Decision.CONTINUE
 
     def on_trial_complete(
@@ -121,7 +123,8 @@ class Scheduler(ABC):
         """The trial finished (trainable returned, or a STOP took effect)."""
 
     def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        """The trial ended in ERROR (no retries left)."""
+        """The trial failed: it ended in ERROR, or (with retries left) it is requeued, and
+        ``on_trial_add`` follows at once, as Ray Tune calls them."""
 
     def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
         """The trial was terminated by a decision other than its own completion."""
