@@ -22,6 +22,8 @@ _EXPORTS: dict[str, str] = {
     "report": "actors._worker.session",
     "get_checkpoint": "actors._worker.session",
     "get_trial_id": "actors._worker.session",
+    "get_context": "actors._worker.session",
+    "TuneContext": "actors._worker.session",
     "ResultGrid": "actors._driver.result_grid",
     "Result": "actors._driver.result_grid",
     "TrialStatus": "actors._engine.trial",

@@ -40,5 +40,41 @@ class Trainable(ABC):
     def cleanup(self) -> None:
         """Release resources; called once when the trial stops for any reason."""
 
+    # Ray Tune's read-only views of the running trial ("default" outside a trial, as Ray's)
+    @property
+    def training_iteration(self) -> int:
+        """Completed steps: 0 in ``setup``, ``k - 1`` during the k-th ``step`` (Ray's)."""
+        return self.iteration
+
+    def get_config(self) -> dict[str, Any]:
+        return self.config
+
+    @property
+    def trial_id(self) -> str:
+        return _from_context("get_trial_id")
+
+    @property
+    def trial_name(self) -> str:
+        return _from_context("get_trial_name")
+
+    @property
+    def experiment_name(self) -> str:
+        return _from_context("get_experiment_name")
+
+    @property
+    def logdir(self) -> str:
+        """The trial's own local directory (``get_context().get_trial_dir()``)."""
+        return _from_context("get_trial_dir")
+
+
+def _from_context(method: str) -> str:
+    from actors._driver.errors import TuneError
+    from actors._worker.session import get_context
+
+    try:
+        return str(getattr(get_context(), method)())
+    except TuneError:  # not run by Tuner.fit() (a unit test building it directly)
+        return "default"
+
 
 __all__ = ["Trainable"]

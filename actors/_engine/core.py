@@ -764,7 +764,7 @@ class ExperimentCore:
             self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
             member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
             trial_dirname=rec.dirname or "",
-            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name) if s.log_to_driver else "",
+            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name),
             horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
 

@@ -7,6 +7,9 @@ system) with a process-wide fallback for threads the user starts themselves.
 
 from __future__ import annotations
 
+import os
+import posixpath
+import tempfile
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -64,4 +67,42 @@ def get_trial_id() -> str:
     return _get_session("get_trial_id").trial_id
 
 
-__all__ = ["get_checkpoint", "get_trial_id", "report"]
+class TuneContext:
+    """Ray Tune's ``tune.get_context()``: the running trial, read when asked (so one object serves
+    every trial of a process, as Ray's singleton)."""
+
+    def get_trial_id(self) -> str:
+        return _get_session("get_context().get_trial_id").trial_id
+
+    def get_trial_name(self) -> str:
+        """``<trainable>_<trial id>``, Ray's ``str(trial)``."""
+        return _get_session("get_context().get_trial_name").msg.trial_name
+
+    def get_experiment_name(self) -> str:
+        return _get_session("get_context().get_experiment_name").msg.experiment_name
+
+    def get_trial_dir(self) -> str:
+        """A local directory of this trial's own: its directory in the experiment on local storage;
+        with remote storage (Ray's case too) a scratch directory on this machine, not uploaded."""
+        runner = _get_session("get_context().get_trial_dir")
+        path = runner.layout.trial_dir(runner.trial_id)
+        if not runner.ctx.is_local:
+            path = os.path.join(tempfile.gettempdir(), "audition", runner.msg.experiment_name,
+                                posixpath.basename(path))
+        os.makedirs(path, exist_ok=True)
+        return str(path)
+
+    def get_world_rank(self) -> None:
+        """None, as Ray Tune answers outside Ray Train."""
+        return None
+
+
+_context = TuneContext()
+
+
+def get_context() -> TuneContext:
+    """The running trial's context (``tune.get_context()``); its methods raise outside a trial."""
+    return _context
+
+
+__all__ = ["TuneContext", "get_checkpoint", "get_context", "get_trial_id", "report"]

@@ -1,0 +1,67 @@
+"""``tune.get_context()`` and the ``Trainable``'s views of its trial, as Ray Tune 2.60 gives them.
+
+Recorded from Ray 2.60 (the same scripts): in a function trainable ``get_trial_name()`` is
+``f_<trial id>``, ``get_experiment_name()`` the run's name, ``get_trial_dir()`` an existing local
+directory, ``get_world_rank()`` None; in a class trainable ``training_iteration`` is 0 in ``setup``
+and ``k - 1`` during the k-th ``step``, ``get_config()`` the config, ``trial_name``/``trial_id`` as
+the function's; outside a trial Ray's ``Trainable`` says ``"default"``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+import actors as tune
+from actors import RunConfig, Trainable, Tuner
+from actors._driver.errors import TuneError
+
+
+def f(config: dict[str, Any]) -> None:
+    c = tune.get_context()
+    tune.report({"name": c.get_trial_name(), "id": c.get_trial_id(), "dir": c.get_trial_dir(),
+                 "exp": c.get_experiment_name(), "rank": c.get_world_rank(),
+                 "isdir": os.path.isdir(c.get_trial_dir())})
+
+
+class T(Trainable):
+    def setup(self, config: dict[str, Any]) -> None:
+        self.seen = {"name": self.trial_name, "id": self.trial_id, "logdir": self.logdir,
+                     "it": self.training_iteration, "cfg": self.get_config(), "exp": self.experiment_name}
+
+    def step(self) -> dict[str, Any]:
+        return dict(self.seen, it2=self.training_iteration)
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_get_context_in_a_function_trainable(system: str, tmp_path: Any, no_leaks: Any) -> None:
+    (r,) = Tuner(f, param_space={"x": 1},
+                 run_config=RunConfig(storage=str(tmp_path), name="e", verbose=0, system=system)).fit()
+    m = r.metrics
+    assert m["id"] == r.trial_id and m["name"] == f"f_{r.trial_id}" and m["exp"] == "e"
+    assert m["rank"] is None and m["isdir"] and m["dir"] == r.path  # local storage: the trial's own directory
+
+
+def test_a_class_trainable_sees_its_trial(tmp_path: Any) -> None:
+    (r,) = Tuner(T, param_space={"x": 1},
+                 run_config=RunConfig(storage=str(tmp_path), name="e2", verbose=0, system="simple",
+                                      stop={"training_iteration": 2})).fit()
+    m = r.metrics
+    assert (m["name"], m["id"], m["exp"], m["logdir"]) == (f"T_{r.trial_id}", r.trial_id, "e2", r.path)
+    assert m["it"] == 0 and m["it2"] == 1 and m["cfg"] == {"x": 1}
+
+
+def test_remote_storage_gives_a_local_scratch_directory() -> None:
+    (r,) = Tuner(f, run_config=RunConfig(storage="memory://ctx-test", name="e3", verbose=0, system="simple")).fit()
+    assert r.metrics["isdir"] and not r.metrics["dir"].startswith("memory://")
+    assert r.metrics["dir"].endswith(os.path.join("e3", r.trial_id))
+
+
+def test_outside_a_trial() -> None:
+    t = T({"x": 2})
+    assert (t.trial_id, t.trial_name, t.logdir, t.training_iteration, t.get_config()) == (
+        "default", "default", "default", 0, {"x": 2})
+    with pytest.raises(TuneError, match="outside a trial"):
+        tune.get_context().get_trial_id()
