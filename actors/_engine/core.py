@@ -830,7 +830,7 @@ class ExperimentCore:
 
     def _top_up(self) -> None:
         """Add the trials the search algorithm gives while it should give more (Ray's rule)."""
-        while True:
+        while not self.source.done:  # (done: it gives no more, and the free room need not be counted)
             room = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
             drawn = self.source.draw(self.table, room, self.io.trial_prefix)
             if drawn is None:
