@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import functools
 import json
 import shutil
 import tempfile
@@ -66,6 +67,12 @@ def _empty() -> str:
 def commit_empty(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
     """Commit a checkpoint with no files: the manifest, written last as always, is the checkpoint."""
     commit_checkpoint(ctx, dest, _empty(), meta)
+
+
+@functools.lru_cache(maxsize=64)
+def _date(second: int) -> str:
+    """A result's ``date`` at simulated time ``second`` (whole seconds: what ``time.gmtime`` keeps)."""
+    return time.strftime("%Y-%m-%d_%H-%M-%S", time.gmtime(second))
 
 
 class Crash(Enum):
@@ -330,7 +337,7 @@ class SimTrial:
             trial_id=self.trial_id, training_iteration=self._iteration, time_this_iter_s=elapsed,
             time_total_s=self.time_total, timestamp=metrics.get(TIMESTAMP) or int(now),
             done=bool(metrics.get("done", False)), hostname=self.hostname, pid=self.pid,
-            date=time.strftime("%Y-%m-%d_%H-%M-%S", time.gmtime(now)), node_ip=self.node_ip,
+            date=_date(int(now)), node_ip=self.node_ip,
             config=self.msg.config, time_since_restore=self.time_since_restore,
             iterations_since_restore=self._iteration - self.msg.start_iteration,
         )
