@@ -175,3 +175,47 @@ def test_discarding_a_simulation_deletes_its_tree_without_encoding_its_files() -
     assert state_file._blob is not None  # never encoded (fsspec's rm asks every file for its size)
     fs = MemoryFileSystem()
     assert not fs.exists(ctx.root) and fs.cat_file(other.root + "/kept") == b"x"
+
+
+def test_a_state_reuses_an_unchanged_trials_row_and_reads_back_as_a_real_writes() -> None:
+    """``SimExperimentIO`` hands the state writer the same row object while a trial is unchanged
+    (its copy is reused); a trial whose result, status or checkpoint changed gets a new row. Every
+    state read back is the real writer's (but for the wall-clock ``written_at``)."""
+    import json
+
+    from actors._engine.lifecycle import TrialTable
+    from actors._engine.trial import TrialStatus
+    from actors._shell.experiment_io import ExperimentIO
+    from actors.messages import CheckpointRef
+    from actors.testing.sim_store import SimExperimentIO
+    from tests._core_harness import make_spec
+
+    real, sim = ExperimentIO(make_spec()), SimExperimentIO(make_spec())
+    use_sim_storage(sim.ctx)
+    sim.state_writer = SimStateWriter(sim.ctx, sim.layout)
+    sim.trial_prefix = real.trial_prefix
+    table = TrialTable()
+    for i in range(3):
+        table.add(f"t{i}", {"lr": i / 10})
+    t0, t1 = table.get("t0"), table.get("t1")
+    rows: list[list[dict[str, Any]]] = []
+    fs = MemoryFileSystem()
+    steps = [lambda: None,
+             lambda: setattr(t0, "last_result", {"loss": 0.5, "training_iteration": 1}),
+             lambda: None,
+             lambda: table.set_status(t1, TrialStatus.RUNNING),
+             lambda: setattr(t1, "checkpoint", CheckpointRef("ck/1", 1, 1, 1.0, {"loss": 0.4}))]
+    for tag, change in enumerate(steps):
+        change()
+        for io in (real, sim):
+            io.snapshot_table(table, None, 3, tag)
+            io.scheduler_saved(b"scheduler state", tag)
+        assert sim.pending_table is None
+        states = [json.loads(fs.cat_file(io.layout.state_dir + "/" + json.loads(
+            fs.cat_file(io.layout.state_pointer))["latest"])) for io in (real, sim)]
+        for s in states:
+            s.pop("written_at")
+        assert states[0] == states[1], tag
+        rows.append([row for _, row in sorted((k, v[1]) for k, v in sim._rows.items())])
+    same = [[a is b for a, b in zip(before, after, strict=True)] for before, after in itertools.pairwise(rows)]
+    assert same == [[False, True, True], [True, True, True], [True, False, True], [True, False, True]]

@@ -74,14 +74,19 @@ class _Deferred(MemoryFile):
 
     def __init__(self, fs: MemoryFileSystem, blob: bytes, indent: int | None) -> None:
         super().__init__(fs, None, None)
-        self._blob: bytes | None = blob
+        self._blob = blob
         self._indent = indent
+        self._encoded = False
+
+    def _value(self) -> Any:
+        return marshal.loads(self._blob)
 
     def _encode(self) -> None:
-        if self._blob is not None:
-            blob, self._blob = self._blob, None
-            BytesIO.write(self, dumps(marshal.loads(blob), indent=self._indent).encode("utf-8"))
+        if not self._encoded:
+            self._encoded = True
+            BytesIO.write(self, dumps(self._value(), indent=self._indent).encode("utf-8"))
             BytesIO.seek(self, 0)
+            del self._blob
 
     def getbuffer(self) -> memoryview:
         self._encode()
@@ -100,6 +105,21 @@ class _Deferred(MemoryFile):
         return BytesIO.read(self, *args)
 
 
+class _DeferredState(_Deferred):
+    """An experiment state kept as a copy of everything but its trial rows, and a copy of each row
+    (an unchanged trial's row copied once, for every state that holds it)."""
+
+    def __init__(self, fs: MemoryFileSystem, blob: bytes, rows: list[bytes]) -> None:
+        super().__init__(fs, blob, None)
+        self._row_blobs = rows
+
+    def _value(self) -> Any:
+        state = marshal.loads(self._blob)
+        state["trials"] = [marshal.loads(b) for b in self._row_blobs]  # (the key keeps its place)
+        del self._row_blobs
+        return state
+
+
 def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, what: str) -> bool:
     """Store ``value`` at ``path`` as JSON encoded on its first read; False (nothing stored) unless
     ``ctx`` is the simulator's store and ``value`` holds plain values only: the caller writes it now."""
@@ -115,16 +135,64 @@ def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, wha
 
 
 class SimStateWriter(StateWriter):
-    """``StateWriter`` whose files are encoded when read (see the module's docstring)."""
+    """``StateWriter`` whose files are encoded when read (see the module's docstring). A state's
+    trial rows are copied one by one: a row that is the very object of the last state's reuses that
+    row's copy (``SimExperimentIO._row`` hands out the same object only while the trial is unchanged;
+    a row is never changed after it was written)."""
+
+    def __init__(self, ctx: StorageContext, layout: ExperimentLayout, **kwargs: Any) -> None:
+        super().__init__(ctx, layout, **kwargs)
+        self._row_copies: dict[str, tuple[dict[str, Any], bytes]] = {}  # trial id -> (row, its copy)
 
     def _put(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> None:
-        if not put_json(self.ctx, path, value, indent, what):
+        if not (self._put_state(path, value, indent, what) or put_json(self.ctx, path, value, indent, what)):
             super()._put(path, value, indent, what)
+
+    def _put_state(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> bool:
+        """Store a state (a dict with a ``trials`` list of rows) as ``_DeferredState``; False if
+        ``value`` is not one, or is not plain values only."""
+        fs, rows = self.ctx.fs, value.get("trials")
+        if not isinstance(fs, SimMemoryFS) or indent is not None or type(rows) is not list:
+            return False
+        copies, kept = self._row_copies, {}
+        blobs = []
+        try:
+            for row in rows:
+                trial_id = row["trial_id"]
+                last = copies.get(trial_id)
+                blob = last[1] if last is not None and last[0] is row else marshal.dumps(row)
+                kept[trial_id] = (row, blob)
+                blobs.append(blob)
+            blob = marshal.dumps(dict(value, trials=None))
+        except (ValueError, TypeError, KeyError):  # not plain values only: encoded now, as a real run does
+            return False
+        self._row_copies = kept
+        file = _DeferredState(fs, blob, blobs)
+        retrying(lambda: fs._put(path, file), what=what, url=self.ctx.uri(path))
+        return True
 
 
 class SimExperimentIO(ExperimentIO):
     """``ExperimentIO`` on the simulator's store: ``params.json`` is encoded when read (as
-    ``storage.write_json`` encodes it)."""
+    ``storage.write_json`` encodes it), and a state reuses the row of a trial that did not change
+    since the last state (the engine replaces a trial's ``config``, ``last_result`` and checkpoint,
+    never changes them in place, so the same objects still hold the same values)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._rows: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}  # trial id -> (what it shows, row)
+
+    def _row(self, r: TrialRecord) -> dict[str, Any]:
+        trial_id = r.trial_id
+        shows = (r.status, r.config, r.last_result, r.checkpoint, r.num_failures, r.error, r.traceback,
+                 self.logged_iter.get(trial_id, 0), self.max_index.get(trial_id, -1), tuple(r.marks),
+                 r.name, r.dirname)
+        last = self._rows.get(trial_id)
+        if last is not None and last[0] == shows:  # (the same objects, or equal values: the same row)
+            return last[1]
+        row = super()._row(r)
+        self._rows[trial_id] = (shows, row)
+        return row
 
     def write_params(self, rec: TrialRecord) -> None:
         if not put_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config, 2, "writing JSON"):
