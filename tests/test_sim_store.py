@@ -219,3 +219,33 @@ def test_a_state_reuses_an_unchanged_trials_row_and_reads_back_as_a_real_writes(
         rows.append([row for _, row in sorted((k, v[1]) for k, v in sim._rows.items())])
     same = [[a is b for a, b in zip(before, after, strict=True)] for before, after in itertools.pairwise(rows)]
     assert same == [[False, True, True], [True, True, True], [True, False, True], [True, False, True]]
+
+
+def test_the_simulators_json_and_csv_loggers_write_what_the_real_ones_write() -> None:
+    """The CSV logger takes the JSON logger's copy of the same rows and leaves the config out when
+    the file is made: ``result.json`` and ``progress.csv`` are byte for byte the real loggers'."""
+    from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback
+    from actors._engine.trial import TrialSnapshot, TrialStatus
+    from actors.testing.sim_store import defer_histories
+
+    (real_ctx, real_layout), (sim_ctx, sim_layout) = _ctx(sim=False), _ctx(sim=True)
+    real: list[Any] = [JsonLoggerCallback(), CSVLoggerCallback()]
+    for lg in real:
+        lg.setup(real_ctx, real_layout)
+    sim: list[Any] = [JsonLoggerCallback(), CSVLoggerCallback()]
+    defer_histories(sim, sim_ctx, sim_layout)
+    assert sim[0].partner is sim[1]
+    trial = TrialSnapshot("t0", {"lr": 0.1}, TrialStatus.RUNNING)
+    rows = [{"training_iteration": i, "loss": 1 / i, "config": {"lr": 0.1}} for i in (1, 2, 3)]
+    for batch in (rows[:2], rows[2:]):
+        for loggers in (real, sim):
+            for lg in loggers:
+                lg.log_trial_results(0, trial, batch)
+        batch[0]["loss"] = -1.0  # changed after it was logged: not in the files
+    fs = MemoryFileSystem()
+    for lg in (*real, *sim):
+        lg.flush()
+    for path_of in (ExperimentLayout.result_file, ExperimentLayout.progress_file):
+        got = fs.cat_file(path_of(sim_layout, "t0"))
+        assert got == fs.cat_file(path_of(real_layout, "t0")) and b"-1.0" not in got
+    assert b"lr" not in fs.cat_file(ExperimentLayout.progress_file(sim_layout, "t0"))

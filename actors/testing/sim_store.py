@@ -26,6 +26,7 @@ writes). Neither is what the simulation is about, so here:
 from __future__ import annotations
 
 import copy
+import itertools
 import marshal
 import time
 from collections.abc import Callable
@@ -35,8 +36,9 @@ from typing import Any
 
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
-from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback
+from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback, _no_config
 from actors._engine.lifecycle import TrialRecord
+from actors._engine.trial import TrialSnapshot
 from actors._shell.experiment_io import ExperimentIO
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StateWriter, StorageContext
 from storage._io import dumps, read_bytes
@@ -199,7 +201,7 @@ class SimExperimentIO(ExperimentIO):
             super().write_params(rec)
 
 
-Op = tuple[str, Any]  # ("append", a copy of the rows) or ("truncate", max_iteration)
+Op = tuple[str, Any]  # ("append" or "append_without_config", a copy of the rows) or ("truncate", max_iteration)
 
 
 def _copy(rows: list[dict[str, Any]]) -> Any:
@@ -248,6 +250,8 @@ class _Replayed(MemoryFile):
         for op, arg in ops:
             if op == "append":
                 writer.append(_rows(arg))
+            elif op == "append_without_config":  # (CSVLoggerCallback's rows, the config left out)
+                writer.append([_no_config(r) for r in _rows(arg)])
             else:
                 writer.truncate(arg)
         writer.close()
@@ -272,12 +276,15 @@ class DeferredHistory(TrialFileWriter):
         self._ops: list[Op] = []
         self._file: _Replayed | None = None  # the object last put in the store
 
-    def append(self, rows: list[dict[str, Any]]) -> None:
+    def append(self, rows: list[dict[str, Any]], copied: Any = None, without_config: bool = False) -> None:
+        """``copied``: ``_copy(rows)`` taken already (by the JSON logger, for the same rows);
+        ``without_config``: the file holds each row without its ``config`` (``progress.csv``)."""
         rows = self._rows(rows)
         if not rows:
             return
         self._load()
-        self._ops.append(("append", _copy(rows)))
+        self._ops.append(("append_without_config" if without_config else "append",
+                          _copy(rows) if copied is None else copied))
         self._dirty = True
         self.maybe_flush()
 
@@ -317,17 +324,43 @@ class DeferredHistory(TrialFileWriter):
 
 
 class _SimJsonLogger(JsonLoggerCallback):
+    """The JSON logger on the simulator's store; the CSV logger called right after it for the same
+    rows (``partner``) takes the copy of them it made."""
+
+    partner: _SimCsvLogger | None = None
+
     def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
         if not isinstance(ctx.fs, SimMemoryFS):
             return super()._open(ctx, layout, trial_id)
         return DeferredHistory(JsonLinesWriter, ExperimentLayout.result_file, ctx, layout, trial_id)
 
+    def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
+        w = self._writer(trial.trial_id)
+        if not isinstance(w, DeferredHistory):
+            w.append(results)
+            return
+        copied = _copy(results)
+        w.append(results, copied)
+        if self.partner is not None:
+            self.partner.handed = (results, copied)
+
 
 class _SimCsvLogger(CSVLoggerCallback):
+    handed: tuple[list[dict[str, Any]], Any] | None = None  # (rows, their copy) from the JSON logger
+
     def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
         if not isinstance(ctx.fs, SimMemoryFS):
             return super()._open(ctx, layout, trial_id)
         return DeferredHistory(CsvWriter, ExperimentLayout.progress_file, ctx, layout, trial_id)
+
+    def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
+        w = self._writer(trial.trial_id)
+        handed, self.handed = self.handed, None
+        if not isinstance(w, DeferredHistory):
+            super().log_trial_results(iteration, trial, results)
+            return
+        # the config is left out when the file is made (the real logger leaves it out here)
+        w.append(results, handed[1] if handed is not None and handed[0] is results else None, without_config=True)
 
 
 def defer_histories(loggers: list[LoggerCallback], ctx: StorageContext, layout: ExperimentLayout) -> None:
@@ -339,6 +372,10 @@ def defer_histories(loggers: list[LoggerCallback], ctx: StorageContext, layout: 
         if sim is not None:
             loggers[i] = sim()
             loggers[i].setup(ctx, layout)
+    for first, then in itertools.pairwise(loggers):
+        # called one right after the other (ControllerLoggers): nothing can change the rows between
+        if isinstance(first, _SimJsonLogger) and isinstance(then, _SimCsvLogger):
+            first.partner = then
 
 
 def forget_tree(ctx: StorageContext) -> None:
