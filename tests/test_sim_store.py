@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from actors.testing.sim_store import DeferredHistory, SimStateWriter, forget_tree, use_sim_storage
+from actors.testing.sim_history import DeferredHistory
+from actors.testing.sim_store import SimStateWriter, forget_tree, use_sim_storage
 from storage import ExperimentLayout, StateWriter, StorageContext, StorageError, read_experiment_state
 from storage._io import write_bytes
 
@@ -226,7 +227,7 @@ def test_the_simulators_json_and_csv_loggers_write_what_the_real_ones_write() ->
     the file is made: ``result.json`` and ``progress.csv`` are byte for byte the real loggers'."""
     from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback
     from actors._engine.trial import TrialSnapshot, TrialStatus
-    from actors.testing.sim_store import defer_histories
+    from actors.testing.sim_history import defer_histories
 
     (real_ctx, real_layout), (sim_ctx, sim_layout) = _ctx(sim=False), _ctx(sim=True)
     real: list[Any] = [JsonLoggerCallback(), CSVLoggerCallback()]
