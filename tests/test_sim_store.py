@@ -68,6 +68,13 @@ def test_a_write_below_a_file_or_onto_a_directory_fails_as_on_fsspecs_store() ->
         ctx.fs.makedirs(layout.experiment_dir + "/d", exist_ok=True)
         with pytest.raises(StorageError, match=r"IsADirectoryError|directory"):
             write_bytes(ctx, layout.experiment_dir + "/d", b"y")
+        if sim:  # the simulator's own writes (states, params.json, histories) refuse the same way
+            from actors.testing.sim_store import put_json
+
+            with pytest.raises(StorageError, match=r"FileExistsError|exists"):
+                put_json(ctx, layout.experiment_dir + "/f/g", {"a": 1}, None, "writing JSON")
+            with pytest.raises(StorageError, match=r"IsADirectoryError|directory"):
+                put_json(ctx, layout.experiment_dir + "/d", {"a": 1}, None, "writing JSON")
 
 
 @pytest.mark.parametrize("config", [{"lr": 0.1, "layers": (1, 2), "act": "relu", "opt": {"beta": [0.9, None]}},

@@ -24,10 +24,9 @@ from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback, _no_config
 from actors._engine.trial import TrialSnapshot
-from actors.testing.sim_store import SimMemoryFS, _Deferred
+from actors.testing.sim_store import SimMemoryFS, _Deferred, store
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StorageContext
 from storage._io import read_bytes
-from storage._retry import retrying
 from storage._trial_file import TrialFileWriter
 
 Op = tuple[str, Any]  # ("append" or "append_without_config", a copy of the rows) or ("truncate", max_iteration)
@@ -149,7 +148,7 @@ class DeferredHistory(TrialFileWriter):
             file.modified = datetime.now(tz=UTC)
             return
         file = self._file = _Replayed(fs, self._real, self._path_of, self._base, self._ops)
-        retrying(lambda: fs._put(path, file), what=f"writing {self.what}", url=self.url)
+        store(self._ctx, fs, path, file, f"writing {self.what}")
 
 
 class _SimJsonLogger(JsonLoggerCallback):

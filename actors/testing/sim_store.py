@@ -111,6 +111,16 @@ class _DeferredState(_Deferred):
         return state
 
 
+def store(ctx: StorageContext, fs: SimMemoryFS, path: str, file: MemoryFile, what: str) -> None:
+    """Put ``file`` at ``path``, as ``storage``'s writes do (through ``retrying``, which says what
+    failed where). The memory store refuses a path the same way every time, so the first attempt is
+    made directly and only a refusal goes through ``retrying`` (which meets it again)."""
+    try:
+        fs._put(path, file)
+    except Exception:
+        retrying(lambda: fs._put(path, file), what=what, url=ctx.uri(path))
+
+
 def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, what: str) -> bool:
     """Store ``value`` at ``path`` as JSON encoded on its first read; False (nothing stored) unless
     ``ctx`` is the simulator's store and ``value`` holds plain values only: the caller writes it now."""
@@ -121,7 +131,7 @@ def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, wha
         blob = marshal.dumps(value)
     except ValueError:  # not plain values only: encode now, as a real run does
         return False
-    retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=ctx.uri(path))
+    store(ctx, fs, path, _Deferred(fs, blob, indent), what)
     return True
 
 
@@ -159,7 +169,7 @@ class SimStateWriter(StateWriter):
             return False
         self._row_copies = kept
         file = _DeferredState(fs, blob, blobs)
-        retrying(lambda: fs._put(path, file), what=what, url=self.ctx.uri(path))
+        store(self.ctx, fs, path, file, what)
         return True
 
 
@@ -207,4 +217,4 @@ def use_sim_storage(ctx: StorageContext) -> None:
         ctx.use_filesystem(SimMemoryFS())
 
 
-__all__ = ["SimExperimentIO", "SimMemoryFS", "SimStateWriter", "forget_tree", "put_json", "use_sim_storage"]
+__all__ = ["SimExperimentIO", "SimMemoryFS", "SimStateWriter", "forget_tree", "put_json", "store", "use_sim_storage"]
