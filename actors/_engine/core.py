@@ -814,10 +814,12 @@ class ExperimentCore:
         if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
             return
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING)
-        # (free room is counted only when a trial could take it: this runs after every decision)
-        if waiting > blocked and not self.link.choosing and min(
-                self.members.free_slots(), self.spec.max_concurrent - self.table.running) > 0:
+        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING
+                      ) if self.clone_waits else 0
+        # (free room is counted only when a trial could take it and the concurrency cap leaves
+        # room: this runs after every decision)
+        if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
+                and self.members.free_slots() > 0):
             self.link.choosing = True
             self.link.choose_version = self.table.version
             self._call(HookKind.CHOOSE, None)
