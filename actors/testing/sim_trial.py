@@ -111,6 +111,8 @@ class SimTrial:
         self.hostname = hostname
         self.node_ip = node_ip
         self.msg: RunTrial | None = None
+        self.trial_id = ""  # the current run's (``msg``'s), kept at hand: read at every step
+        self._run_id = 0
         self.ended = True
         self.dead = False
         self.step_at: float | None = None  # when the step being computed reports
@@ -118,9 +120,6 @@ class SimTrial:
         self._ctx: StorageContext | None = None
         self._url: tuple[str, dict[str, Any]] | None = None
 
-    @property
-    def trial_id(self) -> str:
-        return self.msg.trial_id if self.msg is not None else ""
 
     @property
     def iteration(self) -> int:
@@ -169,6 +168,7 @@ class SimTrial:
         self.layout = ExperimentLayout(self._ctx, msg.experiment_name)
         self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
         self.msg = msg
+        self.trial_id, self._run_id = msg.trial_id, msg.run_id
         self.ended = False
         self.seq = 0
         self.batch_sizes: dict[int, int] = {}
@@ -315,9 +315,6 @@ class SimTrial:
         self._start_step(now)
         return out + self._pump(now, idle=False)
 
-    @property
-    def _run_id(self) -> int:
-        return self.msg.run_id if self.msg is not None else 0
 
     def _result(self, metrics: dict[str, Any], now: float) -> dict[str, Any]:
         """The result as TrialRunner._report builds it: the user's metrics plus Ray's auto-filled keys."""
