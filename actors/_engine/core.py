@@ -735,8 +735,9 @@ class ExperimentCore:
             if kind is HookKind.RESULT and trial_id is not None:
                 self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
             return None
-        updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
-        self.table.changed.clear()
+        changed = self.table.changed
+        updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
+        changed.clear()
         call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
         self._send(SCHEDULER, call)
         return call.seq
