@@ -24,7 +24,7 @@ NODE_IP = "node_ip"
 ENGINE_RESULT_KEYS = frozenset({
     TRIAL_ID, TRAINING_ITERATION, TIME_THIS_ITER_S, TIME_TOTAL_S, TIMESTAMP, DONE, HOSTNAME, PID, NODE_IP,
     "date", "config", "time_since_restore", "iterations_since_restore", "checkpoint_dir_name",
-    SHOULD_CHECKPOINT, "pbt_exploit", "member",
+    SHOULD_CHECKPOINT, "pbt_exploit", "member", "timesteps_since_restore",
 })
 
 __all__ = ["DEFAULT_METRIC", "DONE", "ENGINE_RESULT_KEYS", "HOSTNAME", "NODE_IP", "PID", "SHOULD_CHECKPOINT",

@@ -14,6 +14,7 @@ from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.reducer import Decision
 from actors._engine.signals import Command, Send
 from actors._engine.spec import ExperimentSpec
+from actors._engine.store import RestoreNotes
 from actors._engine.trial import TrialStatus
 from actors.messages import (
     CheckpointRef,
@@ -64,6 +65,12 @@ class FakeStore:
 
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
         return 0
+
+    def take_restored(self) -> RestoreNotes:
+        return RestoreNotes()
+
+    def end_restored(self, rec: TrialRecord) -> None:
+        pass
 
     def scheduler_state(self) -> bytes | None:
         return None

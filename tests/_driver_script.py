@@ -27,7 +27,17 @@ if __name__ == "__main__":  # run as a script: make the checkout importable
 
 import psutil
 
-from actors import Checkpoint, CheckpointConfig, RunConfig, TuneConfig, Tuner, get_checkpoint, report
+from actors import (
+    Checkpoint,
+    CheckpointConfig,
+    RunConfig,
+    TuneConfig,
+    Tuner,
+    get_checkpoint,
+    report,
+    with_resources,
+)
+from actors._driver.config import default_cpus
 from actors.search import grid_search
 from storage import ExperimentLayout, StorageContext, read_experiment_state
 
@@ -157,11 +167,12 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
     else:
         raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, asha, pbt, hyperband, "
                          "shards or random")
+    # two trials at a time on any machine, every trial created up front (max_concurrent_trials=2 would
+    # also make the generator create them only as they can run, as Ray's does: no PENDING trials)
     return Tuner(
-        trainable,
+        with_resources(trainable, {"cpu": default_cpus() / 2}),
         param_space=space,
-        tune_config=TuneConfig(metric="loss", mode="min", scheduler=scheduler, max_concurrent_trials=2,
-                               num_samples=samples, seed=seed),
+        tune_config=TuneConfig(metric="loss", mode="min", scheduler=scheduler, num_samples=samples, seed=seed),
         run_config=RunConfig(name=name, storage=storage, storage_options=options, verbose=0,
                              checkpoint_config=CheckpointConfig(num_to_keep=keep)),
     )

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, RunConfig, TuneConfig, Tuner, report
+from actors import Callback, RunConfig, TuneConfig, Tuner, report, with_resources
 from actors._driver.callbacks import CallbackDispatcher
+from actors._driver.config import default_cpus
 from actors._driver.errors import TuneError
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import EventType, TrialEvent, TrialEvents
@@ -52,9 +53,15 @@ class Lists(Callback):
         self._note("end", trials)
 
 
+def _one_at_a_time(trainable: Any) -> Any:
+    """Each trial takes every CPU, so they run one after another while all are created up front
+    (``max_concurrent_trials=1`` would also make Ray's generator create them one at a time)."""
+    return with_resources(trainable, {"cpu": default_cpus()})
+
+
 def _run(storage: str, trainable: Any, cb: Callback | None = None) -> Any:
-    return Tuner(trainable, param_space={"x": grid_search([1, 2, 3])},
-                 tune_config=TuneConfig(metric="loss", mode="min", max_concurrent_trials=1),
+    return Tuner(_one_at_a_time(trainable), param_space={"x": grid_search([1, 2, 3])},
+                 tune_config=TuneConfig(metric="loss", mode="min"),
                  run_config=RunConfig(name="lists", storage=storage, verbose=0, system="simple",
                                       callbacks=[cb] if cb else None)).fit()
 
@@ -65,7 +72,7 @@ def test_after_restore_the_list_holds_the_trials_that_finished_before(storage_di
     cb = Lists()
     Tuner.restore(first.experiment_path, fixed, resume_errored=True, callbacks=[cb]).fit()
     # the trials ran one after another: the most recent result first (Ray's restore order)
-    assert cb.seen[0] == ("start", [(3, "RUNNING"), (2, "TERMINATED"), (1, "TERMINATED")])
+    assert cb.seen[0] == ("start", [(3, "PENDING"), (2, "TERMINATED"), (1, "TERMINATED")])
     assert cb.seen[-1] == ("end", [(3, "TERMINATED"), (2, "TERMINATED"), (1, "TERMINATED")])
 
 
@@ -74,11 +81,11 @@ def test_the_end_list_holds_trials_that_never_started(storage_dir) -> None:
     and have no event, yet on_experiment_end lists them (the controller's final table)."""
     cb = Lists()
     with pytest.raises(TuneError, match="Exploding raised"):
-        Tuner(fixed, param_space={"x": grid_search([3, 1, 2])},
-              tune_config=TuneConfig(metric="loss", mode="min", max_concurrent_trials=1, scheduler=T.Exploding()),
+        Tuner(_one_at_a_time(fixed), param_space={"x": grid_search([3, 1, 2])},
+              tune_config=TuneConfig(metric="loss", mode="min", scheduler=T.Exploding()),
               run_config=RunConfig(name="fast", storage=storage_dir, verbose=0, system="simple",
                                    callbacks=[cb])).fit()
-    assert cb.seen[0] == ("start", [(3, "RUNNING"), (1, "PENDING"), (2, "PENDING")])  # every trial, as Ray
+    assert cb.seen[0] == ("start", [(3, "PENDING"), (1, "PENDING"), (2, "PENDING")])  # every trial, as Ray
     hook, trials = cb.seen[-1]
     assert hook == "end" and [x for x, _ in trials] == [3, 1, 2]
 
@@ -87,7 +94,7 @@ def test_pending_trials_are_in_the_list_before_they_start(storage_dir) -> None:
     cb = Lists()
     _run(storage_dir, fixed, cb)
     # Ray's BasicVariantGenerator adds up to 200 pending trials at once: all three are listed
-    assert cb.seen[0] == ("start", [(1, "RUNNING"), (2, "PENDING"), (3, "PENDING")])
+    assert cb.seen[0] == ("start", [(1, "PENDING"), (2, "PENDING"), (3, "PENDING")])
 
 
 def test_an_add_event_lists_the_trial_without_calling_a_hook() -> None:
@@ -101,4 +108,4 @@ def test_an_add_event_lists_the_trial_without_calling_a_hook() -> None:
                            TrialEvent(EventType.ADD, snap(2, TrialStatus.PENDING)))))
     assert cb.seen == [] and d.iteration == 0
     d.push(TrialEvents(2, (TrialEvent(EventType.START, snap(1, TrialStatus.RUNNING)),)))
-    assert cb.seen == [("start", [(1, "RUNNING"), (2, "PENDING")])] and d.iteration == 1
+    assert cb.seen == [("start", [(1, "PENDING"), (2, "PENDING")])] and d.iteration == 1

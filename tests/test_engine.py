@@ -120,9 +120,10 @@ def test_invalid_search_space(storage_dir):
 def test_bad_mode_and_unknown_metric(storage_dir, no_leaks):
     with pytest.raises(ConfigError, match="mode must be 'min' or 'max'"):
         TuneConfig(metric="loss", mode="minimum")
-    grid = _fit(T.fn_trainable, storage_dir, space={"x": 1.0, "steps": 2})
-    with pytest.raises(ConfigError, match="no trial reported the metric 'accuracy'"):
+    grid = _fit(T.fn_trainable, storage_dir, space={"x": grid_search([1.0, 2.0]), "steps": 2})
+    with pytest.raises(ConfigError, match="no trial reported the metric 'accuracy'") as raised:
         grid.get_best_result(metric="accuracy", mode="max")
+    assert isinstance(raised.value, RuntimeError)  # what Ray Tune raises there
     with pytest.raises(ConfigError, match="mode must be 'min' or 'max'"):
         grid.get_best_result(metric="loss", mode="up")
 

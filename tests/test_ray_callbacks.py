@@ -228,3 +228,47 @@ def test_a_driver_side_logger_gets_log_trial_save(storage_dir) -> None:
     Tuner(saves_twice, run_config=RunConfig(name="log", storage=storage_dir, verbose=0, callbacks=[logger],
                                             system="simple")).fit()
     assert logger.saved == ["checkpoint_000000", "checkpoint_000001"]
+
+
+class _Statuses(Callback):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def on_trial_start(self, trial: Any, trials: list[Any], **info: Any) -> None:
+        self.seen.append(("start", trial.config["k"], str(trial.status)))
+
+    def on_trial_result(self, trial: Any, trials: list[Any], **info: Any) -> None:
+        self.seen.append(("result", trial.config["k"], str(trial.status)))
+
+    def on_trial_complete(self, trial: Any, trials: list[Any], **info: Any) -> None:
+        listed = [t for t in trials if t.trial_id == trial.trial_id]
+        assert [t.status for t in listed] == [trial.status]  # the list holds the trial as the hook sees it
+        self.seen.append(("complete", trial.config["k"], str(trial.status)))
+
+    def on_trial_error(self, trial: Any, trials: list[Any], **info: Any) -> None:
+        self.seen.append(("error", trial.config["k"], str(trial.status)))
+
+
+def ok_err_stop(config: dict[str, Any]) -> None:
+    for i in range(3):
+        report({"v": i})
+        if config["k"] == "err" and i == 1:
+            raise RuntimeError("x")
+
+
+def test_the_trial_status_each_hook_sees_is_rays(storage_dir) -> None:
+    """Recorded from Ray Tune 2.60 (the same experiment, one trial at a time): ``on_trial_start``
+    sees the trial PENDING (Ray sets RUNNING after the hook), ``on_trial_complete`` RUNNING (Ray sets
+    TERMINATED after it), ``on_trial_error`` ERROR."""
+    from actors import TuneConfig, search
+
+    cb = _Statuses()
+    Tuner(ok_err_stop, param_space={"k": search.grid_search(["ok", "err", "stop"])},
+          tune_config=TuneConfig(max_concurrent_trials=1),
+          run_config=RunConfig(name="statuses", storage=storage_dir, verbose=0, callbacks=[cb], system="simple",
+                               stop=lambda tid, r: r["config"]["k"] == "stop" and r["training_iteration"] >= 2)).fit()
+    P, R = "PENDING", "RUNNING"
+    assert cb.seen == [("start", "ok", P), ("result", "ok", R), ("result", "ok", R), ("result", "ok", R),
+                       ("complete", "ok", R), ("start", "err", P), ("result", "err", R), ("result", "err", R),
+                       ("error", "err", "ERROR"), ("start", "stop", P), ("result", "stop", R),
+                       ("result", "stop", R), ("complete", "stop", R)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, Checkpoint, RunConfig, Trainable, TuneConfig, Tuner, report
+from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, get_checkpoint, report
 from actors.search import Searcher
 
 
@@ -183,3 +183,86 @@ def test_callback_trials_carry_tag_evaluated_params_and_checkpoint(storage_dir) 
         assert t.experiment_tag == f"{index}_x={shown}"  # Ray's format_vars: the drawn values only
         assert t.evaluated_params == {"x": x}
         assert t.checkpoint.path.endswith("checkpoint_000000") and t.checkpoint.to_dict() == {"i": 1}
+
+
+# ---------------------------------------------------------------- timesteps/episodes totals
+_TOTALS = ("training_iteration", "timesteps_total", "episodes_total", "timesteps_since_restore",
+           "iterations_since_restore")
+
+
+def reports_increments(config: dict[str, Any]) -> None:
+    for i in range(3):
+        metrics: dict[str, Any] = {"timesteps_this_iter": 10, "episodes_this_iter": 2}
+        if i == 1:
+            metrics["timesteps_total"] = 5  # a total of its own is kept, the running sum goes on
+        report(metrics)
+
+
+class StepsIncrements(Trainable):
+    def step(self) -> dict[str, Any]:
+        metrics: dict[str, Any] = {"timesteps_this_iter": 10, "episodes_this_iter": 2, "done": self.iteration == 2}
+        if self.iteration == 1:
+            metrics["timesteps_total"] = 5
+        return metrics
+
+
+@pytest.mark.parametrize("trainable", [reports_increments, StepsIncrements])
+def test_timesteps_and_episodes_are_summed_into_totals(trainable, storage_dir) -> None:
+    # recorded from Ray 2.60 (Trainable.train(), which runs function trainables too)
+    ray = [{"training_iteration": 1, "timesteps_total": 10, "episodes_total": 2, "timesteps_since_restore": 10,
+            "iterations_since_restore": 1},
+           {"training_iteration": 2, "timesteps_total": 5, "episodes_total": 4, "timesteps_since_restore": 20,
+            "iterations_since_restore": 2},
+           {"training_iteration": 3, "timesteps_total": 30, "episodes_total": 6, "timesteps_since_restore": 30,
+            "iterations_since_restore": 3}]
+    seen = Seen()
+    res = _fit(trainable, storage_dir, seen)
+    for src in (seen.results, res.metrics_history):
+        assert [{k: r.get(k) for k in _TOTALS} for r in src] == ray
+
+
+def test_without_increments_there_are_no_totals(storage_dir) -> None:
+    seen = Seen()
+    _fit(reports, storage_dir, seen)
+    assert not {"timesteps_total", "episodes_total", "timesteps_since_restore"} & set(seen.results[-1])
+
+
+def fails_once_after_a_checkpoint(config: dict[str, Any]) -> None:
+    ckpt = get_checkpoint()
+    n = ckpt.to_dict()["n"] if ckpt else 0
+    while n < 5:
+        n += 1
+        if n == 3 and not os.path.exists(config["marker"]):
+            open(config["marker"], "w").close()
+            raise RuntimeError("planned failure")
+        report({"timesteps_this_iter": 10, "episodes_this_iter": 1},
+               checkpoint=Checkpoint.from_dict({"n": n}) if n % 2 == 0 else None)
+
+
+def test_totals_go_on_from_the_checkpoint_a_retry_restores(storage_dir, tmp_path) -> None:
+    # recorded from Ray 2.60 (max_failures=1, the retry restored from the checkpoint at iteration 2;
+    # the same for a class trainable with checkpoint_frequency=2): the totals go on from that
+    # checkpoint's result, the *_since_restore counts start again
+    ray = [(1, 10, 1, 10, 1), (2, 20, 2, 20, 2), (3, 30, 3, 10, 1), (4, 40, 4, 20, 2), (5, 50, 5, 30, 3)]
+    res = Tuner(fails_once_after_a_checkpoint, param_space={"marker": str(tmp_path / "failed")},
+                run_config=RunConfig(name="totals", storage=storage_dir, verbose=0, system="simple",
+                                     failure_config=FailureConfig(max_failures=1))).fit()[0]
+    assert res.error is None and res.num_failures == 1
+    assert [tuple(r[k] for k in _TOTALS) for r in res.metrics_history] == ray
+
+
+def reports_its_own_iteration(config: dict[str, Any]) -> None:
+    for i in range(2):
+        report({"training_iteration": 100 + i, "score": i})
+
+
+def test_a_reported_training_iteration_is_replaced_and_said_so(storage_dir) -> None:
+    # a deliberate difference: Ray 2.60 keeps a reported training_iteration (result.setdefault), so it
+    # would log 100, 101; audition's storage rewinds histories by its own count, so the count stays
+    # and the trial's stderr says so, once
+    seen = Seen()
+    res = _fit(reports_its_own_iteration, storage_dir, seen)
+    assert [r["training_iteration"] for r in res.metrics_history] == [1, 2]
+    with open(os.path.join(res.path, "stderr.txt")) as f:
+        err = f.read()
+    assert err.count("reported training_iteration=100; it is replaced by audition's count (1)") == 1

@@ -12,7 +12,18 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, report, with_resources
+from actors import (
+    Callback,
+    Checkpoint,
+    CheckpointConfig,
+    FailureConfig,
+    RunConfig,
+    Trainable,
+    TuneConfig,
+    Tuner,
+    report,
+    with_resources,
+)
 from actors._driver.errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
 from actors.search import grid_search
@@ -84,6 +95,36 @@ def test_falsy_return_adds_nothing_and_other_types_fail_the_trial(storage_dir) -
     assert bad.error is not None and "ValueError" in str(bad.error) and "a dict of metrics" in str(bad.error)
 
 
+def reports_done_then_goes_on(config: dict[str, Any]) -> Any:
+    for i in range(5):
+        report({"i": i, "done": i == 1})
+        with open(config["marker"], "a") as f:
+            f.write(f"after {i}\n")
+    with open(config["marker"], "a") as f:
+        f.write("returned\n")
+
+
+def yields_done_then_goes_on(config: dict[str, Any]) -> Any:
+    for i in range(5):
+        yield {"i": i, "done": i == 1}
+        with open(config["marker"], "a") as f:
+            f.write(f"after {i}\n")
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+@pytest.mark.parametrize("trainable", [reports_done_then_goes_on, yields_done_then_goes_on])
+def test_a_reported_done_ends_a_function_trainable(trainable, system, storage_dir, tmp_path) -> None:
+    # recorded from Ray 2.60: report({"done": True, ...}) is the trial's last result; the function
+    # goes no further (the marker holds only "after 0") and the trial ends TERMINATED
+    marker = tmp_path / "marker.txt"
+    [r] = _fit(trainable, storage_dir, system=system, param_space={"marker": str(marker)})
+    assert r.status.value == "TERMINATED" and r.error is None
+    assert _rows(r, "i", "done", "training_iteration") == [
+        {"i": 0, "done": False, "training_iteration": 1}, {"i": 1, "done": True, "training_iteration": 2}]
+    assert r.metrics["i"] == 1 and r.metrics["done"] is True
+    assert marker.read_text() == "after 0\n"
+
+
 # ---------------------------------------------------------------- 2. should_checkpoint
 class CheckpointsWhenAsked(Trainable):
     """Asks for a checkpoint from step() at iteration 2 only; no checkpoint_frequency is set."""
@@ -103,10 +144,50 @@ class CheckpointsWhenAsked(Trainable):
 
 
 def test_step_result_should_checkpoint_saves_at_that_iteration(storage_dir) -> None:
-    [r] = _fit(CheckpointsWhenAsked, storage_dir)
+    [r] = _fit(CheckpointsWhenAsked, storage_dir, checkpoint_config=CheckpointConfig(checkpoint_at_end=False))
     assert r.metrics["n"] == 4
     assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 2}
     assert isinstance(r.checkpoint, Checkpoint)
+
+
+def test_a_class_trainable_checkpoints_at_end_by_default(storage_dir) -> None:
+    # recorded from Ray 2.60: CheckpointConfig() (checkpoint_at_end=None) becomes True for a class
+    # trainable; this trial's checkpoints are {"n": 2} (asked by step()) and {"n": 4} (at its end)
+    [r] = _fit(CheckpointsWhenAsked, storage_dir)
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 4}
+    assert [(c.to_dict()["n"], m["n"]) for c, m in r.best_checkpoints] == [(2, 2), (4, 4)]
+
+
+def test_only_an_asked_checkpoint_at_end_turns_batching_off(storage_dir) -> None:
+    """The class-trainable default saves at the end without giving up batching or horizons (a STOP on a
+    trial's own result lands there anyway); checkpoint_at_end=True keeps every result decided, as before."""
+    def spec(cc: CheckpointConfig) -> Any:
+        return Tuner(CheckpointsWhenAsked, run_config=RunConfig(storage=storage_dir, checkpoint_config=cc))._spec()
+    default, asked = spec(CheckpointConfig()), spec(CheckpointConfig(checkpoint_at_end=True))
+    assert (default.checkpoint_at_end, default.checkpoint_at_end_by_default) == (True, True)
+    assert (asked.checkpoint_at_end, asked.checkpoint_at_end_by_default) == (True, False)
+
+
+class NeverSaves(Trainable):
+    def step(self) -> dict[str, Any]:
+        return {"done": self.iteration == 2}
+
+
+def test_a_class_without_save_checkpoint_is_not_checkpointed_at_end_by_default(storage_dir) -> None:
+    # a deliberate difference: Ray 2.60 ends this trial in ERROR (NotImplementedError from its
+    # Trainable.save_checkpoint at the end save); audition's default is False for such a class
+    [r] = _fit(NeverSaves, storage_dir)
+    assert r.status.value == "TERMINATED" and r.error is None and r.checkpoint is None
+    assert r.metrics["training_iteration"] == 3
+
+
+def test_a_function_trainable_has_no_checkpoint_at_end(storage_dir) -> None:
+    # recorded from Ray 2.60: None means False for a function trainable (no checkpoint, TERMINATED)
+    # and checkpoint_at_end=True is refused before anything runs
+    [r] = _fit(returns_number, storage_dir, param_space={"x": 1.0})
+    assert r.checkpoint is None and r.status.value == "TERMINATED"
+    with pytest.raises(ConfigError, match="checkpoint_at_end=True"):
+        _fit(returns_number, storage_dir, checkpoint_config=CheckpointConfig(checkpoint_at_end=True))
 
 
 class Counter(Trainable):
@@ -136,15 +217,23 @@ class CheckpointEveryThird(Callback):
 @pytest.mark.parametrize("system", ["simple", "multiproc"])
 def test_callback_should_checkpoint_saves_at_that_iteration(system, storage_dir, no_leaks) -> None:
     cb = CheckpointEveryThird()
-    [r] = _fit(Counter, storage_dir, system=system, callbacks=[cb])
+    [r] = _fit(Counter, storage_dir, system=system, callbacks=[cb],
+               checkpoint_config=CheckpointConfig(checkpoint_at_end=False))
     assert cb.seen == [1, 2, 3, 4, 5, 6, 7]  # it ran in this process, on every result
+    assert _saved(r, storage_dir) == [3, 6]  # exactly at the iterations the callback asked for
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 6}
+    # recorded from Ray 2.60: with the default CheckpointConfig() the class trainable is saved at its end too
+    [r] = _fit(Counter, storage_dir, system=system, callbacks=[CheckpointEveryThird()])
+    assert _saved(r, storage_dir) == [3, 6, 7]
+    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 7}
+
+
+def _saved(r: Any, storage_dir: str) -> list[int]:
     trial_dir = os.path.join(storage_dir, os.path.basename(r.path.rstrip("/")))
     if not os.path.isdir(trial_dir):
         trial_dir = r.path
-    saved = sorted(Checkpoint(os.path.join(trial_dir, d)).to_dict()["n"]
-                   for d in os.listdir(trial_dir) if d.startswith("checkpoint_"))
-    assert saved == [3, 6]  # exactly at the iterations the callback asked for
-    assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 6}
+    return sorted(Checkpoint(os.path.join(trial_dir, d)).to_dict()["n"]
+                  for d in os.listdir(trial_dir) if d.startswith("checkpoint_"))
 
 
 # ---------------------------------------------------------------- 3. an explicit BasicVariantGenerator
@@ -190,7 +279,9 @@ def test_fail_fast_true_stops_the_rest_and_returns_the_results(storage_dir, tmp_
     assert grid.errors == [failed.error]
     assert by_role["sleep"].status.value == "TERMINATED" and by_role["sleep"].error is None
     assert by_role["sleep"].metrics["score"] == 1  # what it reported before it was stopped
-    assert by_role["never started"].status.value == "TERMINATED" and not by_role["never started"].metrics_history
+    # as Ray 2.60 (recorded: a 40-value grid, max_concurrent_trials=2, the first trial failing, gives 2
+    # trials): the generator creates a trial only while fewer than 2 are live, so the third never was
+    assert "never started" not in by_role and len(grid) == 2
 
 
 def test_fail_fast_raise_raises_the_trial_error(storage_dir, tmp_path) -> None:
@@ -252,8 +343,10 @@ def test_storage_path_results_checkpoints_and_filtered_dataframe(storage_dir) ->
     df = grid.get_dataframe(filter_metric="loss", filter_mode="min")
     assert sorted(df["loss"]) == [1.0, 4.0] and sorted(grid.get_dataframe()["loss"]) == [2.0, 6.0]
     assert sorted(grid.get_dataframe(filter_metric="loss", filter_mode="max")["loss"]) == [3.0, 6.0]
-    with pytest.raises(ConfigError, match="together"):
-        grid.get_dataframe(filter_metric="loss")
+    # Ray 2.60: a filter_metric without filter_mode gives each trial's last result; a mode needs a metric
+    assert sorted(grid.get_dataframe(filter_metric="loss")["loss"]) == [2.0, 6.0]
+    with pytest.raises(ConfigError, match="filter_mode needs filter_metric"):
+        grid.get_dataframe(filter_mode="min")
     with pytest.raises(ConfigError, match="same setting"):
         RunConfig(storage=storage_dir, storage_path=storage_dir + "x")
 
@@ -339,3 +432,29 @@ def test_function_trainables_refuse_what_ray_refuses(storage_dir, kw, match) -> 
     with pytest.raises(ConfigError, match=match) as err:
         Tuner(counts_to_ten, run_config=RunConfig(storage=storage_dir, checkpoint_config=CheckpointConfig(**kw)))
     assert "report(metrics, checkpoint=" in str(err.value)
+
+
+# ---------------------------------------------------------------- max_concurrent_trials caps the default generator
+def first_fails(config: dict[str, Any]) -> None:
+    if config["k"] == 0:
+        raise RuntimeError("x")
+    time.sleep(config.get("busy_s", 0.0))  # (the work beside the failing trial, as in the Ray recording)
+    report({"v": 1})
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_max_concurrent_trials_creates_trials_only_as_they_can_run(system, storage_dir, no_leaks) -> None:
+    """Recorded from Ray 2.60 (40-value grid, max_concurrent_trials=2, fail_fast=True, the first
+    trial fails): the grid holds 2 trials, the failed one and the one running beside it. Ray's
+    default generator gets max_concurrent=max_concurrent_trials and creates a trial only while fewer
+    are live; without the cap all 40 would be listed (38 never run)."""
+    grid = Tuner(first_fails, param_space={"k": grid_search(list(range(40))), "busy_s": 0.5},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system=system,
+                                      failure_config=FailureConfig(fail_fast=True))).fit()
+    assert len(grid) == 2 and grid.num_errors == 1
+    # and without fail_fast every trial still runs, two at a time
+    grid = Tuner(first_fails, param_space={"k": grid_search(list(range(1, 9)))},
+                 tune_config=TuneConfig(max_concurrent_trials=2),
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system=system)).fit()
+    assert sorted(r.config["k"] for r in grid) == list(range(1, 9)) and grid.num_errors == 0

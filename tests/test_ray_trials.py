@@ -55,7 +55,8 @@ def test_callbacks_get_trials_that_carry_what_rays_do(storage_dir):
     results = [s for s in rec.seen if s["hook"] == "result"]
     assert all(s["status"] == "RUNNING" and s["is_running"] for s in results)  # Ray's strings
     assert all("acc" in s["last_result"] for s in results[1::2])
-    assert {s["status"] for s in rec.seen if s["hook"] == "complete"} == {"TERMINATED"}
+    # recorded from Ray 2.60: on_trial_complete runs before the trial is set TERMINATED
+    assert {s["status"] for s in rec.seen if s["hook"] == "complete"} == {"RUNNING"}
 
 
 def _names(trial: Any) -> str:

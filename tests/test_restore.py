@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from actors import Tuner
+from actors import Callback, RunConfig, TuneConfig, Tuner, report
 from actors._driver.errors import ConfigError
 from actors._engine.trial import TrialStatus
+from actors.search import grid_search
 from storage import MANIFEST_NAME, read_experiment_state, read_results
 from tests import _driver_script as D
 
@@ -349,7 +350,7 @@ def test_resume_unfinished_false_ends_them_as_saved(tmp_path, no_leaks):
         if row is None:  # suggested after the restore: ran normally
             assert its[-1] == 10
         elif row["status"] != TERMINATED:  # not resumed: ends as saved, its later rows dropped
-            assert r.metrics == row["last_result"]
+            assert {k: v for k, v in r.metrics.items() if k != "experiment_tag"} == row["last_result"]
             assert len(its) == row["last_result"].get("training_iteration", 0)
 
 
@@ -690,3 +691,32 @@ def test_a_searcher_without_save_runs_and_restores_anew(tmp_path: Any, caplog: A
     assert state is not None and state["searcher"] is None and len(state["trials"]) == 3
     again = Tuner.restore(str(tmp_path / "nosave"), train)
     assert len(again.get_results()) == 3
+
+
+def _three_losses(config: dict[str, Any]) -> None:
+    for i in range(3):
+        report({"loss": config["x"] + i})
+
+
+class _InterruptAtSecondResultOfX1(Callback):
+    def on_trial_result(self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any],
+                        **info: Any) -> None:
+        if trial.config["x"] == 1 and result["training_iteration"] == 2:
+            raise KeyboardInterrupt
+
+
+def test_trials_ended_by_a_restore_free_the_capped_generator(tmp_path: Any) -> None:
+    """Ctrl-C while x=0 and x=1 run (the generator, capped by max_concurrent_trials=2, has created
+    only them), restored with resume_unfinished=False: both end as saved, and the generator and the
+    scheduler are told they completed, so the other four configurations run. Before, the restored
+    generator still counted them live and the run ended with "suggested no configuration"."""
+    storage = str(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(_three_losses, param_space={"x": grid_search([0, 1, 2, 3, 4, 5])},
+              tune_config=TuneConfig(max_concurrent_trials=2),
+              run_config=RunConfig(name="e", storage=storage, system="simple", verbose=0,
+                                   callbacks=[_InterruptAtSecondResultOfX1()])).fit()
+    grid = Tuner.restore(os.path.join(storage, "e"), _three_losses, resume_unfinished=False).fit()
+    got = sorted((r.config["x"], r.status.value, r.metrics.get("training_iteration")) for r in grid)
+    assert [g[:2] for g in got] == [(x, "TERMINATED") for x in range(6)]
+    assert got[1][2] == 2 and all(it == 3 for _, _, it in got[2:]), got

@@ -8,16 +8,30 @@ checkpoint), and the resumed run reports the iterations after it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from typing import Any
 
 import pytest
 
-from actors import Checkpoint, FailureConfig, RunConfig, Tuner, get_checkpoint, report
+from actors import (
+    Checkpoint,
+    CheckpointConfig,
+    FailureConfig,
+    RunConfig,
+    Stopper,
+    Trainable,
+    TuneConfig,
+    Tuner,
+    get_checkpoint,
+    report,
+)
 from actors._engine.trial import TrialStatus
 from actors._shell.recovery import Found, choose
 from actors.messages import CheckpointRef
+from actors.schedulers import FIFOScheduler
+from actors.search import Searcher
 from storage import committed_after, read_experiment_state
 from tests import _driver_script as D
 from tests.test_restore import assert_contiguous, restore_and_fit
@@ -164,3 +178,134 @@ def test_restore_fills_the_history_from_manifests_and_drops_what_it_cannot_reach
     assert table.get(b).checkpoint.index == 0 and io2.next_checkpoint_index(table.get(b)) == 1
     assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, b)] == [1, 2]
     assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(b))] == [0]
+
+
+# ------------------------------------------------------- restore past the saved state, at the end
+class Counts(Trainable):
+    """A class trainable: ``step`` always runs once more, so resuming past its end shows."""
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.i = self.restored_from = 0
+
+    def step(self) -> dict[str, Any]:
+        self.i += 1
+        return {"i": self.i, "restored_from": self.restored_from}
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        with open(os.path.join(checkpoint_dir, "i.json"), "w") as f:
+            json.dump(self.i, f)
+
+    def load_checkpoint(self, checkpoint_dir: str) -> None:
+        with open(os.path.join(checkpoint_dir, "i.json")) as f:
+            self.i = self.restored_from = json.load(f)
+
+
+SEEN: list[tuple[str, Any]] = []  # what the stopper and the scheduler were shown (system="simple")
+LAST = [10]  # where the stopper ends the trial (the test changes it before restoring)
+
+
+class AtLast(Stopper):
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        SEEN.append(("stopper", result["training_iteration"]))
+        return bool(result["training_iteration"] >= LAST[0])
+
+    def stop_all(self) -> bool:
+        return False
+
+
+class OneConfig(Searcher):
+    """Suggests one empty config; records what it is told."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given = 0
+
+    def suggest(self, trial_id: str) -> Any:
+        self.given += 1
+        return {} if self.given == 1 else Searcher.FINISHED
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        SEEN.append(("searcher", result["training_iteration"]))
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        SEEN.append(("searcher complete", (result or {}).get("training_iteration")))
+
+    def save(self) -> dict[str, Any]:
+        return {"given": self.given}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.given = state["given"]
+
+
+class Recording(FIFOScheduler):
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> None:
+        SEEN.append(("complete", result["training_iteration"]))
+
+
+def _state_back_at(storage: str, iteration: int, decided: bool) -> None:
+    """Rewrite the finished experiment's state as if saved while its trial was at ``iteration``:
+    the run was killed after logging later results and committing their checkpoints. Unless the
+    stop was ``decided`` before the kill, the last row does not yet say ``done``."""
+    from storage import (
+        ExperimentLayout,
+        ResultWriter,
+        StorageContext,
+        list_checkpoints,
+        read_results,
+        write_experiment_state,
+    )
+
+    ctx = StorageContext(storage, {})
+    layout = ExperimentLayout(ctx, "exp")
+    state = read_experiment_state(ctx, layout)
+    assert state is not None
+    row = state["trials"][0]
+    found = list_checkpoints(ctx, layout.trial_dir(row["trial_id"]))
+    (ck,) = [c for c in found if c.metadata["iteration"] == iteration]
+    row.update(status="RUNNING", max_index=ck.index, logged_iteration=iteration,
+               last_result=read_results(ctx, layout, row["trial_id"])[iteration - 1],
+               checkpoint={"path": ck.path, "index": ck.index, "iteration": iteration,
+                           "time_total_s": ck.metadata["time_total_s"], "metrics": ck.metadata.get("metrics", {})})
+    write_experiment_state(ctx, layout, state)
+    writer = ResultWriter(ctx, layout, row["trial_id"])
+    rows = writer.json.rows()
+    if not decided:
+        writer.truncate(0)
+        writer.append([{k: v for k, v in r.items() if k != "done"} for r in rows])
+    writer.close()
+
+
+@pytest.mark.parametrize(("last", "decided", "end"), [(10, False, 10), (12, True, 10), (12, False, 12)],
+                         ids=["stopper_ends_it_at_the_newest", "stopped_before_the_kill", "runs_on"])
+def test_restore_shows_the_stop_criteria_the_rows_the_saved_state_never_saw(last, decided, end, tmp_path,
+                                                                           no_leaks):
+    """Killed when storage held iterations 7..10 and their checkpoints but the state said RUNNING
+    at 6: a trial stopped at 10 (by the restored stopper, or before the kill: its row says done)
+    is not run to 11 (it was, before), and one that is not resumes from 10. Either way the stopper
+    is shown 7..10 first, and the searcher the ones that did not stop it."""
+    storage = str(tmp_path / "results")
+    run_config = RunConfig(name="exp", storage=storage, verbose=0, system="simple", stop=AtLast(),
+                           checkpoint_config=CheckpointConfig(checkpoint_frequency=2))
+    LAST[0] = 10
+    Tuner(Counts, run_config=run_config, tune_config=TuneConfig(scheduler=Recording(), search_alg=OneConfig())).fit()
+    _state_back_at(storage, 6, decided)
+    SEEN.clear()
+    LAST[0] = last
+    try:
+        (result,) = Tuner.restore(os.path.join(storage, "exp"), Counts).fit()
+    finally:
+        LAST[0] = 10
+    assert result.status is TrialStatus.TERMINATED
+    history = [r["training_iteration"] for r in result.metrics_history]
+    assert history == list(range(1, end + 1))
+    assert [r["i"] for r in result.metrics_history] == history
+    assert result.metrics["training_iteration"] == end and result.metrics["done"] is True
+    assert result.metrics_history[-1]["done"] is True
+    assert result.checkpoint is not None
+    assert [r["restored_from"] for r in result.metrics_history] == [0] * 10 + [10] * (end - 10)
+    stopper = [x for x in SEEN if x[0] == "stopper"]
+    assert stopper == [("stopper", i) for i in range(7, end + 1)]
+    searcher = [x for x in SEEN if x[0] == "searcher"]  # not of the stopping row (Ray)
+    assert searcher == [("searcher", i) for i in range(7, end)]
+    assert sorted(x for x in SEEN if "complete" in x[0]) == [("complete", end), ("searcher complete", end)]
+

@@ -253,6 +253,47 @@ def test_grid_times_samples_count_and_order() -> None:
     assert gen.suggest("more") is Searcher.FINISHED
 
 
+def test_grid_keys_are_swept_in_sorted_path_order_as_ray() -> None:
+    # recorded from Ray 2.60 (ray.tune.search.variant_generator.generate_variants, and the trial
+    # numbering of Tuner.fit() for the third space): grid keys sorted by path, the first varies fastest
+    flat = _all(BasicVariantGenerator({"b": grid_search([1, 2]), "a": grid_search([10, 20])}, seed=0))
+    assert flat == [{"b": 1, "a": 10}, {"b": 1, "a": 20}, {"b": 2, "a": 10}, {"b": 2, "a": 20}]
+    nested = _all(BasicVariantGenerator({
+        "z": {"q": grid_search([1, 2]), "p": grid_search(["x", "y"])},
+        "m": grid_search([5, 6]), "B": grid_search([0, 1])}, seed=0))
+    assert [(c["z"]["q"], c["z"]["p"], c["m"], c["B"]) for c in nested] == [
+        (1, "x", 5, 0), (1, "x", 5, 1), (1, "x", 6, 0), (1, "x", 6, 1),
+        (1, "y", 5, 0), (1, "y", 5, 1), (1, "y", 6, 0), (1, "y", 6, 1),
+        (2, "x", 5, 0), (2, "x", 5, 1), (2, "x", 6, 0), (2, "x", 6, 1),
+        (2, "y", 5, 0), (2, "y", 5, 1), (2, "y", 6, 0), (2, "y", 6, 1)]
+    assert list(nested[0]) == ["z", "m", "B"]  # the config keeps the written key order
+    lists = _all(BasicVariantGenerator({
+        "l": [grid_search([1, 2]), grid_search([3, 4])], "k": grid_search(["u", "v"]),
+        "k10": grid_search([7, 8]), "k9": grid_search([0, 1])}, num_samples=2, seed=0))
+    got = [(c["l"][0], c["l"][1], c["k"], c["k10"], c["k9"]) for c in lists]
+    # Ray: k fastest, then k10, k9 ("k10" < "k9" as strings), l/0, l/1; trials 32-63 repeat 0-31
+    first = [(1, 3, "u", 7, 0), (1, 3, "v", 7, 0), (1, 3, "u", 8, 0), (1, 3, "v", 8, 0),
+             (1, 3, "u", 7, 1), (1, 3, "v", 7, 1), (1, 3, "u", 8, 1), (1, 3, "v", 8, 1)]
+    assert got[:8] == first
+    assert got[8:16] == [(2, 3, *rest) for _, _, *rest in first]
+    assert got[16:24] == [(1, 4, *rest) for _, _, *rest in first]
+    assert got[24:32] == [(2, 4, *rest) for _, _, *rest in first]
+    assert got[32:] == got[:32]
+
+
+def test_a_state_saved_before_sorting_resumes_in_written_order() -> None:
+    gen = BasicVariantGenerator({"b": grid_search([1, 2]), "a": grid_search([10, 20])}, seed=0)
+    gen.suggest("t0")
+    state = gen.save()
+    del state["grid_order"]  # as saved by a version that swept grids in written order
+    old = BasicVariantGenerator()
+    old.restore(state)
+    assert [old.suggest(f"t{i}") for i in (1, 2, 3)] == [{"b": 2, "a": 10}, {"b": 1, "a": 20}, {"b": 2, "a": 20}]
+    new = BasicVariantGenerator()
+    new.restore(gen.save())
+    assert [new.suggest(f"t{i}") for i in (1, 2, 3)] == [{"b": 1, "a": 20}, {"b": 2, "a": 10}, {"b": 2, "a": 20}]
+
+
 def test_nested_dicts_and_literal_grid_spelling() -> None:
     space = {
         "model": {

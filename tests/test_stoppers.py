@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import pickle
 from typing import Any
 
@@ -209,10 +210,23 @@ def test_dict_stopper_thresholds_are_reached_with_greater_or_equal() -> None:
     assert nested("a", {"eval": {"acc": 0.85}}) is True
 
 
+def test_dict_stopper_passes_over_a_missing_key_with_one_warning(caplog) -> None:
+    # recorded from Ray 2.60 (Trial.should_stop): a criterion missing from a result is skipped for it,
+    # with a warning ("Stopping criterion 'a' not found in result dict! ..."); the others still count
+    s = DictStopper({"acc": 0.9, "training_iteration": 3})
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        assert s("a", {"loss": 1.0, "training_iteration": 1}) is False
+        assert s("b", {"loss": 1.0, "training_iteration": 2}) is False
+        assert s("a", {"loss": 1.0, "training_iteration": 3}) is True
+        assert s("a", {"acc": 0.95, "training_iteration": 1}) is True
+    warned = [r.getMessage() for r in caplog.records if "stop criterion" in r.getMessage()]
+    assert len(warned) == 1 and "'acc' is not in the result of trial a (keys present: ['loss'" in warned[0]
+    restored = pickle.loads(pickle.dumps(s))
+    assert restored("c", {"training_iteration": 1}) is False
+
+
 def test_dict_stopper_errors_name_the_problem() -> None:
     s = DictStopper({"acc": 0.9})
-    with pytest.raises(MissingResultKeyError, match=r"'acc' is not in the result .*keys present: \['loss'"):
-        s("a", {"loss": 1.0, "training_iteration": 1})
     with pytest.raises(TypeError, match="reported str 'high'"):
         s("a", {"acc": "high"})
     with pytest.raises(TypeError, match="threshold for 'acc' must be a number"):

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from actors._engine.sequencer import Sequencer
-from actors._engine.trial import TrialSnapshot, TrialStatus, experiment_tag
+from actors._engine.trial import TrialSnapshot, TrialStatus, tag_of
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
 from actors.result import SHOULD_CHECKPOINT
 
@@ -136,9 +136,7 @@ class CallbackDispatcher:
         path = self._trial_path(snap)
         tag = self.tags.get(snap.trial_id)
         if tag is None:
-            index = snap.trial_id.rpartition("_")[2]
-            tag = self.tags[snap.trial_id] = experiment_tag(int(index) if index.isdigit() else 0, snap.config,
-                                                            self.searched)
+            tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
                        experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
 
@@ -246,8 +244,9 @@ class CallbackDispatcher:
         self.iteration += 1
         if ev.kind is EventType.START:
             self._resumed(ev.trial)
-        snap = self._as_ray_trial(ev.trial)
-        self.trials[snap.trial_id] = snap
+        prev = self.trials.get(ev.trial.trial_id)
+        after = self._as_ray_trial(ev.trial)
+        snap = self.trials[after.trial_id] = _as_ray_sees(ev.kind, after, prev)
         table = list(self.trials.values())
         result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
         ckpt = (Checkpoint(ev.checkpoint, self.storage_options)
@@ -269,6 +268,8 @@ class CallbackDispatcher:
                     cb.on_trial_recover(iteration=self.iteration, trials=table, trial=snap)
             except Exception:  # a broken callback must not end the experiment
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
+        if snap is not after:  # the status the trial has once the hook ran
+            self.trials[after.trial_id] = snap = after
         if ckpt is not None:  # Ray registers it with the trial after the callbacks ran
             self._note_checkpoint(snap.trial_id, ckpt)
             saved = self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
@@ -306,5 +307,16 @@ class CallbackDispatcher:
             except Exception:
                 log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
 
+
+
+def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | None) -> TrialSnapshot:
+    """The trial as Ray Tune's hook sees it: ``on_trial_start`` before the trial is RUNNING (still
+    PENDING), ``on_trial_complete`` before it is TERMINATED (still RUNNING, or PENDING/PAUSED when
+    stopped before it ran again); Ray sets the new status right after the hook."""
+    if kind is EventType.START:
+        return replace(snap, status=TrialStatus.PENDING)
+    if kind is EventType.COMPLETE and prev is not None and not prev.status.is_finished:
+        return replace(snap, status=prev.status)
+    return snap
 
 __all__ = ["Callback", "CallbackDispatcher"]

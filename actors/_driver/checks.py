@@ -47,6 +47,33 @@ def check_trainable(trainable: Any) -> str:
     return name
 
 
+def resolve_checkpoint_at_end(trainable: Any, checkpoint_config: Any) -> bool:
+    """``CheckpointConfig(checkpoint_at_end=...)`` for this trainable, with Ray 2.60's default.
+
+    As in Ray's ``TunerInternal``, ``None`` (the default) means ``False`` for a function trainable
+    and ``True`` for a class trainable, and a function trainable refuses ``True`` (and a
+    ``checkpoint_frequency``). One deliberate difference: a class that does not override
+    ``save_checkpoint`` defaults to ``False``, because Ray's default there ends every trial in ERROR
+    (its ``Trainable.save_checkpoint`` raises ``NotImplementedError`` at the end save).
+    """
+    from actors._driver.trainable import Trainable
+
+    given = checkpoint_config.checkpoint_at_end
+    if not inspect.isclass(trainable):
+        if given:
+            raise ConfigError("CheckpointConfig(checkpoint_at_end=True) cannot be used with a function "
+                              "trainable (as in Ray Tune): report(metrics, checkpoint=...) once more at the "
+                              "end of the training loop instead")
+        if checkpoint_config.checkpoint_frequency:
+            raise ConfigError("CheckpointConfig(checkpoint_frequency=...) cannot be set for a function "
+                              "trainable (as in Ray Tune): report a checkpoint every N iterations in the "
+                              "training loop with report(metrics, checkpoint=...)")
+        return False
+    if given is not None:
+        return bool(given)
+    return getattr(trainable, "save_checkpoint", None) is not Trainable.save_checkpoint
+
+
 def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | None) -> None:
     """Give the scheduler the experiment's metric/mode; refuse a conflict or a missing objective.
 

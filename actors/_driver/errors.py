@@ -11,6 +11,10 @@ class ConfigError(TuneError, ValueError):
     """A configuration value is invalid; raised before any actor starts."""
 
 
+class NoBestTrialError(ConfigError, RuntimeError):
+    """``get_best_result`` found no trial to pick (Ray Tune raises ``RuntimeError`` there)."""
+
+
 class TrialError(TuneError):
     """A trial's trainable raised; carries the trial id and the formatted traceback."""
 
@@ -20,4 +24,4 @@ class TrialError(TuneError):
         self.traceback_text = traceback_text
 
 
-__all__ = ["ConfigError", "TrialError", "TuneError"]
+__all__ = ["ConfigError", "NoBestTrialError", "TrialError", "TuneError"]

@@ -111,7 +111,8 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     return tuner
 
 
-def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any) -> Any:
+def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any,
+                   searched: Any = None) -> Any:
     """The saved experiment as a ``ResultGrid``, statuses as saved; nothing runs (Ray Tune's
     ``Tuner.restore(...).get_results()``). Histories and checkpoints are read from storage on use."""
     from actors._driver.result_grid import Result, ResultGrid
@@ -127,7 +128,7 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
         summary = TrialSummary(tid, row["config"], status, row["last_result"], CheckpointRef(**ck) if ck else None,
                                error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
                                row.get("dirname"))
-        results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config))
+        results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config, searched))
     return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
 
 
@@ -331,13 +332,30 @@ def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -
     # the trial's last result is the history's last row: a run resuming from the final checkpoint
     # reports nothing more, and its Result.metrics must not be an older row (also when the history
     # already held the rows the state had not yet seen)
-    reached = [r for r in (got.rows or prefix) if int(r.get("training_iteration", 0)) <= c.iteration]
-    if reached and reached[-1].get("training_iteration", 0) > row["last_result"].get("training_iteration", 0):
+    reached = [r for r in (*prefix, *got.rows) if int(r.get("training_iteration", 0)) <= c.iteration]
+    seen = int(row["last_result"].get("training_iteration", 0))
+    # the restored stopper, scheduler and searcher never saw these rows: the core shows them to the
+    # stop criteria before the trial runs on (a trial stopped at one of them ends there)
+    row["unseen"] = [dict(r) for r in reached if int(r.get("training_iteration", 0)) > seen]
+    if row["unseen"]:
         row["last_result"] = dict(reached[-1])
     row["checkpoint"] = {"path": c.path, "index": c.index, "iteration": c.iteration,
                          "time_total_s": c.time_total_s, "metrics": c.metrics}
     log.info("restore: trial %s resumes from %s, committed after the state was saved", tid, ctx.uri(c.path))
     return c.index
+
+
+def mark_last_done(ctx: Any, layout: Any, trial_id: str) -> None:
+    """The history's last row says ``done=True`` (a trial that ended at it)."""
+    from storage import ResultWriter
+
+    writer = ResultWriter(ctx, layout, trial_id)
+    rows = writer.json.rows()
+    if rows and not rows[-1].get("done"):
+        last = rows[-1]
+        writer.truncate(int(last.get("training_iteration", 0)) - 1)
+        writer.append([{**last, "done": True}])
+    writer.close()
 
 
 def _still_there(ctx: Any, path: str, kept: list[Any]) -> bool:

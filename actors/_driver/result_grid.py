@@ -6,22 +6,29 @@ of thousands of trials costs only its last results until a history is asked for.
 
 from __future__ import annotations
 
+import logging
 import math
+import numbers
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import CheckpointConfig, check_mode
-from actors._driver.errors import ConfigError, TrialError
-from actors._engine.trial import TrialStatus
+from actors._driver.errors import ConfigError, NoBestTrialError, TrialError
+from actors._engine.flat import flatten, lookup
+from actors._engine.trial import TrialStatus, tag_of
 from actors.messages import TrialSummary
+
+log = logging.getLogger("audition")
 
 
 class Result:
     """One trial's outcome (Ray Tune's ``Result``)."""
 
     def __init__(self, summary: TrialSummary, storage_url: str, storage_options: dict[str, Any],
-                 experiment: str, checkpoint_config: CheckpointConfig | None = None) -> None:
+                 experiment: str, checkpoint_config: CheckpointConfig | None = None,
+                 searched: Searched | None = None) -> None:
         self._summary = summary
         self._checkpoint_config = checkpoint_config or CheckpointConfig()
         self._url = storage_url
@@ -31,6 +38,8 @@ class Result:
         self.trial_id = summary.trial_id
         self.config = dict(summary.config)
         self.metrics = dict(summary.last_result)
+        if "training_iteration" in self.metrics and searched is not None:  # Ray tags a reported result
+            self.metrics["experiment_tag"] = tag_of(summary.trial_id, self.config, searched.paths)[0]
         self.status = summary.status
         self.path = summary.path
         self.num_failures = summary.num_failures
@@ -78,9 +87,9 @@ class Result:
 
     @property
     def metrics_dataframe(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(self.metrics_history)
+        """One row per reported result, nested keys flattened (``val/loss``, ``config/lr``), as
+        Ray Tune reads ``result.json`` (``pandas.json_normalize`` with ``sep="/"``)."""
+        return _frame(self.metrics_history)
 
     def __repr__(self) -> str:
         return f"Result(trial_id={self.trial_id!r}, status={self.status.value}, metrics={self.metrics!r})"
@@ -118,71 +127,73 @@ class ResultGrid:
 
     def get_best_result(self, metric: str | None = None, mode: str | None = None, scope: str = "last",
                         filter_nan_and_inf: bool = True) -> Result:
-        """The trial with the best ``metric`` (``scope``: "last", "all", "last-5-avg", "last-10-avg")."""
+        """The trial with the best ``metric`` (Ray Tune's ``get_best_result``): ``scope`` "last",
+        "avg", "last-5-avg", "last-10-avg" compare that statistic of each trial's values, "all" its
+        best value. A nested metric is named ``outer/inner``. With one trial, that trial."""
+        if len(self._results) == 1:
+            return self._results[0]
         metric = metric or self._metric
         mode = mode or self._mode
         if metric is None or mode is None:
             raise ConfigError("get_best_result: no metric/mode given and none set in TuneConfig; "
                               "pass get_best_result(metric='loss', mode='min')")
         check_mode(mode, "get_best_result")
-        if scope not in ("last", "all", "last-5-avg", "last-10-avg"):
-            raise ConfigError(f"get_best_result(scope={scope!r}): use 'last', 'all', 'last-5-avg' "
+        if scope not in ("last", "avg", "all", "last-5-avg", "last-10-avg"):
+            raise ConfigError(f"get_best_result(scope={scope!r}): use 'last', 'avg', 'all', 'last-5-avg' "
                               "or 'last-10-avg'")
-        scored: list[tuple[float, Result]] = []
+        best: Result | None = None
+        best_score = 0.0
         seen_metric = False
         for r in self._results:
-            value = self._score(r, metric, mode, scope)
-            if value is None:
-                continue
+            last = lookup(r.metrics, metric)
+            if scope == "last" and _is_number(last):
+                score = float(last)  # the last result has it: no need to read the history
+            else:
+                stats = metric_statistics(r, metric)
+                if stats is None:
+                    continue
+                score = stats[mode if scope == "all" else scope]
             seen_metric = True
-            if filter_nan_and_inf and (math.isnan(value) or math.isinf(value)):
+            if filter_nan_and_inf and (math.isnan(score) or math.isinf(score)):
                 continue
-            scored.append((value, r))
-        if not seen_metric:
-            known = sorted({k for r in self._results for k in r.metrics})
-            raise ConfigError(f"get_best_result: no trial reported the metric {metric!r}; "
-                              f"reported keys are {known}")
-        if not scored:
-            raise ConfigError(f"get_best_result: every value of {metric!r} is NaN or infinite; "
-                              "pass filter_nan_and_inf=False to compare them anyway")
-        pick = min if mode == "min" else max
-        return pick(scored, key=lambda p: p[0])[1]
-
-    @staticmethod
-    def _score(r: Result, metric: str, mode: str, scope: str) -> float | None:
-        if scope == "last":
-            v = r.metrics.get(metric)
-            return None if v is None else float(v)
-        values = [float(h[metric]) for h in r.metrics_history if metric in h]
-        if not values:
-            return None
-        if scope == "all":
-            return min(values) if mode == "min" else max(values)
-        n = 5 if scope == "last-5-avg" else 10
-        tail = values[-n:]
-        return sum(tail) / len(tail)
+            if best is None or (score > best_score if mode == "max" else score < best_score):
+                best, best_score = r, score
+        if best is None:
+            if not seen_metric:
+                known = sorted(flatten({k: v for r in self._results for k, v in r.metrics.items()}))
+                raise NoBestTrialError(f"get_best_result: no trial reported the metric {metric!r}; "
+                                       f"reported keys are {known}")
+            raise NoBestTrialError(f"get_best_result: every value of {metric!r} is NaN or infinite; "
+                                   "pass filter_nan_and_inf=False to compare them anyway")
+        return best
 
     def get_dataframe(self, filter_metric: str | None = None, filter_mode: str | None = None) -> Any:
-        """One row per trial: its last result, or with ``filter_metric``/``filter_mode`` the result
-        in its history with the best value of that metric (Ray Tune's ``get_dataframe``)."""
+        """One row per trial that reported: its last result, or with ``filter_metric`` and
+        ``filter_mode`` the result with the best value of that metric; nested keys flattened, plus
+        ``config/...`` and ``logdir`` (the trial's directory) columns, as Ray Tune's."""
         import pandas as pd
 
-        if (filter_metric is None) != (filter_mode is None):
-            raise ConfigError("get_dataframe: pass filter_metric and filter_mode together, e.g. "
-                              "get_dataframe(filter_metric='loss', filter_mode='min')")
-        check_mode(filter_mode, "get_dataframe(filter_mode=...)")
+        if filter_mode is not None:
+            check_mode(filter_mode, "get_dataframe(filter_mode=...)")
+            if filter_metric is None:
+                raise ConfigError("get_dataframe: filter_mode needs filter_metric too, e.g. "
+                                  "get_dataframe(filter_metric='loss', filter_mode='min')")
         rows = []
         for r in self._results:
-            row = dict(r.metrics)
-            if filter_metric is not None:
-                scored = [h for h in r.metrics_history if isinstance(h.get(filter_metric), (int, float))
-                          and not math.isnan(h[filter_metric])]
-                if scored:
-                    pick = min if filter_mode == "min" else max
-                    row = dict(pick(scored, key=lambda h: h[filter_metric]))
-            row.update({f"config/{k}": v for k, v in _flatten(r.config).items()})
-            row["trial_id"] = r.trial_id
-            row["status"] = r.status.value
+            df = r.metrics_dataframe
+            if df.empty:
+                continue  # no result: no row (Ray)
+            at = -1
+            if filter_mode is not None and filter_metric in df:
+                column = pd.to_numeric(df[filter_metric], errors="coerce")
+                if column.isna().all():
+                    log.warning("get_dataframe: trial %s has no numeric %r; it is left out", r.trial_id,
+                                filter_metric)
+                    continue
+                at = int(column.idxmax() if filter_mode == "max" else column.idxmin())
+            row = df.iloc[at].to_dict()
+            row.update(flatten({"config": r.config}))
+            row["logdir"] = r.path
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -198,7 +209,7 @@ def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
     attr, sign = cc.checkpoint_score_attribute, 1.0 if cc.checkpoint_score_order == "max" else -1.0
 
     def score(metrics: dict[str, Any]) -> tuple[bool, float]:
-        value = _flatten(metrics).get(attr or "", float("-inf"))
+        value = flatten(metrics).get(attr or "", float("-inf"))
         try:
             s = sign * float(value)
         except (TypeError, ValueError):
@@ -216,25 +227,51 @@ def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
     return out if cc.num_to_keep is None else out[-cc.num_to_keep:]
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "/"))
-        else:
-            out[key] = v
-    return out
+@dataclass(frozen=True)
+class Searched:
+    """What names a trial's ``experiment_tag``: the default generator's domain paths (its tag lists
+    the drawn values), or ``None`` for another searcher (its tag lists the whole config)."""
+
+    paths: tuple[tuple[Any, ...], ...] | None
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.json_normalize(rows, sep="/") if rows else pd.DataFrame()
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Real)
+
+
+def metric_statistics(r: Result, metric: str) -> dict[str, float] | None:
+    """Ray Tune's per-trial ``metric_analysis`` of ``metric`` over the trial's results: max, min,
+    avg (weighted by ``training_iteration``, as Ray's), last, last-5-avg, last-10-avg; None if no
+    result holds a number there. The history is read only when the last result does not settle it."""
+    values: list[tuple[float, int]] = []
+    for row in r.metrics_history:
+        v = lookup(row, metric)
+        if _is_number(v):
+            values.append((float(v), int(row.get("training_iteration") or 1)))
+    if not values:
+        return None
+    avg = values[0][0]
+    for v, step in values[1:]:
+        avg = (v + (step - 1) * avg) / step
+    only = [v for v, _ in values]
+    return {"max": max(only), "min": min(only), "avg": avg, "last": only[-1],
+            "last-5-avg": sum(only[-5:]) / len(only[-5:]), "last-10-avg": sum(only[-10:]) / len(only[-10:])}
 
 
 def grid_of(trials: Iterable[TrialSummary], ctx: Any, name: str, metric: str | None, mode: str | None,
-            checkpoint_config: CheckpointConfig | None) -> ResultGrid:
+            checkpoint_config: CheckpointConfig | None, searched: Searched | None = None) -> ResultGrid:
     """The grid ``fit()`` returns for the controller's final summaries (``actors.testing.simulate``
     builds its grid here too); ``ctx`` is the experiment's ``storage.StorageContext``."""
     from storage import ExperimentLayout
 
-    results = [Result(s, ctx.url, dict(ctx.options), name, checkpoint_config) for s in trials]
+    results = [Result(s, ctx.url, dict(ctx.options), name, checkpoint_config, searched) for s in trials]
     return ResultGrid(results, metric, mode, ctx.uri(ExperimentLayout(ctx, name).experiment_dir))
 
 
-__all__ = ["Result", "ResultGrid", "grid_of"]
+__all__ = ["Result", "ResultGrid", "Searched", "grid_of"]

@@ -8,7 +8,6 @@ asking a killed actor stalls Thespian's external API for half a minute).
 from __future__ import annotations
 
 import datetime
-import inspect
 import logging
 import os
 import time
@@ -24,6 +23,7 @@ from actors._driver.checks import (
     claim_name,
     make_run_stopper,
     required_metrics,
+    resolve_checkpoint_at_end,
 )
 from actors._driver.config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
 from actors._driver.errors import TuneError
@@ -31,7 +31,7 @@ from actors._driver.loggers import LoggerCallback, controller_loggers, driver_ca
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressReporter, TrialLines
-from actors._driver.result_grid import ResultGrid, grid_of
+from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.spec import ExperimentSpec
@@ -84,20 +84,14 @@ class Tuner:
         if param_space is not None and not isinstance(param_space, dict):
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
         self.trainable_name = _check_trainable(trainable)
-        if not inspect.isclass(trainable):  # Ray Tune refuses both for a function trainable
-            cc = rc.checkpoint_config
-            if cc.checkpoint_at_end:
-                raise ConfigError("CheckpointConfig(checkpoint_at_end=True) cannot be used with a function "
-                                  "trainable (as in Ray Tune): report(metrics, checkpoint=...) once more at the "
-                                  "end of the training loop instead")
-            if cc.checkpoint_frequency:
-                raise ConfigError("CheckpointConfig(checkpoint_frequency=...) cannot be set for a function "
-                                  "trainable (as in Ray Tune): report a checkpoint every N iterations in the "
-                                  "training loop with report(metrics, checkpoint=...)")
+        self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
         self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
         if tc.search_alg is None:
-            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed)
+            # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
+            # trial only when one can run (a run stopped early has only the trials it started)
+            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed,
+                                                  max_concurrent=tc.max_concurrent_trials or 0)
             self._num_samples = searcher.total_trials
         else:
             searcher = tc.search_alg
@@ -186,6 +180,8 @@ class Tuner:
         self._system = saved["system"]
         self._multi_host = str(self._system).startswith("tcp://")
         self._prebuilt = spec
+        if "searched" in saved:  # (tuners saved before 2026-12-04 lack it)
+            self._searched = saved["searched"]
 
     def _spec(self) -> ExperimentSpec:
         if getattr(self, "_prebuilt", None) is not None:
@@ -202,7 +198,8 @@ class Tuner:
             storage_url=self._ctx.url, storage_options=dict(self._ctx.options),
             num_to_keep=cc.num_to_keep, checkpoint_score_attribute=cc.checkpoint_score_attribute,
             checkpoint_score_order=cc.checkpoint_score_order, checkpoint_frequency=cc.checkpoint_frequency,
-            checkpoint_at_end=bool(cc.checkpoint_at_end), restore_state=self._restore_state,
+            checkpoint_at_end=self._checkpoint_at_end, restore_state=self._restore_state,
+            checkpoint_at_end_by_default=cc.checkpoint_at_end is None,
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
             leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
@@ -275,7 +272,7 @@ class Tuner:
         self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
                              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
         grid = grid_of(finished.trials, self._ctx, self.name, self.tune_config.metric, self.tune_config.mode,
-                       self.run_config.checkpoint_config)
+                       self.run_config.checkpoint_config, self._tagging())
         results = list(grid)
         if finished.error and spec.fail_fast_raise:  # Ray Tune raises the trial's own error here
             failed = [r.error for r in results if r.error is not None]
@@ -300,7 +297,14 @@ class Tuner:
                             "run with Tuner.restore(path, trainable).get_results())")
         from actors._driver.restore import stored_results
 
-        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config)
+        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config, self._tagging())
+
+    def _tagging(self) -> Searched | None:
+        """How Result.metrics["experiment_tag"] is made; None for a tuner restored from a tuner.pkl
+        written before the paths were saved in it (no tag rather than a wrong one)."""
+        if not hasattr(self, "_searched"):
+            return None
+        return Searched(self._searched)
 
     def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:
         from actors._shell.controller import ControllerActor
@@ -361,7 +365,7 @@ class Tuner:
         # callbacks live in the driver only (they may hold open files): not part of the saved tuner
         saved_rc = dataclasses.replace(self.run_config, callbacks=None)
         data = {"tune_config": self.tune_config, "run_config": saved_rc, "system": self._system,
-                "spec": _without_trainable(spec)}
+                "spec": _without_trainable(spec), "searched": self._searched}
         write_bytes(self._ctx, layout.tuner_file, cloudpickle.dumps(data))
 
     # ------------------------------------------------------------------ restore

@@ -18,6 +18,7 @@ from typing import Any
 
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
+from actors._engine.flat import flatten
 from actors._engine.gate import Held, ResultGate
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
@@ -163,9 +164,10 @@ class ExperimentCore:
         ended unwritten, and no stopper (``TimeoutStopper`` keeps time in its state)."""
         return self.unchanged and not self.io.dirty and self.spec.stopper is None
 
-    def _searcher(self, hook: str, *args: Any) -> bool:
-        """Tell the search algorithm (user code); False after ending the run naming it if it raised."""
-        problem = self.source.ask(hook, *args)[1]
+    def _searcher(self, hook: str, trial_id: str, result: dict[str, Any], *rest: Any) -> bool:
+        """Tell the search algorithm (user code) of a result, flattened as Ray Tune hands it over;
+        False after ending the run naming it if it raised."""
+        problem = self.source.ask(hook, trial_id, flatten(result), *rest)[1]
         if problem is not None:
             self._abort(problem)
         return problem is None
@@ -241,8 +243,11 @@ class ExperimentCore:
         # Stop criteria are checked in the core, so they too need every result decided before the next
         # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
         # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
+        # Not when it is only the class-trainable default: a trial then saves at its own end, and a STOP decided
+        # on its result lands there anyway (at a horizon, or held by a direct decision); the fast paths stay.
         # A plugin with decision horizons lets a trial run ahead too, waiting only at its horizon.
-        core_decides = self.spec.stopper is not None or self.spec.callback_gate or self.spec.checkpoint_at_end
+        asked_end_save = self.spec.checkpoint_at_end and not self.spec.checkpoint_at_end_by_default
+        core_decides = self.spec.stopper is not None or self.spec.callback_gate or asked_end_save
         batching = (msg.batching_allowed or bool(msg.horizon_attr)) and not core_decides
         self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
         # A plugin that decides every result answers the trials directly where its actor offers that
@@ -252,7 +257,44 @@ class ExperimentCore:
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
+        self._settle_restored()
         self._fill()
+
+    def _settle_restored(self) -> None:
+        """Tell the restored searcher and scheduler what the restore did. A trial it ended
+        (``resume_unfinished=False``) completes, or their saved state waits for it (a generator's
+        ``max_concurrent``, a HyperBand bracket). A trial resuming from a checkpoint committed after
+        the saved state: the stop criteria and the searcher see the rows that state never saw, as
+        they did in the run that wrote them; a trial stopped at one of them (or that said done) ends
+        there instead of running past its end. The scheduler first hears of its next result."""
+        notes = self.io.take_restored()
+        for trial_id in notes.ended:
+            last = dict(self.table.get(trial_id).last_result)
+            self._call(HookKind.COMPLETE, trial_id, (last,))
+            if self.spec.searcher is not None and not self._searcher("on_trial_complete", trial_id, last, False):
+                return
+        for trial_id, rows in notes.unseen.items():
+            found = self.table.trials.get(trial_id)
+            if found is None or found.status is not TrialStatus.PENDING or self.finished:
+                continue
+            rec = found
+            verdict = judge(self.spec, trial_id, tuple(rows))
+            if verdict.problem is not None:
+                self._abort(verdict.problem)
+                return
+            ends = next((i for i, r in enumerate(rows) if verdict.hits[i] or r.get("done")), None)
+            for r in rows[:ends]:
+                if self.spec.searcher is not None and not self._searcher("on_trial_result", trial_id, r):
+                    return
+            if ends is not None:
+                self.io.end_restored(rec)
+                self._run(self.table.end_restored(trial_id, stopped=verdict.hits[ends] and not rows[-1].get("done")))
+                self.io.dirty = True
+                if self.spec.searcher is not None and not self._searcher(
+                        "on_trial_complete", trial_id, dict(rec.last_result), False):
+                    return
+            if verdict.stop_all:
+                self._run(self._stop_every_trial())
 
     # ------------------------------------------------------------------ trial messages
     def _trial_message(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:

@@ -346,6 +346,18 @@ class TrialTable:
         self._transition(rec, TrialStatus.ERROR)
         return [*out, Effect(EffectKind.ERROR, trial_id)]
 
+    def end_restored(self, trial_id: str, stopped: bool) -> list[Effect]:
+        """A restored trial ends before running again: a result the saved state never saw stops it
+        (``stopped``) or said it was done, as that result would have had the state seen it."""
+        rec = self.trials.get(trial_id)
+        if rec is None or rec.status is not TrialStatus.PENDING:
+            return []
+        if stopped:
+            self._mark(rec, MarkKind.STOP)
+        rec.last_result = {**rec.last_result, "done": True}
+        self._transition(rec, TrialStatus.TERMINATED)
+        return [Effect(EffectKind.COMPLETE, trial_id)]
+
     def _apply_clone(self, rec: TrialRecord) -> None:
         action = rec.clone
         if action is None:

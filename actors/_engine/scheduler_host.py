@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from actors._engine.flat import flatten
 from actors._engine.horizon import clean_horizon
 from actors._engine.reducer import Decision, as_decision, merge
 from actors._engine.trial import TrialSnapshot
@@ -126,7 +127,7 @@ class SchedulerHost:
             for result in call.results:
                 trial = _with_result(trial, result)
                 ctl.trials[trial.trial_id] = trial
-                d = sched.on_trial_result(ctl, trial, result)
+                d = sched.on_trial_result(ctl, trial, flatten(result))  # as Ray Tune: "val/loss" keys
                 decision = merge(decision, as_decision(d))
             horizon = self._horizon(trial)
         elif call.kind is HookKind.ADD:
@@ -135,7 +136,7 @@ class SchedulerHost:
             horizon = self._horizon(trial)
         elif call.kind is HookKind.COMPLETE:
             assert trial is not None
-            sched.on_trial_complete(ctl, trial, call.results[-1] if call.results else dict(trial.last_result))
+            sched.on_trial_complete(ctl, trial, flatten(call.results[-1] if call.results else trial.last_result))
         elif call.kind is HookKind.ERROR:
             assert trial is not None
             sched.on_trial_error(ctl, trial)

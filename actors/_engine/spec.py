@@ -31,6 +31,9 @@ class ExperimentSpec:
     checkpoint_score_order: str = "max"
     checkpoint_frequency: int = 0
     checkpoint_at_end: bool = False
+    # True when checkpoint_at_end is only Ray's default for a class trainable (CheckpointConfig() left it
+    # None), not asked for: then results may still be batched and run up to a decision horizon (core)
+    checkpoint_at_end_by_default: bool = False
     batch_window: int = 256
     progress_interval_s: float = 1.0
     max_progress_rows: int = 20  # RunConfig(max_progress_rows); a class default for older saved specs

@@ -10,6 +10,7 @@ callable gives for that exception.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors._engine.lifecycle import TrialRecord, TrialTable
@@ -26,6 +27,16 @@ class Recovered(Protocol):
     def usable(self) -> list[CheckpointRef]: ...
 
 
+@dataclass
+class RestoreNotes:
+    """``unseen``: trials resumed from a checkpoint newer than the saved state -> the rows up to it
+    that the state (its stopper, scheduler, searcher) never saw. ``ended``: unfinished trials the
+    restore ended (``resume_unfinished=False``), still live for the restored searcher and scheduler."""
+
+    unseen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    ended: list[str] = field(default_factory=list)
+
+
 class ExperimentStore(Protocol):
     """Trial and experiment files. Called only from the core, one call at a time."""
 
@@ -34,6 +45,13 @@ class ExperimentStore(Protocol):
 
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
         """Load a saved table (Tuner.restore) into ``table``; how many trials were suggested."""
+
+    def take_restored(self) -> RestoreNotes:
+        """What restoring did that the searcher and scheduler must hear of (asked once, when the
+        scheduler is ready); empty on a first run."""
+
+    def end_restored(self, rec: TrialRecord) -> None:
+        """A restored trial ends before it runs again (its history's last row says done)."""
 
     def scheduler_state(self) -> bytes | None:
         """The scheduler's saved state, to hand back to it on resume."""

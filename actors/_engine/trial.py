@@ -112,4 +112,11 @@ def experiment_tag(index: int, config: dict[str, Any],
     return (f"{index}_{body}" if body else str(index)), params
 
 
-__all__ = ["TrialSnapshot", "TrialStatus", "experiment_tag", "trial_name"]
+def tag_of(trial_id: str, config: dict[str, Any],
+           searched: tuple[tuple[Any, ...], ...] | None) -> tuple[str, dict[str, Any]]:
+    """``experiment_tag`` for a trial id ``<prefix>_<index>``."""
+    index = trial_id.rpartition("_")[2]
+    return experiment_tag(int(index) if index.isdigit() else 0, config, searched)
+
+
+__all__ = ["TrialSnapshot", "TrialStatus", "experiment_tag", "tag_of", "trial_name"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from actors._engine.flat import lookup
 from actors._engine.spec import ExperimentSpec
 from actors.result import ENGINE_RESULT_KEYS
 
@@ -38,13 +39,16 @@ def judge(spec: ExperimentSpec, trial_id: str, results: tuple[dict[str, Any], ..
         return Verdict((False,) * len(results), problem=stopper_failed(stopper, trial_id, exc))
 
 
+_ABSENT = object()
+
+
 def missing_metric(spec: ExperimentSpec, trial_id: str, results: tuple[dict[str, Any], ...]) -> str | None:
     """Why a batch cannot be accepted: a result lacks a metric someone needs (checked first, as Ray
     Tune's controller does, so the scheduler never sees such a result)."""
     needed = spec.required_metrics or (((spec.metric, "TuneConfig(metric=...)"),) if spec.metric is not None else ())
     for metric, where in needed:
         for r in results:
-            if metric not in r:
+            if metric not in r and lookup(r, metric, _ABSENT) is _ABSENT:  # "val/loss": nested, as Ray
                 user_keys = sorted(k for k in r if k not in ENGINE_RESULT_KEYS)
                 return (f"trial {trial_id} reported a result without the metric {metric!r} (it reported "
                         f"{user_keys}); report {metric!r} in every result or change {where}")

@@ -20,6 +20,7 @@ import cloudpickle
 
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.spec import ExperimentSpec
+from actors._engine.store import RestoreNotes
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
@@ -61,6 +62,7 @@ class ExperimentIO:
         self.logged_iter: dict[str, int] = {}
         self.ckpts: dict[str, list[CheckpointRef]] = {}
         self.max_index: dict[str, int] = {}
+        self.notes = RestoreNotes()  # what the restore did that the searcher and scheduler must hear of
         # a restored run keeps the prefix, so re-suggested trials get their old ids back
         restored = spec.restore_state or {}
         self.trial_prefix: str = restored.get("trial_prefix") or secrets.token_hex(3)[:5]
@@ -86,7 +88,7 @@ class ExperimentIO:
         Always called once at start: it also hands this object the live table, whose
         checkpoints retention must never delete.
         """
-        from actors._driver.restore import prepare_storage
+        from actors._driver.restore import END, prepare_storage
         from actors._engine.marks import marks_from_rows
 
         self.table = table
@@ -122,7 +124,21 @@ class ExperimentIO:
                 self.state_refs.add(rec.checkpoint.path)
             if self.spec.num_to_keep is not None and kept.get(rec.trial_id):
                 self.ckpts[rec.trial_id] = kept[rec.trial_id]
+            if row.get("unseen"):
+                self.notes.unseen[rec.trial_id] = row["unseen"]
+            if row.get("restore") == END:
+                self.notes.ended.append(rec.trial_id)
         return int(state["suggested"])
+
+    def take_restored(self) -> RestoreNotes:
+        notes, self.notes = self.notes, RestoreNotes()
+        return notes
+
+    def end_restored(self, rec: TrialRecord) -> None:
+        """A restored trial ends before running again: its last row says ``done``, as a stopped one's."""
+        from actors._driver.restore import mark_last_done
+
+        mark_last_done(self.ctx, self.layout, rec.trial_id)
 
     def scheduler_state(self) -> bytes | None:
         return self.sched_blob

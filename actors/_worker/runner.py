@@ -24,6 +24,7 @@ import posixpath
 import queue
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -41,11 +42,12 @@ from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
 from actors._engine.horizon import ResultWindow
 from actors._worker.capture import OutputCapture
+from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
 from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
-from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
+from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP, TRAINING_ITERATION
 
 
 class Command(Enum):
@@ -74,6 +76,11 @@ class Event:
 
 class _StopTrial(BaseException):
     """Raised inside ``report()`` to unwind the user's function on STOP/PAUSE."""
+
+
+class _ReportedDone(BaseException):
+    """Raised inside ``report()`` after a function trainable reported ``done=True``: as in Ray Tune,
+    that result is the trial's last and the rest of the function never runs; the trial completes."""
 
 
 _HOST = socket.gethostname()
@@ -135,6 +142,8 @@ class TrialRunner:
         self.iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
         self.time_since_restore = 0.0  # Ray's *_since_restore: this run only (each run is a restore)
+        self.totals = RunningTotals(msg.checkpoint.metrics if msg.checkpoint else None)
+        self.warned_iteration = False
         self.node_ip = node_ip()
         self.next_index = msg.next_checkpoint_index
         self.latest: CheckpointRef | None = msg.checkpoint
@@ -217,7 +226,10 @@ class TrialRunner:
                 self._run_class(trainable)
             else:
                 # what it returns or yields is reported too (Ray Tune's function API)
-                run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
+                try:
+                    run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
+                except _ReportedDone:
+                    pass
             ckpt = self._save_class() if self.msg.checkpoint_at_end and self._class_trainable else None
             self._end(EndReason.COMPLETED, ckpt or self.latest)
         except _StopTrial:
@@ -291,6 +303,8 @@ class TrialRunner:
 
     def report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None) -> None:
         self._report(metrics, checkpoint, save_class=False)
+        if metrics.get(DONE) and self._class_trainable is None:
+            raise _ReportedDone()
 
     def _report(self, metrics: dict[str, Any], checkpoint: Checkpoint | None, save_class: bool) -> None:
         if self.stop_requested and not (self.save_at_stop and self._class_trainable is not None):
@@ -308,6 +322,7 @@ class TrialRunner:
         # Ray: whole seconds; a class trainable's own (truthy) timestamp stays, the function API's never
         stamp = metrics.get(TIMESTAMP) if self._class_trainable is not None else None
         result = dict(metrics)
+        result.update(self.totals.count(metrics))  # Ray's timesteps_total/episodes_total
         result.update(self._extra)
         self._extra = {}
         result.update(
@@ -324,7 +339,14 @@ class TrialRunner:
             config=self.msg.config,
             time_since_restore=self.time_since_restore,
             iterations_since_restore=self.iteration - self.msg.start_iteration,
+            **self.totals.auto_filled(),
         )
+        if not self.warned_iteration and metrics.get(TRAINING_ITERATION, self.iteration) != self.iteration:
+            self.warned_iteration = True
+            print(f"audition: trial {self.trial_id} reported training_iteration="
+                  f"{metrics[TRAINING_ITERATION]!r}; it is replaced by audition's count ({self.iteration}), "
+                  "which storage and restores rely on (Ray Tune keeps a reported one): report your own "
+                  "count under another key", file=sys.stderr)
         if self._class_trainable is None:  # Ray's function API (train.report) names the checkpoint
             result["checkpoint_dir_name"] = (
                 None if checkpoint is None

@@ -73,7 +73,7 @@ def validate_param_space(space: Any) -> None:
 
 
 def find_grids(space: Any, path: Path = ()) -> list[tuple[Path, GridSearch]]:
-    """Grid domains of a normalized space, in key order (the order variants enumerate them)."""
+    """Grid domains of a normalized space, in key order (the generator sorts them by path, as Ray)."""
     if isinstance(space, GridSearch):
         return [(path, space)]
     if isinstance(space, dict):

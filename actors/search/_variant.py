@@ -40,7 +40,9 @@ class BasicVariantGenerator(Searcher):
     """Cartesian product of every ``grid_search`` times ``num_samples``, random domains sampled afresh.
 
     Order follows Ray Tune: the whole grid is swept once per sample, and within a
-    sweep the first grid key (in key order) changes fastest.  ``max_concurrent``
+    sweep the grid keys are taken in the order of their sorted paths (``("B",)``
+    before ``("a",)`` before ``("a", "x")`` before ``("b",)``), the first one changing
+    fastest, whatever order the space was written in.  ``max_concurrent``
     > 0 makes :meth:`suggest` return ``None`` while that many trials are live.
     """
 
@@ -61,6 +63,8 @@ class BasicVariantGenerator(Searcher):
         self._max_concurrent = max_concurrent
         self._seed = _check_seed(seed)
         self._space_given = param_space is not None
+        # False only for a state saved before grid keys were sorted: it resumes in written order
+        self._sorted_grid = True
         self._set_space({} if param_space is None else param_space, _check_num_samples(num_samples))
         self._next = 0
         self._live: set[str] = set()
@@ -69,6 +73,10 @@ class BasicVariantGenerator(Searcher):
         validate_param_space(param_space)
         self._space: dict[str, Any] = normalize(param_space)
         grids = find_grids(self._space)
+        if self._sorted_grid:
+            # Ray's BasicVariantGenerator sorts its grid variables by path (parse_spec_vars);
+            # paths are unique and siblings share a key type (dict keys are str, list indices int)
+            grids.sort(key=lambda item: item[0])
         self._grid_paths: list[Path] = [path for path, _ in grids]
         self._grid_values: list[tuple[Any, ...]] = [grid.values for _, grid in grids]
         self._num_samples = num_samples
@@ -154,11 +162,13 @@ class BasicVariantGenerator(Searcher):
             "max_concurrent": self._max_concurrent,
             "next": self._next,
             "live": sorted(self._live),
+            "grid_order": "sorted",
         }
 
     def restore(self, state: dict[str, Any]) -> None:
         check_state(_KIND, state, _KIND)
         self._restore_base(state)
+        self._sorted_grid = state.get("grid_order") == "sorted"
         self._set_space(state["space"], state["num_samples"])
         self._space_given = state["space_given"]
         self._seed = state["seed"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
-from actors.schedulers._common import MissingResultKeyError
 from actors.stoppers._base import FunctionStopper, Stopper
+
+log = logging.getLogger("audition")
 
 _MISSING = object()
 
@@ -30,8 +32,9 @@ class DictStopper(Stopper):
     Every threshold means "reached when the result is at least this", as in Ray
     Tune.  To stop when a metric you minimise gets low enough, pass a function
     instead, e.g. ``stop=lambda trial_id, result: result["loss"] <= 0.1``.
-    Nested result values are addressed with ``"a/b"``.  A result missing one of
-    the keys is an error (it would otherwise never stop).
+    Nested result values are addressed with ``"a/b"``.  As in Ray Tune, a key
+    missing from a result is passed over for that result, with a warning the
+    first time (if it is never reported, the trial runs until it ends by itself).
     """
 
     def __init__(self, criteria: Mapping[str, Any]) -> None:
@@ -48,17 +51,20 @@ class DictStopper(Stopper):
                     f"{value!r}; for other conditions pass a function (trial_id, result) -> bool"
                 )
         self.criteria = dict(criteria)
+        self._warned: set[str] = set()
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         stop = False
         for key, threshold in self.criteria.items():
             value = _find(result, key)
-            if value is _MISSING:
-                raise MissingResultKeyError(
-                    f"stop criterion {key!r} is not in the result of trial {trial_id} "
-                    f"(keys present: {sorted(result)}); report {key!r} from the trainable "
-                    "or remove it from stop={...}"
-                )
+            if value is _MISSING:  # Ray's Trial.should_stop: warn and go on
+                warned = self.__dict__.setdefault("_warned", set())  # (a stopper pickled before had none)
+                if key not in warned:
+                    warned.add(key)
+                    log.warning("stop criterion %r is not in the result of trial %s (keys present: %s); "
+                                "if %r is never reported, the trial runs until it ends by itself",
+                                key, trial_id, sorted(result), key)
+                continue
             if not isinstance(value, Real):
                 raise TypeError(
                     f"stop criterion {key!r}: trial {trial_id} reported {type(value).__name__} {value!r}, "

@@ -179,7 +179,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     fin = world.finished
     grid = None
     if fin is not None:
-        grid = grid_of(fin.trials, tuner._ctx, tuner.name, tc.metric, tc.mode, rc.checkpoint_config)
+        grid = grid_of(fin.trials, tuner._ctx, tuner.name, tc.metric, tc.mode, rc.checkpoint_config,
+                       tuner._tagging())
     return Simulation(grid, fin.error if fin else None, world.now, world.deliveries, world.hung,
                       world.hang_reason, fin, tuner._ctx.url, tuner.name, world)
 

@@ -1,0 +1,58 @@
+"""Nested results as Ray Tune hands them to plugins: one level, keys joined by ``/``.
+
+Ray Tune's controller flattens each result before the metric check, the scheduler's and the
+searcher's hooks, so ``metric="val/loss"`` names ``{"val": {"loss": ...}}`` and a Ray plugin
+reads ``result["config/lr"]``. The trial's ``last_result`` and the stopper's argument stay nested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SEP = "/"
+
+
+def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A new one-level dict: a nested dict's entries become ``outer/inner`` keys, placed after the
+    flat ones, level by level (Ray's order); an empty nested dict disappears. Lists stay values."""
+    out: dict[str, Any] = {}
+    nested: list[tuple[str, dict[str, Any]]] = []
+    for k, v in result.items():  # once per result in the scheduler's and searcher's path: one pass
+        if isinstance(v, dict):
+            nested.append((k, v))
+        else:
+            out[k] = v
+    while nested:
+        level, nested = nested, []
+        for k, v in level:
+            for sub, value in v.items():
+                key = f"{k}{SEP}{sub}"
+                if isinstance(value, dict):
+                    nested.append((key, value))
+                else:
+                    out[key] = value
+    return out
+
+
+def is_flat(result: Mapping[str, Any]) -> bool:
+    return not any(isinstance(v, dict) for v in result.values())
+
+
+def lookup(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``result[key]``, or for ``a/b`` the nested ``result["a"]["b"]`` (Ray's ``unflattened_lookup``,
+    list indices included); ``default`` when it is not there."""
+    if key in result:
+        return result[key]
+    base: Any = result
+    for part in key.split(SEP):
+        if isinstance(base, Mapping) and part in base:
+            base = base[part]
+        elif isinstance(base, (list, tuple)) and part.lstrip("-").isdigit() and -len(base) <= int(part) < len(base):
+            base = base[int(part)]
+        else:
+            return default
+    return base
+
+
+__all__ = ["SEP", "flatten", "is_flat", "lookup"]
