@@ -23,6 +23,7 @@ from storage._errors import StorageError
 from storage._io import (
     dumps,
     list_dir,
+    list_names,
     parallel_map,
     read_bytes,
     remove_empty_dirs,
@@ -51,7 +52,7 @@ def _may_exist(ctx: StorageContext, dest_dir: str) -> bool:
     with _known_lock:
         names = _known_dirs.get(key)
     if names is None:
-        listed = {posixpath.basename(e["name"].rstrip("/")) for e in list_dir(ctx, parent)}
+        listed = {posixpath.basename(n.rstrip("/")) for n in list_names(ctx, parent)}
         with _known_lock:
             names = _known_dirs.setdefault(key, set())
             names.update(listed)
