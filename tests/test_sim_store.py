@@ -257,3 +257,25 @@ def test_the_simulators_json_and_csv_loggers_write_what_the_real_ones_write() ->
         got = fs.cat_file(path_of(sim_layout, "t0"))
         assert got == fs.cat_file(path_of(real_layout, "t0")) and b"-1.0" not in got
     assert b"lr" not in fs.cat_file(ExperimentLayout.progress_file(sim_layout, "t0"))
+
+
+def test_a_names_only_listing_is_fsspecs_and_encodes_no_deferred_file() -> None:
+    """``SimMemoryFS.ls(detail=False)`` gives fsspec's names (files, directories implied by deeper
+    files or made empty, a file's own path) without asking each file its size, which fsspec's listing
+    does and which would encode a deferred state or history."""
+    ctx, layout = _ctx(sim=True)
+    fs, real = ctx.fs, MemoryFileSystem()
+    root = layout.experiment_dir
+    for rel in ("f", "a/g", "a/b/h", "a/b/c/i"):
+        write_bytes(ctx, f"{root}/{rel}", b"x")
+    fs.makedirs(f"{root}/empty", exist_ok=True)
+    fs.makedirs(f"{root}/a/deep/er", exist_ok=True)
+    writer = SimStateWriter(ctx, layout)
+    state_path = writer.write({"version": 1, "trials": [{"trial_id": "t0", "config": {}}]})
+    names = fs.ls(layout.state_dir, detail=False)
+    assert MemoryFileSystem.store[state_path]._blob is not None  # (not encoded: not read, not sized)
+    assert names == real.ls(layout.state_dir, detail=False)  # (fsspec's own listing encodes it)
+    for path in (root, f"{root}/a", f"{root}/a/b", f"{root}/empty", f"{root}/f"):
+        assert fs.ls(path, detail=False) == real.ls(path, detail=False), path
+    with pytest.raises(FileNotFoundError):
+        fs.ls(f"{root}/missing", detail=False)

@@ -44,6 +44,33 @@ class SimMemoryFS(MemoryFileSystem):
             return
         self._put(self._strip_protocol(path), MemoryFile(self, None, value))
 
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        """fsspec's listing; names only (``detail=False``) without asking each file its size, which
+        fsspec's own listing does (and which encodes a deferred file): the same names, in order."""
+        if detail:
+            return list(super().ls(path, detail=True, **kwargs))
+        path = self._strip_protocol(path)
+        if path in self.store:
+            return [path]
+        starter = path + "/"
+        names: list[str] = []
+        dirs: set[str] = set()
+        for p2 in (*self.store, *self.pseudo_dirs):  # files, then directories their paths imply
+            if p2.startswith(starter):
+                rest = p2[len(starter):]
+                if "/" not in rest and p2 in self.store:
+                    names.append(p2)
+                    continue
+                child = p2 if "/" not in rest else starter + rest.split("/", 1)[0]
+                if child not in dirs:
+                    dirs.add(child)
+                    names.append(child)
+        if not names:
+            if path in self.pseudo_dirs:
+                return []
+            raise FileNotFoundError(path)
+        return sorted(names)
+
     def _put(self, path: str, file: MemoryFile) -> None:
         """``_open(path, "wb")``'s checks, then commit: a directory or a file above it refuses."""
         if path in self.pseudo_dirs:

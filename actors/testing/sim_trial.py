@@ -46,6 +46,7 @@ from actors.messages import (
     TrialStop,
 )
 from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
+from actors.testing.sim_store import use_sim_storage
 from storage import ExperimentLayout, StorageContext, StorageError, commit_checkpoint
 
 Curve = Callable[[dict[str, Any], int], dict[str, Any]]
@@ -164,6 +165,7 @@ class SimTrial:
     def _run(self, msg: RunTrial, now: float) -> list[Any]:
         if self._ctx is None or self._url != (msg.storage_url, msg.storage_options):
             self._ctx = StorageContext(msg.storage_url, msg.storage_options)
+            use_sim_storage(self._ctx)  # the controller's store: listing a trial encodes none of its files
             self._url = (msg.storage_url, msg.storage_options)
         self.layout = ExperimentLayout(self._ctx, msg.experiment_name)
         self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
