@@ -279,3 +279,25 @@ def test_a_names_only_listing_is_fsspecs_and_encodes_no_deferred_file() -> None:
         assert fs.ls(path, detail=False) == real.ls(path, detail=False), path
     with pytest.raises(FileNotFoundError):
         fs.ls(f"{root}/missing", detail=False)
+
+
+def test_a_simulated_checkpoints_manifest_is_byte_for_byte_a_real_commits() -> None:
+    """A simulated trial's manifest is stored as a copy and encoded when first read: the bytes of a
+    real commit, whatever the metadata's owner changes afterwards."""
+    from actors.testing.sim_store import _empty, _put_manifest
+    from storage import commit_checkpoint, read_manifest
+    from storage._layout import manifest_path
+
+    (real_ctx, real_layout), (sim_ctx, sim_layout) = _ctx(sim=False), _ctx(sim=True)
+    rows = [{"training_iteration": 3, "loss": 0.25, "config": {"lr": 0.1}, "done": False}]
+    meta: dict[str, Any] = {"iteration": 3, "time_total_s": 3.0, "metrics": {"loss": 0.25}, "results": rows}
+    dests = [layout.checkpoint_dir("t0", 0) for layout in (real_layout, sim_layout)]
+    commit_checkpoint(real_ctx, dests[0], _empty(), meta, clock=lambda: 1.0)
+    commit_checkpoint(sim_ctx, dests[1], _empty(), meta, clock=lambda: 1.0, put_manifest=_put_manifest)
+    rows[0]["loss"] = -1.0  # changed after the commit: not in the manifest
+    store = MemoryFileSystem.store
+    assert store[manifest_path(dests[1])]._blob is not None  # not encoded until read
+    fs = MemoryFileSystem()
+    got = fs.cat_file(manifest_path(dests[1]))
+    assert got == fs.cat_file(manifest_path(dests[0])) and b"-1.0" not in got
+    assert read_manifest(sim_ctx, dests[1])["metadata"]["results"][0]["loss"] == 0.25

@@ -22,7 +22,10 @@ writes). Neither is what the simulation is about, so here:
 
 from __future__ import annotations
 
+import atexit
 import marshal
+import shutil
+import tempfile
 from io import BytesIO
 from typing import Any
 
@@ -30,7 +33,8 @@ from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from actors._engine.lifecycle import TrialRecord
 from actors._shell.experiment_io import ExperimentIO
-from storage import ExperimentLayout, StateWriter, StorageContext
+from storage import ExperimentLayout, StateWriter, StorageContext, commit_checkpoint
+from storage._checkpoint import write_manifest
 from storage._io import dumps
 from storage._retry import retrying
 
@@ -227,6 +231,29 @@ class SimExperimentIO(ExperimentIO):
             super().write_params(rec)
 
 
+_empty_dir: str | None = None
+
+
+def _empty() -> str:
+    """One empty local directory per process: what a simulated checkpoint uploads (only its manifest)."""
+    global _empty_dir
+    if _empty_dir is None:
+        _empty_dir = tempfile.mkdtemp(prefix="audition_sim_")
+        atexit.register(shutil.rmtree, _empty_dir, True)
+    return _empty_dir
+
+
+def commit_empty(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
+    """Commit a checkpoint with no files: the manifest, written last as always, is the checkpoint
+    (stored as a copy, encoded when first read, as the simulator's states are)."""
+    commit_checkpoint(ctx, dest, _empty(), meta, put_manifest=_put_manifest)
+
+
+def _put_manifest(ctx: StorageContext, path: str, manifest: dict[str, Any]) -> None:
+    if not put_json(ctx, path, manifest, 2, "writing checkpoint manifest"):
+        write_manifest(ctx, path, manifest)
+
+
 def forget_tree(ctx: StorageContext) -> None:
     """Delete everything under ``ctx``'s root of the ``memory://`` store, as ``fs.rm(root, recursive=True)``
     does, without reading the files (fsspec's ``rm`` asks each for its size: a deferred one would be encoded)."""
@@ -244,4 +271,5 @@ def use_sim_storage(ctx: StorageContext) -> None:
         ctx.use_filesystem(SimMemoryFS())
 
 
-__all__ = ["SimExperimentIO", "SimMemoryFS", "SimStateWriter", "forget_tree", "put_json", "store", "use_sim_storage"]
+__all__ = ["SimExperimentIO", "SimMemoryFS", "SimStateWriter", "commit_empty", "forget_tree", "put_json", "store",
+           "use_sim_storage"]

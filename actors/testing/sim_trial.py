@@ -14,12 +14,9 @@ The owner (``SimWorld``) delivers messages with ``receive`` and, when ``step_at`
 
 from __future__ import annotations
 
-import atexit
 import collections
 import functools
 import json
-import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -46,29 +43,12 @@ from actors.messages import (
     TrialStop,
 )
 from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
-from actors.testing.sim_store import use_sim_storage
-from storage import ExperimentLayout, StorageContext, StorageError, commit_checkpoint
+from actors.testing.sim_store import commit_empty, use_sim_storage
+from storage import ExperimentLayout, StorageContext, StorageError
 
 Curve = Callable[[dict[str, Any], int], dict[str, Any]]
 Commit = Callable[[StorageContext, str, dict[str, Any]], None]
 DEFAULT_STEP_S = 1.0
-
-_empty_dir: str | None = None
-
-
-def _empty() -> str:
-    """One empty local directory per process: what a simulated checkpoint uploads (only its manifest)."""
-    global _empty_dir
-    if _empty_dir is None:
-        _empty_dir = tempfile.mkdtemp(prefix="audition_sim_")
-        atexit.register(shutil.rmtree, _empty_dir, True)
-    return _empty_dir
-
-
-def commit_empty(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
-    """Commit a checkpoint with no files: the manifest, written last as always, is the checkpoint."""
-    commit_checkpoint(ctx, dest, _empty(), meta)
-
 
 @functools.lru_cache(maxsize=64)
 def _date(second: int) -> str:

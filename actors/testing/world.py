@@ -58,7 +58,8 @@ from actors.messages import (
     SchedulerSetup,
 )
 from actors.testing.faults import Faults
-from actors.testing.sim_trial import Commit, Crash, Curve, DirectAnswer, SimTrial, commit_empty
+from actors.testing.sim_store import commit_empty
+from actors.testing.sim_trial import Commit, Crash, Curve, DirectAnswer, SimTrial
 from storage import StorageContext, StorageError
 
 SIGKILL_CODE = -9
