@@ -23,6 +23,7 @@ from storage._errors import StorageError
 from storage._io import (
     dumps,
     list_dir,
+    list_names,
     parallel_map,
     read_bytes,
     remove_empty_dirs,
@@ -51,7 +52,7 @@ def _may_exist(ctx: StorageContext, dest_dir: str) -> bool:
     with _known_lock:
         names = _known_dirs.get(key)
     if names is None:
-        listed = {posixpath.basename(e["name"].rstrip("/")) for e in list_dir(ctx, parent)}
+        listed = {posixpath.basename(n.rstrip("/")) for n in list_names(ctx, parent)}
         with _known_lock:
             names = _known_dirs.setdefault(key, set())
             names.update(listed)
@@ -100,6 +101,11 @@ def _safe_relpath(rel: Any, url: str) -> str:
     return rel
 
 
+def write_manifest(ctx: StorageContext, path: str, manifest: dict[str, Any]) -> None:
+    """Write a checkpoint's manifest (the last write of a commit: what makes it count)."""
+    write_bytes(ctx, path, dumps(manifest, indent=2).encode("utf-8"), what="writing checkpoint manifest")
+
+
 def commit_checkpoint(
     ctx: StorageContext,
     dest_dir: str,
@@ -107,12 +113,14 @@ def commit_checkpoint(
     metadata: dict[str, Any],
     *,
     clock: Callable[[], float] = time.time,
+    put_manifest: Callable[[StorageContext, str, dict[str, Any]], None] = write_manifest,
 ) -> dict[str, Any]:
     """Upload every file of ``local_dir`` into ``dest_dir``, then the manifest; return the manifest.
 
     Transient errors are retried per file. On a permanent error whatever was uploaded is removed
     (manifest first, best effort) and a StorageError is raised: a half checkpoint never counts.
     Committing over an existing checkpoint first un-commits it (its manifest is deleted).
+    ``put_manifest`` writes the manifest (the simulator's stores it to be encoded when first read).
     """
     url = ctx.uri(dest_dir)
     if not os.path.isdir(local_dir):
@@ -154,8 +162,7 @@ def commit_checkpoint(
         if ctx.has_directories:
             retrying(lambda: fs.makedirs(dest_dir, exist_ok=True), what="creating checkpoint dir", url=url)
         parallel_map(upload, files)
-        write_bytes(ctx, manifest_file, dumps(manifest, indent=2).encode("utf-8"),
-                    what="writing checkpoint manifest")
+        put_manifest(ctx, manifest_file, manifest)
     except Exception as exc:
         _discard(ctx, manifest_file, uploaded)
         if isinstance(exc, StorageError):

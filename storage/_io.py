@@ -188,6 +188,25 @@ def list_dir(ctx: StorageContext, path: str) -> list[dict[str, Any]]:
     return [e for e in entries if e["name"].rstrip("/") != base]
 
 
+def list_names(ctx: StorageContext, path: str) -> list[str]:
+    """Immediate children's paths, as ``list_dir`` gives their ``name``s, without asking the store for
+    anything else (``fs.ls(detail=False)``); [] if ``path`` does not exist."""
+    fs = ctx.fs
+    fs.invalidate_cache(path)
+
+    def ls() -> list[str]:
+        try:
+            return list(fs.ls(path, detail=False))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            return []
+
+    names = retrying(ls, what="listing", url=ctx.uri(path))
+    base = path.rstrip("/")
+    return [n for n in names if n.rstrip("/") != base]
+
+
 def find_files(ctx: StorageContext, path: str) -> dict[str, int]:
     """Every file below ``path`` (recursive) mapped to its size; {} if ``path`` does not exist."""
     fs = ctx.fs

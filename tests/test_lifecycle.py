@@ -389,3 +389,31 @@ def test_marks_are_bounded_oldest_dropped() -> None:
         _pause_cycle(table, i)
     marks = table.get(T).marks
     assert len(marks) == MAX_MARKS and marks[0] == Mark(MarkKind.PAUSE, 6) and marks[-1].iteration == MAX_MARKS + 5
+
+
+def test_a_snapshot_is_the_dataclass_built_from_the_record_and_a_copy() -> None:
+    """``TrialRecord.snapshot`` fills the frozen dataclass's fields directly (no per-field
+    ``object.__setattr__``): the same fields in the same order as the constructor, copies of the
+    config and the last result, every other field at its default."""
+    import dataclasses
+    import pickle
+
+    from actors._engine.lifecycle import TrialRecord
+    from actors._engine.trial import TrialSnapshot
+
+    for rec in (TrialRecord("t0", {"lr": 0.1}),
+                TrialRecord("t1", {"lr": 0.2}, TrialStatus.RUNNING, checkpoint=CheckpointRef("p", 2, 7),
+                            last_result={"loss": 0.5}, num_failures=1, name="n", dirname="d")):
+        snap = rec.snapshot()
+        want = TrialSnapshot(rec.trial_id, {**rec.config}, rec.status, {**rec.last_result}, rec.num_failures,
+                             rec.checkpoint.iteration if rec.checkpoint else None, rec.name, rec.dirname)
+        assert list(vars(snap).items()) == list(vars(want).items())
+        assert [f.name for f in dataclasses.fields(TrialSnapshot)] == list(vars(snap))
+        assert pickle.dumps(snap) == pickle.dumps(want) and repr(snap) == repr(want)
+        assert snap.config is not rec.config and snap.last_result is not rec.last_result
+        try:
+            snap.status = TrialStatus.ERROR  # type: ignore[misc]
+        except dataclasses.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError("a snapshot is frozen")

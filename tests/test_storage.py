@@ -372,3 +372,17 @@ class TestBackends:
         monkeypatch.undo()
         assert not is_committed(ctx, dest)
         assert find_files(ctx, dest) == {}
+
+
+def test_list_names_gives_what_list_dir_names(ctx: StorageContext) -> None:
+    """``list_names`` (a checkpoint commit's "may this directory exist" check) lists the same children
+    as ``list_dir``, without their details; nothing for a missing directory."""
+    from storage._io import list_dir, list_names, write_bytes
+
+    base = ctx.root.rstrip("/") + "/names"
+    for rel in ("a.json", "b/c.json", "b/d/e.json"):
+        write_bytes(ctx, f"{base}/{rel}", b"{}")
+    for path in (base, f"{base}/b"):
+        assert sorted(list_names(ctx, path)) == sorted(e["name"] for e in list_dir(ctx, path))
+    assert {n.rstrip("/").rsplit("/", 1)[1] for n in list_names(ctx, base)} == {"a.json", "b"}
+    assert list_names(ctx, f"{base}/missing") == []

@@ -787,8 +787,9 @@ class ExperimentCore:
             if kind is HookKind.RESULT and trial_id is not None:
                 self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
             return None
-        updates = tuple(self.table.get(t).snapshot() for t in sorted(self.table.changed))
-        self.table.changed.clear()
+        changed = self.table.changed
+        updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
+        changed.clear()
         call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
         self._send(SCHEDULER, call)
         return call.seq
@@ -866,10 +867,12 @@ class ExperimentCore:
         if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
             return
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING)
-        # (free room is counted only when a trial could take it: this runs after every decision)
-        if waiting > blocked and not self.link.choosing and min(
-                self.members.free_slots(), self.spec.max_concurrent - self.table.running) > 0:
+        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING
+                      ) if self.clone_waits else 0
+        # (free room is counted only when a trial could take it and the concurrency cap leaves
+        # room: this runs after every decision)
+        if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
+                and self.members.free_slots() > 0):
             self.link.choosing = True
             self.link.choose_version = self.table.version
             self._call(HookKind.CHOOSE, None)
@@ -882,7 +885,7 @@ class ExperimentCore:
 
     def _top_up(self) -> None:
         """Add the trials the search algorithm gives while it should give more (Ray's rule)."""
-        while True:
+        while not self.source.done:  # (done: it gives no more, and the free room need not be counted)
             room = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
             drawn = self.source.draw(self.table, room, self.io.trial_prefix)
             if drawn is None:

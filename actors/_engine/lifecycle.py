@@ -21,7 +21,7 @@ and failures as they took effect, for ``audition plot``. They never influence a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -89,10 +89,24 @@ class TrialRecord:
     dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
 
     def snapshot(self) -> TrialSnapshot:
-        return TrialSnapshot(
-            self.trial_id, dict(self.config), self.status, dict(self.last_result), self.num_failures,
-            self.checkpoint.iteration if self.checkpoint else None, self.name, self.dirname,
-        )
+        """A copy for plugins and loggers (a few hundred a simulated experiment: built as
+        ``scheduler_host._with_result`` builds one, without the frozen dataclass's per-field
+        ``object.__setattr__``; the fields in their declared order, the rest at their defaults)."""
+        snap = object.__new__(TrialSnapshot)
+        snap.__dict__.update(
+            trial_id=self.trial_id, config=dict(self.config), status=self.status,
+            last_result=dict(self.last_result), num_failures=self.num_failures,
+            checkpoint_iteration=self.checkpoint.iteration if self.checkpoint else None,
+            custom_trial_name=self.name, custom_dirname=self.dirname, **_SNAPSHOT_DEFAULTS)
+        return snap
+
+
+_SNAPSHOT_SET = ("trial_id", "config", "status", "last_result", "num_failures", "checkpoint_iteration",
+                 "custom_trial_name", "custom_dirname")
+# the fields of TrialSnapshot that snapshot() leaves at their defaults, which must be plain values
+_SNAPSHOT_DEFAULTS = {f.name: f.default for f in fields(TrialSnapshot) if f.name not in _SNAPSHOT_SET}
+assert all(v is not MISSING for v in _SNAPSHOT_DEFAULTS.values()), "TrialRecord.snapshot() must set that field"
+assert [*_SNAPSHOT_SET, *_SNAPSHOT_DEFAULTS] == [f.name for f in fields(TrialSnapshot)], "in declared order"
 
 
 class TrialTable:

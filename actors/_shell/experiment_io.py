@@ -368,18 +368,23 @@ class ExperimentIO:
             self._delete_unreferenced()
 
     def _row(self, r: TrialRecord) -> dict[str, Any]:
-        return {
+        c = r.checkpoint
+        row = {
             "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
             "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
             "traceback": r.traceback,
-            "checkpoint": None if r.checkpoint is None else {
-                "path": r.checkpoint.path, "index": r.checkpoint.index, "iteration": r.checkpoint.iteration,
-                "time_total_s": r.checkpoint.time_total_s, "metrics": r.checkpoint.metrics},
+            "checkpoint": None if c is None else {
+                "path": c.path, "index": c.index, "iteration": c.iteration,
+                "time_total_s": c.time_total_s, "metrics": c.metrics},
             "logged_iteration": self.logged_iter.get(r.trial_id, 0),
             "max_index": self.max_index.get(r.trial_id, -1),
-            "marks": [m.to_dict() for m in r.marks],
-            **({"name": r.name} if r.name else {}), **({"dirname": r.dirname} if r.dirname else {}),
+            "marks": [m.to_dict() for m in r.marks] if r.marks else [],
         }
+        if r.name:  # (after the others: the same key order as always)
+            row["name"] = r.name
+        if r.dirname:
+            row["dirname"] = r.dirname
+        return row
 
     def close(self, final: bool) -> None:
         self.loggers.close()

@@ -17,31 +17,26 @@ writes). Neither is what the simulation is about, so here:
   One difference: JSON lists a set's elements in the set's iteration order, which the copy keeps
   unless two elements collide in the set's hash table (the order is arbitrary in a real run too).
 * ``SimExperimentIO`` writes each trial's ``params.json`` the same way (``put_json``).
-* ``DeferredHistory`` stands in for the ``result.json`` and ``progress.csv`` writers: it keeps a copy
-  of each batch of rows (and each truncation) and the file holds what the real writer
-  (``JsonLinesWriter``, ``CsvWriter``) makes of them, run when the file is first read. It writes when
-  the real writer would (the same flush interval, clock and ``flush`` calls).
+* The trials' ``result.json`` and ``progress.csv`` are written the same way: ``sim_history``.
 """
 
 from __future__ import annotations
 
-import copy
+import atexit
 import marshal
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
+import shutil
+import tempfile
 from io import BytesIO
 from typing import Any
 
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
-from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback
 from actors._engine.lifecycle import TrialRecord
 from actors._shell.experiment_io import ExperimentIO
-from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StateWriter, StorageContext
-from storage._io import dumps, read_bytes
+from storage import ExperimentLayout, StateWriter, StorageContext, commit_checkpoint
+from storage._checkpoint import write_manifest
+from storage._io import dumps
 from storage._retry import retrying
-from storage._trial_file import TrialFileWriter
 
 
 class SimMemoryFS(MemoryFileSystem):
@@ -52,6 +47,33 @@ class SimMemoryFS(MemoryFileSystem):
             super().pipe_file(path, value, mode=mode, **kwargs)
             return
         self._put(self._strip_protocol(path), MemoryFile(self, None, value))
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        """fsspec's listing; names only (``detail=False``) without asking each file its size, which
+        fsspec's own listing does (and which encodes a deferred file): the same names, in order."""
+        if detail:
+            return list(super().ls(path, detail=True, **kwargs))
+        path = self._strip_protocol(path)
+        if path in self.store:
+            return [path]
+        starter = path + "/"
+        names: list[str] = []
+        dirs: set[str] = set()
+        for p2 in (*self.store, *self.pseudo_dirs):  # files, then directories their paths imply
+            if p2.startswith(starter):
+                rest = p2[len(starter):]
+                if "/" not in rest and p2 in self.store:
+                    names.append(p2)
+                    continue
+                child = p2 if "/" not in rest else starter + rest.split("/", 1)[0]
+                if child not in dirs:
+                    dirs.add(child)
+                    names.append(child)
+        if not names:
+            if path in self.pseudo_dirs:
+                return []
+            raise FileNotFoundError(path)
+        return sorted(names)
 
     def _put(self, path: str, file: MemoryFile) -> None:
         """``_open(path, "wb")``'s checks, then commit: a directory or a file above it refuses."""
@@ -74,14 +96,19 @@ class _Deferred(MemoryFile):
 
     def __init__(self, fs: MemoryFileSystem, blob: bytes, indent: int | None) -> None:
         super().__init__(fs, None, None)
-        self._blob: bytes | None = blob
+        self._blob = blob
         self._indent = indent
+        self._encoded = False
+
+    def _value(self) -> Any:
+        return marshal.loads(self._blob)
 
     def _encode(self) -> None:
-        if self._blob is not None:
-            blob, self._blob = self._blob, None
-            BytesIO.write(self, dumps(marshal.loads(blob), indent=self._indent).encode("utf-8"))
+        if not self._encoded:
+            self._encoded = True
+            BytesIO.write(self, dumps(self._value(), indent=self._indent).encode("utf-8"))
             BytesIO.seek(self, 0)
+            del self._blob
 
     def getbuffer(self) -> memoryview:
         self._encode()
@@ -100,6 +127,31 @@ class _Deferred(MemoryFile):
         return BytesIO.read(self, *args)
 
 
+class _DeferredState(_Deferred):
+    """An experiment state kept as a copy of everything but its trial rows, and a copy of each row
+    (an unchanged trial's row copied once, for every state that holds it)."""
+
+    def __init__(self, fs: MemoryFileSystem, blob: bytes, rows: list[bytes]) -> None:
+        super().__init__(fs, blob, None)
+        self._row_blobs = rows
+
+    def _value(self) -> Any:
+        state = marshal.loads(self._blob)
+        state["trials"] = [marshal.loads(b) for b in self._row_blobs]  # (the key keeps its place)
+        del self._row_blobs
+        return state
+
+
+def store(ctx: StorageContext, fs: SimMemoryFS, path: str, file: MemoryFile, what: str) -> None:
+    """Put ``file`` at ``path``, as ``storage``'s writes do (through ``retrying``, which says what
+    failed where). The memory store refuses a path the same way every time, so the first attempt is
+    made directly and only a refusal goes through ``retrying`` (which meets it again)."""
+    try:
+        fs._put(path, file)
+    except Exception:
+        retrying(lambda: fs._put(path, file), what=what, url=ctx.uri(path))
+
+
 def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, what: str) -> bool:
     """Store ``value`` at ``path`` as JSON encoded on its first read; False (nothing stored) unless
     ``ctx`` is the simulator's store and ``value`` holds plain values only: the caller writes it now."""
@@ -110,167 +162,96 @@ def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, wha
         blob = marshal.dumps(value)
     except ValueError:  # not plain values only: encode now, as a real run does
         return False
-    retrying(lambda: fs._put(path, _Deferred(fs, blob, indent)), what=what, url=ctx.uri(path))
+    store(ctx, fs, path, _Deferred(fs, blob, indent), what)
     return True
 
 
 class SimStateWriter(StateWriter):
-    """``StateWriter`` whose files are encoded when read (see the module's docstring)."""
+    """``StateWriter`` whose files are encoded when read (see the module's docstring). A state's
+    trial rows are copied one by one: a row that is the very object of the last state's reuses that
+    row's copy (``SimExperimentIO._row`` hands out the same object only while the trial is unchanged;
+    a row is never changed after it was written)."""
+
+    def __init__(self, ctx: StorageContext, layout: ExperimentLayout, **kwargs: Any) -> None:
+        super().__init__(ctx, layout, **kwargs)
+        self._row_copies: dict[str, tuple[dict[str, Any], bytes]] = {}  # trial id -> (row, its copy)
 
     def _put(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> None:
-        if not put_json(self.ctx, path, value, indent, what):
+        if not (self._put_state(path, value, indent, what) or put_json(self.ctx, path, value, indent, what)):
             super()._put(path, value, indent, what)
+
+    def _put_state(self, path: str, value: dict[str, Any], indent: int | None, what: str) -> bool:
+        """Store a state (a dict with a ``trials`` list of rows) as ``_DeferredState``; False if
+        ``value`` is not one, or is not plain values only."""
+        fs, rows = self.ctx.fs, value.get("trials")
+        if not isinstance(fs, SimMemoryFS) or indent is not None or type(rows) is not list:
+            return False
+        copies, kept = self._row_copies, {}
+        blobs = []
+        try:
+            for row in rows:
+                trial_id = row["trial_id"]
+                last = copies.get(trial_id)
+                blob = last[1] if last is not None and last[0] is row else marshal.dumps(row)
+                kept[trial_id] = (row, blob)
+                blobs.append(blob)
+            blob = marshal.dumps(dict(value, trials=None))
+        except (ValueError, TypeError, KeyError):  # not plain values only: encoded now, as a real run does
+            return False
+        self._row_copies = kept
+        file = _DeferredState(fs, blob, blobs)
+        store(self.ctx, fs, path, file, what)
+        return True
 
 
 class SimExperimentIO(ExperimentIO):
     """``ExperimentIO`` on the simulator's store: ``params.json`` is encoded when read (as
-    ``storage.write_json`` encodes it)."""
+    ``storage.write_json`` encodes it), and a state reuses the row of a trial that did not change
+    since the last state (the engine replaces a trial's ``config``, ``last_result`` and checkpoint,
+    never changes them in place, so the same objects still hold the same values)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._rows: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}  # trial id -> (what it shows, row)
+
+    def _row(self, r: TrialRecord) -> dict[str, Any]:
+        trial_id = r.trial_id
+        shows = (r.status, r.config, r.last_result, r.checkpoint, r.num_failures, r.error, r.traceback,
+                 self.logged_iter.get(trial_id, 0), self.max_index.get(trial_id, -1), tuple(r.marks),
+                 r.name, r.dirname)
+        last = self._rows.get(trial_id)
+        if last is not None and last[0] == shows:  # (the same objects, or equal values: the same row)
+            return last[1]
+        row = super()._row(r)
+        self._rows[trial_id] = (shows, row)
+        return row
 
     def write_params(self, rec: TrialRecord) -> None:
         if not put_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config, 2, "writing JSON"):
             super().write_params(rec)
 
 
-Op = tuple[str, Any]  # ("append", a copy of the rows) or ("truncate", max_iteration)
+_empty_dir: str | None = None
 
 
-def _copy(rows: list[dict[str, Any]]) -> Any:
-    """The rows as they are now, whatever the caller changes later."""
-    try:
-        return marshal.dumps(rows)
-    except ValueError:  # not plain values only (numpy scalars, objects)
-        try:
-            return copy.deepcopy(rows)
-        except Exception:  # cannot be copied: the values as they are (json/csv would str() them)
-            return [dict(r) for r in rows]
+def _empty() -> str:
+    """One empty local directory per process: what a simulated checkpoint uploads (only its manifest)."""
+    global _empty_dir
+    if _empty_dir is None:
+        _empty_dir = tempfile.mkdtemp(prefix="audition_sim_")
+        atexit.register(shutil.rmtree, _empty_dir, True)
+    return _empty_dir
 
 
-def _rows(copied: Any) -> list[dict[str, Any]]:
-    return marshal.loads(copied) if isinstance(copied, bytes) else copy.deepcopy(copied)
+def commit_empty(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
+    """Commit a checkpoint with no files: the manifest, written last as always, is the checkpoint
+    (stored as a copy, encoded when first read, as the simulator's states are)."""
+    commit_checkpoint(ctx, dest, _empty(), meta, put_manifest=_put_manifest)
 
 
-class _Replayed(MemoryFile):
-    """A history file whose bytes are what a real writer makes of ``base`` and ``ops``, on first read."""
-
-    def __init__(self, fs: MemoryFileSystem, real: type[TrialFileWriter], path_of: Callable[..., str],
-                 base: bytes | None, ops: list[Op]) -> None:
-        super().__init__(fs, None, None)
-        # ``ops`` is the writer's own list, which only grows: the file holds its first ``upto``
-        self._todo: tuple[Any, ...] | None = (real, path_of, base, ops)
-        self.upto = len(ops)
-
-    @property
-    def pending(self) -> bool:
-        """Not read yet: a later flush may just move ``upto`` on."""
-        return self._todo is not None
-
-    def _encode(self) -> None:
-        if self._todo is None:
-            return
-        (real, path_of, base, ops), self._todo = self._todo, None
-        ops = ops[:self.upto]
-        fs = MemoryFileSystem(global_store=False, skip_instance_cache=True)
-        ctx = StorageContext("memory://replay")
-        ctx.use_filesystem(fs)
-        layout = ExperimentLayout(ctx, "replay")
-        path = path_of(layout, "t")
-        if base is not None:
-            fs.pipe_file(path, base)
-        writer: Any = real(ctx, layout, "t", flush_interval=float("inf"))
-        for op, arg in ops:
-            if op == "append":
-                writer.append(_rows(arg))
-            else:
-                writer.truncate(arg)
-        writer.close()
-        BytesIO.write(self, fs.cat_file(path))
-        BytesIO.seek(self, 0)
-
-    getbuffer = _Deferred.getbuffer
-    getvalue = _Deferred.getvalue
-    seek = _Deferred.seek
-    read = _Deferred.read
-
-
-class DeferredHistory(TrialFileWriter):
-    """A trial's ``result.json`` or ``progress.csv`` on the simulator's store (see the module's docstring)."""
-
-    def __init__(self, real: type[JsonLinesWriter] | type[CsvWriter], path_of: Callable[..., str],
-                 ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> None:
-        super().__init__(ctx, trial_id, path_of(layout, trial_id), 2.0, time.monotonic)  # the real defaults
-        self.what = real.what
-        self._real, self._path_of = real, path_of
-        self._base: bytes | None = None  # the file as a previous run left it
-        self._ops: list[Op] = []
-        self._file: _Replayed | None = None  # the object last put in the store
-
-    def append(self, rows: list[dict[str, Any]]) -> None:
-        rows = self._rows(rows)
-        if not rows:
-            return
-        self._load()
-        self._ops.append(("append", _copy(rows)))
-        self._dirty = True
-        self.maybe_flush()
-
-    def truncate(self, max_iteration: int) -> None:
-        """Rewritten at once, as the real writer does when rows go (also when none do: same rows)."""
-        self._check_open()
-        self._load()
-        self._ops.append(("truncate", max_iteration))
-        self._dirty = True
-        self.flush()
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        fs = self._ctx.fs
-        if isinstance(fs, SimMemoryFS) and self._path not in fs.store and self._path not in fs.pseudo_dirs:
-            self._base = None  # nothing there yet (most trials): no read, no FileNotFoundError to catch
-            return
-        try:
-            self._base = read_bytes(self._ctx, self._path, what=f"reading {self.what}")
-        except FileNotFoundError:
-            self._base = None
-
-    def _write_buffer(self) -> None:
-        fs, path = self._ctx.fs, self._path
-        assert isinstance(fs, SimMemoryFS)
-        file = self._file
-        if file is not None and file.pending and fs.store.get(path) is file:
-            # nobody read the object since the last flush: it now ends at the newest op (a flush is
-            # the same object rewritten, as before, without building a new one each time)
-            file.upto = len(self._ops)
-            file.modified = datetime.now(tz=UTC)
-            return
-        file = self._file = _Replayed(fs, self._real, self._path_of, self._base, self._ops)
-        retrying(lambda: fs._put(path, file), what=f"writing {self.what}", url=self.url)
-
-
-class _SimJsonLogger(JsonLoggerCallback):
-    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
-        if not isinstance(ctx.fs, SimMemoryFS):
-            return super()._open(ctx, layout, trial_id)
-        return DeferredHistory(JsonLinesWriter, ExperimentLayout.result_file, ctx, layout, trial_id)
-
-
-class _SimCsvLogger(CSVLoggerCallback):
-    def _open(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> Any:
-        if not isinstance(ctx.fs, SimMemoryFS):
-            return super()._open(ctx, layout, trial_id)
-        return DeferredHistory(CsvWriter, ExperimentLayout.progress_file, ctx, layout, trial_id)
-
-
-def defer_histories(loggers: list[LoggerCallback], ctx: StorageContext, layout: ExperimentLayout) -> None:
-    """Swap the built-in JSON and CSV loggers in ``loggers`` (not a user's subclass of them) for ones
-    whose files are encoded when read; each is set up as the one it replaces was."""
-    swap: dict[type, type[LoggerCallback]] = {JsonLoggerCallback: _SimJsonLogger, CSVLoggerCallback: _SimCsvLogger}
-    for i, lg in enumerate(loggers):
-        sim = swap.get(type(lg))
-        if sim is not None:
-            loggers[i] = sim()
-            loggers[i].setup(ctx, layout)
+def _put_manifest(ctx: StorageContext, path: str, manifest: dict[str, Any]) -> None:
+    if not put_json(ctx, path, manifest, 2, "writing checkpoint manifest"):
+        write_manifest(ctx, path, manifest)
 
 
 def forget_tree(ctx: StorageContext) -> None:
@@ -290,5 +271,5 @@ def use_sim_storage(ctx: StorageContext) -> None:
         ctx.use_filesystem(SimMemoryFS())
 
 
-__all__ = ["DeferredHistory", "SimExperimentIO", "SimMemoryFS", "SimStateWriter", "defer_histories", "forget_tree",
-           "put_json", "use_sim_storage"]
+__all__ = ["SimExperimentIO", "SimMemoryFS", "SimStateWriter", "commit_empty", "forget_tree", "put_json", "store",
+           "use_sim_storage"]

@@ -14,11 +14,9 @@ The owner (``SimWorld``) delivers messages with ``receive`` and, when ``step_at`
 
 from __future__ import annotations
 
-import atexit
 import collections
+import functools
 import json
-import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -45,27 +43,17 @@ from actors.messages import (
     TrialStop,
 )
 from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
-from storage import ExperimentLayout, StorageContext, StorageError, commit_checkpoint
+from actors.testing.sim_store import commit_empty, use_sim_storage
+from storage import ExperimentLayout, StorageContext, StorageError
 
 Curve = Callable[[dict[str, Any], int], dict[str, Any]]
 Commit = Callable[[StorageContext, str, dict[str, Any]], None]
 DEFAULT_STEP_S = 1.0
 
-_empty_dir: str | None = None
-
-
-def _empty() -> str:
-    """One empty local directory per process: what a simulated checkpoint uploads (only its manifest)."""
-    global _empty_dir
-    if _empty_dir is None:
-        _empty_dir = tempfile.mkdtemp(prefix="audition_sim_")
-        atexit.register(shutil.rmtree, _empty_dir, True)
-    return _empty_dir
-
-
-def commit_empty(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
-    """Commit a checkpoint with no files: the manifest, written last as always, is the checkpoint."""
-    commit_checkpoint(ctx, dest, _empty(), meta)
+@functools.lru_cache(maxsize=64)
+def _date(second: int) -> str:
+    """A result's ``date`` at simulated time ``second`` (whole seconds: what ``time.gmtime`` keeps)."""
+    return time.strftime("%Y-%m-%d_%H-%M-%S", time.gmtime(second))
 
 
 class Crash(Enum):
@@ -104,6 +92,8 @@ class SimTrial:
         self.hostname = hostname
         self.node_ip = node_ip
         self.msg: RunTrial | None = None
+        self.trial_id = ""  # the current run's (``msg``'s), kept at hand: read at every step
+        self._run_id = 0
         self.ended = True
         self.dead = False
         self.step_at: float | None = None  # when the step being computed reports
@@ -111,9 +101,6 @@ class SimTrial:
         self._ctx: StorageContext | None = None
         self._url: tuple[str, dict[str, Any]] | None = None
 
-    @property
-    def trial_id(self) -> str:
-        return self.msg.trial_id if self.msg is not None else ""
 
     @property
     def iteration(self) -> int:
@@ -158,10 +145,12 @@ class SimTrial:
     def _run(self, msg: RunTrial, now: float) -> list[Any]:
         if self._ctx is None or self._url != (msg.storage_url, msg.storage_options):
             self._ctx = StorageContext(msg.storage_url, msg.storage_options)
+            use_sim_storage(self._ctx)  # the controller's store: listing a trial encodes none of its files
             self._url = (msg.storage_url, msg.storage_options)
         self.layout = ExperimentLayout(self._ctx, msg.experiment_name)
         self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
         self.msg = msg
+        self.trial_id, self._run_id = msg.trial_id, msg.run_id
         self.ended = False
         self.seq = 0
         self.batch_sizes: dict[int, int] = {}
@@ -308,9 +297,6 @@ class SimTrial:
         self._start_step(now)
         return out + self._pump(now, idle=False)
 
-    @property
-    def _run_id(self) -> int:
-        return self.msg.run_id if self.msg is not None else 0
 
     def _result(self, metrics: dict[str, Any], now: float) -> dict[str, Any]:
         """The result as TrialRunner._report builds it: the user's metrics plus Ray's auto-filled keys."""
@@ -330,7 +316,7 @@ class SimTrial:
             trial_id=self.trial_id, training_iteration=self._iteration, time_this_iter_s=elapsed,
             time_total_s=self.time_total, timestamp=metrics.get(TIMESTAMP) or int(now),
             done=bool(metrics.get("done", False)), hostname=self.hostname, pid=self.pid,
-            date=time.strftime("%Y-%m-%d_%H-%M-%S", time.gmtime(now)), node_ip=self.node_ip,
+            date=_date(int(now)), node_ip=self.node_ip,
             config=self.msg.config, time_since_restore=self.time_since_restore,
             iterations_since_restore=self._iteration - self.msg.start_iteration,
         )

@@ -35,13 +35,8 @@ from actors._driver.trainable import Trainable
 from actors._engine.signals import Start
 from actors.messages import ExperimentFinished
 from actors.testing.faults import Faults, FaultyStore
-from actors.testing.sim_store import (
-    SimExperimentIO,
-    SimStateWriter,
-    defer_histories,
-    forget_tree,
-    use_sim_storage,
-)
+from actors.testing.sim_history import defer_histories
+from actors.testing.sim_store import SimExperimentIO, SimStateWriter, forget_tree, use_sim_storage
 from actors.testing.sim_trial import DEFAULT_STEP_S, Curve
 from actors.testing.world import SimWorld
 

@@ -58,7 +58,8 @@ from actors.messages import (
     SchedulerSetup,
 )
 from actors.testing.faults import Faults
-from actors.testing.sim_trial import Commit, Crash, Curve, DirectAnswer, SimTrial, commit_empty
+from actors.testing.sim_store import commit_empty
+from actors.testing.sim_trial import Commit, Crash, Curve, DirectAnswer, SimTrial
 from storage import StorageContext, StorageError
 
 SIGKILL_CODE = -9
@@ -168,27 +169,30 @@ class SimWorld:
     # ------------------------------------------------------------------ the loop
     def run(self, start: Any) -> None:
         self._core(start)
+        queue, pop = self._queue, heapq.heappop
+        core, actor, step = _Kind.CORE, _Kind.ACTOR, _Kind.STEP
         while self.finish is None:
-            if not self._queue:
+            if not queue:
                 self._hang("no event left and the experiment has not finished")
                 return
-            at, _, kind, a, b, progress = heapq.heappop(self._queue)
+            at, _, kind, a, b, progress = pop(queue)
             if progress:
                 self._busy -= 1
             elif self._busy == 0 and at - self.last_activity > self.idle_limit_s:
                 self._hang(f"only timers for {at - self.last_activity:.0f} simulated seconds")
                 return
-            self.now = max(self.now, at)
+            if at > self.now:
+                self.now = at
             if self.now > self.max_time_s or self.deliveries > self.max_deliveries:
                 self._hang(f"cap exceeded ({self.deliveries} deliveries, {self.now:.0f} simulated seconds)")
                 return
             if progress:
                 self.last_activity = self.now
-            if kind is _Kind.CORE:
+            if kind is core:
                 self._core(a)
-            elif kind is _Kind.ACTOR:
+            elif kind is actor:
                 self._deliver(a, b)
-            elif kind is _Kind.STEP:
+            elif kind is step:
                 self._step(a, b)
             elif kind is _Kind.BEAT:
                 self._beat(a)
@@ -227,11 +231,15 @@ class SimWorld:
     def _core(self, event: Any) -> None:
         self.deliveries += 1
         out = self.core.handle(event, self.now)
-        last = len(out) - 1
-        for i, cmd in enumerate(out):
-            if i == last and self.skip_idle_ticks and type(cmd) is WakeAfter and cmd.tick is Tick.PERIODIC:
-                self._at(self._next_tick(cmd.seconds), _Kind.CORE, Wake(cmd.tick))
-            else:
+        if not out:
+            return
+        last = out[-1]
+        if self.skip_idle_ticks and type(last) is WakeAfter and last.tick is Tick.PERIODIC:
+            for cmd in out[:-1]:
+                self._command(cmd)
+            self._at(self._next_tick(last.seconds), _Kind.CORE, Wake(last.tick))
+        else:
+            for cmd in out:
                 self._command(cmd)
 
     def _next_tick(self, interval: float) -> float:
@@ -249,15 +257,18 @@ class SimWorld:
 
     def _command(self, cmd: Any) -> None:
         if isinstance(cmd, Send):
-            if cmd.to == DRIVER:
+            to = cmd.to
+            if to == DRIVER:
                 self.driver.append(cmd.msg)
                 if isinstance(cmd.msg, ExperimentFinished):
                     self.finished = cmd.msg
-            elif cmd.to in self.actors and self.actors[cmd.to].alive:
-                if self.actors[cmd.to].scheduler is None and self._chance(self.faults.poison_p):
-                    self._to_core(Undeliverable(cmd.to, type(cmd.msg).__name__))
+                return
+            actor = self.actors.get(to)
+            if actor is not None and actor.alive:
+                if actor.scheduler is None and self._chance(self.faults.poison_p):
+                    self._to_core(Undeliverable(to, type(cmd.msg).__name__))
                 else:
-                    self._at(self.now + self._latency(), _Kind.ACTOR, cmd.to, cmd.msg)
+                    self._at(self.now + self._latency(), _Kind.ACTOR, to, cmd.msg)
         elif isinstance(cmd, WakeAfter):
             self._at(self.now + cmd.seconds, _Kind.CORE, Wake(cmd.tick))
         elif isinstance(cmd, Spawn):
