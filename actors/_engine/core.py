@@ -288,7 +288,7 @@ class ExperimentCore:
                     return
             if ends is not None:
                 self.io.end_restored(rec)
-                self._run(self.table.end_restored(trial_id, stopped=verdict.hits[ends] and not rows[-1].get("done")))
+                self._run(self.table.end_restored(trial_id, stopped=verdict.hits[ends] and not rows[ends].get("done")))
                 self.io.dirty = True
                 if self.spec.searcher is not None and not self._searcher(
                         "on_trial_complete", trial_id, dict(rec.last_result), False):
