@@ -43,7 +43,7 @@ from storage._layout import (
 )
 from storage._progress_csv import CsvWriter, flatten
 from storage._results import JsonLinesWriter, ResultWriter, read_results
-from storage._retention import checkpoint_score, checkpoints_to_delete
+from storage._retention import checkpoint_score, checkpoints_to_delete, ray_keep_order
 from storage._retry import classify, retrying
 from storage._state import (
     StateWriter,
@@ -71,6 +71,7 @@ __all__ = [
     "StorageError",
     "checkpoint_score",
     "checkpoints_to_delete",
+    "ray_keep_order",
     "classify",
     "cleanup_uncommitted",
     "commit_checkpoint",

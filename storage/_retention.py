@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from storage._checkpoint import CheckpointInfo
 from storage._io import is_finite_number
+
+T = TypeVar("T")
 
 
 def _lookup(mapping: dict[str, Any], key: str) -> Any:
@@ -65,3 +68,33 @@ def checkpoints_to_delete(
 
     keep.update(info.path for info in sorted(committed, key=rank)[:num_to_keep])
     return [info for info in committed if info.path not in keep]
+
+
+def ray_keep_order(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: str | None,
+                   score_order: str = "max", num_to_keep: int | None = None) -> list[tuple[T, dict[str, Any]]]:
+    """Ray Tune 2.60's checkpoint bookkeeping (``_CheckpointManager.register_checkpoint``) over
+    ``(checkpoint, metrics)`` pairs in commit order: worst first, best last; the last
+    ``num_to_keep`` are the ones Ray keeps. A pair whose metrics have the score attribute as a key is
+    inserted after every entry whose score is not higher (so among equal scores the newer is better;
+    NaN is lowest, a missing or non-numeric value counts as -inf; ``min`` negates); one without that
+    key (also a nested ``a/b`` attribute, which Ray looks for among the top-level keys) is appended,
+    as if the newest were best."""
+    sign = 1.0 if score_order == "max" else -1.0
+
+    def score(metrics: dict[str, Any]) -> tuple[bool, float]:
+        value = _lookup(metrics, score_attribute or "")
+        try:
+            s = sign * float(value if value is not None else float("-inf"))
+        except (TypeError, ValueError):
+            s = float("-inf")
+        return (False, float("-inf")) if math.isnan(s) else (True, s)
+
+    out: list[tuple[T, dict[str, Any]]] = []
+    for item in items:
+        if score_attribute is not None and score_attribute in item[1]:
+            key = score(item[1])
+            at = next((i for i, other in enumerate(out) if score(other[1]) > key), len(out))
+            out.insert(at, item)
+        else:
+            out.append(item)
+    return out if num_to_keep is None else out[-num_to_keep:]

@@ -130,8 +130,9 @@ def test_a_class_trainables_checkpoint_at_end_carries_its_last_metrics(storage_d
     infos = list_checkpoints(ctx, os.path.join(storage_dir, "endmetrics", r.trial_id))
     last = infos[-1].metadata
     assert last["iteration"] == 4 and last["metrics"]["loss"] == pytest.approx(0.25), last
-    # the lowest loss is the last one, saved twice (iteration 4, then at the end): only those stay
-    assert [(i.metadata["iteration"], i.metadata["metrics"]["loss"]) for i in infos] == [(4, 0.25), (4, 0.25)]
+    # the lowest loss is the last one, saved twice (iteration 4, then at the end): of equal scores Ray
+    # keeps the newer, so only the end save stays (num_to_keep=1)
+    assert [(i.metadata["iteration"], i.metadata["metrics"]["loss"]) for i in infos] == [(4, 0.25)]
 
 
 def test_num_to_keep_holds_when_results_arrive_in_batches(storage_dir, no_leaks) -> None:

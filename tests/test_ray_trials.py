@@ -186,3 +186,37 @@ def test_a_restored_trial_keeps_writing_to_its_named_directory(storage_dir):
     trial_dirs = [d for d in os.listdir(os.path.join(storage_dir, "keep"))
                   if os.path.isdir(os.path.join(storage_dir, "keep", d)) and not d.startswith(".")]
     assert trial_dirs == [os.path.basename(r.path)]  # nothing written under the trial id
+
+
+# ------------------------------------------------------------------ which checkpoints retention keeps
+RETENTION = {  # case: (scores of iterations 1..6, score attribute, order)
+    "ties": ([3, 5, 5, 1, 5, 2], "s", "max"),
+    "missing": ([3, None, 5, 1, None, 2], "s", "max"),
+    "nested": ([3, 9, 5, 1, 4, 2], "m/s", "max"),
+    "min_nan": ([3, float("nan"), 5, 1, 4, 2], "s", "min"),
+}
+# recorded from Ray 2.60 (the same trainable, num_to_keep=2): the iterations whose checkpoint
+# directories remain, and Result.best_checkpoints. Among equal scores the newer is kept; a result
+# without the attribute counts as the newest-best; a nested "m/s" is never found among the result's
+# top-level keys, so the newest are kept; NaN is lowest; the latest checkpoint always remains.
+RAY_KEPT = {"ties": ([3, 5, 6], [3, 5]), "missing": ([3, 5, 6], [3, 5]), "nested": ([5, 6], [5, 6]),
+            "min_nan": ([4, 6], [6, 4])}
+
+
+def scored_checkpoints(config: dict[str, Any]) -> None:
+    values, attr, _ = RETENTION[config["case"]]
+    for i, v in enumerate(values):
+        metrics: dict[str, Any] = {} if v is None else {"m": {"s": v}} if attr == "m/s" else {"s": v}
+        tune.report(dict(metrics, it=i + 1), checkpoint=Checkpoint.from_dict({"i": i + 1}))
+
+
+@pytest.mark.parametrize("case", list(RETENTION))
+def test_retention_keeps_the_checkpoints_ray_keeps(case: str, storage_dir: str) -> None:
+    _, attr, order = RETENTION[case]
+    (r,) = Tuner(scored_checkpoints, param_space={"case": case},
+                 run_config=RunConfig(name=case, storage=storage_dir, verbose=0, system="simple",
+                                      checkpoint_config=CheckpointConfig(num_to_keep=2, checkpoint_score_attribute=attr,
+                                                                         checkpoint_score_order=order))).fit()
+    left = sorted(Checkpoint(os.path.join(r.path, d)).to_dict()["i"] for d in os.listdir(r.path)
+                  if d.startswith("checkpoint_"))
+    assert (left, [c.to_dict()["i"] for c, _ in r.best_checkpoints]) == RAY_KEPT[case]

@@ -203,28 +203,11 @@ class ResultGrid:
 
 def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
                          cc: CheckpointConfig) -> list[tuple[Any, dict[str, Any]]]:
-    """Ray Tune 2.60's ``_CheckpointManager.best_checkpoint_results`` for checkpoints in commit order:
-    one with the score attribute is inserted after every entry whose score is not higher (NaN lowest,
-    ``min`` negates), one without it is appended; then the last ``num_to_keep``."""
-    attr, sign = cc.checkpoint_score_attribute, 1.0 if cc.checkpoint_score_order == "max" else -1.0
+    """Ray Tune 2.60's ``best_checkpoint_results`` for checkpoints in commit order (the order retention
+    keeps them by, ``storage.ray_keep_order``)."""
+    from storage import ray_keep_order
 
-    def score(metrics: dict[str, Any]) -> tuple[bool, float]:
-        value = flatten(metrics).get(attr or "", float("-inf"))
-        try:
-            s = sign * float(value)
-        except (TypeError, ValueError):
-            s = float("-inf")
-        return (False, float("-inf")) if math.isnan(s) else (True, s)
-
-    out: list[tuple[Any, dict[str, Any]]] = []
-    for item in found:
-        if attr is not None and attr in item[1]:
-            key = score(item[1])
-            at = next((i for i, other in enumerate(out) if score(other[1]) > key), len(out))
-            out.insert(at, item)
-        else:
-            out.append(item)
-    return out if cc.num_to_keep is None else out[-cc.num_to_keep:]
+    return ray_keep_order(found, cc.checkpoint_score_attribute, cc.checkpoint_score_order, cc.num_to_keep)
 
 
 @dataclass(frozen=True)

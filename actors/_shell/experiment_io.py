@@ -33,6 +33,7 @@ from storage import (
     StorageError,
     committed_after,
     delete_checkpoint,
+    ray_keep_order,
     write_json,
     write_text,
 )
@@ -178,15 +179,11 @@ class ExperimentIO:
         if keep is None:
             return
         kept = [c for c in self.ckpts.get(rec.trial_id, []) if c.path != ckpt.path] + [ckpt]
-        attr = self.spec.checkpoint_score_attribute
-        if attr is not None:
-            sign = 1 if self.spec.checkpoint_score_order == "max" else -1
-            ranked = sorted(kept, key=lambda c: sign * float(c.metrics.get(attr, float("-inf") * sign)),
-                            reverse=True)
-        else:
-            ranked = sorted(kept, key=lambda c: c.index, reverse=True)
+        # the ones Ray keeps (ties: the newer; no score attribute in the result: as if the best)
+        best = ray_keep_order([(c, c.metrics) for c in kept], self.spec.checkpoint_score_attribute,
+                              self.spec.checkpoint_score_order, keep)
         # never delete the checkpoint a pause or retry resumes from (the latest)
-        survivors = {c.path for c in ranked[:keep]} | {ckpt.path}
+        survivors = {c.path for c, _ in best} | {ckpt.path}
         if rec.checkpoint is not None:
             survivors.add(rec.checkpoint.path)
         self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
