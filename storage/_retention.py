@@ -41,12 +41,12 @@ def checkpoints_to_delete(
     score_order: str = "max",
     protected: Iterable[str] = frozenset(),
 ) -> list[CheckpointInfo]:
-    """Committed checkpoints beyond the ``num_to_keep`` best, sorted by index.
+    """Committed checkpoints beyond the ``num_to_keep`` that Ray Tune keeps (``ray_keep_order`` over
+    each checkpoint's reported ``metrics``, in commit order), sorted by index.
 
-    Best means highest (``score_order="max"``) or lowest score, or newest when no attribute is given;
-    checkpoints without a usable score rank last. The latest committed checkpoint and any path in
-    ``protected`` (e.g. the one a trial is restoring from) are always kept, so more than
-    ``num_to_keep`` may survive. Uncommitted directories are not considered here.
+    The latest committed checkpoint and any path in ``protected`` (e.g. the one a trial is restoring
+    from) are always kept, so more than ``num_to_keep`` may survive. Uncommitted directories are not
+    considered here.
     """
     if num_to_keep is not None and (not isinstance(num_to_keep, int) or num_to_keep < 1):
         raise ValueError(f"num_to_keep must be None or an int >= 1, got {num_to_keep!r}")
@@ -55,18 +55,9 @@ def checkpoints_to_delete(
     committed = sorted((i for i in infos if i.committed), key=lambda i: i.index)
     if num_to_keep is None or not committed:
         return []
+    pairs = [(info, info.metadata.get("metrics") or {}) for info in committed]
     keep = {committed[-1].path, *protected}
-
-    def rank(info: CheckpointInfo) -> tuple[int, float, int]:
-        # Sort key, best first: scored before unscored, then by score, then newer first.
-        if score_attribute is None:
-            return (0, 0.0, -info.index)
-        score = checkpoint_score(info, score_attribute)
-        if score is None:
-            return (1, 0.0, -info.index)
-        return (0, -score if score_order == "max" else score, -info.index)
-
-    keep.update(info.path for info in sorted(committed, key=rank)[:num_to_keep])
+    keep.update(info.path for info, _ in ray_keep_order(pairs, score_attribute, score_order, num_to_keep))
     return [info for info in committed if info.path not in keep]
 
 

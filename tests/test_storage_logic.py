@@ -101,16 +101,21 @@ class TestRetention:
         ckpts = infos(0.9, 0.1, 0.5, 0.2)
         assert [i.index for i in checkpoints_to_delete(ckpts, 1, "acc", "max")] == [1, 2]
         assert [i.index for i in checkpoints_to_delete(ckpts, 1, "acc", "min")] == [0, 2]
-        assert [i.index for i in checkpoints_to_delete(ckpts, 2, "loss", "max")] == [0, 2]
+        # Ray's rules: of equal scores the newer is kept; a result without the attribute (a top-level
+        # key of the reported metrics) counts as the newest-best
+        assert [i.index for i in checkpoints_to_delete(infos(0.5, 0.5, 0.1, 0.1), 1, "acc")] == [0, 2]
+        assert [i.index for i in checkpoints_to_delete(infos(0.9, None, 0.1), 1, "acc")] == [0]
 
     def test_protected_and_uncommitted_are_never_returned(self) -> None:
         ckpts = [*infos(0.9, 0.1, 0.5, 0.2), CheckpointInfo(9, "ckpt/9", False, {})]
         doomed = checkpoints_to_delete(ckpts, 1, "acc", protected={"ckpt/1"})
         assert [i.index for i in doomed] == [2]  # 0 best, 1 protected, 3 latest committed
 
-    def test_unscored_rank_last(self) -> None:
+    def test_unscored_count_as_newest_best_as_in_ray(self) -> None:
         ckpts = infos(None, 0.3, None, 0.1, None)
-        assert [i.index for i in checkpoints_to_delete(ckpts, 2, "acc")] == [0, 2]
+        # Ray appends a result without the attribute after everything it has: the newest two
+        # unscored are the best two here
+        assert [i.index for i in checkpoints_to_delete(ckpts, 2, "acc")] == [0, 1, 3]
         assert checkpoint_score(ckpts[1], "acc") == 0.3
         assert checkpoint_score(CheckpointInfo(0, "p", True, {"a": {"b": 2}}), "a/b") == 2.0
         assert checkpoint_score(CheckpointInfo(0, "p", True, {"acc": float("nan")}), "acc") is None
