@@ -13,6 +13,7 @@ from typing import Any
 from actors import Callback, Checkpoint, RunConfig, Trainable, Tuner, get_checkpoint, report
 from actors._driver.checkpoint import committed_at
 from actors.schedulers import FIFOScheduler
+from actors.search import BasicVariantGenerator
 
 
 def saves_twice(config: dict[str, Any]) -> None:
@@ -327,3 +328,38 @@ def test_a_retried_trial_is_requeued_as_ray_requeues_it(storage_dir, tmp_path) -
     assert [h for h in HOOKS if h[0] not in callbacks] == [h for h in ray if h[0] not in callbacks]
     assert [h for h in HOOKS if h[0] in callbacks] == [h for h in ray if h[0] in callbacks]
     assert [r.config["k"] for r in grid] == [1, 2, 0] and grid.num_errors == 0
+
+
+SEARCHER_HEARD: list[tuple[str, Any]] = []
+
+
+class _StopsTheWaiting(FIFOScheduler):
+    """On the first trial's first result, stops every trial still waiting to run."""
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        for t in tune_controller.get_trials():
+            if str(t.status) == "PENDING":
+                tune_controller.stop_trial(t)
+        return super().on_trial_result(tune_controller, trial, result)
+
+
+class _RecordingGenerator(BasicVariantGenerator):
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        SEARCHER_HEARD.append((trial_id[-1], None if result is None else result.get("v")))
+        super().on_trial_complete(trial_id, result, error)
+
+
+def test_a_trial_stopped_while_waiting_is_complete_for_the_searcher(storage_dir) -> None:
+    """Ray 2.60's TuneController.stop_trial: a PENDING or PAUSED trial gets the scheduler's
+    on_trial_remove and the searcher's on_trial_complete(trial_id) with no result (a generator capped
+    by max_concurrent_trials otherwise counts it live for good)."""
+    from actors import TuneConfig, search, with_resources
+    from actors._driver.config import default_cpus
+
+    SEARCHER_HEARD.clear()
+    grid = Tuner(with_resources(k0_fails_once, {"cpu": default_cpus()}),
+                 param_space={"dir": storage_dir, "k": search.grid_search([1, 2, 3])},
+                 tune_config=TuneConfig(scheduler=_StopsTheWaiting(), search_alg=_RecordingGenerator()),
+                 run_config=RunConfig(name="removed", storage=storage_dir, verbose=0, system="simple")).fit()
+    assert len(grid) == 3 and grid.num_terminated == 3
+    assert sorted(SEARCHER_HEARD) == [("0", 2), ("1", None), ("2", None)]

@@ -164,10 +164,10 @@ class ExperimentCore:
         ended unwritten, and no stopper (``TimeoutStopper`` keeps time in its state)."""
         return self.unchanged and not self.io.dirty and self.spec.stopper is None
 
-    def _searcher(self, hook: str, trial_id: str, result: dict[str, Any], *rest: Any) -> bool:
+    def _searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> bool:
         """Tell the search algorithm (user code) of a result, flattened as Ray Tune hands it over;
         False after ending the run naming it if it raised."""
-        problem = self.source.ask(hook, trial_id, flatten(result), *rest)[1]
+        problem = self.source.ask(hook, trial_id, None if result is None else flatten(result), *rest)[1]
         if problem is not None:
             self._abort(problem)
         return problem is None
@@ -740,6 +740,10 @@ class ExperimentCore:
                 self.io.on_finished(rec)
                 self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
                 self._call(_HOOK_OF[e.kind], e.trial_id, (dict(rec.last_result),))
+                if e.kind is EffectKind.REMOVE and self.spec.searcher is not None:
+                    # stopped while waiting (PENDING/PAUSED): Ray's stop_trial tells the searcher it
+                    # completed, without a result; a capped generator otherwise counts it live for good
+                    self._searcher("on_trial_complete", e.trial_id, None, False)
 
     def _start_trial(self, rec: TrialRecord) -> None:
         s = self.spec
