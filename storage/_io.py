@@ -170,41 +170,31 @@ def remove_file(ctx: StorageContext, path: str, *, attempts: int = 5) -> None:
     retrying(rm, what="deleting", url=ctx.uri(path), attempts=attempts)
 
 
-def list_dir(ctx: StorageContext, path: str) -> list[dict[str, Any]]:
-    """Immediate children as fsspec info dicts; [] if ``path`` does not exist."""
+def _children(ctx: StorageContext, path: str, detail: bool) -> list[Any]:
+    """``fs.ls`` of ``path`` (info dicts, or names only), fresh; [] if it does not exist."""
     fs = ctx.fs
     fs.invalidate_cache(path)
 
-    def ls() -> list[dict[str, Any]]:
+    def ls() -> list[Any]:
         try:
-            return list(fs.ls(path, detail=True))
-        except FileNotFoundError:
-            return []
-        except NotADirectoryError:
+            return list(fs.ls(path, detail=detail))
+        except (FileNotFoundError, NotADirectoryError):
             return []
 
-    entries = retrying(ls, what="listing", url=ctx.uri(path))
+    return retrying(ls, what="listing", url=ctx.uri(path))
+
+
+def list_dir(ctx: StorageContext, path: str) -> list[dict[str, Any]]:
+    """Immediate children as fsspec info dicts; [] if ``path`` does not exist."""
     base = path.rstrip("/")
-    return [e for e in entries if e["name"].rstrip("/") != base]
+    return [e for e in _children(ctx, path, True) if e["name"].rstrip("/") != base]
 
 
 def list_names(ctx: StorageContext, path: str) -> list[str]:
     """Immediate children's paths, as ``list_dir`` gives their ``name``s, without asking the store for
     anything else (``fs.ls(detail=False)``); [] if ``path`` does not exist."""
-    fs = ctx.fs
-    fs.invalidate_cache(path)
-
-    def ls() -> list[str]:
-        try:
-            return list(fs.ls(path, detail=False))
-        except FileNotFoundError:
-            return []
-        except NotADirectoryError:
-            return []
-
-    names = retrying(ls, what="listing", url=ctx.uri(path))
     base = path.rstrip("/")
-    return [n for n in names if n.rstrip("/") != base]
+    return [n for n in _children(ctx, path, False) if n.rstrip("/") != base]
 
 
 def find_files(ctx: StorageContext, path: str) -> dict[str, int]:
