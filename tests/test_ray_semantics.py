@@ -458,3 +458,38 @@ def test_max_concurrent_trials_creates_trials_only_as_they_can_run(system, stora
                  tune_config=TuneConfig(max_concurrent_trials=2),
                  run_config=RunConfig(storage=storage_dir, verbose=0, system=system)).fit()
     assert sorted(r.config["k"] for r in grid) == list(range(1, 9)) and grid.num_errors == 0
+
+
+# ---------------------------------------------------------------- Result.error is also the raised class
+class NeedsTwo(Exception):
+    def __init__(self, a: int, b: int) -> None:  # an __init__ that TrialError's message would not fit
+        super().__init__(f"{a}/{b}")
+
+
+def raises_by_k(config: dict[str, Any]) -> None:
+    report({"v": 1})
+    if config["k"] == "value":
+        raise ValueError("boom")
+    if config["k"] == "two":
+        raise NeedsTwo(1, 2)
+    raise KeyError("k")
+
+
+def test_a_failed_trials_error_is_also_an_instance_of_what_it_raised(storage_dir) -> None:
+    """Recorded from Ray 2.60: Result.error of a trial that raised ValueError (or a class of the
+    driver's script) is RayTaskError(ValueError), an instance of ValueError (of that class). Here it is
+    TrialError(ValueError): a TrialError and a ValueError, and it pickles."""
+    import pickle
+
+    grid = Tuner(raises_by_k, param_space={"k": grid_search(["value", "two", "key"])},
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system="simple")).fit()
+    errors = {r.config["k"]: r.error for r in grid}
+    assert isinstance(errors["value"], ValueError) and isinstance(errors["value"], TrialError)
+    assert type(errors["value"]).__name__ == "TrialError(ValueError)" and "ValueError: boom" in str(errors["value"])
+    assert isinstance(errors["two"], NeedsTwo) and isinstance(errors["key"], KeyError)
+    again = pickle.loads(pickle.dumps(errors["two"]))
+    assert isinstance(again, NeedsTwo) and str(again) == str(errors["two"])
+    from actors._driver.errors import trial_error
+
+    unknown = trial_error("t", "NoSuchError: x", "Traceback ...\nsomewhere.NoSuchError: x\n")
+    assert type(unknown) is TrialError

@@ -15,7 +15,7 @@ from typing import Any
 
 from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import CheckpointConfig, check_mode
-from actors._driver.errors import ConfigError, NoBestTrialError, TrialError
+from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, trial_error
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import TrialStatus, tag_of
 from actors.messages import TrialSummary
@@ -46,7 +46,7 @@ class Result:
         self.error: TrialError | None = None
         if summary.status is TrialStatus.ERROR:
             first = (summary.error or "").splitlines()[0] if summary.error else "unknown error"
-            self.error = TrialError(summary.trial_id, first, summary.error or "")
+            self.error = trial_error(summary.trial_id, first, summary.error or "")
         self.checkpoint: Checkpoint | None = None
         if summary.checkpoint is not None:
             from storage import StorageContext
