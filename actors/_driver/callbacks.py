@@ -308,7 +308,6 @@ class CallbackDispatcher:
                 log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
 
 
-
 def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | None) -> TrialSnapshot:
     """The trial as Ray Tune's hook sees it: ``on_trial_start`` before the trial is RUNNING (still
     PENDING), ``on_trial_complete`` before it is TERMINATED (still RUNNING, or PENDING/PAUSED when
@@ -318,5 +317,6 @@ def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | Non
     if kind is EventType.COMPLETE and prev is not None and not prev.status.is_finished:
         return replace(snap, status=prev.status)
     return snap
+
 
 __all__ = ["Callback", "CallbackDispatcher"]
