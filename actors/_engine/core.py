@@ -382,7 +382,7 @@ class ExperimentCore:
         if err:
             self._abort(err)
             return
-        if self.spec.searcher is not None and searcher:
+        if searcher and self.source.hears_results:
             for r in msg.results:
                 if not self._searcher("on_trial_result", msg.trial_id, r):
                     return

@@ -40,18 +40,15 @@ def is_flat(result: Mapping[str, Any]) -> bool:
 
 
 def lookup(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    """``result[key]``, or for ``a/b`` the nested ``result["a"]["b"]`` (Ray's ``unflattened_lookup``,
-    list indices included); ``default`` when it is not there."""
+    """``flatten(result).get(key, default)`` without building the flat dict: ``result[key]``, or for
+    ``a/b`` the nested ``result["a"]["b"]`` (dicts only, as ``flatten``: a list is a value)."""
     if key in result:
         return result[key]
     base: Any = result
     for part in key.split(SEP):
-        if isinstance(base, Mapping) and part in base:
-            base = base[part]
-        elif isinstance(base, (list, tuple)) and part.lstrip("-").isdigit() and -len(base) <= int(part) < len(base):
-            base = base[int(part)]
-        else:
+        if not isinstance(base, dict) or part not in base:
             return default
+        base = base[part]
     return base
 
 

@@ -17,6 +17,7 @@ from actors._engine.naming import TrialNamer
 from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus
 from actors._engine.verdicts import searcher_failed
+from actors.search._searcher import Searcher
 from actors.search._variant import pending_trials_wanted
 
 
@@ -35,6 +36,10 @@ class TrialSource:
         self.spec = spec
         self.done = False  # no more trials: the searcher said so, num_samples reached, or the run ends
         self.suggested = 0
+        # whether the searcher's on_trial_result does anything (the default generator's does not:
+        # a result is then neither flattened nor passed, once per result)
+        self.hears_results = spec.searcher is not None and (
+            type(spec.searcher).on_trial_result is not Searcher.on_trial_result)
         self._namer: TrialNamer | None = None
 
     def restored(self, suggested: int, trials: Iterable[TrialRecord]) -> None:

@@ -7,23 +7,12 @@ from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
+from actors._engine.flat import lookup
 from actors.stoppers._base import FunctionStopper, Stopper
 
 log = logging.getLogger("audition")
 
 _MISSING = object()
-
-
-def _find(result: dict[str, Any], key: str) -> Any:
-    """``result[key]``, or a nested lookup for ``"a/b"`` keys; ``_MISSING`` if absent."""
-    if key in result:
-        return result[key]
-    node: Any = result
-    for part in key.split("/"):
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
 
 
 class DictStopper(Stopper):
@@ -56,7 +45,7 @@ class DictStopper(Stopper):
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         stop = False
         for key, threshold in self.criteria.items():
-            value = _find(result, key)
+            value = lookup(result, key, _MISSING)
             if value is _MISSING:  # Ray's Trial.should_stop: warn and go on
                 warned = self.__dict__.setdefault("_warned", set())  # (a stopper pickled before had none)
                 if key not in warned:
