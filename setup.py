@@ -23,6 +23,12 @@ TEST = [
 # beside an unbounded s3fs made pip give up on s3fs (that day's boto3 was newer than any aiobotocore
 # supported) and fall back to s3fs 0.4.2, from before aiobotocore. The tests' boto3 comes through moto.
 S3 = ["s3fs>=2025.3.2,<2027"]
+# The tests' boto3 (moto's) is bounded by the botocore that s3fs's aiobotocore pins: each boto3 release pins a
+# botocore at least as new as itself, so an unbounded boto3 made pip download and refuse every boto3 newer than
+# aiobotocore allows (20 wheels on 2026-12-04, one more each day) before settling. aiobotocore is bounded too, so
+# that the newest s3fs it admits is taken without a search. Raise all three together (`.ci/floors.txt` pins the
+# floors stage's, whose s3fs 2025.3.2 takes aiobotocore 2.x).
+S3_TEST = ["aiobotocore>=2.19,<3.11", "boto3>=1.41.5,<1.43.118"]
 PLOT = ["matplotlib>=3.5,<4"]
 OPTUNA = ["optuna>=3.0,<6"]
 PANDAS = ["pandas>=1.5,<4"]
@@ -55,7 +61,7 @@ setup(
         "docs": DOCS,
         "dashboard": DASHBOARD,
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + PANDAS + TENSORBOARD + DASHBOARD + BROWSER_TEST
-        + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )

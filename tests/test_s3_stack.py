@@ -38,9 +38,30 @@ def test_setup_floor_is_the_floor_storage_checks() -> None:
 
 
 def test_every_dependency_is_bounded_both_ways() -> None:
-    for name in ("CORE", "TEST", "S3", "PLOT", "OPTUNA", "PANDAS", "TENSORBOARD", "DOCS", "DASHBOARD", "BROWSER_TEST"):
+    for name in ("CORE", "TEST", "S3", "S3_TEST", "PLOT", "OPTUNA", "PANDAS", "TENSORBOARD", "DOCS", "DASHBOARD",
+                 "BROWSER_TEST"):
         for req in _setup_list(name):
             assert "==" in req or (">=" in req and "<" in req), f"{name}: {req} needs a floor and a ceiling"
+
+
+def test_the_floors_stage_pins_lie_inside_setups_bounds() -> None:
+    """.ci/floors.txt pins the S3 stack the floors stage installs; a pin outside setup.py's bounds would make
+    pip fail there, or (a bound it cannot meet) search every older release first."""
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in open(os.path.join(ROOT, ".ci", "floors.txt"), encoding="utf-8"):
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[name.lower()] = version
+    bounds = {Requirement(r).name.lower(): Requirement(r).specifier
+              for r in (*_setup_list("CORE"), *_setup_list("S3"), *_setup_list("S3_TEST"))}
+    for name in ("s3fs", "fsspec", "thespian", "cloudpickle", "aiobotocore", "boto3"):
+        assert name in pins, f".ci/floors.txt pins no {name}"
+        assert pins[name] in bounds[name], f".ci/floors.txt: {name}=={pins[name]} is outside setup.py's {bounds[name]}"
+    # boto3 X pins botocore >= X: the floors' botocore is their boto3's, or pip searches boto3 releases again
+    assert pins["botocore"] == pins["boto3"], pins
 
 
 def _versions(**over: str | None):
