@@ -26,7 +26,8 @@ from actors import (
 )
 from actors._driver.errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
-from actors.search import grid_search
+from actors.schedulers import Decision, FIFOScheduler
+from actors.search import ConcurrencyLimiter, Searcher, SearcherSignal, grid_search
 
 
 def _fit(trainable: Any, storage: str, **kw: Any) -> Any:
@@ -458,6 +459,102 @@ def test_max_concurrent_trials_creates_trials_only_as_they_can_run(system, stora
                  tune_config=TuneConfig(max_concurrent_trials=2),
                  run_config=RunConfig(storage=storage_dir, verbose=0, system=system)).fit()
     assert sorted(r.config["k"] for r in grid) == list(range(1, 9)) and grid.num_errors == 0
+
+
+# ---------------------------------------------------------------- max_concurrent_trials wraps other searchers
+EVENTS: list[tuple[str, str]] = []  # (what, trial_id): the searcher's calls, in order (system="simple")
+
+
+class ListSearcher(Searcher):
+    """Ray's probe searcher: configs x=1..n, each call recorded."""
+
+    def __init__(self, n: int, own_limit: bool = False) -> None:
+        super().__init__(metric="score", mode="max")
+        self.n, self.i, self.own_limit = n, 0, own_limit
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        return self.own_limit
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | SearcherSignal | None:
+        if self.i >= self.n:
+            return Searcher.FINISHED
+        self.i += 1
+        EVENTS.append(("suggest", trial_id))
+        return {"x": self.i}
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        EVENTS.append(("complete", trial_id))
+
+
+class PauseOnce(FIFOScheduler):
+    """Pauses each trial once, at its second result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused: set[str] = set()
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
+        if result["training_iteration"] == 2 and trial.trial_id not in self.paused:
+            self.paused.add(trial.trial_id)
+            return Decision.PAUSE
+        return Decision.CONTINUE
+
+
+def four_steps(config: dict[str, Any]) -> None:
+    for i in range(4):
+        time.sleep(0.05)  # (the work: long enough that the engine draws while two trials run, as Ray's probe did)
+        report({"score": config["x"] * i})
+
+
+def _most_live(events: list[tuple[str, str]]) -> int:
+    live = most = 0
+    for what, _ in events:
+        live += 1 if what == "suggest" else -1
+        most = max(most, live)
+    return most
+
+
+@pytest.mark.parametrize("pausing", [False, True])
+def test_max_concurrent_trials_limits_a_searchers_live_trials_as_ray(pausing: bool, storage_dir: str) -> None:
+    """Recorded from Ray 2.60 (a Searcher giving x=1..5, num_samples=5, max_concurrent_trials=2, 4 CPUs;
+    with and without a scheduler pausing each trial at its second result): Ray wraps the searcher in a
+    ConcurrencyLimiter, so it is asked for trial 3 only after a trial completed, and two PAUSED trials
+    keep it from being asked at all (suggest 1, suggest 2, then a completion before each further
+    suggestion). audition asked for a third trial while two ran, and for every trial while trials paused."""
+    EVENTS.clear()
+    grid = Tuner(four_steps, tune_config=TuneConfig(search_alg=ListSearcher(5), num_samples=5, max_concurrent_trials=2,
+                                                    metric="score", mode="max",
+                                                    scheduler=PauseOnce() if pausing else None),
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system="simple")).fit()
+    assert sorted((r.config["x"], r.metrics["training_iteration"]) for r in grid) == [(x, 4) for x in range(1, 6)]
+    assert [w for w, _ in EVENTS[:2]] == ["suggest", "suggest"] and len(EVENTS) == 10
+    assert _most_live(EVENTS) == 2, EVENTS
+
+
+def test_a_searcher_that_limits_itself_is_left_to_it(storage_dir: str) -> None:
+    """Ray's contract: set_max_concurrency returning True means the searcher keeps the limit itself,
+    and the ConcurrencyLimiter passes every call through (here it does not: more than 2 get live)."""
+    EVENTS.clear()
+    limited = ConcurrencyLimiter(ListSearcher(5, own_limit=True), max_concurrent=1)
+    assert limited.suggest("a") == {"x": 1} and limited.suggest("b") == {"x": 2}
+    EVENTS.clear()
+    Tuner(four_steps, tune_config=TuneConfig(search_alg=ListSearcher(5, own_limit=True), num_samples=5,
+                                             max_concurrent_trials=1, metric="score", mode="max"),
+          run_config=RunConfig(storage=storage_dir, verbose=0, system="simple")).fit()
+    assert _most_live(EVENTS) > 1, EVENTS
+
+
+def test_max_concurrent_trials_beside_a_concurrency_limiter(storage_dir: str, caplog: Any) -> None:
+    """Ray 2.60 (tune.py): a ConcurrencyLimiter with another limit is a ValueError naming the fix; with the
+    same limit, a warning, and the limiter is not wrapped again."""
+    with pytest.raises(ConfigError, match="already a ConcurrencyLimiter with max_concurrent=3"):
+        Tuner(four_steps, tune_config=TuneConfig(search_alg=ConcurrencyLimiter(ListSearcher(5), 3), num_samples=5,
+                                                 max_concurrent_trials=2),
+              run_config=RunConfig(storage=storage_dir, verbose=0, system="simple"))
+    limiter = ConcurrencyLimiter(ListSearcher(5), 2)
+    tuner = Tuner(four_steps, tune_config=TuneConfig(search_alg=limiter, num_samples=5, max_concurrent_trials=2),
+                  run_config=RunConfig(storage=storage_dir, verbose=0, system="simple"))
+    assert tuner._searcher is limiter and "adds nothing" in caplog.text
 
 
 # ---------------------------------------------------------------- Result.error is also the raised class

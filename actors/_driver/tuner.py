@@ -61,6 +61,26 @@ def _dumps(obj: Any, what: str) -> bytes:
         ) from exc
 
 
+def _concurrency_limited(searcher: Any, cap: int, limiter: type[Any]) -> Any:
+    """Ray Tune's ``max_concurrent_trials`` for a searcher other than the default generator: the
+    searcher wrapped in a ``ConcurrencyLimiter``, so it is asked for a new trial only while fewer than
+    ``cap`` of its trials are live (PAUSED ones count), not merely while a slot is free."""
+    inner = searcher
+    while getattr(inner, "transparent", False):  # (ConstantsMerged: the Tuner's own wrapper)
+        inner = inner.searcher
+    if isinstance(inner, limiter):
+        if inner.max_concurrent != cap:
+            raise ConfigError(
+                f"TuneConfig(max_concurrent_trials={cap}) but search_alg is already a ConcurrencyLimiter with "
+                f"max_concurrent={inner.max_concurrent}: set max_concurrent_trials=None, or make them agree")
+        log.warning("TuneConfig(max_concurrent_trials=%d): search_alg is already a ConcurrencyLimiter with "
+                    "that limit, so max_concurrent_trials adds nothing", cap)
+        return searcher
+    wrapped = limiter(searcher, max_concurrent=cap)
+    wrapped.transparent = True  # the Tuner's wrapper, not the user's: messages name the searcher inside
+    return wrapped
+
+
 def _check_trainable(trainable: Any) -> str:
     return check_trainable(trainable)
 
@@ -72,7 +92,7 @@ class Tuner:
                  param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
                  run_config: RunConfig | None = None) -> None:
         from actors.search import BasicVariantGenerator, Searcher
-        from actors.search._wrappers import ConstantsMerged
+        from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
         from storage import StorageContext, StorageError
 
         for arg, value, cls in (("tune_config", tune_config, TuneConfig), ("run_config", run_config, RunConfig)):
@@ -116,6 +136,8 @@ class Tuner:
                             f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
                     searcher = ConstantsMerged(searcher, param_space)  # as Ray: constants join each config
                 self._num_samples = tc.num_samples
+                if tc.max_concurrent_trials:
+                    searcher = _concurrency_limited(searcher, tc.max_concurrent_trials, ConcurrencyLimiter)
         self._searcher = searcher
         # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
         self._searched = _domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None

@@ -80,6 +80,12 @@ class Searcher(ABC):
         self._mode = self._mode or mode
         return True
 
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """Called by a ``ConcurrencyLimiter`` around this searcher (also the one the Tuner adds for
+        ``TuneConfig(max_concurrent_trials=...)``): return True if the searcher keeps at most
+        ``max_concurrent`` trials live itself, and the limiter then leaves it to it (Ray Tune's contract)."""
+        return False
+
     @abstractmethod
     def suggest(self, trial_id: str) -> Suggestion:
         """A config for new trial ``trial_id``, ``None`` for "not now", or :attr:`FINISHED`."""

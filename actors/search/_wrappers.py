@@ -50,12 +50,28 @@ class ConcurrencyLimiter(_Wrapper):
     starts before that: useful for searchers that update in rounds.
     """
 
+    _limit = True  # (the default for one pickled before the flag existed)
+
     def __init__(self, searcher: Searcher, max_concurrent: int, batch: bool = False) -> None:
         super().__init__(_check_searcher("ConcurrencyLimiter", searcher))
         self.max_concurrent = _check_positive("ConcurrencyLimiter", "max_concurrent", max_concurrent)
         self.batch = bool(batch)
         self._live: list[str] = []
         self._held: list[tuple[str, dict[str, Any] | None, bool]] = []
+        # False when the inner searcher limits its own concurrency (set_max_concurrency said so): then
+        # every call passes straight through, as in Ray Tune
+        self._limit = not self.searcher.set_max_concurrency(self.max_concurrent)
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        self.max_concurrent = _check_positive("ConcurrencyLimiter", "max_concurrent", max_concurrent)
+        self._limit = not self.searcher.set_max_concurrency(self.max_concurrent)
+        return True
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
+    ) -> bool:
+        self._limit = not self.searcher.set_max_concurrency(self.max_concurrent)
+        return super().set_search_properties(metric, mode, config, **spec)
 
     @property
     def live_trials(self) -> list[str]:
@@ -63,6 +79,8 @@ class ConcurrencyLimiter(_Wrapper):
         return list(self._live)
 
     def suggest(self, trial_id: str) -> Suggestion:
+        if not self._limit:
+            return self.searcher.suggest(trial_id)
         if len(self._live) >= self.max_concurrent or self._held:
             return None
         if trial_id in self._live:
@@ -75,12 +93,17 @@ class ConcurrencyLimiter(_Wrapper):
         return suggestion
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
-        if trial_id in self._live and all(held[0] != trial_id for held in self._held):
+        if not self._limit:
+            self.searcher.on_trial_result(trial_id, result)
+        elif trial_id in self._live and all(held[0] != trial_id for held in self._held):
             self.searcher.on_trial_result(trial_id, result)
 
     def on_trial_complete(
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
     ) -> None:
+        if not self._limit:
+            self.searcher.on_trial_complete(trial_id, result, error)
+            return
         if trial_id not in self._live:
             return
         if not self.batch:
@@ -105,6 +128,7 @@ class ConcurrencyLimiter(_Wrapper):
     def restore(self, state: dict[str, Any]) -> None:
         check_state("ConcurrencyLimiter", state, "ConcurrencyLimiter")
         self.searcher.restore(state["searcher"])
+        self._limit = not self.searcher.set_max_concurrency(self.max_concurrent)
         self._live = list(state["live"])
         self._held = copy.deepcopy(state["held"])
 
