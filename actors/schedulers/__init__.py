@@ -9,6 +9,8 @@ from actors.schedulers._hyperband import HyperBandScheduler
 from actors.schedulers._median import MedianStoppingRule
 from actors.schedulers._pbt import PopulationBasedTraining
 
+TrialScheduler = Scheduler  # Ray Tune's name for the base class: a Ray plugin's imports only need rewriting
+
 __all__ = [
     "ASHAScheduler",
     "AsyncHyperBandScheduler",
@@ -19,4 +21,5 @@ __all__ = [
     "PopulationBasedTraining",
     "Scheduler",
     "SchedulerController",
+    "TrialScheduler",
 ]
