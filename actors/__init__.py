@@ -37,6 +37,9 @@ _EXPORTS: dict[str, str] = {
     "JsonLoggerCallback": "actors._driver.loggers",
     "CSVLoggerCallback": "actors._driver.loggers",
     "TBXLoggerCallback": "actors._driver.loggers",
+    "CLIReporter": "actors._driver.reporters",
+    "JupyterNotebookReporter": "actors._driver.reporters",
+    "ProgressReporter": "actors._driver.reporters",
     # the rest of ``from ray import tune``, so ``import actors as tune`` ports a script unchanged
     "Stopper": "actors.stoppers",
     **{name: "actors.search" for name in (

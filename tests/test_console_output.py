@@ -16,7 +16,7 @@ import pytest
 from actors import RunConfig, TuneConfig, Tuner, report
 from actors._driver.console import BURST_LINES, MAX_LINE_CHARS, ConsolePrinter, ConsoleTee
 from actors._driver.errors import ConfigError
-from actors._driver.progress import ProgressReporter
+from actors._driver.progress import ProgressDisplay
 from actors._engine.trial import TrialStatus
 from actors.messages import ExperimentProgress, ProgressRow, TrialOutput, TrialOutputBatch
 from actors.search import grid_search
@@ -51,14 +51,14 @@ def _lines(text: str, trial_id: str, pid: int) -> list[str]:
 def test_trial_output_reaches_the_driver_prefixed_and_live(storage_dir, no_leaks, capfd, monkeypatch,
                                                             tmp_path) -> None:
     flag = str(tmp_path / "shown")
-    original = ProgressReporter._echo
+    original = ProgressDisplay._echo
 
-    def echo(self: ProgressReporter, fd: int, text: str) -> None:  # the driver shows a line: tell the trial
+    def echo(self: ProgressDisplay, fd: int, text: str) -> None:  # the driver shows a line: tell the trial
         original(self, fd, text)
         if m := re.search(r"err-line (\w+)$", text):
             open(f"{flag}-{m.group(1)}", "w").close()
 
-    monkeypatch.setattr(ProgressReporter, "_echo", echo)
+    monkeypatch.setattr(ProgressDisplay, "_echo", echo)
     grid = Tuner(printing_fn, param_space={"tag": grid_search(["a", "b"]), "flag": flag},
                  tune_config=TuneConfig(metric="loss", mode="min"),
                  run_config=RunConfig(name="echo", storage=storage_dir, system="multiproc", verbose=0)).fit()
@@ -158,7 +158,7 @@ class _Terminal(io.StringIO):
 def test_echo_goes_above_the_live_table_which_keeps_drawing() -> None:
     pytest.importorskip("rich")
     term = _Terminal()
-    reporter = ProgressReporter("exp", 1, stream=term, metric="loss")
+    reporter = ProgressDisplay("exp", 1, stream=term, metric="loss")
     assert reporter.live is not None
     row = ProgressRow("t1", TrialStatus.RUNNING, {"x": 1}, 3, 0.5, "")
     reporter.update(ExperimentProgress({"RUNNING": 1}, (row,), 1.0, "loss"))

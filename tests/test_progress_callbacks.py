@@ -210,11 +210,11 @@ def test_table_caption_counts_the_hidden_rows():
     pytest.importorskip("rich")
     from rich.console import Console
 
-    from actors._driver.progress import ProgressReporter
+    from actors._driver.progress import ProgressDisplay
     from actors.messages import ExperimentProgress, ProgressRow
 
     row = ProgressRow("t1", TrialStatus.RUNNING, {"lr": 0.1}, 3, 0.5, "")
-    reporter = ProgressReporter("cap", verbose=0)
+    reporter = ProgressDisplay("cap", verbose=0)
     out = io.StringIO()
     Console(file=out, width=200).print(reporter._table(ExperimentProgress(
         {"RUNNING": 1, "PENDING": 12, "TERMINATED": 25}, (row,), 1.0, "loss", hidden={"PENDING": 12,

@@ -136,13 +136,13 @@ def test_table_and_echo_name_trials_as_ray_does(storage_dir, no_leaks, monkeypat
     pytest.importorskip("rich")
     from rich.console import Console
 
-    from actors._driver.progress import ProgressReporter
+    from actors._driver.progress import ProgressDisplay
 
     tables: list[str] = []
     flag = str(tmp_path / "drawn")
-    original = ProgressReporter.update
+    original = ProgressDisplay.update
 
-    def update(self: ProgressReporter, msg: Any) -> None:
+    def update(self: ProgressDisplay, msg: Any) -> None:
         if msg.rows:
             out = io.StringIO()
             Console(file=out, width=200).print(self._table(msg))
@@ -150,7 +150,7 @@ def test_table_and_echo_name_trials_as_ray_does(storage_dir, no_leaks, monkeypat
             open(flag, "w").close()
         original(self, msg)
 
-    monkeypatch.setattr(ProgressReporter, "update", update)
+    monkeypatch.setattr(ProgressDisplay, "update", update)
     grid = Tuner(prints, param_space={"x": 7, "flag": flag},
                  tune_config=TuneConfig(trial_name_creator=lambda t: f"named_{t.config['x']}"),
                  run_config=RunConfig(name="names", storage=storage_dir, verbose=0, system="multiproc")).fit()

@@ -590,3 +590,26 @@ def test_a_failed_trials_error_is_also_an_instance_of_what_it_raised(storage_dir
 
     unknown = trial_error("t", "NoSuchError: x", "Traceback ...\nsomewhere.NoSuchError: x\n")
     assert type(unknown) is TrialError
+
+
+# ---------------------------------------------------------------- progress reporters and verbose=3
+def test_a_progress_reporter_is_accepted_and_ignored_with_a_warning_as_ray(storage_dir: str, caplog: Any) -> None:
+    """Recorded from Ray 2.60 (a 2-trial grid with RunConfig(progress_reporter=CLIReporter(metric_columns=
+    ["loss"], max_report_frequency=1), verbose=3), and again with progress_reporter="nope", verbose=1): the
+    run completes, with one warning that the passed-in ProgressReporter is ignored; verbose=3 is valid."""
+    from actors import CLIReporter, JupyterNotebookReporter, ProgressReporter
+
+    reporter = CLIReporter(metric_columns=["loss"], max_report_frequency=1)
+    reporter.add_metric_column("acc", "accuracy")
+    with pytest.raises(ValueError, match="'loss' is already there"):
+        reporter.add_metric_column("loss")
+    assert isinstance(JupyterNotebookReporter(overwrite=False, metric_columns={"loss": "L"}), ProgressReporter)
+    for given, verbose in ((reporter, 3), ("nope", 1)):
+        caplog.clear()
+        grid = Tuner(first_fails, param_space={"k": grid_search([1, 2])},
+                     run_config=RunConfig(storage=storage_dir, system="simple", verbose=verbose,
+                                          progress_reporter=given)).fit()
+        assert len(grid) == 2 and grid.num_errors == 0
+        assert caplog.text.count("progress_reporter=...) is ignored") == 1, caplog.text
+    with pytest.raises(ConfigError, match="3 is accepted as 2"):
+        RunConfig(verbose=4)

@@ -166,6 +166,8 @@ class RunConfig:
     # echo what trials print on this terminal, prefixed "(trial_id pid=N)" (Ray's
     # ``ray.init(log_to_driver=...)``); it is saved in each trial's stdout.txt/stderr.txt either way
     log_to_driver: bool = True
+    # Ray Tune's CLIReporter & co.: accepted and, as in Ray 2.60 by default, ignored with a warning
+    progress_reporter: Any = None
 
     def __post_init__(self) -> None:
         if self.storage_path is not None:
@@ -204,8 +206,9 @@ class RunConfig:
         if not isinstance(self.log_to_driver, bool):
             raise ConfigError(f"RunConfig(log_to_driver={self.log_to_driver!r}): use True (echo trial output "
                               "on this terminal, the default) or False")
-        if self.verbose not in (0, 1, 2):
-            raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0, 1 or 2")
+        if isinstance(self.verbose, bool) or self.verbose not in (0, 1, 2, 3):
+            raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0 (silent), 1 (progress) or 2 (also "
+                              "each finished trial); 3 is accepted as 2, as Ray Tune 2.60 takes it")
         rows = self.max_progress_rows
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
             raise ConfigError(f"RunConfig(max_progress_rows={rows!r}): use an int >= 1 "

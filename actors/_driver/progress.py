@@ -27,7 +27,7 @@ def _fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-class ProgressReporter:
+class ProgressDisplay:
     def __init__(self, name: str, verbose: int, stream: TextIO | None = None, plain_every_s: float = 5.0,
                  force_plain: bool = False, metric: str | None = None) -> None:
         self.name = name
@@ -133,7 +133,7 @@ class ProgressReporter:
 class TrialLines(Callback):
     """Added by ``verbose=2``: reports each finished or failed trial through the reporter."""
 
-    def __init__(self, reporter: ProgressReporter) -> None:
+    def __init__(self, reporter: ProgressDisplay) -> None:
         self.reporter = reporter
 
     def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
@@ -145,4 +145,4 @@ class TrialLines(Callback):
         self.reporter.trial_line(trial, "failed")
 
 
-__all__ = ["ProgressReporter", "TrialLines"]
+__all__ = ["ProgressDisplay", "TrialLines"]

@@ -30,7 +30,8 @@ from actors._driver.errors import TuneError
 from actors._driver.loggers import LoggerCallback, controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
-from actors._driver.progress import ProgressReporter, TrialLines
+from actors._driver.progress import ProgressDisplay, TrialLines
+from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
@@ -262,8 +263,10 @@ class Tuner:
         self._save_tuner(spec)
         spec.loggers = controller_loggers(self.run_config.callbacks)  # they travel with the spec
         finished: ExperimentFinished | None = None
-        self._reporter = ProgressReporter(self.name, self.run_config.verbose, metric=spec.metric)
-        extra = [TrialLines(self._reporter)] if self.run_config.verbose >= 2 else []
+        verbose = min(2, self.run_config.verbose)  # (Ray 2.60's output engine shows 3 as 2)
+        warn_ignored(getattr(self.run_config, "progress_reporter", None))  # (None in a RunConfig pickled before it)
+        self._reporter = ProgressDisplay(self.name, verbose, metric=spec.metric)
+        extra = [TrialLines(self._reporter)] if verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
         self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
                                                                      .experiment_dir), self._ctx.is_local,
