@@ -46,6 +46,7 @@ from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
+from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
 from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
 from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP, TRAINING_ITERATION
 
@@ -222,6 +223,9 @@ class TrialRunner:
         self._run_started = started
         try:
             trainable = cloudpickle.loads(self.msg.trainable)
+            if self.msg.capture_fds and chdir_wanted():  # (capture_fds: the trial has a process of its own)
+                enter_trial_dir(local_trial_dir(self.layout.trial_dir(self.trial_id), self.ctx.is_local,
+                                                self.msg.experiment_name))
             if inspect.isclass(trainable) and issubclass(trainable, Trainable):
                 self._run_class(trainable)
             else:

@@ -7,13 +7,11 @@ system) with a process-wide fallback for threads the user starts themselves.
 
 from __future__ import annotations
 
-import os
-import posixpath
-import tempfile
 import threading
 from typing import TYPE_CHECKING, Any
 
 from actors._driver.errors import TuneError
+from actors._worker.workdir import local_trial_dir
 
 if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
@@ -85,12 +83,8 @@ class TuneContext:
         """A local directory of this trial's own: its directory in the experiment on local storage;
         with remote storage (Ray's case too) a scratch directory on this machine, not uploaded."""
         runner = _get_session("get_context().get_trial_dir")
-        path = runner.layout.trial_dir(runner.trial_id)
-        if not runner.ctx.is_local:
-            path = os.path.join(tempfile.gettempdir(), "audition", runner.msg.experiment_name,
-                                posixpath.basename(path))
-        os.makedirs(path, exist_ok=True)
-        return str(path)
+        return local_trial_dir(runner.layout.trial_dir(runner.trial_id), runner.ctx.is_local,
+                               runner.msg.experiment_name)
 
     def get_world_rank(self) -> None:
         """None, as Ray Tune answers outside Ray Train."""
