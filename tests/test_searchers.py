@@ -84,9 +84,9 @@ def test_finished_sentinel_survives_pickling() -> None:
 
 def test_mode_and_metric_are_validated() -> None:
     with pytest.raises(ValueError, match="mode must be 'min' or 'max', got 'minimize'"):
-        BasicVariantGenerator({}, mode="minimize")
+        BasicVariantGenerator(param_space={}, mode="minimize")
     with pytest.raises(ValueError, match="metric must be a non-empty string"):
-        BasicVariantGenerator({}, metric="")
+        BasicVariantGenerator(param_space={}, metric="")
 
 
 def test_default_save_explains_how_to_become_resumable() -> None:
@@ -108,7 +108,7 @@ def test_set_search_properties_adopts_space_once() -> None:
     assert not gen.set_search_properties(None, None, {"y": 1})  # space already set
     assert not gen.set_search_properties("acc", None, None)  # metric clash
     assert gen.set_search_properties("loss", "min", None)  # same values are fine
-    given_space = BasicVariantGenerator({"x": 1})
+    given_space = BasicVariantGenerator(param_space={"x": 1})
     assert not given_space.set_search_properties("loss", "min", {"x": 2})
 
 
@@ -131,9 +131,9 @@ def _drain(gen: Searcher, start: int = 0) -> list[dict[str, Any]]:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**40), num_samples=st.integers(1, 4), data=st.data())
 def test_restore_continues_exactly(seed: int, num_samples: int, data: st.DataObject) -> None:
-    reference = _drain(BasicVariantGenerator(SPACE, num_samples=num_samples, seed=seed))
+    reference = _drain(BasicVariantGenerator(param_space=SPACE, num_samples=num_samples, seed=seed))
     cut = data.draw(st.integers(0, len(reference)), label="cut")
-    original = BasicVariantGenerator(SPACE, num_samples=num_samples, seed=seed)
+    original = BasicVariantGenerator(param_space=SPACE, num_samples=num_samples, seed=seed)
     for i in range(cut):
         original.suggest(f"t{i}")
     state = _roundtrip(original.save())
@@ -144,26 +144,26 @@ def test_restore_continues_exactly(seed: int, num_samples: int, data: st.DataObj
 
 
 def test_seedless_generator_restores_its_random_seed() -> None:
-    original = BasicVariantGenerator({"x": uniform(0, 1)}, num_samples=6)
+    original = BasicVariantGenerator(param_space={"x": uniform(0, 1)}, num_samples=6)
     head = [original.suggest(f"t{i}") for i in range(2)]
     state = _roundtrip(original.save())
     tail = _drain(original, start=2)
-    resumed = BasicVariantGenerator({"x": uniform(0, 1)}, num_samples=6)
+    resumed = BasicVariantGenerator(param_space={"x": uniform(0, 1)}, num_samples=6)
     resumed.restore(state)
     assert _drain(resumed, start=2) == tail and len(head) == 2
 
 
 def test_variant_is_random_access() -> None:
-    gen = BasicVariantGenerator(SPACE, num_samples=2, seed=5)
+    gen = BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=5)
     assert [gen.variant(i) for i in range(gen.total_trials)] == _drain(
-        BasicVariantGenerator(SPACE, 2, seed=5)
+        BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=5)
     )
     with pytest.raises(IndexError, match="out of range; there are 6 variants"):
         gen.variant(6)
 
 
 def test_max_concurrent_and_live_trials_survive_restore() -> None:
-    gen = BasicVariantGenerator({"x": randint(0, 10)}, num_samples=5, seed=0, max_concurrent=2)
+    gen = BasicVariantGenerator(param_space={"x": randint(0, 10)}, num_samples=5, seed=0, max_concurrent=2)
     assert isinstance(gen.suggest("a"), dict) and isinstance(gen.suggest("b"), dict)
     assert gen.suggest("c") is None
     resumed = BasicVariantGenerator()
@@ -237,8 +237,8 @@ def test_limiter_batch_mode_holds_results_until_batch_ends() -> None:
 
 
 def test_limiter_over_generator_restores() -> None:
-    limiter = ConcurrencyLimiter(BasicVariantGenerator(SPACE, num_samples=2, seed=9), max_concurrent=2)
-    reference = _drain(BasicVariantGenerator(SPACE, num_samples=2, seed=9))
+    limiter = ConcurrencyLimiter(BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=9), max_concurrent=2)
+    reference = _drain(BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=9))
     got = [limiter.suggest("t0"), limiter.suggest("t1")]
     resumed = ConcurrencyLimiter(BasicVariantGenerator(), max_concurrent=2)
     resumed.restore(_roundtrip(limiter.save()))
@@ -323,7 +323,7 @@ def test_repeater_save_restore_mid_group() -> None:
         return [repeater.suggest(f"t{i}") for i in ids]
 
     original = Repeater(
-        ConcurrencyLimiter(BasicVariantGenerator(SPACE, seed=4, metric="loss"), max_concurrent=10), repeat=2
+        ConcurrencyLimiter(BasicVariantGenerator(param_space=SPACE, seed=4, metric="loss"), max_concurrent=10), repeat=2
     )
     head = run(original, range(3))
     original.on_trial_complete("t0", {"loss": 1.0})
