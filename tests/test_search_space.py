@@ -360,8 +360,11 @@ def test_same_seed_same_sequence(seed: int) -> None:
 
 def test_different_seeds_differ_and_no_seed_is_random() -> None:
     space = {"x": uniform(0, 1)}
-    assert _all(BasicVariantGenerator(param_space=space, num_samples=5, seed=1)) != _all(BasicVariantGenerator(param_space=space, num_samples=5, seed=2))
-    assert _all(BasicVariantGenerator(param_space=space, num_samples=5)) != _all(BasicVariantGenerator(param_space=space, num_samples=5))
+    def gen(seed: int | None = None) -> BasicVariantGenerator:
+        return BasicVariantGenerator(param_space=space, num_samples=5, seed=seed)
+
+    assert _all(gen(1)) != _all(gen(2))
+    assert _all(gen()) != _all(gen())
 
 
 def test_generator_never_touches_the_global_rng() -> None:
@@ -418,3 +421,73 @@ def test_grid_values_may_hold_random_domains() -> None:
     gen = BasicVariantGenerator(param_space={"p": grid_search([{"x": uniform(0, 1)}, {"x": randint(10, 20)}])}, seed=0)
     first, second = _all(gen)
     assert 0 <= first["p"]["x"] <= 1 and 10 <= second["p"]["x"] < 20
+
+
+# --- Ray 2.60's Domain.sample(config=None, size=1, random_state=None) ----------------------------------
+#
+# Recorded from Ray 2.60 (/work/rayvenv, a script calling each tune domain's .sample() with no arguments,
+# size=3, random_state=42 twice, after np.random.seed(0) twice, and bad sizes).  size=1 gives one plain
+# value: float for the float domains, int for the integer ones, the category itself for choice, the
+# function's value for sample_from.  size=3 gives 3 values: a numpy array for uniform, loguniform,
+# randn, randint and lograndint, a list for the quantized domains, choice and sample_from; audition
+# always gives a list (numpy is not a dependency).
+
+SCALAR_TYPES: list[tuple[Any, Any]] = [
+    (uniform(0, 1), float), (loguniform(1e-4, 1e-1), float), (quniform(0, 1, 0.1), float),
+    (randint(0, 10), int), (qrandint(0, 10, 2), int), (lograndint(1, 100), int),
+    (randn(0, 1), float), (qrandn(0, 1, 0.5), float), (choice([1, "a", 2.5]), (int, str, float)),
+    (sample_from(lambda spec: 7), int), (sample_from(lambda: 8), int),
+]
+
+
+@pytest.mark.parametrize(("domain", "kind"), SCALAR_TYPES)
+def test_domain_sample_with_ray_arguments(domain: Any, kind: Any) -> None:
+    value = domain.sample()
+    assert isinstance(value, kind) and not isinstance(value, list)
+    values = domain.sample(size=3)
+    assert isinstance(values, list) and len(values) == 3 and all(isinstance(v, kind) for v in values)
+    # Ray: random_state=42 gives the same value twice, and size=3's first value is size=1's value
+    assert domain.sample(random_state=42) == domain.sample(random_state=42)
+    assert domain.sample(size=3, random_state=42)[0] == domain.sample(random_state=42)
+
+
+def test_domain_sample_without_random_state_follows_the_global_seed() -> None:
+    # Ray: no random_state draws from numpy's global generator, so np.random.seed(0) repeats a draw;
+    # audition draws from the global random module, so random.seed(0) does
+    random.seed(0)
+    first = uniform(0, 1).sample(size=4)
+    random.seed(0)
+    assert uniform(0, 1).sample(size=4) == first
+    assert len(set(first)) == 4
+
+
+def test_domain_sample_random_state_kinds() -> None:
+    np = pytest.importorskip("numpy")
+    # Ray takes numpy Generators and RandomStates; audition seeds a random.Random from them
+    assert 0 <= uniform(0, 1).sample(random_state=np.random.default_rng(1)) <= 1
+    assert choice(["a", "b"]).sample(random_state=np.random.RandomState(1)) in ("a", "b")
+    rng = random.Random(5)
+    expected = random.Random(5)
+    assert randint(0, 100).sample(random_state=rng) == randint(0, 100).sample(random_state=expected)
+    assert uniform(0, 1).sample(random.Random(2)) == uniform(0, 1).sample(random_state=random.Random(2))  # older form
+    with pytest.raises(TypeError, match="random_state must be an int seed"):  # Ray: TypeError (SeedSequence)
+        uniform(0, 1).sample(random_state="x")
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, True])
+def test_domain_sample_bad_size(size: Any) -> None:
+    # Ray: size=0 IndexError, size=-1 ValueError, size=1.5 TypeError (from numpy); audition one ValueError
+    with pytest.raises(ValueError, match="size must be an integer >= 1"):
+        uniform(0, 1).sample(size=size)
+
+
+def test_sample_from_sample_passes_config() -> None:
+    # Ray: fn(config); a function reading spec.config.x is retried with a spec (Ray warns it is deprecated)
+    assert sample_from(lambda spec: spec.config.x + 1).sample(config={"x": 3}) == 4
+    assert sample_from(lambda config: config["x"] + 1).sample(config={"x": 3}) == 4
+    assert sample_from(lambda config: config["x"] + 1).sample(config=[{"x": 1}, {"x": 2}], size=2) == [2, 3]
+    with pytest.raises(AttributeError):  # Ray: AttributeError 'NoneType' object has no attribute 'x'
+        sample_from(lambda spec: spec.config.x).sample()
+    assert isinstance(uniform(0, 1).sample({"x": 1}), float)  # other domains ignore config, as Ray's
+    with pytest.raises(SearchSpaceError, match="cannot be sampled on its own"):
+        grid_search([1, 2]).sample()
