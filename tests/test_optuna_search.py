@@ -55,7 +55,7 @@ def _run(searcher: Searcher, trials: int, start: int = 0) -> list[tuple[dict[str
 
 def test_optuna_beats_random_search_on_a_quadratic() -> None:
     tpe = min(loss for _, loss in _run(OptunaSearch(QUADRATIC, "loss", "min", seed=0), 60))
-    rnd = min(loss for _, loss in _run(BasicVariantGenerator(QUADRATIC, num_samples=60, seed=0), 60))
+    rnd = min(loss for _, loss in _run(BasicVariantGenerator(param_space=QUADRATIC, num_samples=60, seed=0), 60))
     assert tpe < rnd
     assert tpe < 0.5
 

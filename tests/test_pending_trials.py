@@ -38,8 +38,8 @@ def test_hyperband_brackets_halve_as_in_ray(limit: int | None, ray: list[tuple[i
 
 
 def test_pending_trials_wanted() -> None:
-    assert pending_trials_wanted(BasicVariantGenerator({}), 2, 2.0) == 200
-    assert pending_trials_wanted(BasicVariantGenerator({}), 2, 400.0) == 440
+    assert pending_trials_wanted(BasicVariantGenerator(param_space={}), 2, 2.0) == 200
+    assert pending_trials_wanted(BasicVariantGenerator(param_space={}), 2, 400.0) == 440
     limited = ConcurrencyLimiter(OptunaSearch({"x": uniform(0, 1)}, "loss", "min"), 4)
     assert pending_trials_wanted(limited, 3, 2.0) == 3  # a learning searcher: one per free slot
     assert pending_trials_wanted(limited, 0, 2.0) == 1

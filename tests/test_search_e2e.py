@@ -24,7 +24,16 @@ from actors import RunConfig, TuneConfig, Tuner
 from actors._driver.result_grid import ResultGrid
 from actors._engine.trial import TrialStatus
 from actors.schedulers import ASHAScheduler, HyperBandScheduler
-from actors.search import ConcurrencyLimiter, OptunaSearch, Repeater, Searcher, grid_search, uniform
+from actors.search import (
+    BasicVariantGenerator,
+    ConcurrencyLimiter,
+    OptunaSearch,
+    Repeater,
+    Searcher,
+    grid_search,
+    randint,
+    uniform,
+)
 from actors.stoppers import (
     CombinedStopper,
     ExperimentPlateauStopper,
@@ -229,6 +238,42 @@ def test_repeater_runs_each_config_repeat_times(storage_dir: str, no_leaks: None
         got[group_id] = result["loss"]
     # each group's result is the mean of its three (identical, deterministic) final losses
     assert sorted(got.values()) == pytest.approx(sorted(final.values()))
+
+
+# ---------------------------------------------------------------------------- c2. BasicVariantGenerator
+
+def sum_trainable(config: dict[str, Any]) -> dict[str, Any]:
+    return {"s": config["a"] + config["b"]}
+
+
+def _by_trial(grid: ResultGrid) -> list[dict[str, Any]]:
+    return [r.config for r in sorted(grid, key=lambda r: r.metrics["trial_id"])]
+
+
+def test_basic_variant_generator_with_ray_arguments(storage_dir: str, no_leaks: None) -> None:
+    """Ray's docstring example, constant_grid_search and random_state through Tuner.fit().
+
+    Recorded from Ray 2.60 (Tuner.fit() with these arguments, trials by trial id): the points give
+    a = [2, 1, 1, 2, 1, 2] with b = 2 in trials 0, 2 and 3; constant_grid_search holds b over each
+    sweep of a; random_state=5 repeats the configs run after run.
+    """
+    def fit(gen: BasicVariantGenerator, name: str, num_samples: int) -> list[dict[str, Any]]:
+        grid = Tuner(sum_trainable, param_space={"a": grid_search([1, 2]), "b": randint(0, 3)},
+                     tune_config=TuneConfig(search_alg=gen, num_samples=num_samples),
+                     run_config=RunConfig(name=name, storage=storage_dir, system="simple", verbose=0)).fit()
+        _check_clean(grid, len(grid))
+        return _by_trial(grid)
+
+    points = fit(BasicVariantGenerator(points_to_evaluate=[{"a": 2, "b": 2}, {"a": 1}, {"b": 2}]), "points", 4)
+    assert [c["a"] for c in points] == [2, 1, 1, 2, 1, 2]
+    assert [points[i]["b"] for i in (0, 2, 3)] == [2, 2, 2]
+    held = fit(BasicVariantGenerator(constant_grid_search=True, random_state=5), "held", 3)
+    assert [c["a"] for c in held] == [1, 2] * 3
+    assert all(held[i]["b"] == held[i + 1]["b"] for i in (0, 2, 4))
+    assert fit(BasicVariantGenerator(constant_grid_search=True, random_state=5), "held_again", 3) == held
+    with pytest.raises(ValueError, match=r"points_to_evaluate\[0\] sets 'c'"):
+        Tuner(sum_trainable, param_space={"a": 1, "b": 2},
+              tune_config=TuneConfig(search_alg=BasicVariantGenerator([{"c": 1}])))
 
 
 # ---------------------------------------------------------------------------- d. stoppers

@@ -117,16 +117,16 @@ def test_validate_param_space_rejects(space: Any, fragment: str) -> None:
 @pytest.mark.parametrize("num_samples", [0, -1, 1.5, True])
 def test_bad_num_samples(num_samples: Any) -> None:
     with pytest.raises(SearchSpaceError, match="num_samples must be an integer >= 1"):
-        BasicVariantGenerator({}, num_samples=num_samples)
+        BasicVariantGenerator(param_space={}, num_samples=num_samples)
 
 
 def test_generator_validates_space_eagerly() -> None:
     with pytest.raises(SearchSpaceError, match="param_space must be a dict"):
-        BasicVariantGenerator([1])  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="seed must be an int"):
-        BasicVariantGenerator({}, seed="x")  # type: ignore[arg-type]
+        BasicVariantGenerator(param_space=[1])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="seed must be an int seed"):
+        BasicVariantGenerator(param_space={}, seed="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_concurrent"):
-        BasicVariantGenerator({}, max_concurrent=-1)
+        BasicVariantGenerator(param_space={}, max_concurrent=-1)
 
 
 def test_domains_pickle_and_compare_by_value() -> None:
@@ -241,7 +241,7 @@ def test_qrandn_is_quantized() -> None:
 
 def test_grid_times_samples_count_and_order() -> None:
     gen = BasicVariantGenerator(
-        {"a": grid_search([1, 2]), "b": grid_search(["x", "y", "z"]), "c": 7}, num_samples=2, seed=0
+        param_space={"a": grid_search([1, 2]), "b": grid_search(["x", "y", "z"]), "c": 7}, num_samples=2, seed=0
     )
     assert gen.total_trials == 12
     configs = _all(gen)
@@ -256,9 +256,9 @@ def test_grid_times_samples_count_and_order() -> None:
 def test_grid_keys_are_swept_in_sorted_path_order_as_ray() -> None:
     # recorded from Ray 2.60 (ray.tune.search.variant_generator.generate_variants, and the trial
     # numbering of Tuner.fit() for the third space): grid keys sorted by path, the first varies fastest
-    flat = _all(BasicVariantGenerator({"b": grid_search([1, 2]), "a": grid_search([10, 20])}, seed=0))
+    flat = _all(BasicVariantGenerator(param_space={"b": grid_search([1, 2]), "a": grid_search([10, 20])}, seed=0))
     assert flat == [{"b": 1, "a": 10}, {"b": 1, "a": 20}, {"b": 2, "a": 10}, {"b": 2, "a": 20}]
-    nested = _all(BasicVariantGenerator({
+    nested = _all(BasicVariantGenerator(param_space={
         "z": {"q": grid_search([1, 2]), "p": grid_search(["x", "y"])},
         "m": grid_search([5, 6]), "B": grid_search([0, 1])}, seed=0))
     assert [(c["z"]["q"], c["z"]["p"], c["m"], c["B"]) for c in nested] == [
@@ -267,7 +267,7 @@ def test_grid_keys_are_swept_in_sorted_path_order_as_ray() -> None:
         (2, "x", 5, 0), (2, "x", 5, 1), (2, "x", 6, 0), (2, "x", 6, 1),
         (2, "y", 5, 0), (2, "y", 5, 1), (2, "y", 6, 0), (2, "y", 6, 1)]
     assert list(nested[0]) == ["z", "m", "B"]  # the config keeps the written key order
-    lists = _all(BasicVariantGenerator({
+    lists = _all(BasicVariantGenerator(param_space={
         "l": [grid_search([1, 2]), grid_search([3, 4])], "k": grid_search(["u", "v"]),
         "k10": grid_search([7, 8]), "k9": grid_search([0, 1])}, num_samples=2, seed=0))
     got = [(c["l"][0], c["l"][1], c["k"], c["k10"], c["k9"]) for c in lists]
@@ -282,7 +282,7 @@ def test_grid_keys_are_swept_in_sorted_path_order_as_ray() -> None:
 
 
 def test_a_state_saved_before_sorting_resumes_in_written_order() -> None:
-    gen = BasicVariantGenerator({"b": grid_search([1, 2]), "a": grid_search([10, 20])}, seed=0)
+    gen = BasicVariantGenerator(param_space={"b": grid_search([1, 2]), "a": grid_search([10, 20])}, seed=0)
     gen.suggest("t0")
     state = gen.save()
     del state["grid_order"]  # as saved by a version that swept grids in written order
@@ -304,7 +304,7 @@ def test_nested_dicts_and_literal_grid_spelling() -> None:
         "opt": {"lr": loguniform(1e-4, 1e-2)},
         "tags": ["x", uniform(0, 1)],
     }
-    configs = _all(BasicVariantGenerator(space, num_samples=3, seed=1))
+    configs = _all(BasicVariantGenerator(param_space=space, num_samples=3, seed=1))
     assert len(configs) == 12
     assert {(c["model"]["layers"], c["model"]["act"]) for c in configs} == {
         (1, "relu"),
@@ -322,7 +322,7 @@ def test_nested_dicts_and_literal_grid_spelling() -> None:
 
 def test_variants_do_not_share_containers_with_the_space() -> None:
     space = {"nested": {"k": [1, 2]}}
-    gen = BasicVariantGenerator(space, num_samples=2, seed=0)
+    gen = BasicVariantGenerator(param_space=space, num_samples=2, seed=0)
     first, second = _all(gen)
     first["nested"]["k"].append(3)
     assert second["nested"]["k"] == [1, 2] and space["nested"]["k"] == [1, 2]
@@ -334,7 +334,7 @@ def test_empty_or_missing_space_gives_num_samples_empty_configs() -> None:
 
 def test_choice_of_dicts_with_domains_is_conditional() -> None:
     space = {"opt": choice([{"name": "sgd", "momentum": uniform(0.5, 0.9)}, {"name": "adam"}])}
-    configs = _all(BasicVariantGenerator(space, num_samples=40, seed=3))
+    configs = _all(BasicVariantGenerator(param_space=space, num_samples=40, seed=3))
     names = {c["opt"]["name"] for c in configs}
     assert names == {"sgd", "adam"}
     for c in configs:
@@ -353,22 +353,25 @@ def test_same_seed_same_sequence(seed: int) -> None:
         "g": randn(),
         "f": sample_from(lambda spec: spec.random.random() + spec.config.lr),
     }
-    first = _all(BasicVariantGenerator(space, num_samples=3, seed=seed))
-    second = _all(BasicVariantGenerator(space, num_samples=3, seed=seed))
+    first = _all(BasicVariantGenerator(param_space=space, num_samples=3, seed=seed))
+    second = _all(BasicVariantGenerator(param_space=space, num_samples=3, seed=seed))
     assert first == second
 
 
 def test_different_seeds_differ_and_no_seed_is_random() -> None:
     space = {"x": uniform(0, 1)}
-    assert _all(BasicVariantGenerator(space, 5, seed=1)) != _all(BasicVariantGenerator(space, 5, seed=2))
-    assert _all(BasicVariantGenerator(space, 5)) != _all(BasicVariantGenerator(space, 5))
+    def gen(seed: int | None = None) -> BasicVariantGenerator:
+        return BasicVariantGenerator(param_space=space, num_samples=5, seed=seed)
+
+    assert _all(gen(1)) != _all(gen(2))
+    assert _all(gen()) != _all(gen())
 
 
 def test_generator_never_touches_the_global_rng() -> None:
     random.seed(123)
     expected = random.random()
     random.seed(123)
-    _all(BasicVariantGenerator({"x": uniform(0, 1), "g": grid_search([1, 2])}, num_samples=5, seed=0))
+    _all(BasicVariantGenerator(param_space={"x": uniform(0, 1), "g": grid_search([1, 2])}, num_samples=5, seed=0))
     assert random.random() == expected
 
 
@@ -383,7 +386,7 @@ def test_sample_from_reads_resolved_config_by_attribute_and_item() -> None:
         "area": sample_from(lambda spec: spec.config["model"]["width"] * spec.config.model.width),
         "const": sample_from(lambda: "no-arg functions work too"),
     }
-    configs = _all(BasicVariantGenerator(space, seed=0))
+    configs = _all(BasicVariantGenerator(param_space=space, seed=0))
     assert [(c["double"], c["area"]) for c in configs] == [(0.2, 16), (0.4, 16), (0.2, 64), (0.4, 64)]
     assert all(c["const"] == "no-arg functions work too" for c in configs)
 
@@ -395,7 +398,7 @@ def test_sample_from_dependencies_resolve_regardless_of_key_order() -> None:
         "a": randint(1, 5),
         "nested": {"d": sample_from(lambda spec: spec.config.c * 2)},
     }
-    for config in _all(BasicVariantGenerator(space, num_samples=5, seed=0)):
+    for config in _all(BasicVariantGenerator(param_space=space, num_samples=5, seed=0)):
         assert config["b"] == config["a"] * 10
         assert config["c"] == config["b"] + 1
         assert config["nested"]["d"] == config["c"] * 2
@@ -403,18 +406,88 @@ def test_sample_from_dependencies_resolve_regardless_of_key_order() -> None:
 
 def test_sample_from_cycle_is_reported() -> None:
     space = {"a": sample_from(lambda spec: spec.config.b), "b": sample_from(lambda spec: spec.config.a)}
-    gen = BasicVariantGenerator(space, seed=0)
+    gen = BasicVariantGenerator(param_space=space, seed=0)
     with pytest.raises(SearchSpaceError, match=r"cycle \('a' needs 'b', 'b' needs 'a'\)"):
         gen.suggest("t0")
 
 
 def test_sample_from_errors_name_the_key() -> None:
-    gen = BasicVariantGenerator({"x": 1, "y": sample_from(lambda spec: spec.config.nope)}, seed=0)
+    gen = BasicVariantGenerator(param_space={"x": 1, "y": sample_from(lambda spec: spec.config.nope)}, seed=0)
     with pytest.raises(SearchSpaceError, match=r"at 'y' raised AttributeError: config has no key 'nope'"):
         gen.suggest("t0")
 
 
 def test_grid_values_may_hold_random_domains() -> None:
-    gen = BasicVariantGenerator({"p": grid_search([{"x": uniform(0, 1)}, {"x": randint(10, 20)}])}, seed=0)
+    gen = BasicVariantGenerator(param_space={"p": grid_search([{"x": uniform(0, 1)}, {"x": randint(10, 20)}])}, seed=0)
     first, second = _all(gen)
     assert 0 <= first["p"]["x"] <= 1 and 10 <= second["p"]["x"] < 20
+
+
+# --- Ray 2.60's Domain.sample(config=None, size=1, random_state=None) ----------------------------------
+#
+# Recorded from Ray 2.60 (/work/rayvenv, a script calling each tune domain's .sample() with no arguments,
+# size=3, random_state=42 twice, after np.random.seed(0) twice, and bad sizes).  size=1 gives one plain
+# value: float for the float domains, int for the integer ones, the category itself for choice, the
+# function's value for sample_from.  size=3 gives 3 values: a numpy array for uniform, loguniform,
+# randn, randint and lograndint, a list for the quantized domains, choice and sample_from; audition
+# always gives a list (numpy is not a dependency).
+
+SCALAR_TYPES: list[tuple[Any, Any]] = [
+    (uniform(0, 1), float), (loguniform(1e-4, 1e-1), float), (quniform(0, 1, 0.1), float),
+    (randint(0, 10), int), (qrandint(0, 10, 2), int), (lograndint(1, 100), int),
+    (randn(0, 1), float), (qrandn(0, 1, 0.5), float), (choice([1, "a", 2.5]), (int, str, float)),
+    (sample_from(lambda spec: 7), int), (sample_from(lambda: 8), int),
+]
+
+
+@pytest.mark.parametrize(("domain", "kind"), SCALAR_TYPES)
+def test_domain_sample_with_ray_arguments(domain: Any, kind: Any) -> None:
+    value = domain.sample()
+    assert isinstance(value, kind) and not isinstance(value, list)
+    values = domain.sample(size=3)
+    assert isinstance(values, list) and len(values) == 3 and all(isinstance(v, kind) for v in values)
+    # Ray: random_state=42 gives the same value twice, and size=3's first value is size=1's value
+    assert domain.sample(random_state=42) == domain.sample(random_state=42)
+    assert domain.sample(size=3, random_state=42)[0] == domain.sample(random_state=42)
+
+
+def test_domain_sample_without_random_state_follows_the_global_seed() -> None:
+    # Ray: no random_state draws from numpy's global generator, so np.random.seed(0) repeats a draw;
+    # audition draws from the global random module, so random.seed(0) does
+    random.seed(0)
+    first = uniform(0, 1).sample(size=4)
+    random.seed(0)
+    assert uniform(0, 1).sample(size=4) == first
+    assert len(set(first)) == 4
+
+
+def test_domain_sample_random_state_kinds() -> None:
+    np = pytest.importorskip("numpy")
+    # Ray takes numpy Generators and RandomStates; audition seeds a random.Random from them
+    assert 0 <= uniform(0, 1).sample(random_state=np.random.default_rng(1)) <= 1
+    assert choice(["a", "b"]).sample(random_state=np.random.RandomState(1)) in ("a", "b")
+    rng = random.Random(5)
+    expected = random.Random(5)
+    assert randint(0, 100).sample(random_state=rng) == randint(0, 100).sample(random_state=expected)
+    assert uniform(0, 1).sample(random.Random(2)) == uniform(0, 1).sample(random_state=random.Random(2))  # older form
+    with pytest.raises(TypeError, match="random_state must be an int seed"):  # Ray: TypeError (SeedSequence)
+        uniform(0, 1).sample(random_state="x")
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, True])
+def test_domain_sample_bad_size(size: Any) -> None:
+    # Ray: size=0 IndexError, size=-1 ValueError, size=1.5 TypeError (from numpy); audition one ValueError
+    with pytest.raises(ValueError, match="size must be an integer >= 1"):
+        uniform(0, 1).sample(size=size)
+
+
+def test_sample_from_sample_passes_config() -> None:
+    # Ray: fn(config); a function reading spec.config.x is retried with a spec (Ray warns it is deprecated)
+    assert sample_from(lambda spec: spec.config.x + 1).sample(config={"x": 3}) == 4
+    assert sample_from(lambda config: config["x"] + 1).sample(config={"x": 3}) == 4
+    assert sample_from(lambda config: config["x"] + 1).sample(config=[{"x": 1}, {"x": 2}], size=2) == [2, 3]
+    with pytest.raises(AttributeError):  # Ray: AttributeError 'NoneType' object has no attribute 'x'
+        sample_from(lambda spec: spec.config.x).sample()
+    assert isinstance(uniform(0, 1).sample({"x": 1}), float)  # other domains ignore config, as Ray's
+    with pytest.raises(SearchSpaceError, match="cannot be sampled on its own"):
+        grid_search([1, 2]).sample()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import random
 from typing import Any
 
 import cloudpickle
@@ -84,9 +85,9 @@ def test_finished_sentinel_survives_pickling() -> None:
 
 def test_mode_and_metric_are_validated() -> None:
     with pytest.raises(ValueError, match="mode must be 'min' or 'max', got 'minimize'"):
-        BasicVariantGenerator({}, mode="minimize")
+        BasicVariantGenerator(param_space={}, mode="minimize")
     with pytest.raises(ValueError, match="metric must be a non-empty string"):
-        BasicVariantGenerator({}, metric="")
+        BasicVariantGenerator(param_space={}, metric="")
 
 
 def test_default_save_explains_how_to_become_resumable() -> None:
@@ -108,7 +109,7 @@ def test_set_search_properties_adopts_space_once() -> None:
     assert not gen.set_search_properties(None, None, {"y": 1})  # space already set
     assert not gen.set_search_properties("acc", None, None)  # metric clash
     assert gen.set_search_properties("loss", "min", None)  # same values are fine
-    given_space = BasicVariantGenerator({"x": 1})
+    given_space = BasicVariantGenerator(param_space={"x": 1})
     assert not given_space.set_search_properties("loss", "min", {"x": 2})
 
 
@@ -131,9 +132,9 @@ def _drain(gen: Searcher, start: int = 0) -> list[dict[str, Any]]:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**40), num_samples=st.integers(1, 4), data=st.data())
 def test_restore_continues_exactly(seed: int, num_samples: int, data: st.DataObject) -> None:
-    reference = _drain(BasicVariantGenerator(SPACE, num_samples=num_samples, seed=seed))
+    reference = _drain(BasicVariantGenerator(param_space=SPACE, num_samples=num_samples, seed=seed))
     cut = data.draw(st.integers(0, len(reference)), label="cut")
-    original = BasicVariantGenerator(SPACE, num_samples=num_samples, seed=seed)
+    original = BasicVariantGenerator(param_space=SPACE, num_samples=num_samples, seed=seed)
     for i in range(cut):
         original.suggest(f"t{i}")
     state = _roundtrip(original.save())
@@ -144,26 +145,26 @@ def test_restore_continues_exactly(seed: int, num_samples: int, data: st.DataObj
 
 
 def test_seedless_generator_restores_its_random_seed() -> None:
-    original = BasicVariantGenerator({"x": uniform(0, 1)}, num_samples=6)
+    original = BasicVariantGenerator(param_space={"x": uniform(0, 1)}, num_samples=6)
     head = [original.suggest(f"t{i}") for i in range(2)]
     state = _roundtrip(original.save())
     tail = _drain(original, start=2)
-    resumed = BasicVariantGenerator({"x": uniform(0, 1)}, num_samples=6)
+    resumed = BasicVariantGenerator(param_space={"x": uniform(0, 1)}, num_samples=6)
     resumed.restore(state)
     assert _drain(resumed, start=2) == tail and len(head) == 2
 
 
 def test_variant_is_random_access() -> None:
-    gen = BasicVariantGenerator(SPACE, num_samples=2, seed=5)
+    gen = BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=5)
     assert [gen.variant(i) for i in range(gen.total_trials)] == _drain(
-        BasicVariantGenerator(SPACE, 2, seed=5)
+        BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=5)
     )
     with pytest.raises(IndexError, match="out of range; there are 6 variants"):
         gen.variant(6)
 
 
 def test_max_concurrent_and_live_trials_survive_restore() -> None:
-    gen = BasicVariantGenerator({"x": randint(0, 10)}, num_samples=5, seed=0, max_concurrent=2)
+    gen = BasicVariantGenerator(param_space={"x": randint(0, 10)}, num_samples=5, seed=0, max_concurrent=2)
     assert isinstance(gen.suggest("a"), dict) and isinstance(gen.suggest("b"), dict)
     assert gen.suggest("c") is None
     resumed = BasicVariantGenerator()
@@ -237,8 +238,8 @@ def test_limiter_batch_mode_holds_results_until_batch_ends() -> None:
 
 
 def test_limiter_over_generator_restores() -> None:
-    limiter = ConcurrencyLimiter(BasicVariantGenerator(SPACE, num_samples=2, seed=9), max_concurrent=2)
-    reference = _drain(BasicVariantGenerator(SPACE, num_samples=2, seed=9))
+    limiter = ConcurrencyLimiter(BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=9), max_concurrent=2)
+    reference = _drain(BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=9))
     got = [limiter.suggest("t0"), limiter.suggest("t1")]
     resumed = ConcurrencyLimiter(BasicVariantGenerator(), max_concurrent=2)
     resumed.restore(_roundtrip(limiter.save()))
@@ -323,7 +324,7 @@ def test_repeater_save_restore_mid_group() -> None:
         return [repeater.suggest(f"t{i}") for i in ids]
 
     original = Repeater(
-        ConcurrencyLimiter(BasicVariantGenerator(SPACE, seed=4, metric="loss"), max_concurrent=10), repeat=2
+        ConcurrencyLimiter(BasicVariantGenerator(param_space=SPACE, seed=4, metric="loss"), max_concurrent=10), repeat=2
     )
     head = run(original, range(3))
     original.on_trial_complete("t0", {"loss": 1.0})
@@ -344,3 +345,191 @@ def test_repeater_save_restore_mid_group() -> None:
 def test_repeater_validates_arguments() -> None:
     with pytest.raises(ValueError, match="repeat must be an integer >= 1"):
         Repeater(Recorder(), repeat=0)
+
+
+# --- Ray 2.60's BasicVariantGenerator(points_to_evaluate, max_concurrent, constant_grid_search, random_state)
+#
+# Expected structures recorded from Ray 2.60 (/work/rayvenv): Tuner(trainable, param_space=...,
+# tune_config=TuneConfig(search_alg=ray.tune.search.basic_variant.BasicVariantGenerator(...), num_samples=n))
+# .fit() under ray.init(num_cpus=2), trials listed by trial id (creation order).  Ray draws with numpy,
+# audition with random, so drawn values differ: the tests check which values are fixed, which are drawn,
+# how many trials there are and in which order.
+
+AB_SPACE: dict[str, Any] = {"a": grid_search([1, 2]), "b": randint(0, 3)}
+XY_SPACE: dict[str, Any] = {"x": uniform(0, 1), "y": choice(["a", "b", "c"])}
+NESTED: dict[str, Any] = {
+    "model": {"lr": loguniform(1e-4, 1e-1), "layers": grid_search([1, 2])}, "bs": grid_search([8, 16])
+}
+GH_SPACE: dict[str, Any] = {"x": uniform(0, 1), "g": grid_search([1, 2, 3]), "h": grid_search(["p", "q"])}
+
+
+def _run(gen: BasicVariantGenerator, space: dict[str, Any], num_samples: int = 1) -> list[dict[str, Any]]:
+    """As the Tuner wires a generator the user passed: the Tuner's space and num_samples."""
+    assert gen.set_search_properties(None, None, space, num_samples=num_samples)
+    return _drain(gen)
+
+
+def test_points_to_evaluate_ray_docstring_example() -> None:
+    # Ray: 6 trials, a = [2, 1, 1, 2, 1, 2]; b = 2 in trials 0, 2, 3 (trial 1 and the last sweep draw b)
+    points = [{"a": 2, "b": 2}, {"a": 1}, {"b": 2}]
+    gen = BasicVariantGenerator(points_to_evaluate=points)
+    configs = _run(gen, AB_SPACE, num_samples=4)
+    assert gen.total_trials == 6 and len(configs) == 6
+    assert [c["a"] for c in configs] == [2, 1, 1, 2, 1, 2]
+    assert [configs[i]["b"] for i in (0, 2, 3)] == [2, 2, 2]
+    assert all(c["b"] in (0, 1, 2) for c in configs)
+    assert points == [{"a": 2, "b": 2}, {"a": 1}, {"b": 2}]  # the caller's list is not consumed
+
+
+def test_full_points_come_first_and_each_uses_up_a_sample() -> None:
+    points = [{"x": 0.5, "y": "a"}, {"x": 0.1, "y": "b"}]
+    # Ray, num_samples=1: both points run (2 trials), nothing is sampled
+    assert _run(BasicVariantGenerator(points_to_evaluate=points), XY_SPACE) == points
+    # Ray, num_samples=5: the 2 points, then 3 sampled trials
+    configs = _run(BasicVariantGenerator(points_to_evaluate=points), XY_SPACE, num_samples=5)
+    assert configs[:2] == points and len(configs) == 5
+    assert all(0 <= c["x"] <= 1 and c["y"] in "abc" and c not in points for c in configs[2:])
+
+
+def test_partial_point_samples_the_rest() -> None:
+    # Ray: {"x": 0.5} gives x=0.5 with y drawn, then 2 sampled trials (num_samples=3)
+    configs = _run(BasicVariantGenerator(points_to_evaluate=[{"x": 0.5}]), XY_SPACE, num_samples=3)
+    assert len(configs) == 3 and configs[0]["x"] == 0.5 and configs[0]["y"] in "abc"
+    assert 0.5 not in (configs[1]["x"], configs[2]["x"])
+
+
+def test_points_and_max_concurrent_positionally() -> None:
+    # Ray: BasicVariantGenerator([{"x": 0.25, "y": "c"}]) with num_samples=2 -> the point, then 1 sampled
+    configs = _run(BasicVariantGenerator([{"x": 0.25, "y": "c"}]), XY_SPACE, num_samples=2)
+    assert configs[0] == {"x": 0.25, "y": "c"} and len(configs) == 2
+    gen = BasicVariantGenerator(None, 1)
+    assert gen.max_concurrent == 1
+    gen.set_search_properties(None, None, XY_SPACE, num_samples=3)
+    assert isinstance(gen.suggest("t0"), dict) and gen.suggest("t1") is None
+    gen.on_trial_complete("t0")
+    assert isinstance(gen.suggest("t1"), dict)
+
+
+def test_points_override_grids_constants_and_whole_subdicts() -> None:
+    # Ray, num_samples=2: point 0 fixes lr and leaves both grids, 4 trials (bs fastest: sorted paths);
+    # point 1 fixes layers=3 (not a grid value) and bs, 1 trial with lr drawn; 5 trials in all
+    configs = _run(BasicVariantGenerator([{"model": {"lr": 0.01}}, {"model": {"layers": 3}, "bs": 8}]), NESTED, 2)
+    assert [(c["model"]["lr"], c["model"]["layers"], c["bs"]) for c in configs[:4]] == [
+        (0.01, 1, 8), (0.01, 1, 16), (0.01, 2, 8), (0.01, 2, 16)]
+    assert len(configs) == 5 and configs[4]["model"]["layers"] == 3 and configs[4]["bs"] == 8
+    assert configs[4]["model"]["lr"] != 0.01
+    # Ray: {"model": 5} replaces the whole sub-dict (its grid too): 2 trials, one per bs
+    assert _run(BasicVariantGenerator([{"model": 5}]), NESTED) == [{"model": 5, "bs": 8}, {"model": 5, "bs": 16}]
+    # Ray: values outside the domain are used as given (Ray logs a warning); a constant is replaced
+    assert _run(BasicVariantGenerator([{"x": 7.0, "y": "zz"}]), XY_SPACE) == [{"x": 7.0, "y": "zz"}]
+    assert _run(BasicVariantGenerator([{"c": 6}]), {"x": uniform(0, 1), "c": 5})[0]["c"] == 6
+    # Ray: an empty point uses up a sample like any other (num_samples=2: 2 trials)
+    assert len(_run(BasicVariantGenerator([{}]), {"x": uniform(0, 1)}, num_samples=2)) == 2
+
+
+def test_point_with_a_key_the_space_lacks_is_refused() -> None:
+    # Ray raises KeyError('zzz') when the trials are generated; audition a ValueError naming the path
+    with pytest.raises(ValueError, match=r"points_to_evaluate\[0\] sets 'zzz', which is not in the param_space"):
+        _run(BasicVariantGenerator([{"zzz": 1}]), {"x": uniform(0, 1)})
+    with pytest.raises(ValueError, match=r"points_to_evaluate\[1\] sets 'm/zzz'"):
+        BasicVariantGenerator([{}, {"m": {"zzz": 1}}], param_space={"m": {"a": uniform(0, 1)}})
+
+
+@pytest.mark.parametrize(("points", "fragment"), [
+    ({"x": 1}, "got a dict; wrap one point in a list"),  # Ray: AttributeError
+    ([1], r"points_to_evaluate\[0\] must be a dict"),  # Ray: AttributeError
+    ("xy", "must be a list of dicts"),
+])
+def test_bad_points_to_evaluate(points: Any, fragment: str) -> None:
+    with pytest.raises(TypeError, match=fragment):
+        BasicVariantGenerator(points)
+
+
+def test_constant_grid_search_holds_draws_across_each_sweep() -> None:
+    # Ray, num_samples=2: 12 trials; x is one value for trials 0-5 and another for 6-11; g fastest
+    configs = _run(BasicVariantGenerator(constant_grid_search=True), GH_SPACE, num_samples=2)
+    assert [(c["g"], c["h"]) for c in configs] == [(1, "p"), (2, "p"), (3, "p"), (1, "q"), (2, "q"), (3, "q")] * 2
+    assert len({c["x"] for c in configs[:6]}) == 1 and len({c["x"] for c in configs[6:]}) == 1
+    assert configs[0]["x"] != configs[6]["x"]
+    # Ray, constant_grid_search=False: every one of the 6 trials draws its own x
+    assert len({c["x"] for c in _run(BasicVariantGenerator(), GH_SPACE)}) == 6
+
+
+def test_constant_grid_search_resolves_grid_readers_per_point() -> None:
+    # Ray: y = g * 10 follows the grid, z = x is held with x
+    space = {"x": uniform(0, 1), "g": grid_search([1, 2]),
+             "y": sample_from(lambda spec: spec.config.g * 10), "z": sample_from(lambda spec: spec.config.x)}
+    configs = _run(BasicVariantGenerator(constant_grid_search=True), space)
+    assert [(c["g"], c["y"]) for c in configs] == [(1, 10), (2, 20)]
+    assert configs[0]["x"] == configs[1]["x"] == configs[0]["z"] == configs[1]["z"]
+    # a sample_from that draws its own value and reads no grid is held as well
+    drawn = {"g": grid_search([1, 2, 3]), "r": sample_from(lambda spec: spec.random.random())}
+    assert len({c["r"] for c in _run(BasicVariantGenerator(constant_grid_search=True), drawn)}) == 1
+
+
+def test_constant_grid_search_with_points() -> None:
+    # Ray, num_samples=3: {"g": 9} -> 2 trials (h swept), {"h": "p"} -> 3 (g swept), then one full sweep
+    # of 6: 11 trials, x held within each of the three groups
+    configs = _run(BasicVariantGenerator([{"g": 9}, {"h": "p"}], constant_grid_search=True), GH_SPACE, 3)
+    assert [(c["g"], c["h"]) for c in configs] == [
+        (9, "p"), (9, "q"), (1, "p"), (2, "p"), (3, "p"),
+        (1, "p"), (2, "p"), (3, "p"), (1, "q"), (2, "q"), (3, "q")]
+    groups = [configs[:2], configs[2:5], configs[5:]]
+    assert [len({c["x"] for c in group}) for group in groups] == [1, 1, 1]
+    assert len({group[0]["x"] for group in groups}) == 3
+
+
+def test_random_state_makes_runs_reproducible() -> None:
+    # Ray: random_state=42 twice gives the same 4 configs, 43 others; with points too (random_state=7)
+    space = {"x": uniform(0, 1), "n": randint(0, 100), "g": grid_search([1, 2])}
+    first = _run(BasicVariantGenerator(random_state=42), space, 2)
+    assert first == _run(BasicVariantGenerator(random_state=42), space, 2)
+    assert first != _run(BasicVariantGenerator(random_state=43), space, 2)
+    with_points = _run(BasicVariantGenerator([{"x": 0.5}], random_state=7), space, 2)
+    assert with_points == _run(BasicVariantGenerator([{"x": 0.5}], random_state=7), space, 2)
+    assert [c["x"] for c in with_points[:2]] == [0.5, 0.5] and [c["g"] for c in with_points] == [1, 2, 1, 2]
+    # Ray also takes a numpy Generator/RandomState; audition seeds itself from it (and from a random.Random)
+    np = pytest.importorskip("numpy")
+    assert _run(BasicVariantGenerator(random_state=np.random.default_rng(3)), space) == _run(
+        BasicVariantGenerator(random_state=np.random.default_rng(3)), space)
+    assert len(_run(BasicVariantGenerator(random_state=np.random.RandomState(3)), space)) == 2
+    assert len(_run(BasicVariantGenerator(random_state=random.Random(3)), space)) == 2
+
+
+def test_random_state_and_seed_are_validated() -> None:
+    with pytest.raises(TypeError, match="random_state must be an int seed"):
+        BasicVariantGenerator(random_state="x")
+    with pytest.raises(ValueError, match="give random_state or seed, not both"):
+        BasicVariantGenerator(random_state=1, seed=1)
+    with pytest.raises(TypeError, match="constant_grid_search must be True or False"):
+        BasicVariantGenerator(constant_grid_search="yes")  # type: ignore[arg-type]
+    # the old positional space now lands in points_to_evaluate: the error says how to pass a space
+    with pytest.raises(TypeError, match=r"BasicVariantGenerator\(param_space=\{...\}\)"):
+        BasicVariantGenerator({"x": 1})
+
+
+def test_points_and_constant_grid_search_survive_restore() -> None:
+    def make() -> BasicVariantGenerator:
+        gen = BasicVariantGenerator([{"g": 9}, {"h": "p", "x": 0.5}], constant_grid_search=True, random_state=1)
+        gen.set_search_properties(None, None, GH_SPACE, num_samples=3)
+        return gen
+
+    reference = _drain(make())
+    for cut in range(len(reference) + 1):
+        original = make()
+        for i in range(cut):
+            original.suggest(f"t{i}")
+        resumed = BasicVariantGenerator()  # built without arguments: the state carries everything
+        resumed.restore(_roundtrip(original.save()))
+        assert _drain(resumed, start=cut) == reference[cut:]
+
+
+def test_state_saved_before_points_existed_restores() -> None:
+    gen = BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=3)
+    reference = _drain(gen)
+    state = BasicVariantGenerator(param_space=SPACE, num_samples=2, seed=3).save()
+    for key in ("points", "constant_grid_search", "space_set"):
+        del state[key]  # as saved before Ray's signature
+    resumed = BasicVariantGenerator()
+    resumed.restore(state)
+    assert _drain(resumed) == reference

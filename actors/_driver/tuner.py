@@ -111,8 +111,9 @@ class Tuner:
         if tc.search_alg is None:
             # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
             # trial only when one can run (a run stopped early has only the trials it started)
-            searcher: Any = BasicVariantGenerator(param_space or {}, num_samples=tc.num_samples, seed=tc.seed,
-                                                  max_concurrent=tc.max_concurrent_trials or 0)
+            searcher: Any = BasicVariantGenerator(max_concurrent=tc.max_concurrent_trials or 0,
+                                                  param_space=param_space or {}, num_samples=tc.num_samples,
+                                                  seed=tc.seed)
             self._num_samples = searcher.total_trials
         else:
             searcher = tc.search_alg

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
+from actors.search._random_state import check_size, rng_of
+
 
 class SearchSpaceError(ValueError):
     """A param_space or one of its domains is malformed; the message says how to fix it."""
@@ -80,7 +82,24 @@ class Domain(ABC):
     def describe(self) -> str:
         """The constructor call that builds this domain, e.g. ``uniform(lower=0, upper=1)``."""
 
-    def sample(self, rng: random.Random) -> Any:
+    def sample(self, config: Any = None, size: int = 1, random_state: Any = None) -> Any:
+        """Ray Tune's ``Domain.sample``: one value, or a list of ``size`` values when ``size > 1``.
+
+        ``random_state`` is an int seed, a ``random.Random``, a numpy generator or
+        ``None`` (the global ``random`` module's state).  audition's older
+        ``sample(rng)``, a ``random.Random`` as the first argument, still works.
+        """
+        if isinstance(config, random.Random) and random_state is None:
+            config, random_state = None, config
+        count = check_size(size)
+        rng = rng_of(random_state)
+        values = [self._draw_for(config[i] if isinstance(config, list) else config, rng) for i in range(count)]
+        return values[0] if count == 1 else values
+
+    def _draw_for(self, config: Any, rng: random.Random) -> Any:
+        return self.draw(rng)
+
+    def draw(self, rng: random.Random) -> Any:
         """Draw one value using ``rng`` (never the global RNG, so runs are reproducible)."""
         raise SearchSpaceError(f"{self.describe()} cannot be sampled on its own")
 
@@ -135,7 +154,7 @@ class Float(Domain):
         """Largest value this domain can return."""
         return _quantized(self._kmax, self.q) if self.q is not None else self.upper
 
-    def sample(self, rng: random.Random) -> float:
+    def draw(self, rng: random.Random) -> float:
         if self.log:
             lo, hi = math.log(self.lower, self.base), math.log(self.upper, self.base)
             value = self.base ** rng.uniform(lo, hi)
@@ -201,7 +220,7 @@ class Integer(Domain):
         """Smallest value this domain can return."""
         return self._kmin * self.q if self.q is not None else self.lower
 
-    def sample(self, rng: random.Random) -> int:
+    def draw(self, rng: random.Random) -> int:
         if not self.log:
             if self.q is None:
                 return rng.randrange(self.lower, self.upper)
@@ -236,7 +255,7 @@ class Normal(Domain):
                 raise SearchSpaceError(f"{call}: q must be > 0, got {self.q!r}")
             object.__setattr__(self, "q", q)
 
-    def sample(self, rng: random.Random) -> float:
+    def draw(self, rng: random.Random) -> float:
         value = rng.gauss(self.mean, self.sd)
         return _quantized(round(value / self.q), self.q) if self.q is not None else value
 
@@ -267,7 +286,7 @@ class Categorical(Domain):
     def __post_init__(self) -> None:
         object.__setattr__(self, "categories", _as_values("choice", "categories", self.categories))
 
-    def sample(self, rng: random.Random) -> Any:
+    def draw(self, rng: random.Random) -> Any:
         return self.categories[rng.randrange(len(self.categories))]
 
 
@@ -312,6 +331,19 @@ class Function(Domain):
 
     def call(self, spec: Any) -> Any:
         return self.fn(spec) if self._pass_spec else self.fn()
+
+    def _draw_for(self, config: Any, rng: random.Random) -> Any:
+        """As Ray's ``sample(config)``: ``fn(config)``, retried as ``fn(spec)`` for ``spec.config`` readers."""
+        if not self._pass_spec:
+            return self.fn()
+        try:
+            return self.fn(config)
+        except (AttributeError, KeyError):
+            if not isinstance(config, dict):
+                raise
+            from actors.search._space import Spec
+
+            return self.fn(Spec(config, rng))
 
 
 def uniform(lower: float, upper: float) -> Float:

@@ -101,7 +101,7 @@ class _Unresolved(Exception):
 
 
 def _view(value: Any, path: Path) -> Any:
-    if isinstance(value, _Pending):
+    if isinstance(value, _Pending | GridSearch):  # a grid is unresolved while presampling
         raise _Unresolved(path)
     if isinstance(value, dict):
         return ConfigView(value, path)
@@ -170,16 +170,19 @@ class Spec:
         raise KeyError(f"spec has no key {key!r}; use spec.config")
 
 
-def _build(space: Any, path: Path, grid: dict[Path, Any], rng: random.Random, pending: list[_Pending]) -> Any:
-    """Phase one: substitute grid values, sample random domains, park sample_from functions."""
+def _build(
+    space: Any, path: Path, grid: dict[Path, Any] | None, rng: random.Random, pending: list[_Pending]
+) -> Any:
+    """Phase one: substitute grid values (kept as grids when ``grid`` is None), sample random
+    domains, park sample_from functions."""
     if isinstance(space, GridSearch):
-        return _build(grid[path], path, grid, rng, pending)
+        return space if grid is None else _build(grid[path], path, grid, rng, pending)
     if isinstance(space, Function):
         marker = _Pending(space, path)
         pending.append(marker)
         return marker
     if isinstance(space, Domain):
-        return _build(space.sample(rng), path, grid, rng, pending)
+        return _build(space.draw(rng), path, grid, rng, pending)
     if isinstance(space, dict):
         return {k: _build(v, (*path, k), grid, rng, pending) for k, v in space.items()}
     if isinstance(space, list | tuple):
@@ -199,13 +202,12 @@ def _assign(root: Any, path: Path, value: Any) -> None:
     node[path[-1]] = value
 
 
-def resolve(space: Any, grid: dict[Path, Any], rng: random.Random) -> Any:
-    """Resolve a normalized space for one grid point; every random draw comes from ``rng``."""
-    pending: list[_Pending] = []
-    config = _build(space, (), grid, rng, pending)
-    if not pending:
-        return config
-    if not pending[0].path:
+def _evaluate(config: Any, pending: list[_Pending], rng: random.Random, strict: bool) -> list[_Pending]:
+    """Phase two: call the parked sample_from functions in passes until none is left.
+
+    Returns the functions that stay blocked (only when not ``strict``; then they wait for a grid value).
+    """
+    if pending and not pending[0].path:
         raise SearchSpaceError("the param_space itself cannot be a sample_from; use a dict of parameters")
     spec = Spec(config, rng)
     while pending:
@@ -225,11 +227,35 @@ def resolve(space: Any, grid: dict[Path, Any], rng: random.Random) -> Any:
                 ) from exc
             _assign(config, item.path, value)
         if len(waiting) == len(pending):
+            if not strict:
+                return waiting
             cycle = ", ".join(f"{k!r} needs {v!r}" for k, v in blocked.items())
             raise SearchSpaceError(
                 f"sample_from functions depend on each other in a cycle ({cycle}); break the cycle"
             )
         pending = waiting
+    return []
+
+
+def resolve(space: Any, grid: dict[Path, Any], rng: random.Random) -> Any:
+    """Resolve a normalized space for one grid point; every random draw comes from ``rng``."""
+    pending: list[_Pending] = []
+    config = _build(space, (), grid, rng, pending)
+    _evaluate(config, pending, rng, strict=True)
+    return config
+
+
+def presample(space: Any, rng: random.Random) -> Any:
+    """Draw what needs no grid value once, for Ray's ``constant_grid_search=True``.
+
+    Random domains outside grid values, and sample_from functions that read no grid
+    value, become constants; grids and the functions that read them stay, to be
+    resolved per grid point.  As in Ray, domains inside a grid value are drawn per point.
+    """
+    pending: list[_Pending] = []
+    config = _build(space, (), None, rng, pending)
+    for item in _evaluate(config, pending, rng, strict=False):
+        _assign(config, item.path, item.domain)
     return config
 
 

@@ -1,20 +1,28 @@
-"""Grid and random search: the default searcher.
+"""Grid and random search: the default searcher (Ray Tune's ``BasicVariantGenerator``).
 
-Variant ``i`` is a pure function of (space, base seed, ``i``): its grid point
-comes from ``i`` and its random draws from a generator seeded with the base seed
-and ``i``.  So the state to save is just a counter, and a restored generator
-produces exactly the variants the original would have produced next.
+The trials form sweeps, as in Ray: first one per ``points_to_evaluate`` entry
+(the space with the point's values in place), then one per remaining sample of
+``num_samples``; each sweep runs its grid once.  Variant ``i`` is a pure
+function of (space, points, base seed, ``i``): its grid point comes from ``i``
+and its random draws from a generator seeded with the base seed and ``i`` (with
+``constant_grid_search``, the draws that need no grid value are seeded by the
+sweep instead, so the sweep shares them).  So the state to save is just a
+counter, and a restored generator produces exactly the variants the original
+would have produced next.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from actors.search._domain import SearchSpaceError
+from actors.search._points import apply_point, check_points
+from actors.search._random_state import seed_of
 from actors.search._searcher import Searcher, Suggestion, check_state
-from actors.search._space import Path, find_grids, normalize, resolve, validate_param_space
+from actors.search._space import Path, find_grids, normalize, presample, resolve, validate_param_space
 
 _KIND = "BasicVariantGenerator"
 
@@ -28,30 +36,60 @@ def _check_num_samples(num_samples: Any) -> int:
     return num_samples
 
 
-def _check_seed(seed: Any) -> int:
-    if seed is None:
-        return random.SystemRandom().getrandbits(63)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
-    return seed
+@dataclass(frozen=True)
+class _Sweep:
+    """One pass over a space's grid: its grid keys (in sweep order) and their values."""
+
+    space: Any
+    paths: tuple[Path, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+    @classmethod
+    def of(cls, space: Any, sort: bool = True) -> _Sweep:
+        grids = find_grids(space)
+        if sort:
+            # Ray's BasicVariantGenerator sorts its grid variables by path (parse_spec_vars);
+            # paths are unique and siblings share a key type (dict keys are str, list indices int)
+            grids.sort(key=lambda item: item[0])
+        return cls(space, tuple(p for p, _ in grids), tuple(g.values for _, g in grids))
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.values)
+
+    def grid(self, k: int) -> dict[Path, Any]:
+        """Grid point ``k`` of the sweep: the first grid key changes fastest."""
+        out: dict[Path, Any] = {}
+        for path, values in zip(self.paths, self.values, strict=True):
+            k, pick = divmod(k, len(values))
+            out[path] = values[pick]
+        return out
 
 
 class BasicVariantGenerator(Searcher):
     """Cartesian product of every ``grid_search`` times ``num_samples``, random domains sampled afresh.
 
-    Order follows Ray Tune: the whole grid is swept once per sample, and within a
-    sweep the grid keys are taken in the order of their sorted paths (``("B",)``
-    before ``("a",)`` before ``("a", "x")`` before ``("b",)``), the first one changing
-    fastest, whatever order the space was written in.  ``max_concurrent``
-    > 0 makes :meth:`suggest` return ``None`` while that many trials are live.
+    Ray Tune 2.60's signature: ``points_to_evaluate`` are run first, each in place of
+    one sample (a point that leaves grid keys out runs once per grid point);
+    ``max_concurrent`` > 0 makes :meth:`suggest` return ``None`` while that many trials
+    are live; ``constant_grid_search=True`` draws the random values once per sample and
+    holds them across its grid; ``random_state`` (an int) makes the draws reproducible.
+    Order follows Ray: within a sweep the grid keys are taken in the order of their
+    sorted paths, the first one changing fastest.  ``param_space``, ``num_samples`` and
+    ``seed`` (keyword-only, audition's) give the generator its own space; otherwise it
+    takes the Tuner's.
     """
 
     def __init__(
         self,
+        points_to_evaluate: list[dict[str, Any]] | None = None,
+        max_concurrent: int = 0,
+        constant_grid_search: bool = False,
+        random_state: Any = None,
+        *,
         param_space: dict[str, Any] | None = None,
         num_samples: int = 1,
         seed: int | None = None,
-        max_concurrent: int = 0,
         metric: str | None = None,
         mode: str | None = None,
     ) -> None:
@@ -60,9 +98,17 @@ class BasicVariantGenerator(Searcher):
             raise ValueError(
                 f"max_concurrent must be an integer >= 0 (0 = unlimited), got {max_concurrent!r}"
             )
+        if not isinstance(constant_grid_search, bool):
+            raise TypeError(f"constant_grid_search must be True or False, got {constant_grid_search!r}")
+        if seed is not None and random_state is not None:
+            raise ValueError("give random_state or seed, not both (seed is audition's older name for it)")
         self._max_concurrent = max_concurrent
-        self._seed = _check_seed(seed)
+        self._constant = constant_grid_search
+        self._points = check_points(points_to_evaluate)
+        self._seed = seed_of(random_state, "random_state") if seed is None else seed_of(seed, "seed")
         self._space_given = param_space is not None
+        # the points are applied to a space once there is one: the Tuner gives it later
+        self._space_set = self._space_given
         # False only for a state saved before grid keys were sorted: it resumes in written order
         self._sorted_grid = True
         self._set_space({} if param_space is None else param_space, _check_num_samples(num_samples))
@@ -72,28 +118,35 @@ class BasicVariantGenerator(Searcher):
     def _set_space(self, param_space: dict[str, Any], num_samples: int) -> None:
         validate_param_space(param_space)
         self._space: dict[str, Any] = normalize(param_space)
-        grids = find_grids(self._space)
-        if self._sorted_grid:
-            # Ray's BasicVariantGenerator sorts its grid variables by path (parse_spec_vars);
-            # paths are unique and siblings share a key type (dict keys are str, list indices int)
-            grids.sort(key=lambda item: item[0])
-        self._grid_paths: list[Path] = [path for path, _ in grids]
-        self._grid_values: list[tuple[Any, ...]] = [grid.values for _, grid in grids]
+        self._sweep = _Sweep.of(self._space, self._sorted_grid)
+        self._point_sweeps = [
+            _Sweep.of(apply_point(self._space, p, i) if self._space_set else p) for i, p in enumerate(self._points)
+        ]
         self._num_samples = num_samples
+        self._presampled: tuple[int, Any] | None = None
 
     @property
     def grid_size(self) -> int:
         """Number of grid points (1 when the space has no grid_search)."""
-        return math.prod(len(v) for v in self._grid_values)
+        return self._sweep.size
+
+    @property
+    def _plain_sweeps(self) -> int:
+        """Samples left after the points, each a sweep of the whole grid (Ray: a point uses up a sample)."""
+        return max(0, self._num_samples - len(self._points))
 
     @property
     def total_trials(self) -> int:
         """How many configs :meth:`suggest` hands out before returning FINISHED."""
-        return self.grid_size * self._num_samples
+        return sum(s.size for s in self._point_sweeps) + self._plain_sweeps * self.grid_size
 
     @property
     def num_samples(self) -> int:
         return self._num_samples
+
+    @property
+    def max_concurrent(self) -> int:
+        return self._max_concurrent
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
@@ -101,7 +154,7 @@ class BasicVariantGenerator(Searcher):
         """Adopt the experiment's param_space and ``num_samples=`` unless built with a space.
 
         Refuses (``False``) a second space, a change after suggestions started, or a
-        metric/mode clash.
+        metric/mode clash.  Raises if a point sets a key the space lacks.
         """
         if config and (self._space_given or self._next):
             return False
@@ -111,20 +164,30 @@ class BasicVariantGenerator(Searcher):
             # Ray Tune's BasicVariantGenerator() takes the space and num_samples from the Tuner
             # (TuneConfig(num_samples=10) with no grid: 10 trials), also when the space is empty
             num_samples = spec.get("num_samples", self._num_samples)
+            self._space_given, self._space_set = bool(config), True
             self._set_space(config or {}, _check_num_samples(num_samples))
-            self._space_given = bool(config)
         return True
+
+    def _locate(self, index: int) -> tuple[int, _Sweep, int]:
+        """(sweep number, sweep, grid point) of variant ``index``."""
+        for number, sweep in enumerate(self._point_sweeps):
+            if index < sweep.size:
+                return number, sweep, index
+            index -= sweep.size
+        number, k = divmod(index, self.grid_size)
+        return len(self._point_sweeps) + number, self._sweep, k
 
     def variant(self, index: int) -> dict[str, Any]:
         """The config of variant ``index`` (0-based), independent of what was suggested so far."""
         if not 0 <= index < self.total_trials:
             raise IndexError(f"variant index {index} out of range; there are {self.total_trials} variants")
-        point = index % self.grid_size
-        grid: dict[Path, Any] = {}
-        for path, values in zip(self._grid_paths, self._grid_values, strict=True):
-            point, pick = divmod(point, len(values))
-            grid[path] = values[pick]
-        config: dict[str, Any] = resolve(self._space, grid, random.Random(f"audition:{self._seed}:{index}"))
+        number, sweep, k = self._locate(index)
+        space = sweep.space
+        if self._constant:
+            if self._presampled is None or self._presampled[0] != number:
+                self._presampled = (number, presample(space, random.Random(f"audition:{self._seed}:sweep:{number}")))
+            space = self._presampled[1]
+        config: dict[str, Any] = resolve(space, sweep.grid(k), random.Random(f"audition:{self._seed}:{index}"))
         return config
 
     def suggest(self, trial_id: str) -> Suggestion:
@@ -151,7 +214,7 @@ class BasicVariantGenerator(Searcher):
         return self._next >= self.total_trials
 
     def save(self) -> dict[str, Any]:
-        """The counter, seed and space (the space may hold sample_from callables: pickle with cloudpickle)."""
+        """The counter, seed, space and points (they may hold sample_from callables: pickle with cloudpickle)."""
         return {
             "kind": _KIND,
             **self._base_state(),
@@ -163,14 +226,21 @@ class BasicVariantGenerator(Searcher):
             "next": self._next,
             "live": sorted(self._live),
             "grid_order": "sorted",
+            "points": self._points,
+            "constant_grid_search": self._constant,
+            "space_set": self._space_set,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
         check_state(_KIND, state, _KIND)
         self._restore_base(state)
         self._sorted_grid = state.get("grid_order") == "sorted"
-        self._set_space(state["space"], state["num_samples"])
+        # states saved before points_to_evaluate/constant_grid_search existed have neither
+        self._points = state.get("points", [])
+        self._constant = state.get("constant_grid_search", False)
         self._space_given = state["space_given"]
+        self._space_set = state.get("space_set", True)
+        self._set_space(state["space"], state["num_samples"])
         self._seed = state["seed"]
         self._max_concurrent = state["max_concurrent"]
         self._next = state["next"]
