@@ -314,6 +314,9 @@ class RunTrial(_Message):
     # ask the scheduler actor at this socket for every result's decision (DecideResult) instead of
     # waiting for the controller's; "": the controller decides (actors/_engine/direct.py)
     decide_at: str = ""
+    # the trial's resources (``with_resources`` or ``RunConfig(resources_per_trial=)``, ``{"cpu": 1}``
+    # by default), for ``get_context().get_trial_resources()``; empty: not given (the default)
+    resources: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -769,7 +769,8 @@ class ExperimentCore:
             member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
             trial_dirname=rec.dirname or "",
             trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name),
-            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct))
+            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct,
+            resources=dict(s.resources_per_trial)))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
 
     def _release(self, trial_id: str, reusable: bool) -> None:

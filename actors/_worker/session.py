@@ -17,6 +17,7 @@ from actors._driver.errors import TuneError
 
 if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
+    from actors._driver.resources import PlacementGroupFactory
     from actors._worker.runner import TrialRunner
 
 _local = threading.local()
@@ -91,6 +92,13 @@ class TuneContext:
                                 posixpath.basename(path))
         os.makedirs(path, exist_ok=True)
         return str(path)
+
+    def get_trial_resources(self) -> PlacementGroupFactory:
+        """The trial's resources as Ray's ``PlacementGroupFactory`` of one bundle (``[{"CPU": 1.0}]``
+        by default, ``[{"CPU": 2.0}]`` for ``with_resources(train, {"cpu": 2})``)."""
+        from actors._driver.resources import PlacementGroupFactory
+
+        return PlacementGroupFactory.from_resources(_get_session("get_context().get_trial_resources").msg.resources)
 
     def get_world_rank(self) -> None:
         """None, as Ray Tune answers outside Ray Train."""
