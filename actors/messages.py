@@ -419,6 +419,9 @@ class TrialEnded(_Message):
     traceback: str | None = None
     storage_failure: str | None = None  # a permanent storage error: the experiment stops
     output: TrialOutput | None = None  # the run's last printed lines (RunConfig(log_to_driver))
+    # a class trainable's constructor or setup() raised: the trial never came up, so a trial that never
+    # reported has only its trial_id in Result.metrics (Ray 2.60: its actor never answered)
+    setup_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -430,6 +433,9 @@ class TrialProcess(_Message):
     trial_id: str
     run_id: int
     pid: int
+    # Ray's auto-filled keys of a run, as the process saw them at its start (date, timestamp, pid,
+    # hostname, node_ip): Result.metrics of a trial that never reported (empty: not known)
+    started: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

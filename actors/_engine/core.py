@@ -308,6 +308,8 @@ class ExperimentCore:
             else:
                 if m.output is not None:
                     self._output(m.output)
+                if m.setup_failed:
+                    self.table.process_started(m.trial_id, m.run_id, {}, setup_failed=True)
                 self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
                 if m.storage_failure and not self.finished:
                     # retrying cannot help (the storage package already retried transient errors), and
@@ -462,6 +464,7 @@ class ExperimentCore:
 
     def _process(self, msg: TrialProcess) -> None:
         self.watch.process(msg.trial_id, msg.run_id, msg.pid)
+        self.table.process_started(msg.trial_id, msg.run_id, msg.started)
 
     def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
                error: str | None = None, tb: str | None = None) -> None:
