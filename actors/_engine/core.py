@@ -308,8 +308,8 @@ class ExperimentCore:
             else:
                 if m.output is not None:
                     self._output(m.output)
-                if m.setup_failed:
-                    self.table.process_started(m.trial_id, m.run_id, {}, setup_failed=True)
+                if m.setup_failed:  # never came up: Ray's result of it has its id alone
+                    self.table.process_started(m.trial_id, m.run_id, {})
                 self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
                 if m.storage_failure and not self.finished:
                     # retrying cannot help (the storage package already retried transient errors), and

@@ -196,13 +196,13 @@ class TrialTable:
         rec.clone = None
         return [Effect(EffectKind.START, trial_id)]
 
-    def process_started(self, trial_id: str, run_id: int, started: dict[str, Any], setup_failed: bool = False) -> None:
+    def process_started(self, trial_id: str, run_id: int, started: dict[str, Any]) -> None:
         """What ``Result.metrics`` holds if this run ends before its first result, as Ray 2.60's
-        ``Trial.last_result``: the trial id, then the run's auto-filled keys and its config, unless the
-        trainable never came up (a class whose setup raised: the id alone)."""
+        ``Trial.last_result``: the trial id, then the run's auto-filled keys and its config; the id
+        alone when ``started`` is empty (the trainable never came up: a class whose setup raised)."""
         rec = self.trials.get(trial_id)
         if rec is not None and rec.run_id == run_id:
-            rec.unreported = {} if setup_failed or not started else {**started, "config": dict(rec.config)}
+            rec.unreported = {**started, "config": dict(rec.config)} if started else {}
 
     def unstart(self, trial_id: str) -> None:
         """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""
