@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from actors import (Callback, Checkpoint, FailureConfig, RunConfig, Stopper, Trainable, TuneConfig, Tuner, get_checkpoint,
-                    report, with_resources)
+import actors
+from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, get_checkpoint, report
 from actors.search import Searcher, grid_search
 
 
@@ -349,7 +349,7 @@ def test_a_retried_trial_keeps_its_last_runs_keys(storage_dir: str) -> None:
     _check_unreported(r, {"a": 1})
 
 
-class StopAllAfterOne(Stopper):
+class StopAllAfterOne(actors.Stopper):
     def __init__(self) -> None:
         self.seen = 0
 
@@ -398,7 +398,7 @@ def fails_first(config: dict[str, Any]) -> None:
 
 
 def test_trials_still_pending_at_the_end_have_their_id_alone(storage_dir: str) -> None:
-    all_cpus = with_resources(fails_first, {"cpu": os.cpu_count() or 1})  # one trial at a time
+    all_cpus = actors.with_resources(fails_first, {"cpu": os.cpu_count() or 1})  # one trial at a time
     grid = Tuner(all_cpus, param_space={"a": grid_search([0, 1, 2, 3])},
                  run_config=RunConfig(name="pending", storage=storage_dir, verbose=0, system="simple",
                                       failure_config=FailureConfig(fail_fast=True))).fit()

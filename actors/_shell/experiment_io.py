@@ -396,7 +396,8 @@ class ExperimentIO:
             err = f"{r.error}\n{r.traceback or ''}"
         # a trial that never ran (still PENDING at the end) has its id alone, as Ray's Result.metrics
         last = r.last_result or {"trial_id": r.trial_id}
-        return TrialSummary(r.trial_id, r.config, r.status, last, r.checkpoint, err, r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
+        return TrialSummary(r.trial_id, r.config, r.status, last, r.checkpoint, err, r.num_failures,
+                            self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
 
 
 def _b64(data: bytes | None) -> str | None:
