@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "actors._engine.reducer",
     "TuneError": "actors._driver.errors",
     "with_resources": "actors._driver.config",
+    "PlacementGroupFactory": "actors._driver.resources",
     "with_parameters": "actors._driver.parameters",
     "Callback": "actors._driver.callbacks",
     "LoggerCallback": "actors._driver.loggers",

@@ -314,6 +314,9 @@ class RunTrial(_Message):
     # ask the scheduler actor at this socket for every result's decision (DecideResult) instead of
     # waiting for the controller's; "": the controller decides (actors/_engine/direct.py)
     decide_at: str = ""
+    # the trial's resources (``with_resources`` or ``RunConfig(resources_per_trial=)``, ``{"cpu": 1}``
+    # by default), for ``get_context().get_trial_resources()``; empty: not given (the default)
+    resources: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -416,6 +419,9 @@ class TrialEnded(_Message):
     traceback: str | None = None
     storage_failure: str | None = None  # a permanent storage error: the experiment stops
     output: TrialOutput | None = None  # the run's last printed lines (RunConfig(log_to_driver))
+    # a class trainable's constructor or setup() raised: the trial never came up, so a trial that never
+    # reported has only its trial_id in Result.metrics (Ray 2.60: its actor never answered)
+    setup_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -427,6 +433,9 @@ class TrialProcess(_Message):
     trial_id: str
     run_id: int
     pid: int
+    # Ray's auto-filled keys of a run, as the process saw them at its start (date, timestamp, pid,
+    # hostname, node_ip): Result.metrics of a trial that never reported (empty: not known)
+    started: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,15 @@ import io
 import json
 import os
 import re
+import threading
 import time
 from typing import Any
 
 import pytest
 
+import actors
 from actors import Callback, Checkpoint, FailureConfig, RunConfig, Trainable, TuneConfig, Tuner, get_checkpoint, report
-from actors.search import Searcher
+from actors.search import Searcher, grid_search
 
 
 class Seen(Callback):
@@ -266,3 +268,145 @@ def test_a_reported_training_iteration_is_replaced_and_said_so(storage_dir) -> N
     with open(os.path.join(res.path, "stderr.txt")) as f:
         err = f.read()
     assert err.count("reported training_iteration=100; it is replaced by audition's count (1)") == 1
+
+
+# ------------------------------------------------ a trial that never reported
+# Recorded from Ray 2.60 (ray.init(num_cpus=2), Tuner(...).fit(), then results[i].metrics, get_dataframe(),
+# get_best_result("x", "max") and Tuner.restore(path, trainable).get_results()):
+# - a function that raises before report(), a class whose first step() raises, a trial stopped before it
+#   reported (Stopper.stop_all, time_budget_s), a retried trial that failed again: the trial id, then the
+#   auto-filled keys of Trainable.get_auto_filled_metrics(debug_metrics_only=True), in this order;
+# - a function that returns without reporting: the same and done=True;
+# - a class whose setup() raises, and a trial still PENDING at the end (fail_fast=True): the id alone;
+# - no row in get_dataframe() (an empty frame, no columns, when none reported), an empty
+#   metrics_dataframe; get_best_result raises RuntimeError unless the experiment has one trial;
+# - after Tuner.restore(...).get_results(): the id alone (Ray's saved state keeps no unreported keys).
+RAY_UNREPORTED_KEYS = ["trial_id", "date", "timestamp", "pid", "hostname", "node_ip", "config"]
+
+
+def raises_at_once(config: dict[str, Any]) -> None:
+    raise ValueError("boom")
+
+
+def returns_at_once(config: dict[str, Any]) -> None:
+    return None
+
+
+class SetupRaises(Trainable):
+    def setup(self, config: dict[str, Any]) -> None:
+        raise ValueError("setup boom")
+
+    def step(self) -> dict[str, Any]:
+        return {"x": 1}
+
+
+class StepRaises(Trainable):
+    def step(self) -> dict[str, Any]:
+        raise ValueError("step boom")
+
+
+def _check_unreported(r: Any, config: dict[str, Any], done: bool = False) -> None:
+    import socket
+
+    from actors._worker.runner import node_ip
+
+    assert list(r.metrics) == RAY_UNREPORTED_KEYS + (["done"] if done else [])
+    assert r.metrics["trial_id"] == r.trial_id and r.metrics["config"] == config
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", r.metrics["date"])
+    assert abs(r.metrics["timestamp"] - time.time()) < 600
+    # in-process (system="simple"): the run's process is this one; node_ip as every reported result's
+    assert (r.metrics["pid"], r.metrics["hostname"], r.metrics["node_ip"]) == (
+        os.getpid(), socket.gethostname(), node_ip())
+    assert r.metrics_dataframe.empty
+    if done:
+        assert r.metrics["done"] is True
+
+
+@pytest.mark.parametrize("trainable, keys, done", [
+    (raises_at_once, RAY_UNREPORTED_KEYS, False), (StepRaises, RAY_UNREPORTED_KEYS, False),
+    (returns_at_once, [*RAY_UNREPORTED_KEYS, "done"], True), (SetupRaises, ["trial_id"], False)])
+def test_a_trial_that_never_reported_has_rays_metrics(trainable: Any, keys: list[str], done: bool,
+                                                      storage_dir: str) -> None:
+    grid = Tuner(trainable, param_space={"a": 1},
+                 run_config=RunConfig(name="unreported", storage=storage_dir, verbose=0, system="simple")).fit()
+    (r,) = grid
+    assert list(r.metrics) == keys
+    if keys != ["trial_id"]:
+        _check_unreported(r, {"a": 1}, done)
+    assert r.metrics["trial_id"] == r.trial_id and "experiment_tag" not in r.metrics
+    assert (r.error is None) == done
+    assert grid.get_dataframe().empty and list(grid.get_dataframe().columns) == []
+    assert grid.get_best_result("x", "max").trial_id == r.trial_id  # one trial: returned whatever the metric
+    (again,) = Tuner.restore(grid.experiment_path, trainable).get_results()
+    assert again.metrics == {"trial_id": r.trial_id}
+
+
+def test_a_retried_trial_keeps_its_last_runs_keys(storage_dir: str) -> None:
+    (r,) = Tuner(raises_at_once, param_space={"a": 1},
+                 run_config=RunConfig(name="retry", storage=storage_dir, verbose=0, system="simple",
+                                      failure_config=FailureConfig(max_failures=1))).fit()
+    assert r.num_failures == 2
+    _check_unreported(r, {"a": 1})
+
+
+class StopAllAfterOne(actors.Stopper):
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        self.seen += 1
+        return False
+
+    def stop_all(self) -> bool:
+        return self.seen > 0
+
+
+SECOND_RUNS = threading.Event()
+
+
+def reports_or_waits(config: dict[str, Any]) -> None:
+    if config["a"] == 0:  # reports (and so stops every trial) once the other one runs
+        assert SECOND_RUNS.wait(30.0)
+        report({"x": 0})
+        return
+    SECOND_RUNS.set()
+    from actors._worker.session import _get_session
+
+    runner = _get_session("test")  # (in-process) wait, without reporting, until the stop reached this trial
+    deadline = time.monotonic() + 30.0
+    while not runner.stop_requested and time.monotonic() < deadline:
+        threading.Event().wait(0.01)
+    report({"x": 1})  # the stop ends the trial here: this result is never recorded
+
+
+def test_a_trial_stopped_before_it_reported(storage_dir: str) -> None:
+    SECOND_RUNS.clear()
+    grid = Tuner(reports_or_waits, param_space={"a": grid_search([0, 1])},
+                 run_config=RunConfig(name="stopped", storage=storage_dir, verbose=0, system="simple",
+                                      stop=StopAllAfterOne())).fit()
+    done, stopped = sorted(grid, key=lambda r: r.config["a"])
+    assert stopped.status.value == "TERMINATED" and stopped.error is None
+    _check_unreported(stopped, {"a": 1})
+    assert done.metrics["x"] == 0 and len(grid.get_dataframe()) == 1  # the one that reported: its row only
+    assert grid.get_best_result("x", "max").trial_id == done.trial_id
+
+
+def fails_first(config: dict[str, Any]) -> None:
+    if config["a"] == 0:
+        raise ValueError("boom")
+    report({"x": config["a"]})
+
+
+def test_trials_still_pending_at_the_end_have_their_id_alone(storage_dir: str) -> None:
+    all_cpus = actors.with_resources(fails_first, {"cpu": os.cpu_count() or 1})  # one trial at a time
+    grid = Tuner(all_cpus, param_space={"a": grid_search([0, 1, 2, 3])},
+                 run_config=RunConfig(name="pending", storage=storage_dir, verbose=0, system="simple",
+                                      failure_config=FailureConfig(fail_fast=True))).fit()
+    failed, *pending = sorted(grid, key=lambda r: r.config["a"])
+    _check_unreported(failed, {"a": 0})
+    assert len(pending) == 3 and grid.num_terminated == 3
+    assert [r.metrics for r in pending] == [{"trial_id": r.trial_id} for r in pending]
+    assert all(r.metrics_dataframe.empty for r in pending)
+    assert grid.get_dataframe().empty
+    with pytest.raises(RuntimeError, match="no trial reported"):
+        grid.get_best_result("x", "max")

@@ -16,7 +16,7 @@ import pytest
 
 import actors as tune
 from actors import RunConfig, Trainable, Tuner
-from actors._driver.errors import TuneError
+from actors._driver.errors import ConfigError, TuneError
 
 
 def f(config: dict[str, Any]) -> None:
@@ -65,3 +65,66 @@ def test_outside_a_trial() -> None:
         "default", "default", "default", 0, {"x": 2})
     with pytest.raises(TuneError, match="outside a trial"):
         tune.get_context().get_trial_id()
+
+
+# ---------------------------------------------------------------- the trial's resources
+# Recorded from Ray 2.60 (ray.init(num_cpus=4); one Tuner per case, each in a fresh driver process:
+# tune.get_context().get_trial_resources() in a function trainable, self.trial_resources in a class's
+# setup(); both a PlacementGroupFactory with strategy "PACK" and head_bundle_is_empty False):
+RAY_RESOURCES = {
+    "default": ([{"CPU": 1.0}], {"CPU": 1.0}, 1.0),
+    "cpu2": ([{"CPU": 2.0}], {"CPU": 2.0}, 2.0),  # with_resources(t, {"cpu": 2}), also {"CPU": 2}
+    "gpu0": ([{"CPU": 1.0}], {"CPU": 1.0}, 1.0),  # {"cpu": 1, "gpu": 0}: a zero amount is dropped
+    "cpu05": ([{"CPU": 0.5}], {"CPU": 0.5}, 0.5),
+}
+ASKED: dict[str, Any] = {"default": None, "cpu2": {"cpu": 2}, "gpu0": {"cpu": 1, "gpu": 0}, "cpu05": {"cpu": 0.5}}
+
+
+def _seen(r: Any) -> tuple[Any, ...]:
+    return (type(r).__name__, r.bundles, r.required_resources, r.head_cpus, r.strategy, r.head_bundle_is_empty)
+
+
+def uses_resources(config: dict[str, Any]) -> None:
+    tune.report({"seen": _seen(tune.get_context().get_trial_resources())})
+
+
+class UsesResources(Trainable):
+    def setup(self, config: dict[str, Any]) -> None:
+        self.seen = _seen(self.trial_resources)
+
+    def step(self) -> dict[str, Any]:
+        return {"seen": self.seen, "done": True}
+
+
+@pytest.mark.parametrize("case", sorted(RAY_RESOURCES))
+@pytest.mark.parametrize("trainable", [uses_resources, UsesResources])
+def test_trial_resources_are_rays_placement_group_factory(case: str, trainable: Any, tmp_path: Any) -> None:
+    t = trainable if ASKED[case] is None else tune.with_resources(trainable, ASKED[case])
+    (r,) = Tuner(t, run_config=RunConfig(storage=str(tmp_path), name="res", verbose=0, system="simple")).fit()
+    bundles, required, head = RAY_RESOURCES[case]
+    assert r.metrics["seen"] == ("PlacementGroupFactory", bundles, required, head, "PACK", False)
+
+
+def test_trial_resources_reach_an_actor_process(tmp_path: Any, no_leaks: Any) -> None:
+    (r,) = Tuner(tune.with_resources(uses_resources, {"CPU": 2}),
+                 run_config=RunConfig(storage=str(tmp_path), name="res", verbose=0, system="multiproc")).fit()
+    assert r.metrics["seen"][1:4] == RAY_RESOURCES["cpu2"]
+
+
+def test_placement_group_factory_of_one_bundle() -> None:
+    # recorded from Ray 2.60: PlacementGroupFactory([{"CPU": 2, "GPU": 1}, {"CPU": 1}]) has required_resources
+    # {"CPU": 3.0, "GPU": 1.0}, head_cpus 2.0, and equals one built from its own bundles
+    pgf = tune.PlacementGroupFactory([{"CPU": 2, "GPU": 1}, {"CPU": 1}])
+    assert (pgf.required_resources, pgf.head_cpus, pgf.bundles) == (
+        {"CPU": 3.0, "GPU": 1.0}, 2.0, [{"CPU": 2.0, "GPU": 1.0}, {"CPU": 1.0}])
+    assert pgf == tune.PlacementGroupFactory(pgf.bundles)
+    # audition places one dict per trial: one bundle converts, several are refused
+    assert tune.with_resources(f, tune.PlacementGroupFactory([{"CPU": 2}]))._audition_resources == {"cpu": 2.0}
+    with pytest.raises(ConfigError, match="placement groups"):
+        tune.with_resources(f, pgf)
+
+
+def test_trial_resources_outside_a_trial() -> None:
+    assert T({"x": 2}).trial_resources is None  # Ray's Trainable built directly says None too
+    with pytest.raises(TuneError, match="outside a trial"):  # Ray warns and returns None (see the docs)
+        tune.get_context().get_trial_resources()

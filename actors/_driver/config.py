@@ -225,6 +225,10 @@ def check_resources(resources: Any, where: str) -> dict[str, float]:
     A trial that asks for no CPU, or a negative amount, could never be placed and the
     experiment would wait on "PENDING" forever: refused here instead.
     """
+    from actors._driver.resources import PlacementGroupFactory
+
+    if isinstance(resources, PlacementGroupFactory):  # Ray's form: one bundle is one trial's dict
+        resources = resources.as_resources()
     if not isinstance(resources, Mapping):
         raise ConfigError(f"{where}: resources must be a dict such as {{'cpu': 2, 'gpu': 1}}, "
                           f"got {type(resources).__name__}")
@@ -246,8 +250,9 @@ def check_resources(resources: Any, where: str) -> dict[str, float]:
     return out
 
 
-def with_resources(trainable: Any, resources: Mapping[str, float]) -> Any:
-    """Attach per-trial resources (e.g. ``{"cpu": 2, "gpu": 1}``) to a trainable.
+def with_resources(trainable: Any, resources: Mapping[str, float] | Any) -> Any:
+    """Attach per-trial resources (e.g. ``{"cpu": 2, "gpu": 1}``, or a one-bundle
+    ``PlacementGroupFactory``) to a trainable.
 
     Returns a new trainable (a wrapper function or a subclass); the original is not changed.
     """

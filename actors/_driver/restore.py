@@ -125,7 +125,9 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
         tid, status, ck = row["trial_id"], TrialStatus(row["status"]), row.get("checkpoint")
         layout.set_dirname(tid, row.get("dirname"))
         error = f"{row.get('error')}\n{row.get('traceback') or ''}" if status is TrialStatus.ERROR else None
-        summary = TrialSummary(tid, row["config"], status, row["last_result"], CheckpointRef(**ck) if ck else None,
+        # Ray keeps no unreported run's keys in the saved state: a trial that never reported has its id alone
+        last = row["last_result"] if "training_iteration" in row["last_result"] else {"trial_id": tid}
+        summary = TrialSummary(tid, row["config"], status, last, CheckpointRef(**ck) if ck else None,
                                error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
                                row.get("dirname"))
         results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config, searched))

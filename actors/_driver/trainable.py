@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors._driver.resources import PlacementGroupFactory
 
 
 class Trainable(ABC):
@@ -65,6 +68,17 @@ class Trainable(ABC):
     def logdir(self) -> str:
         """The trial's own local directory (``get_context().get_trial_dir()``)."""
         return _from_context("get_trial_dir")
+
+    @property
+    def trial_resources(self) -> PlacementGroupFactory | None:
+        """The trial's resources (``get_context().get_trial_resources()``); None outside a trial, as Ray's."""
+        from actors._driver.errors import TuneError
+        from actors._worker.session import get_context
+
+        try:
+            return get_context().get_trial_resources()
+        except TuneError:
+            return None
 
 
 def _from_context(method: str) -> str:

@@ -308,6 +308,8 @@ class ExperimentCore:
             else:
                 if m.output is not None:
                     self._output(m.output)
+                if m.setup_failed:  # never came up: Ray's result of it has its id alone
+                    self.table.process_started(m.trial_id, m.run_id, {})
                 self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
                 if m.storage_failure and not self.finished:
                     # retrying cannot help (the storage package already retried transient errors), and
@@ -462,6 +464,7 @@ class ExperimentCore:
 
     def _process(self, msg: TrialProcess) -> None:
         self.watch.process(msg.trial_id, msg.run_id, msg.pid)
+        self.table.process_started(msg.trial_id, msg.run_id, msg.started)
 
     def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
                error: str | None = None, tb: str | None = None) -> None:
@@ -769,7 +772,8 @@ class ExperimentCore:
             member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
             trial_dirname=rec.dirname or "",
             trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name),
-            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct))
+            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct,
+            resources=dict(s.resources_per_trial)))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
 
     def _release(self, trial_id: str, reusable: bool) -> None:

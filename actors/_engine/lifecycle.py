@@ -29,6 +29,7 @@ from actors._engine.marks import Mark, MarkKind, add_mark
 from actors._engine.reducer import Decision, merge
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
+from actors.result import TRAINING_ITERATION, TRIAL_ID
 
 
 class Phase(Enum):
@@ -87,6 +88,8 @@ class TrialRecord:
     marks: list[Mark] = field(default_factory=list)
     name: str | None = None  # TuneConfig(trial_name_creator=...)
     dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
+    # the current run's Result.metrics should it end before reporting (TrialProcess.started)
+    unreported: dict[str, Any] = field(default_factory=dict)
 
     def snapshot(self) -> TrialSnapshot:
         """A copy for plugins and loggers (a few hundred a simulated experiment: built as
@@ -192,6 +195,14 @@ class TrialTable:
             rec.last_result = dict(rec.checkpoint.metrics) if rec.checkpoint is not None else {}
         rec.clone = None
         return [Effect(EffectKind.START, trial_id)]
+
+    def process_started(self, trial_id: str, run_id: int, started: dict[str, Any]) -> None:
+        """What ``Result.metrics`` holds if this run ends before its first result, as Ray 2.60's
+        ``Trial.last_result``: the trial id, then the run's auto-filled keys and its config; the id
+        alone when ``started`` is empty (the trainable never came up: a class whose setup raised)."""
+        rec = self.trials.get(trial_id)
+        if rec is not None and rec.run_id == run_id:
+            rec.unreported = {**started, "config": dict(rec.config)} if started else {}
 
     def unstart(self, trial_id: str) -> None:
         """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""
@@ -317,6 +328,9 @@ class TrialTable:
         reusable = reason is not EndReason.FAILED
         out = [Effect(EffectKind.RELEASE, trial_id, flag=reusable)]
         pending = rec.pending
+        reported = TRAINING_ITERATION in rec.last_result
+        if not reported:  # Ray's last result of a trial that never reported: no "done" key either
+            rec.last_result = {TRIAL_ID: trial_id, **rec.unreported}
         # A trainable whose last result said done has finished: a PAUSE (or clone) decided on that
         # result must not park it, or it is resumed past its own end (paused every result: forever).
         finished = bool(rec.last_result.get("done"))
@@ -324,7 +338,8 @@ class TrialTable:
         if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
             if reason is EndReason.STOPPED and pending is Decision.STOP and not finished:
                 self._mark(rec, MarkKind.STOP)
-            rec.last_result = {**rec.last_result, "done": True}
+            if reported or reason is EndReason.COMPLETED:  # (Ray: a function that returned is done)
+                rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]
         if reason is EndReason.STOPPED:  # a PAUSE took effect

@@ -394,8 +394,10 @@ class ExperimentIO:
         err = None
         if r.status is TrialStatus.ERROR:
             err = f"{r.error}\n{r.traceback or ''}"
-        return TrialSummary(r.trial_id, r.config, r.status, r.last_result, r.checkpoint, err,
-                            r.num_failures, self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
+        # a trial that never ran (still PENDING at the end) has its id alone, as Ray's Result.metrics
+        last = r.last_result or {"trial_id": r.trial_id}
+        return TrialSummary(r.trial_id, r.config, r.status, last, r.checkpoint, err, r.num_failures,
+                            self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
 
 
 def _b64(data: bytes | None) -> str | None:

@@ -32,7 +32,7 @@ from thespian.actors import (
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
 from actors._shell.proc import die_with_parent
-from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable
+from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable, started_metrics
 from actors.messages import (
     RunTrial,
     TrialEnded,
@@ -87,7 +87,7 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
         self.controller = sender
         # who to kill if this run ignores a stop (blocked in C, sleeping without reports)
-        self.send(sender, TrialProcess(msg.trial_id, msg.run_id, os.getpid()))
+        self.send(sender, TrialProcess(msg.trial_id, msg.run_id, os.getpid(), started_metrics(time.time())))
         reuse = self._kept(msg.trainable)
         self.trainable_bytes = msg.trainable
         self.runner = TrialRunner(msg, reuse=reuse)
@@ -247,7 +247,8 @@ class TrialActor(ActorTypeDispatcher):
                     self.controller,
                     TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
                                ev.traceback, ev.storage_failure,
-                               output=self._output_chunk(r, final=True)),  # in order with the end
+                               output=self._output_chunk(r, final=True),  # in order with the end
+                               setup_failed=ev.setup_failed),
                 )
                 return
             due = self.held_since + self.batch_delay_s - self.clock()

@@ -73,6 +73,7 @@ class Event:
     error: str | None = None
     traceback: str | None = None
     storage_failure: str | None = None
+    setup_failed: bool = False
 
 
 class _StopTrial(BaseException):
@@ -100,6 +101,13 @@ def node_ip() -> str:
         except OSError:
             _node_ip = "127.0.0.1"
     return _node_ip
+
+
+def started_metrics(now: float) -> dict[str, Any]:
+    """Ray's auto-filled keys that need no result (its ``DEBUG_METRICS`` but trial_id and config), as
+    this process sees them at ``now``: what ``Result.metrics`` holds for a trial that never reported."""
+    return {"date": time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)), "timestamp": int(now),
+            "pid": os.getpid(), "hostname": _HOST, "node_ip": node_ip()}
 
 
 def _resettable(t: Trainable) -> bool:
@@ -163,6 +171,7 @@ class TrialRunner:
             Checkpoint(self.ctx.uri(msg.checkpoint.path), msg.storage_options) if msg.checkpoint else None
         )
         self._class_trainable: Trainable | None = None
+        self.built = False  # the trainable exists: a function at once, a class once setup() returned
         # a Trainable kept by the actor from its previous run of the same class (reuse_actors)
         self.reuse = reuse
         self.kept: Trainable | None = None  # this run's instance, kept for the next run
@@ -229,6 +238,7 @@ class TrialRunner:
             if inspect.isclass(trainable) and issubclass(trainable, Trainable):
                 self._run_class(trainable)
             else:
+                self.built = True
                 # what it returns or yields is reported too (Ray Tune's function API)
                 try:
                     run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
@@ -265,7 +275,7 @@ class TrialRunner:
         self.output.flush()
         failure = self.storage_failure if reason is EndReason.FAILED else None
         self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb,
-                              storage_failure=failure))
+                              storage_failure=failure, setup_failed=not self.built))
         with self.lock:
             self.waiting = True
         self._wake(urgent=True)
@@ -285,6 +295,7 @@ class TrialRunner:
             self._class_trainable = t
             t.setup(dict(self.msg.config))
         self._class_trainable = t
+        self.built = True
         if self.restore_checkpoint is not None:
             with self.restore_checkpoint.as_directory() as d:
                 dict_file = os.path.join(d, "dict_checkpoint.pkl")

@@ -15,6 +15,7 @@ from actors._worker.workdir import local_trial_dir
 
 if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
+    from actors._driver.resources import PlacementGroupFactory
     from actors._worker.runner import TrialRunner
 
 _local = threading.local()
@@ -85,6 +86,13 @@ class TuneContext:
         runner = _get_session("get_context().get_trial_dir")
         return local_trial_dir(runner.layout.trial_dir(runner.trial_id), runner.ctx.is_local,
                                runner.msg.experiment_name)
+
+    def get_trial_resources(self) -> PlacementGroupFactory:
+        """The trial's resources as Ray's ``PlacementGroupFactory`` of one bundle (``[{"CPU": 1.0}]``
+        by default, ``[{"CPU": 2.0}]`` for ``with_resources(train, {"cpu": 2})``)."""
+        from actors._driver.resources import PlacementGroupFactory
+
+        return PlacementGroupFactory.from_resources(_get_session("get_context().get_trial_resources").msg.resources)
 
     def get_world_rank(self) -> None:
         """None, as Ray Tune answers outside Ray Train."""
