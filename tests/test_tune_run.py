@@ -292,6 +292,20 @@ def test_what_audition_cannot_honour_is_refused_naming_the_argument(kwargs: dict
     assert not os.path.exists(storage_dir)  # refused before anything ran
 
 
+def test_resume_strings_map_onto_tuner_restore_as_rays_resume_config() -> None:
+    from actors._driver.classic import _resume_choices
+
+    # Ray 2.60 (tune.py, _build_resume_config_from_legacy_config, read): ResumeConfig's (unfinished,
+    # errored) for each string; as (resume_unfinished, resume_errored, restart_errored)
+    assert _resume_choices(None) is None and _resume_choices(False) is None
+    assert _resume_choices(True) == _resume_choices("AUTO") == (True, False, False)
+    assert _resume_choices("AUTO+ERRORED") == (True, True, False)
+    assert _resume_choices("AUTO+RESTART_ERRORED") == (True, False, True)
+    assert _resume_choices("AUTO+ERRORED_ONLY") == (False, True, False)
+    assert _resume_choices("AUTO+RESTART_ERRORED_ONLY") == (False, False, True)
+    assert _resume_choices("AUTO+ERRORED+RESTART_ERRORED") == (True, False, True)  # the last one wins
+
+
 def test_resume_continues_a_named_experiment(storage_dir: str, tmp_path: Any) -> None:
     fixed = str(tmp_path / "fixed")
     grid = {"x": tune.grid_search([1, 2]), "fixed": fixed}
@@ -322,4 +336,20 @@ def test_run_on_the_default_system_leaves_no_process(storage_dir: str, no_leaks:
     assert a.best_config == {"x": 2}  # recorded (see the grid test)
     assert a.get_best_config("loss", "min", "all") == {"x": 1}
     assert [str(t.status) for t in a.trials] == ["TERMINATED"] * 3
-    assert os.getpid() not in {t.last_result["pid"] for t in a.trials}  # trials ran in other processes
+    pids = {t.last_result["pid"] for t in a.trials}
+    assert os.getpid() not in pids  # trials ran in other processes
+    assert len(pids) == 3  # tune.run's reuse_actors=False (a Tuner's default reuses them): a process each
+
+
+def test_audition_migrate_ports_a_tune_run_script_without_warnings() -> None:
+    from actors._cli.main import _audition_has
+    from actors._cli.migrate import migrate
+
+    source = ("from ray import tune\nfrom ray.tune import ExperimentAnalysis\n"
+              "from ray.tune.analysis import ExperimentAnalysis as EA\nfrom ray.tune.tune import run\n"
+              "analysis = tune.run(train, config={'x': 1}, metric='loss', mode='min')\n")
+    result = migrate(source, _audition_has)
+    assert result.warnings == []
+    assert result.text == ("import actors as tune\nfrom actors import ExperimentAnalysis\n"
+                           "from actors import ExperimentAnalysis as EA\nfrom actors import run\n"
+                           "analysis = tune.run(train, config={'x': 1}, metric='loss', mode='min')\n")
