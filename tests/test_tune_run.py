@@ -142,7 +142,7 @@ def test_without_metric_and_mode_the_best_properties_name_the_fix(storage_dir: s
     c = simple(run_or_experiment=series, config={"x": 2}, storage_path=storage_dir, name="single")
     assert c.get_best_trial("nope", "max").config == {"x": 2}
     with pytest.raises(ValueError):
-        c.best_config
+        _ = c.best_config
     # recorded: a mode without a metric runs, and the analysis compares Ray's unnamed "_metric"
     d = simple(run_or_experiment=series, config={"x": 2}, mode="min", storage_path=storage_dir, name="modeonly")
     assert (d.default_metric, d.default_mode) == ("_metric", "min")
