@@ -38,6 +38,9 @@ _EXPORTS: dict[str, str] = {
     "JsonLoggerCallback": "actors._driver.loggers",
     "CSVLoggerCallback": "actors._driver.loggers",
     "TBXLoggerCallback": "actors._driver.loggers",
+    # Ray Tune's classic API: tune.run(...) -> ExperimentAnalysis, a layer over Tuner.fit()
+    "run": "actors._driver.classic",
+    "ExperimentAnalysis": "actors._driver.analysis",
     "CLIReporter": "actors._driver.reporters",
     "JupyterNotebookReporter": "actors._driver.reporters",
     "ProgressReporter": "actors._driver.reporters",

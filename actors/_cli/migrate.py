@@ -28,6 +28,9 @@ MODULES: dict[str, str] = {
     "ray.tune.trainable": "actors",
     "ray.tune.callback": "actors",
     "ray.tune.logger": "actors",
+    "ray.tune.tune": "actors",  # run (the classic API)
+    "ray.tune.analysis": "actors",  # ExperimentAnalysis
+    "ray.tune.analysis.experiment_analysis": "actors",
     "ray.tune.schedulers": "actors.schedulers",
     "ray.tune.schedulers.async_hyperband": "actors.schedulers",
     "ray.tune.schedulers.hyperband": "actors.schedulers",

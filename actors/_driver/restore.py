@@ -111,6 +111,33 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     return tuner
 
 
+def read_results(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
+    """The experiment at ``path`` as saved (its ``ResultGrid``, ``TuneConfig`` and trainable name), without a
+    trainable and without running anything: what ``ExperimentAnalysis(path)`` reads."""
+    from storage import StorageError, read_bytes, read_experiment_state
+
+    ctx, layout, name = _split(path, options)
+    where = ctx.uri(layout.experiment_dir)
+    try:
+        raw, state = read_bytes(ctx, layout.tuner_file), read_experiment_state(ctx, layout)
+    except (FileNotFoundError, StorageError) as exc:
+        raise ConfigError(f"no audition experiment at {where} ({exc}); pass the experiment directory: "
+                          "<storage_path>/<name>, the experiment_path a run returned") from None
+    if state is None:
+        raise ConfigError(f"no experiment state under {where}: the run stopped before its first state write")
+    _check_state(state, where)
+    try:
+        saved = legacy_loads(raw)
+    except Exception as exc:
+        raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is unreadable ({exc!r})") from exc
+    from actors._driver.result_grid import Searched
+
+    searched = Searched(saved["searched"]) if "searched" in saved else None
+    grid = stored_results(ctx, name, _rebase(state, layout.experiment_dir), saved["tune_config"],
+                          saved["run_config"], searched)
+    return grid, saved["tune_config"], getattr(saved["spec"], "trainable_name", "")
+
+
 def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any,
                    searched: Any = None) -> Any:
     """The saved experiment as a ``ResultGrid``, statuses as saved; nothing runs (Ray Tune's

@@ -1,0 +1,215 @@
+"""``run(...)``: Ray Tune's classic ``tune.run`` API, mapped onto ``Tuner``/``TuneConfig``/``RunConfig``.
+
+No second engine: every argument becomes a ``Tuner`` setting, the ``ResultGrid`` of ``fit()`` is
+wrapped in an ``ExperimentAnalysis``. An argument audition cannot honour is refused before
+anything runs, naming what to use instead; one that Ray 2.60 itself deprecates warns as Ray does.
+``tune.run``'s defaults differ from the ``Tuner``'s in three places, kept here: ``reuse_actors=False``,
+no end checkpoint unless asked (``checkpoint_at_end`` never defaults to True), and ``verbose=2``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from actors._driver.analysis import ExperimentAnalysis
+from actors._driver.config import DEFAULT_STORAGE, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
+from actors._driver.errors import ConfigError, TuneError
+from actors._engine.trial import TrialStatus
+
+log = logging.getLogger("audition")
+_UNSET: Any = object()
+# Ray's ``create_scheduler``/``create_searcher`` names: no registry of them in audition
+_RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stopping_rule", "medianstopping",
+                        "hyperband", "hb_bohb", "pbt", "pbt_replay", "pb2", "resource_changing")
+# resume="AUTO+<suffix>": (resume_unfinished, resume_errored, restart_errored), Ray's ResumeConfig choices
+_RESUME_SUFFIXES = {"": (True, False, False), "ERRORED": (True, True, False),
+                    "RESTART_ERRORED": (True, False, True), "ERRORED_ONLY": (False, True, False),
+                    "RESTART_ERRORED_ONLY": (False, False, True)}
+
+
+def _deprecated(arg: str, instead: str) -> None:
+    warnings.warn(f"run({arg}=...) is deprecated (in Ray 2.60 too): use {instead}", DeprecationWarning,
+                  stacklevel=3)
+
+
+def _refuse(arg: str, why_and_fix: str) -> None:
+    raise ConfigError(f"run({arg}=...): {why_and_fix}")
+
+
+def _check_trainable_arg(trainable: Any) -> None:
+    if isinstance(trainable, str):
+        _refuse("run_or_experiment", f"{trainable!r} names a registered trainable, and audition has no "
+                "trainable registry (tune.register_trainable); pass the function or Trainable class itself")
+    if isinstance(trainable, (list, tuple)) or type(trainable).__name__ == "Experiment":
+        _refuse("run_or_experiment", "audition runs one trainable per call and has no Experiment objects; "
+                "call run(trainable, config=..., ...) once per experiment")
+
+
+def _resume_choices(resume: Any) -> tuple[bool, bool, bool] | None:
+    """Ray's ``resume=`` (True, False/None, "AUTO", "AUTO+ERRORED", ...) as ``Tuner.restore``'s three
+    flags; None for a new experiment. As in Ray, the last suffix wins."""
+    if resume is None or resume is False:
+        return None
+    if resume is True:
+        return _RESUME_SUFFIXES[""]
+    if not isinstance(resume, str):
+        _refuse("resume", f"{resume!r} is not one of True, False, 'AUTO' (optionally '+ERRORED', "
+                "'+RESTART_ERRORED', '+ERRORED_ONLY', '+RESTART_ERRORED_ONLY')")
+    head, *suffixes = resume.split("+")
+    if head in ("LOCAL", "REMOTE", "PROMPT", "ERRORED_ONLY"):
+        _refuse("resume", f"{head!r} was removed from Ray Tune (2.60 raises too); use True, False or 'AUTO'")
+    if head != "AUTO":
+        _refuse("resume", f"{resume!r}: use True, False or 'AUTO', optionally with '+ERRORED' & co.")
+    choice = _RESUME_SUFFIXES[""]
+    for suffix in suffixes:
+        if suffix not in _RESUME_SUFFIXES or not suffix:
+            _refuse("resume", f"unknown resume setting {suffix!r}; use one of "
+                    f"{sorted(k for k in _RESUME_SUFFIXES if k)}")
+        choice = _RESUME_SUFFIXES[suffix]
+    return choice
+
+
+def _checkpointing(checkpoint_config: CheckpointConfig | None, keep_checkpoints_num: int | None,
+                   checkpoint_score_attr: str | None, checkpoint_freq: int,
+                   checkpoint_at_end: bool) -> CheckpointConfig:
+    """Ray's deprecated checkpoint arguments folded into a copy of ``checkpoint_config``; as
+    ``tune.run`` (not the ``Tuner``), the end checkpoint is taken only when asked for."""
+    if checkpoint_config is not None and not isinstance(checkpoint_config, CheckpointConfig):
+        _refuse("checkpoint_config", f"pass an actors.CheckpointConfig(...), got {type(checkpoint_config).__name__}")
+    changes: dict[str, Any] = {}
+    if keep_checkpoints_num is not None:
+        _deprecated("keep_checkpoints_num", "checkpoint_config=CheckpointConfig(num_to_keep=...)")
+        changes["num_to_keep"] = keep_checkpoints_num
+    if checkpoint_score_attr is not None:
+        _deprecated("checkpoint_score_attr", "checkpoint_config=CheckpointConfig(checkpoint_score_attribute=...)")
+        attr, order = checkpoint_score_attr, "max"
+        if attr.startswith("min-"):
+            _deprecated("checkpoint_score_attr='min-...'", "CheckpointConfig(checkpoint_score_order='min')")
+            attr, order = attr[len("min-"):], "min"
+        changes.update(checkpoint_score_attribute=attr, checkpoint_score_order=order)
+    if checkpoint_freq:
+        _deprecated("checkpoint_freq", "checkpoint_config=CheckpointConfig(checkpoint_frequency=...)")
+        changes["checkpoint_frequency"] = checkpoint_freq
+    if checkpoint_at_end:
+        _deprecated("checkpoint_at_end", "checkpoint_config=CheckpointConfig(checkpoint_at_end=True)")
+        changes["checkpoint_at_end"] = True
+    cc = dataclasses.replace(checkpoint_config or CheckpointConfig(), **changes)
+    if cc.checkpoint_at_end is None:  # recorded: Ray's tune.run saves a class trainable at the end only if asked
+        cc = dataclasses.replace(cc, checkpoint_at_end=False)
+    return cc
+
+
+def run(run_or_experiment: Callable[..., Any] | type, *, name: str | None = None, metric: str | None = None,
+        mode: str | None = None, stop: Mapping[str, Any] | Callable[..., Any] | Any = None,
+        time_budget_s: float | datetime.timedelta | None = None, config: dict[str, Any] | None = None,
+        resources_per_trial: Mapping[str, float] | None = None, num_samples: int = 1,
+        storage_path: str | os.PathLike[str] | None = None, storage_filesystem: Any = None,
+        search_alg: Any = None, scheduler: Any = None, checkpoint_config: CheckpointConfig | None = None,
+        verbose: int | None = None, progress_reporter: Any = None, log_to_file: bool | str | Sequence[str] = False,
+        trial_name_creator: Callable[[Any], str] | None = None,
+        trial_dirname_creator: Callable[[Any], str] | None = None, sync_config: Any = None,
+        export_formats: Sequence[str] | None = None, max_failures: int = 0, fail_fast: bool | str = False,
+        restore: str | None = None, resume: bool | str | None = None, resume_config: Any = None,
+        reuse_actors: bool = False, raise_on_failed_trial: bool = True, callbacks: Sequence[Any] | None = None,
+        max_concurrent_trials: int | None = None, keep_checkpoints_num: int | None = None,
+        checkpoint_score_attr: str | None = None, checkpoint_freq: int = 0, checkpoint_at_end: bool = False,
+        chdir_to_trial_dir: Any = _UNSET, local_dir: str | None = None,
+        storage_options: dict[str, Any] | None = None, system: str = "multiproc") -> ExperimentAnalysis:
+    """Run a hyperparameter search the classic way (Ray Tune's ``tune.run``) and return its
+    ``ExperimentAnalysis``. ``storage_options`` (fsspec) and ``system`` are audition's own, as in
+    ``RunConfig``. Raises ``TuneError("Trials did not complete", [trials])`` if a trial did not end
+    TERMINATED, unless ``raise_on_failed_trial=False`` (as Ray)."""
+    from actors._driver.tuner import Tuner
+
+    _check_trainable_arg(run_or_experiment)
+    if local_dir is not None:
+        _refuse("local_dir", "removed from Ray Tune (2.60 raises too); use storage_path=...")
+    if chdir_to_trial_dir is not _UNSET:
+        _refuse("chdir_to_trial_dir", "removed from Ray Tune (2.60 raises too); leave it out")
+    if storage_filesystem is not None:
+        _refuse("storage_filesystem", "audition reaches storage through fsspec, not pyarrow; pass "
+                "storage_path='s3://bucket/prefix' and storage_options={...} (fsspec keyword arguments)")
+    if sync_config is not None:
+        _refuse("sync_config", "trials write checkpoints and results straight to storage_path, so there is "
+                "nothing to sync; leave it out")
+    if export_formats:
+        _refuse("export_formats", "audition exports no models at the end; write what you need in "
+                "save_checkpoint() or report it with a checkpoint")
+    if restore is not None:
+        _refuse("restore", "starting a trial from a checkpoint path is not supported; load it in the "
+                "trainable (e.g. pass the path in config and use Checkpoint.from_directory), or continue a "
+                "whole experiment with resume='AUTO'")
+    if resume_config is not None:
+        _refuse("resume_config", "audition has no ResumeConfig; use resume='AUTO', 'AUTO+ERRORED', "
+                "'AUTO+RESTART_ERRORED', 'AUTO+ERRORED_ONLY' or 'AUTO+RESTART_ERRORED_ONLY'")
+    if isinstance(log_to_file, bool):
+        if log_to_file:
+            log.warning("run(log_to_file=True): trial output is always saved, in stdout.txt and stderr.txt in "
+                        "each trial's directory (Ray: stdout and stderr)")
+    else:
+        _refuse("log_to_file", "custom file names are not supported: each trial's output is always saved in "
+                "stdout.txt and stderr.txt in its directory; pass True or leave it out")
+    if num_samples == -1:
+        _refuse("num_samples", "-1 (sample forever) is not supported: every trial is created up front; give "
+                "a number of samples, and stop early with stop=... or time_budget_s=...")
+    if isinstance(search_alg, str):
+        _refuse("search_alg", f"{search_alg!r}: audition has no searcher registry (create_searcher); build "
+                "the searcher from actors.search, e.g. OptunaSearch()")
+    if isinstance(scheduler, str) and scheduler in _RAY_SCHEDULER_NAMES:
+        _refuse("scheduler", f"{scheduler!r}: audition has no scheduler registry (create_scheduler); build the "
+                "scheduler from actors.schedulers, e.g. ASHAScheduler()")
+    if mode is not None and mode not in ("min", "max"):
+        raise ConfigError(f"run(mode={mode!r}): use 'min' or 'max'")
+    if config is not None and not isinstance(config, dict):
+        raise ConfigError(f"run(config=...) must be a dict, got {type(config).__name__}")
+    resuming = _resume_choices(resume)
+    cc = _checkpointing(checkpoint_config, keep_checkpoints_num, checkpoint_score_attr, checkpoint_freq,
+                        checkpoint_at_end)
+    storage = os.fspath(storage_path) if storage_path is not None else None
+    # as Ray: a mode without a metric compares the unnamed metric (a trainable that returns a number)
+    tune_config = TuneConfig(
+        metric=metric, mode=mode if metric is not None else None, num_samples=num_samples, scheduler=scheduler,
+        search_alg=search_alg, max_concurrent_trials=max_concurrent_trials or None,
+        reuse_actors=reuse_actors, time_budget_s=time_budget_s, trial_name_creator=trial_name_creator,
+        trial_dirname_creator=trial_dirname_creator)
+    run_config = RunConfig(
+        name=name, storage=storage, storage_options=storage_options, stop=stop,
+        failure_config=FailureConfig(max_failures=max_failures, fail_fast=fail_fast), checkpoint_config=cc,
+        system=system, verbose=2 if verbose is None else int(verbose), progress_reporter=progress_reporter,
+        callbacks=list(callbacks) if callbacks is not None else None,
+        resources_per_trial=dict(resources_per_trial) if resources_per_trial is not None else None)
+    path = None if name is None else f"{(storage or DEFAULT_STORAGE).rstrip('/')}/{name}"
+    if path is not None and "://" not in path:
+        path = os.path.expanduser(path)
+    existing = path is not None and Tuner.can_restore(path, storage_options)
+    if existing and resuming is not None:
+        unfinished, errored, restart = resuming
+        tuner = Tuner.restore(path, run_or_experiment, resume_unfinished=unfinished,  # type: ignore[arg-type]
+                              resume_errored=errored, restart_errored=restart, storage_options=storage_options,
+                              callbacks=run_config.callbacks)
+    else:
+        if existing:
+            _refuse("name", f"an experiment named {name!r} already exists at {path}; continue it with "
+                    "resume='AUTO' (also 'AUTO+ERRORED' to retry its failed trials), or pick another name")
+        if resuming is not None:
+            log.info("run(resume=%r): no experiment to resume at %s; starting a new one (as Ray)", resume,
+                     path or "a newly named directory")
+        tuner = Tuner(run_or_experiment, param_space=config, tune_config=tune_config, run_config=run_config)
+    grid = tuner.fit()
+    analysis = ExperimentAnalysis(grid, default_metric=metric, default_mode=mode,
+                                  trainable_name=tuner.trainable_name)
+    incomplete = [t for t in analysis.trials if t.status is not TrialStatus.TERMINATED]
+    if incomplete:
+        if raise_on_failed_trial:
+            raise TuneError("Trials did not complete", incomplete)
+        log.error("Trials did not complete: %s", incomplete)
+    return analysis
+
+
+__all__ = ["run"]
