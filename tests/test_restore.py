@@ -350,7 +350,9 @@ def test_resume_unfinished_false_ends_them_as_saved(tmp_path, no_leaks):
         if row is None:  # suggested after the restore: ran normally
             assert its[-1] == 10
         elif row["status"] != TERMINATED:  # not resumed: ends as saved, its later rows dropped
-            assert {k: v for k, v in r.metrics.items() if k != "experiment_tag"} == row["last_result"]
+            # (a trial that never reported: its id alone, as Ray 2.60's Result.metrics after a restore)
+            expected = row["last_result"] if "training_iteration" in row["last_result"] else {"trial_id": r.trial_id}
+            assert {k: v for k, v in r.metrics.items() if k != "experiment_tag"} == expected
             assert len(its) == row["last_result"].get("training_iteration", 0)
 
 
