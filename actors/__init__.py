@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "actors._driver.config",
     "FailureConfig": "actors._driver.config",
     "CheckpointConfig": "actors._driver.config",
+    "SyncConfig": "actors._driver.config",
     "Checkpoint": "actors._driver.checkpoint",
     "Trainable": "actors._driver.trainable",
     "report": "actors._worker.session",

@@ -273,11 +273,9 @@ def test_scheduler_stop_and_concurrency_pass_through(storage_dir: str) -> None:
     ({"local_dir": "/tmp/x"}, "local_dir"),  # Ray 2.60 raises too
     ({"chdir_to_trial_dir": False}, "chdir_to_trial_dir"),  # Ray 2.60 raises too
     ({"storage_filesystem": object()}, "storage_filesystem"),
-    ({"sync_config": object()}, "sync_config"),
     ({"export_formats": ["model"]}, "export_formats"),
     ({"restore": "/some/checkpoint"}, "restore"),
     ({"resume_config": object()}, "resume_config"),
-    ({"log_to_file": "out.txt"}, "log_to_file"),
     ({"num_samples": -1}, "num_samples"),
     ({"search_alg": "optuna"}, "search_alg"),
     ({"scheduler": "async_hyperband"}, "scheduler"),

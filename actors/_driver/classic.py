@@ -135,9 +135,6 @@ def run(run_or_experiment: Callable[..., Any] | type, *, name: str | None = None
     if storage_filesystem is not None:
         _refuse("storage_filesystem", "audition reaches storage through fsspec, not pyarrow; pass "
                 "storage_path='s3://bucket/prefix' and storage_options={...} (fsspec keyword arguments)")
-    if sync_config is not None:
-        _refuse("sync_config", "trials write checkpoints and results straight to storage_path, so there is "
-                "nothing to sync; leave it out")
     if export_formats:
         _refuse("export_formats", "audition exports no models at the end; write what you need in "
                 "save_checkpoint() or report it with a checkpoint")
@@ -148,13 +145,6 @@ def run(run_or_experiment: Callable[..., Any] | type, *, name: str | None = None
     if resume_config is not None:
         _refuse("resume_config", "audition has no ResumeConfig; use resume='AUTO', 'AUTO+ERRORED', "
                 "'AUTO+RESTART_ERRORED', 'AUTO+ERRORED_ONLY' or 'AUTO+RESTART_ERRORED_ONLY'")
-    if isinstance(log_to_file, bool):
-        if log_to_file:
-            log.warning("run(log_to_file=True): trial output is always saved, in stdout.txt and stderr.txt in "
-                        "each trial's directory (Ray: stdout and stderr)")
-    else:
-        _refuse("log_to_file", "custom file names are not supported: each trial's output is always saved in "
-                "stdout.txt and stderr.txt in its directory; pass True or leave it out")
     if num_samples == -1:
         _refuse("num_samples", "-1 (sample forever) is not supported: every trial is created up front; give "
                 "a number of samples, and stop early with stop=... or time_budget_s=...")
@@ -182,6 +172,7 @@ def run(run_or_experiment: Callable[..., Any] | type, *, name: str | None = None
         name=name, storage=storage, storage_options=storage_options, stop=stop,
         failure_config=FailureConfig(max_failures=max_failures, fail_fast=fail_fast), checkpoint_config=cc,
         system=system, verbose=2 if verbose is None else int(verbose), progress_reporter=progress_reporter,
+        sync_config=sync_config, log_to_file=log_to_file,
         callbacks=list(callbacks) if callbacks is not None else None,
         resources_per_trial=dict(resources_per_trial) if resources_per_trial is not None else None)
     path = None if name is None else f"{(storage or DEFAULT_STORAGE).rstrip('/')}/{name}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +128,30 @@ class TuneConfig:
             )
 
 
+@dataclass(frozen=True)
+class SyncConfig:
+    """Ray Tune's ``SyncConfig``. audition writes results and checkpoints straight to storage, so nothing
+    is synced periodically: ``sync_period`` and ``sync_timeout`` are checked and otherwise unused.
+    ``sync_artifacts`` asks that the files a trial writes in its working directory reach storage: with
+    local storage they are there already (each trial runs in its own directory in the experiment); with
+    remote storage audition does not upload them, and the ``Tuner`` refuses the setting rather than
+    drop the files."""
+
+    sync_period: float = 300
+    sync_timeout: float = 1800
+    sync_artifacts: bool = False
+    sync_artifacts_on_checkpoint: bool = True
+
+    def __post_init__(self) -> None:
+        for knob in ("sync_period", "sync_timeout"):
+            value = getattr(self, knob)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(f"SyncConfig({knob}={value!r}): use seconds >= 0")
+        for knob in ("sync_artifacts", "sync_artifacts_on_checkpoint"):
+            if not isinstance(getattr(self, knob), bool):
+                raise ConfigError(f"SyncConfig({knob}={getattr(self, knob)!r}): use True or False")
+
+
 @dataclass
 class RunConfig:
     """Where results go, when trials stop, and which actor system runs them.
@@ -168,6 +192,10 @@ class RunConfig:
     log_to_driver: bool = True
     # Ray Tune's CLIReporter & co.: accepted and, as in Ray 2.60 by default, ignored with a warning
     progress_reporter: Any = None
+    # Ray Tune's SyncConfig (see there) and log_to_file (True, a file name, or (stdout, stderr) names):
+    # each trial's output is saved as stdout.txt/stderr.txt in its directory whatever this says
+    sync_config: SyncConfig | None = None
+    log_to_file: bool | str | Sequence[str] = False
 
     def __post_init__(self) -> None:
         if self.storage_path is not None:
@@ -209,6 +237,13 @@ class RunConfig:
         if isinstance(self.verbose, bool) or self.verbose not in (0, 1, 2, 3):
             raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0 (silent), 1 (progress) or 2 (also "
                               "each finished trial); 3 is accepted as 2, as Ray Tune 2.60 takes it")
+        if self.sync_config is not None and not isinstance(self.sync_config, SyncConfig):
+            raise ConfigError(f"RunConfig(sync_config={self.sync_config!r}): pass a SyncConfig(...)")
+        ltf = self.log_to_file
+        if not (isinstance(ltf, (bool, str)) or (isinstance(ltf, Sequence) and len(ltf) == 2
+                                                 and all(isinstance(n, str) for n in ltf))):
+            raise ConfigError(f"RunConfig(log_to_file={ltf!r}): use True, a file name, or a pair of names "
+                              "(stdout, stderr), as Ray Tune takes it")
         rows = self.max_progress_rows
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
             raise ConfigError(f"RunConfig(max_progress_rows={rows!r}): use an int >= 1 "

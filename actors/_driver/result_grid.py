@@ -91,8 +91,42 @@ class Result:
         Ray Tune reads ``result.json`` (``pandas.json_normalize`` with ``sep="/"``)."""
         return _frame(self.metrics_history)
 
+    def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
+        """The kept checkpoint whose result has the best ``metric`` (``"a/b"`` reads a nested value), as Ray
+        2.60 chooses it: checkpoints without the metric are passed over, the first of equal ones wins, and
+        a NaN is compared as Python's ``min``/``max`` compare it. Raises ``RuntimeError`` when the trial
+        kept no checkpoint or none has the metric, ``ValueError`` for a mode other than min/max."""
+        found = self.best_checkpoints
+        if not found:
+            raise RuntimeError(f"trial {self.trial_id} kept no checkpoint, so there is no best one")
+        if mode not in ("min", "max"):
+            raise ValueError(f"get_best_checkpoint(mode={mode!r}): use 'min' or 'max'")
+        valued = [(ckpt, value) for ckpt, metrics in found
+                  if (value := _unflattened(metrics, metric)) is not None]
+        if not valued:
+            raise RuntimeError(f"no checkpoint of trial {self.trial_id} has a value of {metric!r}; the metrics "
+                               f"reported with them are {sorted(found[-1][1])}")
+        choose = max if mode == "max" else min
+        return choose(valued, key=lambda pair: pair[1])[0]
+
     def __repr__(self) -> str:
         return f"Result(trial_id={self.trial_id!r}, status={self.status.value}, metrics={self.metrics!r})"
+
+
+def _unflattened(metrics: dict[str, Any], key: str) -> Any:
+    """``metrics[key]``, or for ``a/b`` (``a/0/b``) the nested value, through dicts and list indices as
+    Ray's ``unflattened_lookup``; None when it is not there."""
+    if key in metrics:
+        return metrics[key]
+    base: Any = metrics
+    for part in key.split("/"):
+        if isinstance(base, dict) and part in base:
+            base = base[part]
+        elif isinstance(base, (list, tuple)) and part.lstrip("-").isdigit() and -len(base) <= int(part) < len(base):
+            base = base[int(part)]
+        else:
+            return None
+    return base
 
 
 class ResultGrid:

@@ -158,6 +158,13 @@ class Tuner:
             self._ctx = StorageContext(rc.storage or DEFAULT_STORAGE, rc.storage_options)
         except StorageError as exc:
             raise ConfigError(str(exc)) from exc
+        sync = getattr(rc, "sync_config", None)
+        if sync is not None and sync.sync_artifacts and not self._ctx.is_local:
+            raise ConfigError(
+                "RunConfig(sync_config=SyncConfig(sync_artifacts=True)): audition does not upload the files a "
+                f"trial writes in its working directory to {self._ctx.url}; save what you need in a checkpoint "
+                "(report(..., checkpoint=...)), or use local storage, where each trial runs in its own directory "
+                "of the experiment and its files stay there")
         if self._ctx.is_process_local and kind != "simple":
             raise ConfigError(
                 f"storage {rc.storage!r} lives in one process's memory, so trial actors in other processes "
@@ -266,6 +273,10 @@ class Tuner:
         finished: ExperimentFinished | None = None
         verbose = min(2, self.run_config.verbose)  # (Ray 2.60's output engine shows 3 as 2)
         warn_ignored(getattr(self.run_config, "progress_reporter", None))  # (None in a RunConfig pickled before it)
+        if getattr(self.run_config, "log_to_file", False):
+            log.warning("RunConfig(log_to_file=%r): each trial's output is saved as stdout.txt and stderr.txt in "
+                        "its directory (and echoed here unless log_to_driver=False); the names given are not used",
+                        self.run_config.log_to_file)
         self._reporter = ProgressDisplay(self.name, verbose, metric=spec.metric)
         extra = [TrialLines(self._reporter)] if verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])

@@ -447,8 +447,11 @@ class TrialRunner:
         index = self.next_index
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
-        metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
         from storage import StorageError
+        from storage._io import dumps
+
+        # the whole result, nested values and config included, as Ray's best_checkpoints hold it (JSON-safe)
+        metrics: dict[str, Any] = json.loads(dumps(result or {}))
 
         meta = {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics,
                 "results": self._unconfirmed()}

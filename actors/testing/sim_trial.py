@@ -333,7 +333,7 @@ class SimTrial:
         index = self.next_index
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
-        metrics = {k: v for k, v in (result or {}).items() if isinstance(v, (int, float, str, bool))}
+        metrics: dict[str, Any] = json.loads(dumps(result or {}))  # (as TrialRunner._commit)
         rows = self.window.unconfirmed(self.committed_iteration, self._iteration)
         meta = {"iteration": self._iteration, "time_total_s": self.time_total, "metrics": metrics,
                 "results": json.loads(dumps(rows))}
