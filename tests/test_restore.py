@@ -722,3 +722,26 @@ def test_trials_ended_by_a_restore_free_the_capped_generator(tmp_path: Any) -> N
     got = sorted((r.config["x"], r.status.value, r.metrics.get("training_iteration")) for r in grid)
     assert [g[:2] for g in got] == [(x, "TERMINATED") for x in range(6)]
     assert got[1][2] == 2 and all(it == 3 for _, _, it in got[2:]), got
+
+
+def _counts(config: dict[str, Any]) -> None:
+    from actors import report
+
+    for _ in range(2):
+        report({"v": config["a"]})
+
+
+def test_restore_takes_param_space_again_with_the_same_keys_as_ray(tmp_path: Any) -> None:
+    """Ray 2.60 (Tuner.restore(path, trainable, param_space=...), read in tuner_internal.py): a re-given
+    param_space must flatten to the original's keys, else a ValueError naming both; the saved space is used."""
+    from actors import RunConfig, Tuner
+    from actors.search import grid_search
+
+    space = {"a": grid_search([1, 2]), "nested": {"b": 3}}
+    Tuner(_counts, param_space=space, run_config=RunConfig(storage=str(tmp_path), name="ps", system="simple",
+                                                           verbose=0)).fit()
+    path = str(tmp_path / "ps")
+    with pytest.raises(ConfigError, match=r"keys: \['a', 'nested/b'\]; got \['a', 'nested/c'\]"):
+        Tuner.restore(path, _counts, param_space={"a": grid_search([1, 2]), "nested": {"c": 3}})
+    grid = Tuner.restore(path, _counts, param_space={"nested": {"b": 3}, "a": grid_search([1, 2])}).fit()
+    assert sorted(r.config["a"] for r in grid) == [1, 2]

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from actors._driver.errors import ConfigError
+from actors._engine.flat import flatten
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
 
@@ -74,7 +75,7 @@ def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
 
 
 def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, resume_errored: bool,
-                  restart_errored: bool, options: dict[str, Any] | None) -> Any:
+                  restart_errored: bool, options: dict[str, Any] | None, param_space: Any = None) -> Any:
     from actors._driver.parameters import parameters_of
     from actors._driver.tuner import _check_trainable, _dumps
     from storage import StorageError, read_bytes, read_experiment_state
@@ -100,6 +101,7 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     except Exception as exc:
         raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is corrupted or was written "
                           f"by an incompatible version ({exc!r}); start a new experiment") from exc
+    _check_param_space(param_space, saved.get("param_space_keys"))
     spec.trainable_name = _check_trainable(trainable)
     spec.trainable = _dumps(trainable, "trainable")
     spec.storage_url, spec.storage_options, spec.name = ctx.url, dict(ctx.options), name
@@ -109,6 +111,19 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     tuner._parameters = parameters_of(trainable)  # with_parameters objects, published by fit()
     tuner._saved_state = state  # get_results() before fit(): the experiment as it was saved
     return tuner
+
+
+def _check_param_space(param_space: Any, saved_keys: list[str] | None) -> None:
+    """Ray's rule for a re-specified ``param_space``: the same flattened keys as the original's (unchecked
+    for an experiment saved before the keys were kept, as Ray skips it for its older ones)."""
+    if param_space is None:
+        return
+    if not isinstance(param_space, dict):
+        raise ConfigError(f"Tuner.restore(param_space=...) must be a dict, got {type(param_space).__name__}")
+    keys = sorted(flatten(param_space))
+    if saved_keys is not None and keys != saved_keys:
+        raise ConfigError("Tuner.restore(param_space=...) must be the param_space the experiment was started with "
+                          f"(its keys: {saved_keys}; got {keys}); leave it out to use the saved one")
 
 
 def read_results(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:

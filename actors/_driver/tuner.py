@@ -35,6 +35,7 @@ from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
+from actors._engine.flat import flatten
 from actors._engine.spec import ExperimentSpec
 from actors.messages import (
     AbortExperiment,
@@ -141,6 +142,8 @@ class Tuner:
                 if tc.max_concurrent_trials:
                     searcher = _concurrency_limited(searcher, tc.max_concurrent_trials, ConcurrencyLimiter)
         self._searcher = searcher
+        # what Tuner.restore(param_space=...) is checked against, as Ray checks it (flattened, sorted keys)
+        self._param_space_keys = sorted(flatten(param_space or {}))
         # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
         self._searched = _domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
@@ -402,7 +405,8 @@ class Tuner:
         # callbacks live in the driver only (they may hold open files): not part of the saved tuner
         saved_rc = dataclasses.replace(self.run_config, callbacks=None)
         data = {"tune_config": self.tune_config, "run_config": saved_rc, "system": self._system,
-                "spec": _without_trainable(spec), "searched": self._searched}
+                "spec": _without_trainable(spec), "searched": self._searched,
+                "param_space_keys": getattr(self, "_param_space_keys", None)}
         write_bytes(self._ctx, layout.tuner_file, cloudpickle.dumps(data))
 
     # ------------------------------------------------------------------ restore
@@ -415,16 +419,19 @@ class Tuner:
     @classmethod
     def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable], *,
                 resume_unfinished: bool = True, resume_errored: bool = False, restart_errored: bool = False,
-                storage_options: dict[str, Any] | None = None, callbacks: list[Any] | None = None) -> Tuner:
+                param_space: dict[str, Any] | None = None, storage_options: dict[str, Any] | None = None,
+                callbacks: list[Any] | None = None) -> Tuner:
         """Continue the experiment at ``path``. Callbacks live in the driver and are not saved with
-        the experiment: pass the ones the resumed run should have (default: none)."""
+        the experiment: pass the ones the resumed run should have (default: none). ``param_space``,
+        as in Ray, may be given again and must have the saved one's keys; the saved space is used (it
+        is stored whole: there are no object references to refresh)."""
         import dataclasses
 
         from actors._driver.restore import restore_tuner
 
         _check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
         tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
-                              storage_options)
+                              storage_options, param_space)
         if callbacks:
             tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
         return tuner
