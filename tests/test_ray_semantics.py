@@ -613,3 +613,4 @@ def test_a_progress_reporter_is_accepted_and_ignored_with_a_warning_as_ray(stora
         assert caplog.text.count("progress_reporter=...) is ignored") == 1, caplog.text
     with pytest.raises(ConfigError, match="3 is accepted as 2"):
         RunConfig(verbose=4)
+    assert RunConfig(verbose=False).verbose == 0  # Ray's pbt_function.py example passes verbose=False

@@ -234,7 +234,7 @@ class RunConfig:
         if not isinstance(self.log_to_driver, bool):
             raise ConfigError(f"RunConfig(log_to_driver={self.log_to_driver!r}): use True (echo trial output "
                               "on this terminal, the default) or False")
-        if isinstance(self.verbose, bool) or self.verbose not in (0, 1, 2, 3):
+        if self.verbose not in (0, 1, 2, 3):  # (False/True are 0/1, as Ray takes them)
             raise ConfigError(f"RunConfig(verbose={self.verbose!r}): use 0 (silent), 1 (progress) or 2 (also "
                               "each finished trial); 3 is accepted as 2, as Ray Tune 2.60 takes it")
         if self.sync_config is not None and not isinstance(self.sync_config, SyncConfig):
