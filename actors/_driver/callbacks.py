@@ -62,6 +62,13 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
         """``checkpoint`` (an ``actors.Checkpoint``; ``.path`` is its URL) of ``trial`` was committed.
         As in Ray Tune, ``trial.checkpoint`` is still the previous one during this call."""
 
+    def on_trial_restore(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                         **info: Any) -> None:
+        """Ray Tune's hook for a trial restored from a checkpoint, which Ray 2.60's controller never
+        calls (recorded: not on a retry from a checkpoint, a resumed pause or ``Tuner.restore``; each
+        of these calls ``on_trial_start``). audition does not call it either: it exists so code
+        written for Ray (an override calling ``super()``, a list forwarding every hook) runs."""
+
     def on_trial_save(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                       **info: Any) -> None:
         """Right after ``on_checkpoint`` for the same checkpoint, once every callback's
