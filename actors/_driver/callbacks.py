@@ -91,6 +91,16 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
     def on_experiment_end(self, trials: list[TrialSnapshot], **info: Any) -> None:
         """The experiment finished (or was stopped); ``trials`` is the final table."""
 
+    def get_state(self) -> dict[str, Any] | None:
+        """State to save with the experiment (any picklable value; ``None``, the default, or an
+        empty one saves nothing). Called before the first trial starts, at most every 10 s while
+        the run goes on and at its end, before ``on_experiment_end`` (as Ray Tune 2.60 calls it)."""
+        return None
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """On ``Tuner.restore(...).fit()``, before ``setup``: the state ``get_state`` last saved for
+        the callback at this position of the callbacks list (only if it was truthy)."""
+
     def on_experiment_start(self, experiment_path: str, local: bool) -> None:
         """Before any trial starts: the experiment's URL and whether it is on the local disk.
         (audition's own hook; raise ``ConfigError`` here to refuse a setting before anything runs.)"""
