@@ -39,6 +39,7 @@ from storage._layout import (
     STATE_DIR_NAME,
     STATE_POINTER_NAME,
     TUNER_NAME,
+    USER_METADATA_NAME,
     ExperimentLayout,
 )
 from storage._progress_csv import CsvWriter, flatten
@@ -52,6 +53,7 @@ from storage._state import (
     read_experiment_state,
     write_experiment_state,
 )
+from storage._user_metadata import encode_user_metadata, read_user_metadata, write_user_metadata
 
 __all__ = [
     "DEFAULT_URL",
@@ -61,6 +63,7 @@ __all__ = [
     "STATE_DIR_NAME",
     "STATE_POINTER_NAME",
     "TUNER_NAME",
+    "USER_METADATA_NAME",
     "CheckpointInfo",
     "CsvWriter",
     "ExperimentLayout",
@@ -79,6 +82,7 @@ __all__ = [
     "delete_checkpoint",
     "download_checkpoint",
     "download_file",
+    "encode_user_metadata",
     "exists",
     "flatten",
     "has_experiment_state",
@@ -91,10 +95,12 @@ __all__ = [
     "read_json",
     "read_manifest",
     "read_results",
+    "read_user_metadata",
     "retrying",
     "upload_file",
     "write_bytes",
     "write_experiment_state",
     "write_json",
     "write_text",
+    "write_user_metadata",
 ]

@@ -32,7 +32,7 @@ from storage._io import (
     upload_kwargs,
     write_bytes,
 )
-from storage._layout import MANIFEST_NAME, ExperimentLayout, manifest_path
+from storage._layout import MANIFEST_NAME, USER_METADATA_NAME, ExperimentLayout, manifest_path
 from storage._retry import as_storage_error, retrying
 
 _log = logging.getLogger("storage")
@@ -239,7 +239,8 @@ def download_checkpoint(ctx: StorageContext, ckpt_dir: str, local_dir: str) -> d
             raise StorageError(f"checkpoint {url} is damaged: {rel} is listed in its manifest but missing; "
                                "use an older checkpoint", url=url) from exc
         size = os.path.getsize(target)
-        if size != int(entry["size"]):
+        # the user metadata may be rewritten after the commit (Checkpoint.set_metadata): no fixed size
+        if size != int(entry["size"]) and rel != USER_METADATA_NAME:
             raise StorageError(f"checkpoint {url} is damaged: {rel} has {size} bytes, the manifest says "
                                f"{entry['size']}; use an older checkpoint", url=url)
 

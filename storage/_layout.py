@@ -17,6 +17,9 @@ import re
 from storage._context import StorageContext
 
 MANIFEST_NAME = ".audition_manifest.json"
+# a checkpoint's user metadata (Checkpoint.set_metadata): Ray Train's file name, so a checkpoint
+# directory moved between Ray and audition keeps it; never the manifest's name
+USER_METADATA_NAME = ".metadata.json"
 STATE_POINTER_NAME = "experiment_state.json"
 STATE_DIR_NAME = ".state"
 TUNER_NAME = "tuner.pkl"

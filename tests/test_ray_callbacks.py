@@ -363,3 +363,101 @@ def test_a_trial_stopped_while_waiting_is_complete_for_the_searcher(storage_dir)
                  run_config=RunConfig(name="removed", storage=storage_dir, verbose=0, system="simple")).fit()
     assert len(grid) == 3 and grid.num_terminated == 3
     assert sorted(SEARCHER_HEARD) == [("0", 2), ("1", None), ("2", None)]
+
+
+class _EveryTrialHook(Callback):
+    """Every per-trial hook Ray Tune has, on_trial_restore included, by name and the status seen."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def _note(self, hook: str, trial: Any) -> None:
+        self.seen.append((hook, str(trial.status)))
+
+    def on_trial_start(self, trial: Any, **info: Any) -> None:
+        self._note("start", trial)
+
+    def on_trial_restore(self, trial: Any, **info: Any) -> None:
+        self._note("restore", trial)
+
+    def on_trial_result(self, trial: Any, **info: Any) -> None:
+        self._note("result", trial)
+
+    def on_checkpoint(self, trial: Any, **info: Any) -> None:
+        self._note("checkpoint", trial)
+
+    def on_trial_save(self, trial: Any, **info: Any) -> None:
+        self._note("save", trial)
+
+    def on_trial_recover(self, trial: Any, **info: Any) -> None:
+        self._note("recover", trial)
+
+    def on_trial_complete(self, trial: Any, **info: Any) -> None:
+        self._note("complete", trial)
+
+    def on_trial_error(self, trial: Any, **info: Any) -> None:
+        self._note("error", trial)
+
+
+def four_checkpoints(config: dict[str, Any]) -> None:
+    """Reports 1..4, each with a checkpoint; fails before the third once (``config["marker"]``), or
+    every time while ``config["always"]`` exists. A resumed run continues after its checkpoint."""
+    ck = get_checkpoint()
+    start = ck.to_dict()["i"] if ck else 0
+    for i in range(start + 1, 5):
+        if i == 3 and "marker" in config and not os.path.exists(config["marker"]):
+            open(config["marker"], "w").close()
+            raise RuntimeError("planned failure")
+        if i == 3 and os.path.exists(config.get("always", "/nonexistent")):
+            raise RuntimeError("planned failure, every run")
+        report({"score": i}, checkpoint=Checkpoint.from_dict({"i": i}))
+
+
+class _PauseOnce(FIFOScheduler):
+    """PAUSE at the second result, once (as the Ray recording's scheduler returned it)."""
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        from actors.schedulers import Decision
+
+        if result["training_iteration"] == 2 and not self.paused:
+            self.paused = True
+            return Decision.PAUSE
+        return Decision.CONTINUE
+
+
+# recorded from Ray 2.60 (the same trainable with Checkpoint.from_directory, one trial, a callback
+# overriding every hook; /work/rayvenv): on_trial_restore is never called, a run from a checkpoint
+# starts with on_trial_start (the trial PENDING) as every run does
+_RUN = [("start", "PENDING"), *[("result", "RUNNING"), ("checkpoint", "RUNNING"), ("save", "RUNNING")] * 2]
+_RUN_ON = [*[("result", "RUNNING"), ("checkpoint", "RUNNING"), ("save", "RUNNING")] * 2]
+RAY_RETRY = [*_RUN, ("recover", "PENDING"), ("start", "PENDING"), *_RUN_ON, ("complete", "RUNNING")]
+RAY_PAUSE = [*_RUN, ("start", "PENDING"), *_RUN_ON, ("complete", "RUNNING")]
+RAY_RESTORED = [("start", "PENDING"), *_RUN_ON, ("complete", "RUNNING")]  # Tuner.restore(resume_errored=True)
+
+
+def test_on_trial_restore_is_never_called_as_in_ray(storage_dir, tmp_path) -> None:
+    from actors import FailureConfig, TuneConfig
+
+    cb = _EveryTrialHook()
+    Tuner(four_checkpoints, param_space={"marker": str(tmp_path / "m")}, run_config=RunConfig(
+        name="retry", storage=storage_dir, verbose=0, callbacks=[cb], system="simple",
+        failure_config=FailureConfig(max_failures=1))).fit()
+    assert cb.seen == RAY_RETRY
+    cb = _EveryTrialHook()
+    Tuner(four_checkpoints, tune_config=TuneConfig(scheduler=_PauseOnce()), run_config=RunConfig(
+        name="pause", storage=storage_dir, verbose=0, callbacks=[cb], system="simple")).fit()
+    # (audition also commits a pause checkpoint here, which Ray 2.60 did not: compared without those)
+    assert [h for h in cb.seen if h[0] not in ("checkpoint", "save")] == [
+        h for h in RAY_PAUSE if h[0] not in ("checkpoint", "save")]
+    always = tmp_path / "always"
+    always.touch()
+    first = Tuner(four_checkpoints, param_space={"always": str(always)}, run_config=RunConfig(
+        name="restored", storage=storage_dir, verbose=0, system="simple")).fit()
+    assert first.num_errors == 1
+    always.unlink()
+    cb = _EveryTrialHook()
+    Tuner.restore(first.experiment_path, four_checkpoints, resume_errored=True, callbacks=[cb]).fit()
+    assert cb.seen == RAY_RESTORED

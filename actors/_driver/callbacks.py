@@ -62,6 +62,13 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
         """``checkpoint`` (an ``actors.Checkpoint``; ``.path`` is its URL) of ``trial`` was committed.
         As in Ray Tune, ``trial.checkpoint`` is still the previous one during this call."""
 
+    def on_trial_restore(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                         **info: Any) -> None:
+        """Ray Tune's hook for a trial restored from a checkpoint, which Ray 2.60's controller never
+        calls (recorded: not on a retry from a checkpoint, a resumed pause or ``Tuner.restore``; each
+        of these calls ``on_trial_start``). audition does not call it either: it exists so code
+        written for Ray (an override calling ``super()``, a list forwarding every hook) runs."""
+
     def on_trial_save(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                       **info: Any) -> None:
         """Right after ``on_checkpoint`` for the same checkpoint, once every callback's
@@ -83,6 +90,16 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
 
     def on_experiment_end(self, trials: list[TrialSnapshot], **info: Any) -> None:
         """The experiment finished (or was stopped); ``trials`` is the final table."""
+
+    def get_state(self) -> dict[str, Any] | None:
+        """State to save with the experiment (any picklable value; ``None``, the default, or an
+        empty one saves nothing). Called before the first trial starts, at most every 10 s while
+        the run goes on and at its end, before ``on_experiment_end`` (as Ray Tune 2.60 calls it)."""
+        return None
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """On ``Tuner.restore(...).fit()``, before ``setup``: the state ``get_state`` last saved for
+        the callback at this position of the callbacks list (only if it was truthy)."""
 
     def on_experiment_start(self, experiment_path: str, local: bool) -> None:
         """Before any trial starts: the experiment's URL and whether it is on the local disk.

@@ -100,6 +100,28 @@ class Checkpoint:
         assert self._dict is not None
         return dict(self._dict)
 
+    # -- user metadata (Ray Train's, in a file inside the checkpoint directory) -------------
+    def get_metadata(self) -> dict[str, Any]:
+        """The metadata stored with the checkpoint (``{}`` if none), read anew on every call."""
+        from storage import StorageContext, read_user_metadata
+
+        ctx = StorageContext(self.path, self.storage_options)
+        return read_user_metadata(ctx, ctx.root)
+
+    def set_metadata(self, metadata: dict[str, Any]) -> None:
+        """Replace the stored metadata (a JSON-serializable dict). Set before ``report()`` it travels
+        with the checkpoint; on a reported one (``Result.checkpoint``) it is written to storage."""
+        from storage import StorageContext, write_user_metadata
+
+        ctx = StorageContext(self.path, self.storage_options)
+        write_user_metadata(ctx, ctx.root, metadata)
+
+    def update_metadata(self, metadata: dict[str, Any]) -> None:
+        """Merge ``metadata`` into the stored metadata (``dict.update``) and store the result."""
+        current = self.get_metadata()
+        current.update(metadata)
+        self.set_metadata(current)
+
     def _check_reportable(self) -> None:
         """A local checkpoint must still exist when reported: the user's error, not storage's."""
         if self.is_local:

@@ -71,6 +71,10 @@ class LoggerCallback(Callback):
         """Driver-side loggers: ``trial`` committed a checkpoint, now ``trial.checkpoint`` (Ray Tune's
         hook of the same name)."""
 
+    def log_trial_restore(self, trial: TrialSnapshot) -> None:
+        """Ray Tune's hook of the same name, reached only through ``on_trial_restore``, which
+        neither Ray 2.60 nor audition calls (``log_trial_start`` marks every new run)."""
+
     def log_trial_end(self, trial: TrialSnapshot, failed: bool = False) -> None:
         """``trial`` ended for good: TERMINATED, or ERROR when ``failed``."""
 
@@ -98,6 +102,10 @@ class LoggerCallback(Callback):
     def on_trial_save(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                       **info: Any) -> None:
         self.log_trial_save(trial)
+
+    def on_trial_restore(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
+                         **info: Any) -> None:
+        self.log_trial_restore(trial)
 
     def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                           **info: Any) -> None:

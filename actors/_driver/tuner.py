@@ -16,6 +16,7 @@ from typing import Any
 
 import cloudpickle
 
+from actors._driver.callback_state import CallbackStates, restore_states
 from actors._driver.callbacks import CallbackDispatcher
 from actors._driver.checks import (
     check_scheduler_objective,
@@ -286,8 +287,10 @@ class Tuner:
         self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
                                                                      .experiment_dir), self._ctx.is_local,
                                      self._ctx.options, getattr(self, "_searched", None))
+        exp_dir = ExperimentLayout(self._ctx, self.name).experiment_dir
         if spec.restore_state:  # Ray's trials list holds the restored trials, finished ones too
             self._dispatcher.restored(spec.restore_state["trials"])
+            restore_states(self.run_config.callbacks or [], self._ctx, exp_dir)  # before setup, as Ray
         # Ray's Callback.setup(**Experiment.public_spec, total_num_samples=): "stop" is the dict given
         # (else {}), time_budget_s as given, total_num_samples the searcher's total
         stop = self.run_config.stop
@@ -295,6 +298,8 @@ class Tuner:
                                num_samples=self.tune_config.num_samples,
                                total_num_samples=getattr(self, "_num_samples", self.tune_config.num_samples),
                                time_budget_s=self.tune_config.time_budget_s)
+        self._states = CallbackStates(self.run_config.callbacks or [], self._ctx, exp_dir)
+        self._states.maybe_save(force=True)  # Ray: at its loop's first step, before any trial starts
         spec.forward_events = bool(self._dispatcher.callbacks)
         spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:
@@ -302,6 +307,7 @@ class Tuner:
                 finished = self._run_system(asys, spec)
         finally:
             self._reporter.close()
+            self._states.maybe_save(force=True)  # Ray: the final save comes before on_experiment_end
             # also when interrupted or the controller went silent
             self._dispatcher.end(finished.trials if finished is not None else ())
         if finished is None:
@@ -378,6 +384,7 @@ class Tuner:
                 deadline = min(deadline or now + 10.0, now + 10.0)  # collect the last event batches
             elif isinstance(msg, TrialEvents):
                 self._dispatcher.push(msg)
+                self._states.maybe_save()
             elif isinstance(msg, TrialOutputBatch):
                 self._reporter.output(msg)
             elif isinstance(msg, ExperimentProgress) and not quiet:
