@@ -4,7 +4,7 @@ Recorded from Ray 2.60 (the same scripts): in a function trainable ``get_trial_n
 ``f_<trial id>``, ``get_experiment_name()`` the run's name, ``get_trial_dir()`` an existing local
 directory, ``get_world_rank()`` None; in a class trainable ``training_iteration`` is 0 in ``setup``
 and ``k - 1`` during the k-th ``step``, ``get_config()`` the config, ``trial_name``/``trial_id`` as
-the function's; outside a trial Ray's ``Trainable`` says ``"default"``.
+the function's; outside a trial Ray's ``Trainable`` says ``"default"`` (its ``logdir``: a new directory).
 """
 
 from __future__ import annotations
@@ -59,10 +59,13 @@ def test_remote_storage_gives_a_local_scratch_directory() -> None:
     assert r.metrics["dir"].endswith(os.path.join("e3", r.trial_id))
 
 
-def test_outside_a_trial() -> None:
+def test_outside_a_trial(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
     t = T({"x": 2})
-    assert (t.trial_id, t.trial_name, t.logdir, t.training_iteration, t.get_config()) == (
-        "default", "default", "default", 0, {"x": 2})
+    assert (t.trial_id, t.trial_name, t.training_iteration, t.get_config()) == ("default", "default", 0, {"x": 2})
+    # recorded from Ray 2.60 (Trainable built by hand, no ray.init): logdir is a new directory under
+    # ~/ray_results named <date><random>; audition's is under ~/audition_results (tests/test_trainable_direct.py)
+    assert os.path.isdir(t.logdir) and os.path.dirname(t.logdir) == str(tmp_path / "audition_results")
     with pytest.raises(TuneError, match="outside a trial"):
         tune.get_context().get_trial_id()
 

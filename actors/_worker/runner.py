@@ -40,6 +40,7 @@ from actors._driver.checkpoint import Checkpoint
 from actors._driver.checks import check_result
 from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
+from actors._driver.trainable_direct import built_by_engine, load_into
 from actors._engine.horizon import ResultWindow
 from actors._worker.capture import OutputCapture
 from actors._worker.counters import RunningTotals
@@ -175,6 +176,7 @@ class TrialRunner:
         # a Trainable kept by the actor from its previous run of the same class (reuse_actors)
         self.reuse = reuse
         self.kept: Trainable | None = None  # this run's instance, kept for the next run
+        self.log_results = False  # the class overrides Trainable.log_result
         self.last_result: dict[str, Any] | None = None
         self._extra = dict(msg.extra_result)
         # lines for the driver's console; the first after each send wakes the actor
@@ -291,18 +293,15 @@ class TrialRunner:
             else:
                 release_trainable(old)
         if t is None:
-            t = cls(dict(self.msg.config))
+            with built_by_engine():  # so that __init__ leaves setup() to us (by hand, Ray's runs it there)
+                t = cls(dict(self.msg.config))
             self._class_trainable = t
             t.setup(dict(self.msg.config))
         self._class_trainable = t
         self.built = True
         if self.restore_checkpoint is not None:
-            with self.restore_checkpoint.as_directory() as d:
-                dict_file = os.path.join(d, "dict_checkpoint.pkl")
-                if os.path.exists(dict_file):
-                    t.load_checkpoint(self.restore_checkpoint.to_dict())
-                else:
-                    t.load_checkpoint(d)
+            load_into(t, self.restore_checkpoint)
+        self.log_results = type(t).log_result is not Trainable.log_result  # Ray's train() calls it per result
         t.iteration = self.iteration
         freq = self.msg.checkpoint_frequency
         while True:
@@ -370,6 +369,8 @@ class TrialRunner:
                 result[SHOULD_CHECKPOINT] = True
         if self.msg.member:
             result["member"] = self.msg.member
+        if self.log_results and self._class_trainable is not None:
+            self._class_trainable.log_result(result)
         self.last_result = result
         self.window.reported(result)
         ref = None
