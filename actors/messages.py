@@ -455,6 +455,9 @@ class EventType(Enum):
     COMPLETE = "complete"
     ERROR = "error"
     RECOVER = "recover"  # its run failed and it will be retried (Ray: on_trial_recover)
+    # a save that made no new checkpoint (a function trainable paused: its latest one stands); Ray calls
+    # on_trial_save without on_checkpoint
+    SAVED = "saved"
 
 
 @dataclass(frozen=True)

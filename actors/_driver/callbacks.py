@@ -285,12 +285,15 @@ class CallbackDispatcher:
                     cb.on_trial_recover(iteration=self.iteration, trials=table, trial=snap)
             except Exception:  # a broken callback must not end the experiment
                 log.exception("callback %s failed in %s", type(cb).__name__, ev.kind.value)
-        if snap is not after:  # the status the trial has once the hook ran
-            self.trials[after.trial_id] = snap = after
         if ckpt is not None:  # Ray registers it with the trial after the callbacks ran
             self._note_checkpoint(snap.trial_id, ckpt)
-            saved = self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
-            self._saved(saved)
+            snap = self.trials[snap.trial_id] = replace(snap, checkpoint=self.latest[snap.trial_id])
+        if ckpt is not None or ev.kind is EventType.SAVED:
+            self._saved(snap)
+        if snap.status is not after.status and not (ev.kind is EventType.CHECKPOINT and after.status.is_finished):
+            # the status the trial has once the hook ran (an end checkpoint's trial is still RUNNING for
+            # Ray until on_trial_complete, which makes it TERMINATED)
+            self.trials[after.trial_id] = replace(after, checkpoint=snap.checkpoint)
         if ev.kind is EventType.RESULT:
             self._answer(ev, result)
 
@@ -333,6 +336,8 @@ def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | Non
         return replace(snap, status=TrialStatus.PENDING)
     if kind is EventType.COMPLETE and prev is not None and not prev.status.is_finished:
         return replace(snap, status=prev.status)
+    if kind in (EventType.CHECKPOINT, EventType.SAVED) and prev is not None and prev.status is TrialStatus.RUNNING:
+        return replace(snap, status=TrialStatus.RUNNING)  # the pause's or the end's save: Ray saves a RUNNING trial
     return snap
 
 

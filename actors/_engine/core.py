@@ -88,6 +88,7 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
+from actors.result import TRAINING_ITERATION
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
@@ -416,7 +417,14 @@ class ExperimentCore:
 
     def _on_saved(self, msg: TrialSaved) -> None:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
-            self._checkpointed(self.table.get(msg.trial_id), msg.checkpoint)
+            rec = self.table.get(msg.trial_id)
+            if rec.checkpoint is not None and rec.checkpoint.path == msg.checkpoint.path:
+                # the save gave the checkpoint the trial already had (a function trainable): Ray saves again
+                # (on_trial_save alone) unless that checkpoint came with the result it pauses at
+                if rec.checkpoint.iteration != rec.last_result.get(TRAINING_ITERATION):
+                    self._event(EventType.SAVED, rec)
+            else:
+                self._checkpointed(rec, msg.checkpoint)
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
         self._source_saved(msg.trial_id, msg.checkpoint)
         held = self.gate.saved(msg.trial_id)
@@ -734,7 +742,9 @@ class ExperimentCore:
                 if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
                     self.watch.arm(e.trial_id, rec.run_id, self.now)
             elif e.kind is EffectKind.STOP and actor is not None:
-                self._send(actor, TrialStop(e.trial_id, rec.run_id, self.spec.checkpoint_at_end))
+                # the end checkpoint is for the trial's end: a pause has its own save (or none, as asked)
+                at_end = self.spec.checkpoint_at_end and rec.pending is not Decision.PAUSE
+                self._send(actor, TrialStop(e.trial_id, rec.run_id, at_end))
                 self.watch.arm(e.trial_id, rec.run_id, self.now)
             elif e.kind is EffectKind.RELEASE:
                 self._release(e.trial_id, e.flag)
