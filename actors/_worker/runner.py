@@ -246,7 +246,8 @@ class TrialRunner:
                     run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
                 except _ReportedDone:
                     pass
-            ckpt = self._save_class() if self.msg.checkpoint_at_end and self._class_trainable else None
+            at_end = self.msg.checkpoint_at_end and self._class_trainable is not None and not self._saved_here()
+            ckpt = self._save_class() if at_end else None
             self._end(EndReason.COMPLETED, ckpt or self.latest)
         except _StopTrial:
             self._end(EndReason.STOPPED, self.latest)
@@ -415,16 +416,22 @@ class TrialRunner:
             elif cmd is Command.HOLD:
                 self.window.hold()
             elif cmd is Command.SAVE:
-                ckpt = self._save_class() if self._class_trainable is not None else self.latest
+                ckpt = self._save_class() if self._class_trainable is not None and not self._saved_here() \
+                    else self.latest
                 self.output.flush()
                 self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
                 self._wake(urgent=True)
             elif cmd is Command.STOP:
                 self.stop_requested = True
-                if arg and self._class_trainable is not None:
+                if arg and self._class_trainable is not None and not self._saved_here():
                     self._save_class()
                 raise _StopTrial()
             block = self.window.full
+
+    def _saved_here(self) -> bool:
+        """The trainable's state at this iteration is committed already (checkpoint_frequency, or a
+        checkpoint reported with it): a pause's or the end's save adds nothing, and Ray makes none."""
+        return self.latest is not None and self.committed_iteration == self.iteration
 
     def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
         """Save a class trainable; a save outside a report (asked for, or at the end) carries the

@@ -270,7 +270,7 @@ class SimTrial:
                 self.window.hold()
             elif cmd is Command.SAVE:
                 try:
-                    saved = self._commit(self.last_result)
+                    saved = self.latest if self._saved_here() else self._commit(self.last_result)
                 except _Stop:
                     return out + self._failed_commit()
                 out += self._flush()
@@ -278,7 +278,7 @@ class SimTrial:
                 out.append(TrialSaved(self.trial_id, self._run_id, self.seq, saved))
             else:  # STOP
                 self.stop_requested = True
-                if arg:
+                if arg and not self._saved_here():
                     try:
                         self._commit(self.last_result)
                     except _Stop:
@@ -288,7 +288,7 @@ class SimTrial:
         self.blocked = False
         if self.done:  # the trainable returned: checkpoint_at_end, then the end
             ckpt: CheckpointRef | None = None
-            if self.msg is not None and self.msg.checkpoint_at_end:
+            if self.msg is not None and self.msg.checkpoint_at_end and not self._saved_here():
                 try:
                     ckpt = self._commit(self.last_result)
                 except _Stop:
@@ -324,6 +324,10 @@ class SimTrial:
             result["member"] = self.msg.member
         self.last_result = result
         return result
+
+    def _saved_here(self) -> bool:
+        """As ``TrialRunner._saved_here``: this iteration is committed already."""
+        return self.latest is not None and self.committed_iteration == self._iteration
 
     def _commit(self, result: dict[str, Any] | None) -> CheckpointRef:
         """Commit a checkpoint as TrialRunner._commit does; a StorageError fails the run (``_Stop``)."""
