@@ -34,6 +34,7 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
+from actors._driver.searcher_setup import domain_paths, experiment_searcher
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.flat import flatten
@@ -64,26 +65,6 @@ def _dumps(obj: Any, what: str) -> bytes:
         ) from exc
 
 
-def _concurrency_limited(searcher: Any, cap: int, limiter: type[Any]) -> Any:
-    """Ray Tune's ``max_concurrent_trials`` for a searcher other than the default generator: the
-    searcher wrapped in a ``ConcurrencyLimiter``, so it is asked for a new trial only while fewer than
-    ``cap`` of its trials are live (PAUSED ones count), not merely while a slot is free."""
-    inner = searcher
-    while getattr(inner, "transparent", False):  # (ConstantsMerged: the Tuner's own wrapper)
-        inner = inner.searcher
-    if isinstance(inner, limiter):
-        if inner.max_concurrent != cap:
-            raise ConfigError(
-                f"TuneConfig(max_concurrent_trials={cap}) but search_alg is already a ConcurrencyLimiter with "
-                f"max_concurrent={inner.max_concurrent}: set max_concurrent_trials=None, or make them agree")
-        log.warning("TuneConfig(max_concurrent_trials=%d): search_alg is already a ConcurrencyLimiter with "
-                    "that limit, so max_concurrent_trials adds nothing", cap)
-        return searcher
-    wrapped = limiter(searcher, max_concurrent=cap)
-    wrapped.transparent = True  # the Tuner's wrapper, not the user's: messages name the searcher inside
-    return wrapped
-
-
 def _check_trainable(trainable: Any) -> str:
     return check_trainable(trainable)
 
@@ -94,8 +75,7 @@ class Tuner:
     def __init__(self, trainable: Callable[..., Any] | type[Trainable], *,
                  param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
                  run_config: RunConfig | None = None) -> None:
-        from actors.search import BasicVariantGenerator, Searcher
-        from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
+        from actors.search import BasicVariantGenerator
         from storage import StorageContext, StorageError
 
         for arg, value, cls in (("tune_config", tune_config, TuneConfig), ("run_config", run_config, RunConfig)):
@@ -110,43 +90,12 @@ class Tuner:
         self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
         self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
-        if tc.search_alg is None:
-            # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
-            # trial only when one can run (a run stopped early has only the trials it started)
-            searcher: Any = BasicVariantGenerator(max_concurrent=tc.max_concurrent_trials or 0,
-                                                  param_space=param_space or {}, num_samples=tc.num_samples,
-                                                  seed=tc.seed)
-            self._num_samples = searcher.total_trials
-        else:
-            searcher = tc.search_alg
-            if not isinstance(searcher, Searcher):
-                raise ConfigError("TuneConfig(search_alg=...) must be an actors.search.Searcher")
-            if isinstance(searcher, BasicVariantGenerator):  # as in Ray: num_samples x the grid
-                searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
-                self._num_samples = searcher.total_trials
-            else:
-                if not searcher.set_search_properties(tc.metric, tc.mode, param_space or {}) and param_space:
-                    if _domain_paths(param_space):  # Ray refuses unresolved values here too
-                        raise ConfigError(
-                            f"{type(searcher).__name__} was built with its own search space or objective, so "
-                            "Tuner(param_space=...) may hold only constants beside it (it has search domains "
-                            f"at {', '.join('/'.join(map(str, p)) for p in _domain_paths(param_space))}); define "
-                            "the space in one place and give the searcher a metric/mode that agrees with "
-                            "TuneConfig's")
-                    own = searcher.metric if isinstance(searcher.metric, list) else [searcher.metric]
-                    if tc.metric is not None and searcher.metric is not None and tc.metric not in own:
-                        raise ConfigError(
-                            f"TuneConfig(metric={tc.metric!r}) but {type(searcher).__name__} searches "
-                            f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
-                    searcher = ConstantsMerged(searcher, param_space)  # as Ray: constants join each config
-                self._num_samples = tc.num_samples
-                if tc.max_concurrent_trials:
-                    searcher = _concurrency_limited(searcher, tc.max_concurrent_trials, ConcurrencyLimiter)
+        searcher, self._num_samples = experiment_searcher(tc, param_space)
         self._searcher = searcher
         # what Tuner.restore(param_space=...) is checked against, as Ray checks it (flattened, sorted keys)
         self._param_space_keys = sorted(flatten(param_space or {}))
         # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
-        self._searched = _domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
+        self._searched = domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
         self._required = required_metrics(tc.metric, scheduler, searcher)
@@ -468,17 +417,5 @@ def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
     return out
 
 
-
-def _domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
-    """Where ``space`` has a search domain or a grid (what Ray's variant generator "resolves")."""
-    from actors.search._domain import Domain
-
-    if isinstance(space, Domain) or (isinstance(space, dict) and set(space) == {"grid_search"}):
-        return (path,)
-    if isinstance(space, dict):
-        return tuple(p for k, v in space.items() for p in _domain_paths(v, (*path, k)))
-    if isinstance(space, (list, tuple)):
-        return tuple(p for i, v in enumerate(space) for p in _domain_paths(v, (*path, i)))
-    return ()
 
 __all__ = ["Tuner"]

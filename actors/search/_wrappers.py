@@ -24,6 +24,9 @@ def _check_positive(owner: str, name: str, value: Any) -> int:
 class _Wrapper(Searcher):
     """Forwards metric/mode and search properties to the wrapped searcher."""
 
+    # True for a wrapper the Tuner added (not the user's): messages name the searcher inside it
+    transparent = False
+
     def __init__(self, searcher: Searcher) -> None:
         super().__init__()
         self.searcher = searcher

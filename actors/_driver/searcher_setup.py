@@ -1,0 +1,91 @@
+"""The search algorithm an experiment runs, built from ``TuneConfig`` and ``param_space`` as Ray Tune builds it.
+
+The default generator gets the space, ``num_samples``, the seed and ``max_concurrent_trials``; a searcher
+of the user's is given the metric, mode and space (or, if it brought its own space, the constants beside
+it), and is wrapped in a ``ConcurrencyLimiter`` for ``max_concurrent_trials``, as Ray's ``tune.run`` does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from actors._driver.config import TuneConfig
+from actors._driver.errors import ConfigError
+from actors.search import BasicVariantGenerator, Searcher
+from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
+
+log = logging.getLogger("audition")
+
+
+def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> tuple[Any, int]:
+    """The searcher and the number of trials it is asked for (``num_samples``, or the grid times it)."""
+    if tc.search_alg is None:
+        # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
+        # trial only when one can run (a run stopped early has only the trials it started)
+        searcher: Any = BasicVariantGenerator(max_concurrent=tc.max_concurrent_trials or 0,
+                                              param_space=param_space or {}, num_samples=tc.num_samples,
+                                              seed=tc.seed)
+        num_samples = searcher.total_trials
+    else:
+        searcher = tc.search_alg
+        if not isinstance(searcher, Searcher):
+            raise ConfigError("TuneConfig(search_alg=...) must be an actors.search.Searcher")
+        if isinstance(searcher, BasicVariantGenerator):  # as in Ray: num_samples x the grid
+            searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
+            num_samples = searcher.total_trials
+        else:
+            if not searcher.set_search_properties(tc.metric, tc.mode, param_space or {}) and param_space:
+                if domain_paths(param_space):  # Ray refuses unresolved values here too
+                    raise ConfigError(
+                        f"{type(searcher).__name__} was built with its own search space or objective, so "
+                        "Tuner(param_space=...) may hold only constants beside it (it has search domains "
+                        f"at {', '.join('/'.join(map(str, p)) for p in domain_paths(param_space))}); define "
+                        "the space in one place and give the searcher a metric/mode that agrees with "
+                        "TuneConfig's")
+                own = searcher.metric if isinstance(searcher.metric, list) else [searcher.metric]
+                if tc.metric is not None and searcher.metric is not None and tc.metric not in own:
+                    raise ConfigError(
+                        f"TuneConfig(metric={tc.metric!r}) but {type(searcher).__name__} searches "
+                        f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
+                searcher = ConstantsMerged(searcher, param_space)  # as Ray: constants join each config
+            num_samples = tc.num_samples
+            if tc.max_concurrent_trials:
+                searcher = concurrency_limited(searcher, tc.max_concurrent_trials)
+    return searcher, num_samples
+
+
+def concurrency_limited(searcher: Any, cap: int) -> Any:
+    """Ray Tune's ``max_concurrent_trials`` for a searcher other than the default generator: the
+    searcher wrapped in a ``ConcurrencyLimiter``, so it is asked for a new trial only while fewer than
+    ``cap`` of its trials are live (PAUSED ones count), not merely while a slot is free."""
+    inner = searcher
+    while getattr(inner, "transparent", False):  # (ConstantsMerged: the Tuner's own wrapper)
+        inner = inner.searcher
+    if isinstance(inner, ConcurrencyLimiter):
+        if inner.max_concurrent != cap:
+            raise ConfigError(
+                f"TuneConfig(max_concurrent_trials={cap}) but search_alg is already a ConcurrencyLimiter with "
+                f"max_concurrent={inner.max_concurrent}: set max_concurrent_trials=None, or make them agree")
+        log.warning("TuneConfig(max_concurrent_trials=%d): search_alg is already a ConcurrencyLimiter with "
+                    "that limit, so max_concurrent_trials adds nothing", cap)
+        return searcher
+    wrapped = ConcurrencyLimiter(searcher, max_concurrent=cap)
+    wrapped.transparent = True  # the Tuner's wrapper, not the user's: messages name the searcher inside
+    return wrapped
+
+
+def domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
+    """Where ``space`` has a search domain or a grid (what Ray's variant generator "resolves")."""
+    from actors.search._domain import Domain
+
+    if isinstance(space, Domain) or (isinstance(space, dict) and set(space) == {"grid_search"}):
+        return (path,)
+    if isinstance(space, dict):
+        return tuple(p for k, v in space.items() for p in domain_paths(v, (*path, k)))
+    if isinstance(space, (list, tuple)):
+        return tuple(p for i, v in enumerate(space) for p in domain_paths(v, (*path, i)))
+    return ()
+
+
+__all__ = ["concurrency_limited", "domain_paths", "experiment_searcher"]
