@@ -101,3 +101,25 @@ def test_sync_config_and_log_to_file_are_taken_as_ray_takes_them(storage_dir: st
             RunConfig(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="sync_period"):
         SyncConfig(sync_period=-1)
+
+
+# ---------------------------------------------------------------- Result.from_path
+def test_result_from_path_reads_a_trial_as_ray(storage_dir: str) -> None:
+    """Recorded from Ray 2.60 (Result.from_path(result.path) of a finished trial that reported 4 checkpoints):
+    the same last metrics, checkpoint, best checkpoints and path, no error; a directory that holds no trial
+    is a RuntimeError. audition reads the trial from its experiment (the parent directory)."""
+    from actors import CheckpointConfig, Result
+
+    grid = Tuner(four_checkpoints, run_config=RunConfig(
+        name="fp", storage=storage_dir, system="simple", verbose=0,
+        checkpoint_config=CheckpointConfig(num_to_keep=None))).fit()
+    original = grid[0]
+    again = Result.from_path(original.path)
+    assert again.path == original.path and again.error is None and again.config == original.config
+    assert again.metrics["training_iteration"] == 4 == original.metrics["training_iteration"]
+    assert again.checkpoint is not None and again.checkpoint.path == original.checkpoint.path  # type: ignore[union-attr]
+    assert [m["training_iteration"] for _, m in again.best_checkpoints] == [1, 2, 3, 4]
+    with pytest.raises(RuntimeError, match="has the directory 'nonexistent'"):
+        Result.from_path(f"{storage_dir}/fp/nonexistent")
+    with pytest.raises(RuntimeError, match="no trial of an audition experiment"):
+        Result.from_path(f"{storage_dir}/nothing/here")

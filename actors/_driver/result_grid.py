@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,25 @@ class Result:
         """One row per reported result, nested keys flattened (``val/loss``, ``config/lr``), as
         Ray Tune reads ``result.json`` (``pandas.json_normalize`` with ``sep="/"``)."""
         return _frame(self.metrics_history)
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> Result:
+        """The result of the trial whose directory is ``path`` (local, or a URL such as ``s3://...``), as
+        Ray's ``Result.from_path`` reads it: from the experiment it belongs to (its parent directory),
+        without running anything. ``storage_options`` (fsspec) instead of Ray's ``storage_filesystem``."""
+        from actors._driver.restore import read_results
+
+        trial_dir = os.fspath(path).strip().rstrip("/")
+        experiment, _, dirname = trial_dir.rpartition("/")
+        try:
+            grid = read_results(experiment, storage_options)[0]
+        except ConfigError as exc:
+            raise RuntimeError(f"no trial of an audition experiment at {trial_dir}: {exc}") from None
+        for result in grid:
+            if result.path.rstrip("/").rpartition("/")[2] == dirname:
+                return result
+        raise RuntimeError(f"no trial of the experiment at {experiment} has the directory {dirname!r}; its trials "
+                           f"are in {sorted(r.path.rstrip('/').rpartition('/')[2] for r in grid)}")
 
     def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
         """The kept checkpoint whose result has the best ``metric`` (``"a/b"`` reads a nested value), as Ray
