@@ -27,6 +27,9 @@ def test_flatten_as_ray() -> None:
     assert lookup({"m": {"x": 1}}, "m/z", "absent") == "absent"
     # as flatten: a list is a value, not a level (Ray's flatten_dict does not enter lists either)
     assert lookup({"m": [1, 2]}, "m/0") is None and "m/0" not in flatten({"m": [1, 2]})
+    # Ray's unflattened_lookup (Result.get_best_checkpoint) also indexes lists
+    assert lookup({"m": [1, {"c": 2}]}, "m/1/c", sequences=True) == 2
+    assert lookup({"m": [1, 2]}, "m/-1", sequences=True) == 2 and lookup({"m": [1]}, "m/5", sequences=True) is None
 
 
 SEEN: list[tuple[str, dict[str, Any]]] = []  # what the plugins were handed (system="simple": one process)

@@ -122,7 +122,7 @@ class Result:
         if mode not in ("min", "max"):
             raise ValueError(f"get_best_checkpoint(mode={mode!r}): use 'min' or 'max'")
         valued = [(ckpt, value) for ckpt, metrics in found
-                  if (value := _unflattened(metrics, metric)) is not None]
+                  if (value := lookup(metrics, metric, sequences=True)) is not None]
         if not valued:
             raise RuntimeError(f"no checkpoint of trial {self.trial_id} has a value of {metric!r}; the metrics "
                                f"reported with them are {sorted(found[-1][1])}")
@@ -131,22 +131,6 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result(trial_id={self.trial_id!r}, status={self.status.value}, metrics={self.metrics!r})"
-
-
-def _unflattened(metrics: dict[str, Any], key: str) -> Any:
-    """``metrics[key]``, or for ``a/b`` (``a/0/b``) the nested value, through dicts and list indices as
-    Ray's ``unflattened_lookup``; None when it is not there."""
-    if key in metrics:
-        return metrics[key]
-    base: Any = metrics
-    for part in key.split("/"):
-        if isinstance(base, dict) and part in base:
-            base = base[part]
-        elif isinstance(base, (list, tuple)) and part.lstrip("-").isdigit() and -len(base) <= int(part) < len(base):
-            base = base[int(part)]
-        else:
-            return None
-    return base
 
 
 class ResultGrid:

@@ -39,16 +39,22 @@ def is_flat(result: Mapping[str, Any]) -> bool:
     return not any(isinstance(v, dict) for v in result.values())
 
 
-def lookup(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
+def lookup(result: Mapping[str, Any], key: str, default: Any = None, sequences: bool = False) -> Any:
     """``flatten(result).get(key, default)`` without building the flat dict: ``result[key]``, or for
-    ``a/b`` the nested ``result["a"]["b"]`` (dicts only, as ``flatten``: a list is a value)."""
+    ``a/b`` the nested ``result["a"]["b"]`` (dicts only, as ``flatten``: a list is a value).
+    ``sequences``: ``a/0/b`` also indexes lists and tuples, as Ray's ``unflattened_lookup`` (which
+    ``Result.get_best_checkpoint`` uses) does."""
     if key in result:
         return result[key]
     base: Any = result
     for part in key.split(SEP):
-        if not isinstance(base, dict) or part not in base:
+        if isinstance(base, dict) and part in base:
+            base = base[part]
+        elif (sequences and isinstance(base, (list, tuple)) and part.lstrip("-").isdigit()
+              and -len(base) <= int(part) < len(base)):
+            base = base[int(part)]
+        else:
             return default
-        base = base[part]
     return base
 
 
