@@ -88,7 +88,6 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
-from actors.result import TRAINING_ITERATION
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
@@ -421,7 +420,7 @@ class ExperimentCore:
             if rec.checkpoint is not None and rec.checkpoint.path == msg.checkpoint.path:
                 # the save gave the checkpoint the trial already had (a function trainable): Ray saves again
                 # (on_trial_save alone) unless that checkpoint came with the result it pauses at
-                if rec.checkpoint.iteration != rec.last_result.get(TRAINING_ITERATION):
+                if rec.checkpoint.iteration != rec.iteration:
                     self._event(EventType.SAVED, rec)
             else:
                 self._checkpointed(rec, msg.checkpoint)
