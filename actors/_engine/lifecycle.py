@@ -88,8 +88,9 @@ class TrialRecord:
     marks: list[Mark] = field(default_factory=list)
     name: str | None = None  # TuneConfig(trial_name_creator=...)
     dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
-    # the current run's Result.metrics should it end before reporting (TrialProcess.started)
-    unreported: dict[str, Any] = field(default_factory=dict)
+    # the current run's auto-filled keys from its process (TrialProcess.started): its Result.metrics,
+    # with the config, should it end before reporting; empty: it never came up
+    started: dict[str, Any] = field(default_factory=dict)
 
     def snapshot(self) -> TrialSnapshot:
         """A copy for plugins and loggers (a few hundred a simulated experiment: built as
@@ -202,7 +203,7 @@ class TrialTable:
         alone when ``started`` is empty (the trainable never came up: a class whose setup raised)."""
         rec = self.trials.get(trial_id)
         if rec is not None and rec.run_id == run_id:
-            rec.unreported = {**started, "config": dict(rec.config)} if started else {}
+            rec.started = started
 
     def unstart(self, trial_id: str) -> None:
         """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""
@@ -330,7 +331,8 @@ class TrialTable:
         pending = rec.pending
         reported = TRAINING_ITERATION in rec.last_result
         if not reported:  # Ray's last result of a trial that never reported: no "done" key either
-            rec.last_result = {TRIAL_ID: trial_id, **rec.unreported}
+            rec.last_result = {TRIAL_ID: trial_id, **rec.started, "config": dict(rec.config)} if rec.started \
+                else {TRIAL_ID: trial_id}
         # A trainable whose last result said done has finished: a PAUSE (or clone) decided on that
         # result must not park it, or it is resumed past its own end (paused every result: forever).
         finished = bool(rec.last_result.get("done"))
