@@ -462,24 +462,14 @@ def test_on_trial_restore_is_never_called_as_in_ray(storage_dir, tmp_path) -> No
 
 
 # ---------------------------------------------------------------- the save a pause makes, as callbacks see it
-class _SavesSeen(Callback):
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, Any]] = []
+class _SavesSeen(_EveryTrialHook):
+    """As its base, but a result by its iteration and a checkpoint by its directory's name."""
 
-    def on_trial_start(self, trial: Any, **info: Any) -> None:
-        self.seen.append(("start", trial.status.value))
+    def on_trial_result(self, trial: Any, result: dict[str, Any], **info: Any) -> None:  # type: ignore[override]
+        self.seen.append(("result", result["training_iteration"]))  # type: ignore[arg-type]
 
-    def on_trial_result(self, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        self.seen.append(("result", result["training_iteration"]))
-
-    def on_checkpoint(self, trial: Any, checkpoint: Any, **info: Any) -> None:
+    def on_checkpoint(self, trial: Any, checkpoint: Any, **info: Any) -> None:  # type: ignore[override]
         self.seen.append(("checkpoint", os.path.basename(checkpoint.path.rstrip("/"))))
-
-    def on_trial_save(self, trial: Any, **info: Any) -> None:
-        self.seen.append(("save", trial.status.value))
-
-    def on_trial_complete(self, trial: Any, **info: Any) -> None:
-        self.seen.append(("complete", trial.status.value))
 
 
 def checkpoint_at_first(config: dict[str, Any]) -> None:
