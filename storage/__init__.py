@@ -41,6 +41,7 @@ from storage._layout import (
     TUNER_NAME,
     USER_METADATA_NAME,
     ExperimentLayout,
+    manifest_path,
 )
 from storage._progress_csv import CsvWriter, flatten
 from storage._results import JsonLinesWriter, ResultWriter, read_results
@@ -103,4 +104,5 @@ __all__ = [
     "write_json",
     "write_text",
     "write_user_metadata",
+    "manifest_path",
 ]

@@ -3,7 +3,9 @@
 A checkpoint directory counts only once its manifest exists, and the manifest is written after every
 file it lists has been uploaded. Deleting goes the other way round (manifest first). So a crash at
 any moment leaves either a committed checkpoint or an uncommitted directory that
-``cleanup_uncommitted`` may remove.
+``cleanup_uncommitted`` may remove. The manifest sits beside the directory, so the directory holds
+only the user's files (as Ray's); one committed by an earlier version, with its manifest inside, is
+read the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from storage._context import StorageContext
 from storage._errors import StorageError
 from storage._io import (
     dumps,
+    find_files,
     list_dir,
     list_names,
     parallel_map,
@@ -32,7 +35,14 @@ from storage._io import (
     upload_kwargs,
     write_bytes,
 )
-from storage._layout import MANIFEST_NAME, USER_METADATA_NAME, ExperimentLayout, manifest_path
+from storage._layout import (
+    MANIFEST_NAME,
+    USER_METADATA_NAME,
+    ExperimentLayout,
+    legacy_manifest_path,
+    manifest_dir_name,
+    manifest_path,
+)
 from storage._retry import as_storage_error, retrying
 
 _log = logging.getLogger("storage")
@@ -57,7 +67,7 @@ def _may_exist(ctx: StorageContext, dest_dir: str) -> bool:
             names = _known_dirs.setdefault(key, set())
             names.update(listed)
     with _known_lock:
-        return name in names
+        return name in names or f".{name}{MANIFEST_NAME}" in names  # an empty one on S3 has no dir
 
 
 def _remember(ctx: StorageContext, dest_dir: str) -> None:
@@ -84,7 +94,7 @@ def _local_files(local_dir: str) -> list[tuple[str, str, int]]:
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, local_dir).replace(os.sep, "/")
-            if rel == MANIFEST_NAME:
+            if rel == MANIFEST_NAME:  # an earlier version's commit mark: never uploaded as a user file
                 continue
             out.append((rel, full, os.path.getsize(full)))
     return out
@@ -156,22 +166,23 @@ def commit_checkpoint(
                  url=ctx.uri(target))
 
     try:
-        if _may_exist(ctx, dest_dir):
-            remove_file(ctx, manifest_file)  # un-commit whatever was there before touching its files
+        if _may_exist(ctx, dest_dir):  # un-commit whatever was there before touching its files
+            remove_file(ctx, manifest_file)
+            remove_file(ctx, legacy_manifest_path(dest_dir))
         _remember(ctx, dest_dir)
         if ctx.has_directories:
             retrying(lambda: fs.makedirs(dest_dir, exist_ok=True), what="creating checkpoint dir", url=url)
         parallel_map(upload, files)
         put_manifest(ctx, manifest_file, manifest)
     except Exception as exc:
-        _discard(ctx, manifest_file, uploaded)
+        _discard(ctx, dest_dir, manifest_file, uploaded)
         if isinstance(exc, StorageError):
             raise
         raise as_storage_error(exc, what="committing checkpoint", url=url) from exc
     return manifest
 
 
-def _discard(ctx: StorageContext, manifest_file: str, uploaded: list[str]) -> None:
+def _discard(ctx: StorageContext, dest_dir: str, manifest_file: str, uploaded: list[str]) -> None:
     """Best-effort, single-attempt cleanup after a failed commit; leftovers stay uncommitted."""
     for path in [manifest_file, *uploaded]:
         try:
@@ -181,28 +192,44 @@ def _discard(ctx: StorageContext, manifest_file: str, uploaded: list[str]) -> No
             if path == manifest_file:
                 return
     try:
-        remove_empty_dirs(ctx, posixpath.dirname(manifest_file))
+        remove_empty_dirs(ctx, dest_dir)
     except Exception as exc:
-        _log.debug("could not remove empty dirs under %s: %s", ctx.uri(manifest_file), exc)
+        _log.debug("could not remove empty dirs under %s: %s", ctx.uri(dest_dir), exc)
 
 
 def is_committed(ctx: StorageContext, ckpt_dir: str) -> bool:
-    """True once the manifest exists; a directory without one is not a checkpoint."""
+    """True once the manifest exists (beside the directory, or inside for an earlier version's)."""
     fs = ctx.fs
-    path = manifest_path(ckpt_dir)
+    fs.invalidate_cache(posixpath.dirname(ckpt_dir.rstrip("/")))
     fs.invalidate_cache(ckpt_dir)
-    return bool(retrying(lambda: fs.isfile(path), what="checking checkpoint", url=ctx.uri(path)))
+
+    def exists(path: str) -> bool:
+        return bool(retrying(lambda: fs.isfile(path), what="checking checkpoint", url=ctx.uri(path)))
+
+    return exists(manifest_path(ckpt_dir)) or exists(legacy_manifest_path(ckpt_dir))
 
 
 def read_manifest(ctx: StorageContext, ckpt_dir: str) -> dict[str, Any]:
     """The checkpoint's manifest; StorageError if it is missing or unreadable."""
-    path = manifest_path(ckpt_dir)
+    return find_manifest(ctx, ckpt_dir)[1]
+
+
+def find_manifest(ctx: StorageContext, ckpt_dir: str, *, beside: bool = True) -> tuple[str, dict[str, Any]]:
+    """(path, content) of the checkpoint's manifest: beside the directory, else inside it (an earlier
+    version's); ``beside=False`` when a listing showed none beside. StorageError if there is none."""
     url = ctx.uri(ckpt_dir)
-    try:
-        data = read_bytes(ctx, path, what="reading checkpoint manifest")
-    except FileNotFoundError as exc:
-        raise StorageError(f"{url} is not a committed checkpoint (no {MANIFEST_NAME}): it is incomplete "
-                           "or was deleted; use the latest committed checkpoint instead", url=url) from exc
+    data: bytes | None = None
+    missing: FileNotFoundError | None = None
+    for path in (manifest_path(ckpt_dir), legacy_manifest_path(ckpt_dir))[0 if beside else 1:]:
+        try:
+            data = read_bytes(ctx, path, what="reading checkpoint manifest")
+            break
+        except FileNotFoundError as exc:
+            missing = exc
+    if data is None:
+        raise StorageError(f"{url} is not a committed checkpoint (no {posixpath.basename(manifest_path(ckpt_dir))} "
+                           "beside it): it is incomplete or was deleted; use the latest committed checkpoint "
+                           "instead", url=url) from missing
     try:
         manifest = json.loads(data.decode("utf-8"))
         if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
@@ -217,7 +244,7 @@ def read_manifest(ctx: StorageContext, ckpt_dir: str) -> dict[str, Any]:
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise StorageError(f"checkpoint manifest at {url} is corrupted ({exc}): delete this checkpoint "
                            "and use an older one", url=url) from exc
-    return manifest
+    return path, manifest
 
 
 def download_checkpoint(ctx: StorageContext, ckpt_dir: str, local_dir: str) -> dict[str, Any]:
@@ -248,26 +275,40 @@ def download_checkpoint(ctx: StorageContext, ckpt_dir: str, local_dir: str) -> d
     return dict(manifest.get("metadata") or {})
 
 
+def _scan(ctx: StorageContext, trial_dir: str, after_index: int) -> list[tuple[int, str, bool]]:
+    """(index, directory path, manifest listed beside it) of the trial's checkpoints numbered above
+    ``after_index``, from one listing: a directory, or a manifest alone (an empty checkpoint on S3)."""
+    found: dict[int, tuple[str, bool]] = {}
+    for entry in list_dir(ctx, trial_dir):
+        name = entry["name"].rstrip("/")
+        dir_name = manifest_dir_name(name)
+        if dir_name is not None:
+            path = posixpath.join(posixpath.dirname(name), dir_name)
+        elif entry.get("type") == "directory":
+            path = name
+        else:
+            continue
+        index = ExperimentLayout.parse_checkpoint_index(path)
+        if index is not None and index > after_index:
+            found[index] = (path, found.get(index, ("", False))[1] or dir_name is not None)
+    return [(index, path, beside) for index, (path, beside) in sorted(found.items())]
+
+
+def _inspect(ctx: StorageContext, item: tuple[int, str, bool]) -> CheckpointInfo:
+    """The checkpoint as committed or not; a manifest not listed beside it may be inside (older)."""
+    index, path, beside = item
+    try:
+        _, manifest = find_manifest(ctx, path, beside=beside)
+    except StorageError as exc:
+        if not isinstance(exc.__cause__, FileNotFoundError):
+            _log.warning("ignoring checkpoint: %s", exc)
+        return CheckpointInfo(index, path, False)
+    return CheckpointInfo(index, path, True, dict(manifest.get("metadata") or {}))
+
+
 def list_checkpoints(ctx: StorageContext, trial_dir: str) -> list[CheckpointInfo]:
     """All checkpoint directories of a trial, committed or not, sorted by index."""
-    dirs: list[tuple[int, str]] = []
-    for entry in list_dir(ctx, trial_dir):
-        index = ExperimentLayout.parse_checkpoint_index(entry["name"])
-        if index is not None and entry.get("type") == "directory":
-            dirs.append((index, entry["name"].rstrip("/")))
-
-    def inspect(item: tuple[int, str]) -> CheckpointInfo:
-        index, path = item
-        try:
-            manifest = read_manifest(ctx, path)
-        except StorageError as exc:
-            if isinstance(exc.__cause__, FileNotFoundError):
-                return CheckpointInfo(index, path, False)
-            _log.warning("ignoring checkpoint: %s", exc)
-            return CheckpointInfo(index, path, False)
-        return CheckpointInfo(index, path, True, dict(manifest.get("metadata") or {}))
-
-    return sorted(parallel_map(inspect, sorted(dirs)), key=lambda info: info.index)
+    return parallel_map(lambda item: _inspect(ctx, item), _scan(ctx, trial_dir, -1))
 
 
 def committed_after(ctx: StorageContext, trial_dir: str, after_index: int) -> list[CheckpointInfo]:
@@ -276,23 +317,8 @@ def committed_after(ctx: StorageContext, trial_dir: str, after_index: int) -> li
     Only their manifests are read, so asking "anything newer than what I know?" costs one listing
     when the answer is no. A directory without a manifest (an upload cut short) is left out.
     """
-    dirs: list[tuple[int, str]] = []
-    for entry in list_dir(ctx, trial_dir):
-        index = ExperimentLayout.parse_checkpoint_index(entry["name"])
-        if index is not None and index > after_index and entry.get("type") == "directory":
-            dirs.append((index, entry["name"].rstrip("/")))
-
-    def inspect(item: tuple[int, str]) -> CheckpointInfo | None:
-        index, path = item
-        try:
-            return CheckpointInfo(index, path, True, dict(read_manifest(ctx, path).get("metadata") or {}))
-        except StorageError as exc:
-            if not isinstance(exc.__cause__, FileNotFoundError):
-                _log.warning("ignoring checkpoint: %s", exc)
-            return None
-
-    found = [info for info in parallel_map(inspect, sorted(dirs)) if info is not None]
-    return sorted(found, key=lambda info: info.index)
+    infos = parallel_map(lambda item: _inspect(ctx, item), _scan(ctx, trial_dir, after_index))
+    return [info for info in infos if info.committed]
 
 
 def latest_committed_checkpoint(ctx: StorageContext, trial_dir: str) -> CheckpointInfo | None:
@@ -303,7 +329,13 @@ def latest_committed_checkpoint(ctx: StorageContext, trial_dir: str) -> Checkpoi
 def delete_checkpoint(ctx: StorageContext, ckpt_dir: str) -> None:
     """Manifest first, then the files: a half-deleted checkpoint is never taken as committed."""
     remove_file(ctx, manifest_path(ckpt_dir))
-    remove_tree(ctx, ckpt_dir)
+    files = sorted(find_files(ctx, ckpt_dir))
+    legacy = legacy_manifest_path(ckpt_dir)
+    if legacy in files:  # an earlier version's manifest, inside: it too goes before the files
+        remove_file(ctx, legacy)
+        files.remove(legacy)
+    parallel_map(lambda name: remove_file(ctx, name), files)
+    remove_empty_dirs(ctx, ckpt_dir)
 
 
 def cleanup_uncommitted(ctx: StorageContext, trial_dir: str) -> list[str]:

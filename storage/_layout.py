@@ -6,7 +6,8 @@ Layout below the storage root::
     <name>/tuner.pkl                          what Tuner.restore needs (written by the engine)
     <name>/.state/experiment_state-<seq>-<token>.json
     <name>/<trial_id>/params.json | result.json | progress.csv | error.txt | stdout.txt | stderr.txt
-    <name>/<trial_id>/checkpoint_000003/...   + .audition_manifest.json written last
+    <name>/<trial_id>/checkpoint_000003/...   the user's files only
+    <name>/<trial_id>/.checkpoint_000003.audition_manifest.json   written last: the commit
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import re
 
 from storage._context import StorageContext
 
+# A checkpoint's manifest sits beside its directory (``.checkpoint_000003.audition_manifest.json``), so
+# the directory holds only the user's files, as Ray's do. Checkpoints committed before that have it
+# inside, under MANIFEST_NAME: still read, and never a name a user's file is uploaded under.
 MANIFEST_NAME = ".audition_manifest.json"
 # a checkpoint's user metadata (Checkpoint.set_metadata): Ray Train's file name, so a checkpoint
 # directory moved between Ray and audition keeps it; never the manifest's name
@@ -31,6 +35,7 @@ STDOUT_NAME = "stdout.txt"
 STDERR_NAME = "stderr.txt"
 
 _CHECKPOINT_RE = re.compile(r"^checkpoint_(\d{6,})$")
+_MANIFEST_RE = re.compile(r"^\.(checkpoint_\d{6,})" + re.escape(MANIFEST_NAME) + "$")
 _STATE_VERSION_RE = re.compile(r"^experiment_state-(\d{6,})-([0-9a-f]+)\.json$")
 
 
@@ -129,4 +134,17 @@ class ExperimentLayout:
 
 
 def manifest_path(ckpt_dir: str) -> str:
-    return posixpath.join(ckpt_dir, MANIFEST_NAME)
+    """Where a checkpoint's manifest is written: beside its directory, not in it."""
+    parent, name = posixpath.split(ckpt_dir.rstrip("/"))
+    return posixpath.join(parent, f".{name}{MANIFEST_NAME}")
+
+
+def legacy_manifest_path(ckpt_dir: str) -> str:
+    """Where checkpoints committed by earlier versions keep their manifest: inside the directory."""
+    return posixpath.join(ckpt_dir.rstrip("/"), MANIFEST_NAME)
+
+
+def manifest_dir_name(path: str) -> str | None:
+    """The checkpoint directory's name a manifest beside it belongs to, or None for anything else."""
+    match = _MANIFEST_RE.match(posixpath.basename(path.rstrip("/")))
+    return match.group(1) if match else None

@@ -15,7 +15,7 @@ from typing import Any
 from storage._context import StorageContext
 from storage._errors import StorageError
 from storage._io import read_bytes, write_bytes
-from storage._layout import USER_METADATA_NAME, manifest_path
+from storage._layout import USER_METADATA_NAME
 
 
 def encode_user_metadata(metadata: dict[str, Any]) -> bytes:
@@ -52,19 +52,19 @@ def read_user_metadata(ctx: StorageContext, ckpt_dir: str) -> dict[str, Any]:
 def write_user_metadata(ctx: StorageContext, ckpt_dir: str, metadata: dict[str, Any]) -> None:
     """Replace the checkpoint's user metadata. On a committed checkpoint whose manifest does not list
     the file yet, the manifest is rewritten to list it (after the file is written)."""
-    from storage._checkpoint import read_manifest, write_manifest
+    from storage._checkpoint import find_manifest, write_manifest
 
     data = encode_user_metadata(metadata)
     write_bytes(ctx, posixpath.join(ckpt_dir, USER_METADATA_NAME), data, what="writing checkpoint metadata")
     try:
-        manifest = read_manifest(ctx, ckpt_dir)
+        where, manifest = find_manifest(ctx, ckpt_dir)
     except StorageError as exc:
         if isinstance(exc.__cause__, FileNotFoundError):
             return  # not committed (a directory being prepared, or the user's own): a commit lists it
         raise
     if not any(entry["path"] == USER_METADATA_NAME for entry in manifest["files"]):
         manifest["files"].append({"path": USER_METADATA_NAME, "size": len(data)})
-        write_manifest(ctx, manifest_path(ckpt_dir), manifest)
+        write_manifest(ctx, where, manifest)  # where it is: beside, or inside an older checkpoint
 
 
 __all__ = ["USER_METADATA_NAME", "encode_user_metadata", "read_user_metadata", "write_user_metadata"]

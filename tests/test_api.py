@@ -71,7 +71,7 @@ def _manifest_iterations(trial_dir: str) -> list[tuple[int, int]]:
 
     out = []
     for name in sorted(os.listdir(trial_dir)):
-        manifest = os.path.join(trial_dir, name, ".audition_manifest.json")
+        manifest = os.path.join(trial_dir, f".{name}.audition_manifest.json")
         if name.startswith("checkpoint_") and os.path.exists(manifest):
             with open(manifest) as f:
                 out.append((int(name.split("_")[1]), json.load(f)["metadata"]["iteration"]))

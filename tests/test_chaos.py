@@ -50,7 +50,7 @@ def test_a_lost_members_trial_resumes_from_the_commit_it_never_reported(tmp_path
     """Found by the chaos run (seed 2): the controller fenced a lost member's trial before looking
     for checkpoints newer than the one it knew, so the retry ignored a committed one."""
     run = ChaosRun(ChaosConfig(seed=0, trials=1), str(tmp_path))
-    held = os.path.join(run.storage.exp, "*", "checkpoint_000002", ".audition_manifest.json")
+    held = os.path.join(run.storage.exp, "*", ".checkpoint_000002.audition_manifest.json")
 
     def crash_once_committed(alive) -> None:
         assert _wait(lambda: glob.glob(held) or not alive(), 30), "the third checkpoint was never committed"

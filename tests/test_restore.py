@@ -20,7 +20,7 @@ from actors import Callback, RunConfig, TuneConfig, Tuner, report
 from actors._driver.errors import ConfigError
 from actors._engine.trial import TrialStatus
 from actors.search import grid_search
-from storage import MANIFEST_NAME, read_experiment_state, read_results
+from storage import MANIFEST_NAME, manifest_path, read_experiment_state, read_results
 from tests import _driver_script as D
 
 NAME = D.NAME
@@ -50,9 +50,9 @@ def assert_contiguous(grid: Any, n: int, steps: int | None) -> None:
 def checkpoint_dirs(storage: str) -> list[tuple[str, bool]]:
     """(path, committed) of every checkpoint directory on local storage."""
     out = []
-    for root, dirs, files in os.walk(storage):
+    for root, dirs, _files in os.walk(storage):
         if os.path.basename(root).startswith("checkpoint_"):
-            out.append((root, ".audition_manifest.json" in files))
+            out.append((root, os.path.isfile(manifest_path(root))))
             dirs[:] = []
     return sorted(out)
 
@@ -116,7 +116,8 @@ def test_driver_killed_then_restored_fifo(point, tmp_path, no_leaks):
 
 def stored_checkpoints(run: D.Run) -> dict[str, set[str]]:
     """Every checkpoint directory of the experiment on any store (on S3: every prefix holding an
-    object) by its URI -> the names of the files in it (``.audition_manifest.json`` if committed)."""
+    object) by its URI -> the names of the files in it, and ``MANIFEST_NAME`` if committed (its manifest
+    is beside it)."""
     fs = run.ctx.fs
     fs.invalidate_cache()
     out: dict[str, set[str]] = {}
@@ -124,6 +125,9 @@ def stored_checkpoints(run: D.Run) -> dict[str, set[str]]:
         parts = path.rstrip("/").split("/")
         at = next((i for i, p in enumerate(parts) if p.startswith("checkpoint_")), None)
         if at is None:
+            if info["type"] == "file" and parts[-1].startswith(".checkpoint_") and parts[-1].endswith(MANIFEST_NAME):
+                committed = "/".join([*parts[:-1], parts[-1][1:-len(MANIFEST_NAME)]])
+                out.setdefault(run.ctx.uri(committed), set()).add(MANIFEST_NAME)
             continue
         files = out.setdefault(run.ctx.uri("/".join(parts[:at + 1])), set())
         if info["type"] == "file":
@@ -500,7 +504,7 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     _commit(io, gone, 0, 1)  # the state names gone's checkpoint 1, which retention deleted
     ck_done = _commit(io, done, 1, 2)
     retired = _commit(io, done, 0, 1).path  # retention was deleting it when the run died:
-    os.remove(os.path.join(retired, ".audition_manifest.json"))  # manifest gone, files left
+    os.remove(manifest_path(retired))  # manifest gone, files left
     elsewhere = os.path.join(storage_dir, "other", "checkpoint_000000")
     os.makedirs(elsewhere)
     _commit(io, late, 0, 1)  # trial suggested after the state was saved

@@ -19,7 +19,7 @@ from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, rep
 from actors._driver.errors import TuneError
 from actors._engine.trial import TrialStatus
 from actors.search import grid_search
-from storage import MANIFEST_NAME, ExperimentLayout, StorageContext, is_committed, read_results
+from storage import MANIFEST_NAME, ExperimentLayout, StorageContext, is_committed, manifest_path, read_results
 from tests import _driver_script as D
 from tests import _trainables as T
 
@@ -57,7 +57,7 @@ def _iterations(result: Any) -> list[int]:
 
 def _uncommitted(keys: set[str]) -> set[str]:
     dirs = {k.rsplit("/", 1)[0] for k in keys if "/checkpoint_" in k}
-    return {d for d in dirs if f"{d}/{MANIFEST_NAME}" not in keys}
+    return {d for d in dirs if manifest_path(d) not in keys}
 
 
 def test_fit_on_s3_writes_every_file_and_resumes_from_s3(s3_location, no_leaks):
@@ -77,7 +77,9 @@ def test_fit_on_s3_writes_every_file_and_resumes_from_s3(s3_location, no_leaks):
             assert f"exp/{r.trial_id}/{name}" in mine
         ckpts = {k.split("/")[2] for k in mine if "/checkpoint_" in k}
         assert len(ckpts) == T.STEPS  # one per report, all kept
-        assert all(f"exp/{r.trial_id}/{c}/{MANIFEST_NAME}" in mine for c in ckpts)
+        assert all(manifest_path(f"exp/{r.trial_id}/{c}") in mine for c in ckpts)
+        # the user's files alone inside, as in Ray: the manifest is beside the directory
+        assert not any(k.endswith(MANIFEST_NAME) for k in mine if "/checkpoint_" in k), mine
         assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{r.trial_id}/")
         assert r.checkpoint.to_dict() == {"step": T.STEPS - 1}
     assert not _uncommitted(keys)

@@ -11,7 +11,7 @@ import pytest
 from actors import RunConfig, TuneConfig, Tuner
 from actors._engine.trial import TrialStatus
 from actors.search import grid_search
-from storage import MANIFEST_NAME, StorageContext
+from storage import StorageContext, manifest_path
 from tests import _trainables as T
 
 pytestmark = pytest.mark.s3
@@ -38,4 +38,4 @@ def test_fit_on_s3_with_credentials_and_endpoint_from_the_environment(
         assert r.status is TrialStatus.TERMINATED
         assert [h["training_iteration"] for h in r.metrics_history] == [1, 2, 3]
         assert r.checkpoint is not None and r.checkpoint.path.startswith("s3://")
-        assert ctx.fs.exists(f"{r.checkpoint.path.removeprefix('s3://')}/{MANIFEST_NAME}")
+        assert ctx.fs.exists(manifest_path(r.checkpoint.path.removeprefix("s3://")))

@@ -234,3 +234,65 @@ def test_the_host_pickles_what_save_returns_and_a_subclass_save_is_kept() -> Non
 
     custom = SchedulerHost(Custom(metric="acc", mode="max"), "acc", "max")
     assert loads(custom.handle(SchedulerCall(1, HookKind.SAVE)).state or b"")["scheduler"]["custom"] is True
+
+
+# Recorded from Ray 2.60 (/work/rayvenv, a probe script): ASHAScheduler(metric="score", mode="max",
+# max_t=9, grace_period=1, reduction_factor=3, brackets=3) after numpy.random.seed(0), six trials run
+# one at a time (max_concurrent_trials=1), scores [5, 1, 3, 2, 4, 6][k] * iteration; trial 0 raises
+# before its 4th result, FailureConfig(max_failures=1), no checkpoint (the retry reports from 1 again).
+# Ray called on_trial_error, then on_trial_add again, which drew a new bracket; the old bracket's rungs
+# kept trial 0's values, and its rungs in the new bracket were judged afresh.
+_RAY_ADD_BRACKETS = [("k0", 0), ("k0", 1), ("k1", 0), ("k2", 0), ("k3", 0), ("k4", 0), ("k5", 0)]
+_RAY_STOPPED_AT = {"k0": 9, "k1": 1, "k2": 1, "k3": 1, "k4": 3, "k5": 9}  # (k0: in its retry)
+_RAY_RUNGS = [  # per bracket, rungs in descending milestone order, as Ray's _Bracket holds them
+    [[9, {"k5": 54.0}], [3, {"k0": 15.0, "k4": 12.0, "k5": 18.0}],
+     [1, {"k0": 5.0, "k1": 1.0, "k2": 3.0, "k3": 2.0, "k4": 4.0, "k5": 6.0}]],
+    [[9, {"k0": 45.0}], [3, {"k0": 15.0}]],
+    [[9, {}]],
+]
+
+
+def test_a_retried_trial_is_placed_in_a_bracket_again_as_ray_does() -> None:
+    sched = ASHAScheduler(metric="score", mode="max", max_t=9, grace_period=1, reduction_factor=3,
+                          brackets=3, random_brackets=True, seed=0)
+    sim = Simulator(sched)
+    added: list[tuple[str, int]] = []
+    stopped: dict[str, int] = {}
+    for k, factor in enumerate([5, 1, 3, 2, 4, 6]):
+        tid = f"k{k}"
+        sim.add(tid)
+        added.append((tid, sched.bracket_of(tid)))
+        sim.start(tid)
+        for it in range(1, 10):
+            if tid == "k0" and it == 4 and "k0" not in stopped and ("error", "k0") not in sim.hooks:
+                sim.error(tid)  # the retry: on_trial_error, then on_trial_add, from iteration 1
+                sim.add(tid)
+                added.append((tid, sched.bracket_of(tid)))
+                sim.start(tid)
+                break
+            if sim.report(tid, score=factor * it) is S:
+                stopped[tid] = it
+                break
+        if tid == "k0":
+            for it in range(1, 10):
+                if sim.report(tid, score=factor * it) is S:
+                    stopped[tid] = it
+                    break
+    assert added == _RAY_ADD_BRACKETS
+    assert stopped == _RAY_STOPPED_AT
+    got = [[[m, sched.recorded(b)[m]] for m in reversed(sched.milestones(b))] for b in range(3)]
+    assert got == _RAY_RUNGS
+
+
+def test_round_robin_gives_a_retried_trial_the_next_bracket() -> None:
+    sched = ASHAScheduler(metric="acc", mode="max", max_t=16, reduction_factor=2, brackets=3)
+    sim = Simulator(sched)
+    for tid in ["t0", "t1"]:
+        sim.add(tid)
+    sim.start("t0")
+    sim.report("t0", acc=1.0)
+    sim.error("t0")
+    sim.add("t0")
+    sim.add("t2")
+    assert [sched.bracket_of(t) for t in ["t0", "t1", "t2"]] == [2, 1, 0]
+    assert sched.recorded(0)[1] == {"t0": 1.0}  # its earlier record stays, as in Ray

@@ -36,8 +36,8 @@ class ASHAScheduler(MetricScheduler):
         grace_period: first rung; no trial is stopped before it.
         reduction_factor: keep the top ``1/reduction_factor`` at each rung.
         brackets: number of brackets; trials are assigned round-robin in the
-            order they are added, so the assignment is deterministic (Ray draws
-            a bracket at random, weighted by ``e**rungs``).
+            order they are added (a retried trial is added again), so the assignment
+            is deterministic (Ray draws a bracket at random, weighted by ``e**rungs``).
         stop_last_trials: stop trials at ``max_t`` (else they run until they end).
         random_brackets: draw each trial's bracket as Ray does (weighted by ``e**rungs``), from a
             generator that repeats ``numpy.random`` after ``numpy.random.seed(seed)``.
@@ -127,6 +127,12 @@ class ASHAScheduler(MetricScheduler):
 
     def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._assign(trial.trial_id)
+
+    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+        """A retried trial is placed in a bracket afresh by the ``on_trial_add`` that follows (the next
+        one round-robin, or a new draw), as Ray 2.60 redraws it; what it recorded in its old bracket's
+        rungs stays there, as in Ray (recorded: ``tests/test_sched_asha.py``)."""
+        self._trial_bracket.pop(trial.trial_id, None)
 
     def on_trial_result(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
