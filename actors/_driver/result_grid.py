@@ -208,7 +208,7 @@ class ResultGrid:
     def get_dataframe(self, filter_metric: str | None = None, filter_mode: str | None = None) -> Any:
         """One row per trial that reported: its last result, or with ``filter_metric`` and
         ``filter_mode`` the result with the best value of that metric; nested keys flattened, plus
-        ``config/...`` and ``logdir`` (the trial's directory) columns, as Ray Tune's."""
+        ``config/...`` and ``logdir`` columns, as Ray Tune's (2.60's ``logdir`` holds the trial id)."""
         import pandas as pd
 
         if filter_mode is not None:
@@ -231,7 +231,7 @@ class ResultGrid:
                 at = int(column.idxmax() if filter_mode == "max" else column.idxmin())
             row = df.iloc[at].to_dict()
             row.update(flatten({"config": r.config}))
-            row["logdir"] = r.path
+            row["logdir"] = r.trial_id
             rows.append(row)
         return pd.DataFrame(rows)
 
