@@ -18,7 +18,7 @@ from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import CheckpointConfig, check_mode
 from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, trial_error
 from actors._engine.flat import flatten, lookup
-from actors._engine.trial import TrialStatus, tag_of
+from actors._engine.trial import Paths, TagPaths, TrialStatus, tag_of
 from actors.messages import TrialSummary
 
 log = logging.getLogger("audition")
@@ -253,7 +253,7 @@ class Searched:
     """What names a trial's ``experiment_tag``: the default generator's domain paths (its tag lists
     the drawn values), or ``None`` for another searcher (its tag lists the whole config)."""
 
-    paths: tuple[tuple[Any, ...], ...] | None
+    paths: Paths | TagPaths | None
 
 
 def _frame(rows: list[dict[str, Any]]) -> Any:
