@@ -422,6 +422,9 @@ class TrialEnded(_Message):
     # a class trainable's constructor or setup() raised: the trial never came up, so a trial that never
     # reported has only its trial_id in Result.metrics (Ray 2.60: its actor never answered)
     setup_failed: bool = False
+    # Ray's auto-filled keys (as TrialProcess.started) taken once the trainable was built (a class after
+    # its setup(), where Ray takes them): Result.metrics of a run that never reported; empty: not built
+    started: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from actors._engine.sequencer import Sequencer
-from actors._engine.trial import TrialSnapshot, TrialStatus, tag_of
+from actors._engine.trial import Paths, TagPaths, TrialSnapshot, TrialStatus, tag_of
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
 from actors.result import SHOULD_CHECKPOINT
 
@@ -130,7 +130,7 @@ class CallbackDispatcher:
         self.experiment_path: str | None = None
         self.local = False
         self.storage_options: dict[str, Any] = {}
-        self.searched: tuple[tuple[Any, ...], ...] | None = None  # the default generator's domain paths
+        self.searched: Paths | TagPaths | None = None  # the default generator's domain paths
         self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
         self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
         self.looked_up: set[tuple[str, int]] = set()  # (trial id, iteration) of resumed checkpoints sought
@@ -140,7 +140,7 @@ class CallbackDispatcher:
 
     def describe(self, trainable_name: str, experiment_path: str, local: bool,
                  storage_options: dict[str, Any] | None = None,
-                 searched: tuple[tuple[Any, ...], ...] | None = None) -> None:
+                 searched: Paths | TagPaths | None = None) -> None:
         self.trainable_name, self.experiment_path, self.local = trainable_name, experiment_path, local
         self.storage_options, self.searched = dict(storage_options or {}), searched
 

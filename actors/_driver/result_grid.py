@@ -18,7 +18,7 @@ from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import CheckpointConfig, check_mode
 from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, trial_error
 from actors._engine.flat import flatten, lookup
-from actors._engine.trial import TrialStatus, tag_of
+from actors._engine.trial import Paths, TagPaths, TrialStatus, tag_of
 from actors.messages import TrialSummary
 
 log = logging.getLogger("audition")
@@ -208,7 +208,7 @@ class ResultGrid:
     def get_dataframe(self, filter_metric: str | None = None, filter_mode: str | None = None) -> Any:
         """One row per trial that reported: its last result, or with ``filter_metric`` and
         ``filter_mode`` the result with the best value of that metric; nested keys flattened, plus
-        ``config/...`` and ``logdir`` (the trial's directory) columns, as Ray Tune's."""
+        ``config/...`` and ``logdir`` columns, as Ray Tune's (2.60's ``logdir`` holds the trial id)."""
         import pandas as pd
 
         if filter_mode is not None:
@@ -231,7 +231,7 @@ class ResultGrid:
                 at = int(column.idxmax() if filter_mode == "max" else column.idxmin())
             row = df.iloc[at].to_dict()
             row.update(flatten({"config": r.config}))
-            row["logdir"] = r.path
+            row["logdir"] = r.trial_id
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -253,7 +253,7 @@ class Searched:
     """What names a trial's ``experiment_tag``: the default generator's domain paths (its tag lists
     the drawn values), or ``None`` for another searcher (its tag lists the whole config)."""
 
-    paths: tuple[tuple[Any, ...], ...] | None
+    paths: Paths | TagPaths | None
 
 
 def _frame(rows: list[dict[str, Any]]) -> Any:

@@ -88,4 +88,22 @@ def domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...
     return ()
 
 
-__all__ = ["concurrency_limited", "domain_paths", "experiment_searcher"]
+def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
+    """What the default generator's trials are tagged by (``experiment_tag``): the space's domain
+    paths, or with ``points_to_evaluate`` a ``TagPaths`` that leaves each point's own values out."""
+    import math
+
+    from actors._engine.trial import TagPaths
+    from actors.search._points import apply_point
+    from actors.search._space import find_grids, normalize
+
+    paths = domain_paths(space)
+    points = getattr(searcher, "points_to_evaluate", None)
+    if not points or not space:  # (a generator given its own space tags by the Tuner's, as before)
+        return paths
+    applied = [apply_point(normalize(space), p, i) for i, p in enumerate(points)]
+    return TagPaths(paths, tuple((math.prod(len(g.values) for _, g in find_grids(a)), domain_paths(a))
+                                 for a in applied))
+
+
+__all__ = ["concurrency_limited", "domain_paths", "experiment_searcher", "tag_paths"]

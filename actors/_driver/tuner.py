@@ -34,7 +34,7 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
-from actors._driver.searcher_setup import domain_paths, experiment_searcher
+from actors._driver.searcher_setup import experiment_searcher, tag_paths
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.flat import flatten
@@ -95,7 +95,7 @@ class Tuner:
         # what Tuner.restore(param_space=...) is checked against, as Ray checks it (flattened, sorted keys)
         self._param_space_keys = sorted(flatten(param_space or {}))
         # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
-        self._searched = domain_paths(param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
+        self._searched = tag_paths(searcher, param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
         self._required = required_metrics(tc.metric, scheduler, searcher)

@@ -308,8 +308,8 @@ class ExperimentCore:
             else:
                 if m.output is not None:
                     self._output(m.output)
-                if m.setup_failed:  # never came up: Ray's result of it has its id alone
-                    self.table.process_started(m.trial_id, m.run_id, {})
+                if m.setup_failed or m.started:  # taken once built; never came up: Ray's has the id alone
+                    self.table.process_started(m.trial_id, m.run_id, m.started)
                 self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
                 if m.storage_failure and not self.finished:
                     # retrying cannot help (the storage package already retried transient errors), and
@@ -372,10 +372,10 @@ class ExperimentCore:
             self._on_reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
 
     def _mark_done(self, msg: TrialResults) -> None:
-        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune). The
-        table's copy is left alone: there ``done`` means the trainable itself said it was finished,
-        and the end it records is a STOP (``TrialTable.ended``)."""
+        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune); the table's
+        copy only once the trial ended at it (there ``done`` means the trainable said it had finished)."""
         msg.results[-1]["done"] = True
+        self.table.get(msg.trial_id).stop_row = int(msg.results[-1].get("training_iteration") or 0)
 
     def _log(self, msg: TrialResults, searcher: bool = True) -> None:
         """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""

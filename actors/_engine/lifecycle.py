@@ -25,11 +25,11 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
+from actors._engine.ending import ends_done, run_result
 from actors._engine.marks import Mark, MarkKind, add_mark
 from actors._engine.reducer import Decision, merge
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
-from actors.result import TRAINING_ITERATION, TRIAL_ID
 
 
 class Phase(Enum):
@@ -91,6 +91,7 @@ class TrialRecord:
     # the current run's auto-filled keys from its process (TrialProcess.started): its Result.metrics,
     # with the config, should it end before reporting; empty: it never came up
     started: dict[str, Any] = field(default_factory=dict)
+    stop_row: int = 0  # the iteration of the result a stop was decided on (its row says done=True)
 
     def snapshot(self) -> TrialSnapshot:
         """A copy for plugins and loggers (a few hundred a simulated experiment: built as
@@ -329,10 +330,7 @@ class TrialTable:
         reusable = reason is not EndReason.FAILED
         out = [Effect(EffectKind.RELEASE, trial_id, flag=reusable)]
         pending = rec.pending
-        reported = TRAINING_ITERATION in rec.last_result
-        if not reported:  # Ray's last result of a trial that never reported: no "done" key either
-            rec.last_result = {TRIAL_ID: trial_id, **rec.started, "config": dict(rec.config)} if rec.started \
-                else {TRIAL_ID: trial_id}
+        rec.last_result = run_result(trial_id, rec.last_result, rec.started, rec.config)
         # A trainable whose last result said done has finished: a PAUSE (or clone) decided on that
         # result must not park it, or it is resumed past its own end (paused every result: forever).
         finished = bool(rec.last_result.get("done"))
@@ -340,7 +338,7 @@ class TrialTable:
         if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
             if reason is EndReason.STOPPED and pending is Decision.STOP and not finished:
                 self._mark(rec, MarkKind.STOP)
-            if reported or reason is EndReason.COMPLETED:  # (Ray: a function that returned is done)
+            if ends_done(rec.last_result, reason is EndReason.COMPLETED, rec.stop_row):
                 rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]

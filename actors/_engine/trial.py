@@ -95,13 +95,35 @@ def _leaves(config: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], An
     return {path: config}
 
 
+Paths = tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
+class TagPaths:
+    """The default generator's paths a trial's tag lists when it has ``points_to_evaluate``: as Ray,
+    a point's trials list only what the point left to sweep or draw (``points``: per point, how
+    many trials it yields and those paths; the generator runs them first), the others ``paths``."""
+
+    paths: Paths
+    points: tuple[tuple[int, Paths], ...] = ()
+
+    def of(self, index: int) -> Paths:
+        for count, paths in self.points:
+            if index < count:
+                return paths
+            index -= count
+        return self.paths
+
+
 def experiment_tag(index: int, config: dict[str, Any],
-                   searched: tuple[tuple[Any, ...], ...] | None) -> tuple[str, dict[str, Any]]:
+                   searched: Paths | TagPaths | None) -> tuple[str, dict[str, Any]]:
     """Ray's ``experiment_tag`` and ``evaluated_params`` of a trial: for the default generator
     (``searched`` = the paths of the space's domains and grids) ``"<index>_<k=v,...>"`` over the
     drawn values; for another searcher (``searched=None``) ``"<index + 1>_..."`` over the whole
     config, as Ray's ``SearchGenerator`` counts from 1. Keys are the last path part, sorted."""
     leaves = _leaves(config)
+    if isinstance(searched, TagPaths):
+        searched = searched.of(index)
     if searched is not None:
         leaves = {p: leaves[p] for p in searched if p in leaves}
     else:
@@ -113,10 +135,10 @@ def experiment_tag(index: int, config: dict[str, Any],
 
 
 def tag_of(trial_id: str, config: dict[str, Any],
-           searched: tuple[tuple[Any, ...], ...] | None) -> tuple[str, dict[str, Any]]:
+           searched: Paths | TagPaths | None) -> tuple[str, dict[str, Any]]:
     """``experiment_tag`` for a trial id ``<prefix>_<index>``."""
     index = trial_id.rpartition("_")[2]
     return experiment_tag(int(index) if index.isdigit() else 0, config, searched)
 
 
-__all__ = ["TrialSnapshot", "TrialStatus", "experiment_tag", "tag_of", "trial_name"]
+__all__ = ["Paths", "TagPaths", "TrialSnapshot", "TrialStatus", "experiment_tag", "tag_of", "trial_name"]

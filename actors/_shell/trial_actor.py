@@ -248,7 +248,7 @@ class TrialActor(ActorTypeDispatcher):
                     TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
                                ev.traceback, ev.storage_failure,
                                output=self._output_chunk(r, final=True),  # in order with the end
-                               setup_failed=ev.setup_failed),
+                               setup_failed=ev.setup_failed, started=ev.started or {}),
                 )
                 return
             due = self.held_since + self.batch_delay_s - self.clock()

@@ -42,6 +42,7 @@ from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
 from actors._driver.trainable_direct import built_by_engine, load_into
 from actors._engine.horizon import ResultWindow
+from actors._worker.autofill import Autofill, ray_result
 from actors._worker.capture import OutputCapture
 from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
@@ -49,7 +50,7 @@ from actors._worker.function import run_function
 from actors._worker.session import _set_session
 from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
 from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
-from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP, TRAINING_ITERATION
+from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TRAINING_ITERATION
 
 
 class Command(Enum):
@@ -75,6 +76,7 @@ class Event:
     traceback: str | None = None
     storage_failure: str | None = None
     setup_failed: bool = False
+    started: dict[str, Any] | None = None  # Ray's keys of a result-less run, taken once it was built
 
 
 class _StopTrial(BaseException):
@@ -173,6 +175,7 @@ class TrialRunner:
         )
         self._class_trainable: Trainable | None = None
         self.built = False  # the trainable exists: a function at once, a class once setup() returned
+        self.built_metrics: dict[str, Any] = {}
         # a Trainable kept by the actor from its previous run of the same class (reuse_actors)
         self.reuse = reuse
         self.kept: Trainable | None = None  # this run's instance, kept for the next run
@@ -240,7 +243,7 @@ class TrialRunner:
             if inspect.isclass(trainable) and issubclass(trainable, Trainable):
                 self._run_class(trainable)
             else:
-                self.built = True
+                self._mark_built()
                 # what it returns or yields is reported too (Ray Tune's function API)
                 try:
                     run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
@@ -278,10 +281,17 @@ class TrialRunner:
         self.output.flush()
         failure = self.storage_failure if reason is EndReason.FAILED else None
         self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb,
-                              storage_failure=failure, setup_failed=not self.built))
+                              storage_failure=failure, setup_failed=not self.built,
+                              started=self.built_metrics))
         with self.lock:
             self.waiting = True
         self._wake(urgent=True)
+
+    def _mark_built(self) -> None:
+        """The trainable is up (a class after ``setup()``): where Ray takes the date, timestamp and pid
+        of a trial that never reports (its actor's ``get_auto_filled_metrics``, queued behind setup)."""
+        self.built = True
+        self.built_metrics = started_metrics(self.clock())
 
     def _run_class(self, cls: type[Trainable]) -> None:
         t, old, self.reuse = None, self.reuse, None
@@ -299,7 +309,7 @@ class TrialRunner:
             self._class_trainable = t
             t.setup(dict(self.msg.config))
         self._class_trainable = t
-        self.built = True
+        self._mark_built()
         if self.restore_checkpoint is not None:
             load_into(t, self.restore_checkpoint)
         self.log_results = type(t).log_result is not Trainable.log_result  # Ray's train() calls it per result
@@ -334,40 +344,22 @@ class TrialRunner:
             elapsed = given
         self.time_total += elapsed
         self.time_since_restore += elapsed
-        # Ray: whole seconds; a class trainable's own (truthy) timestamp stays, the function API's never
-        stamp = metrics.get(TIMESTAMP) if self._class_trainable is not None else None
-        result = dict(metrics)
-        result.update(self.totals.count(metrics))  # Ray's timesteps_total/episodes_total
-        result.update(self._extra)
-        self._extra = {}
-        result.update(
-            trial_id=self.trial_id,
-            training_iteration=self.iteration,
-            time_this_iter_s=elapsed,
-            time_total_s=self.time_total,
-            timestamp=stamp or int(now),
-            done=bool(metrics.get("done", False)),
-            hostname=_HOST,
-            pid=os.getpid(),
-            date=time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)),
-            node_ip=self.node_ip,
-            config=self.msg.config,
-            time_since_restore=self.time_since_restore,
-            iterations_since_restore=self.iteration - self.msg.start_iteration,
-            **self.totals.auto_filled(),
-        )
+        extra, self._extra = self._extra, {}
+        fill = Autofill(self.trial_id, self.iteration, elapsed, self.time_total, self.time_since_restore,
+                        self.iteration - self.msg.start_iteration, now, os.getpid(), _HOST, self.node_ip,
+                        self.msg.config)
+        function_api = self._class_trainable is None
+        # Ray's function API (train.report) names the checkpoint a result carries
+        name = (posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index))
+                if function_api and checkpoint is not None else None)
+        result = ray_result({**metrics, **extra}, fill, self.totals.count(metrics), self.totals.auto_filled(),
+                            name, function_api)
         if not self.warned_iteration and metrics.get(TRAINING_ITERATION, self.iteration) != self.iteration:
             self.warned_iteration = True
             print(f"audition: trial {self.trial_id} reported training_iteration="
                   f"{metrics[TRAINING_ITERATION]!r}; it is replaced by audition's count ({self.iteration}), "
                   "which storage and restores rely on (Ray Tune keeps a reported one): report your own "
                   "count under another key", file=sys.stderr)
-        if self._class_trainable is None:  # Ray's function API (train.report) names the checkpoint
-            result["checkpoint_dir_name"] = (
-                None if checkpoint is None
-                else posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index)))
-            if checkpoint is not None:  # and flags the result that carries one (FunctionTrainable.step)
-                result[SHOULD_CHECKPOINT] = True
         if self.msg.member:
             result["member"] = self.msg.member
         if self.log_results and self._class_trainable is not None:

@@ -148,6 +148,11 @@ class BasicVariantGenerator(Searcher):
     def max_concurrent(self) -> int:
         return self._max_concurrent
 
+    @property
+    def points_to_evaluate(self) -> list[dict[str, Any]]:
+        """The points, normalized (what names their trials' ``experiment_tag``)."""
+        return list(self._points)
+
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
     ) -> bool:
