@@ -286,6 +286,7 @@ def test_a_state_saved_before_sorting_resumes_in_written_order() -> None:
     gen.suggest("t0")
     state = gen.save()
     del state["grid_order"]  # as saved by a version that swept grids in written order
+    del state["draws"]  # (and drew with Python's random)
     old = BasicVariantGenerator()
     old.restore(state)
     assert [old.suggest(f"t{i}") for i in (1, 2, 3)] == [{"b": 2, "a": 10}, {"b": 1, "a": 20}, {"b": 2, "a": 20}]
@@ -343,7 +344,7 @@ def test_choice_of_dicts_with_domains_is_conditional() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(min_value=-(2**63), max_value=2**63))
+@given(seed=st.integers(min_value=0, max_value=2**63))
 def test_same_seed_same_sequence(seed: int) -> None:
     space = {
         "a": grid_search([1, 2]),
@@ -452,13 +453,13 @@ def test_domain_sample_with_ray_arguments(domain: Any, kind: Any) -> None:
 
 
 def test_domain_sample_without_random_state_follows_the_global_seed() -> None:
-    # Ray: no random_state draws from numpy's global generator, so np.random.seed(0) repeats a draw;
-    # audition draws from the global random module, so random.seed(0) does
-    random.seed(0)
-    first = uniform(0, 1).sample(size=4)
-    random.seed(0)
-    assert uniform(0, 1).sample(size=4) == first
-    assert len(set(first)) == 4
+    # as Ray: no random_state draws from numpy's global stream, so np.random.seed(n) repeats the draws
+    # (recorded from Ray 2.60: np.random.seed(3), then uniform(0, 1), randint(0, 9), choice(["a", "b"])
+    # .sample() gave these)
+    np = pytest.importorskip("numpy")
+    np.random.seed(3)
+    assert [uniform(0, 1).sample(), randint(0, 9).sample(), choice(["a", "b"]).sample()] == [
+        0.5507979025745755, 3, "a"]
 
 
 def test_domain_sample_random_state_kinds() -> None:

@@ -75,6 +75,29 @@ def concurrency_limited(searcher: Any, cap: int) -> Any:
     return wrapped
 
 
+def _default_generator(searcher: Any) -> BasicVariantGenerator | None:
+    """The BasicVariantGenerator inside the searcher's wrappers, if that is what draws."""
+    while not isinstance(searcher, BasicVariantGenerator) and hasattr(searcher, "searcher"):
+        searcher = searcher.searcher
+    return searcher if isinstance(searcher, BasicVariantGenerator) else None
+
+
+def wire_global_draws(searcher: Any, scheduler: Any) -> None:
+    """Ray's ASHA draws from numpy's global stream as each trial is added, between the generator's
+    draws; the generator takes as many (``global_numpy_draws_on_add``) so its configs follow Ray's."""
+    generator = _default_generator(searcher)
+    if generator is not None:
+        generator.global_draws_per_trial = int(getattr(scheduler, "global_numpy_draws_on_add", 0))
+
+
+def capture_driver_stream(searcher: Any) -> None:
+    """At ``fit()``: the generator takes numpy's global state from the driver (``numpy.random.seed``
+    in the script), since it draws in the controller, which may be another process."""
+    generator = _default_generator(searcher)
+    if generator is not None:
+        generator.capture_driver_stream()
+
+
 def domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
     """Where ``space`` has a search domain or a grid (what Ray's variant generator "resolves")."""
     from actors.search._domain import Domain
@@ -106,4 +129,7 @@ def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
                                  for a in applied))
 
 
-__all__ = ["concurrency_limited", "domain_paths", "experiment_searcher", "tag_paths"]
+__all__ = [
+    "capture_driver_stream", "concurrency_limited", "domain_paths", "experiment_searcher", "tag_paths",
+    "wire_global_draws",
+]

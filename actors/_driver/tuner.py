@@ -34,7 +34,12 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
-from actors._driver.searcher_setup import experiment_searcher, tag_paths
+from actors._driver.searcher_setup import (
+    capture_driver_stream,
+    experiment_searcher,
+    tag_paths,
+    wire_global_draws,
+)
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.flat import flatten
@@ -98,6 +103,7 @@ class Tuner:
         self._searched = tag_paths(searcher, param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
+        wire_global_draws(searcher, scheduler)
         self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = _dumps(scheduler, "scheduler")
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
@@ -220,6 +226,8 @@ class Tuner:
     def _fit(self) -> ResultGrid:
         from storage import ExperimentLayout
 
+        if getattr(self, "_prebuilt", None) is None:  # a new run draws from the driver's numpy stream, as Ray
+            capture_driver_stream(self._searcher)
         spec = self._spec()
         self._save_tuner(spec)
         spec.loggers = controller_loggers(self.run_config.callbacks)  # they travel with the spec

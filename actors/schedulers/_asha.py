@@ -50,6 +50,7 @@ class ASHAScheduler(MetricScheduler):
         "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", "stop_last_trials",
         "random_brackets", "skip_missing",
     )
+    global_numpy_draws_on_add = 1  # Ray: np.random.choice(len(brackets), p=...) for every added trial
     _STATE: ClassVar[tuple[str, ...]] = ("_rungs", "_trial_bracket", "_next_bracket", "_stopped", "_rng")
 
     def __init__(

@@ -74,6 +74,9 @@ class Scheduler(ABC):
     tolerates_batching: bool | None = None
     metric: str | None = None
     mode: str | None = None
+    #: doubles Ray's version of this scheduler draws from numpy's global stream in on_trial_add; the
+    #: default generator takes as many after each trial, so seeded configs interleave as in Ray
+    global_numpy_draws_on_add: int = 0
     # Ray Tune's TrialScheduler constants, so a plugin written for Ray returns ``self.STOP`` as it did
     CONTINUE = Decision.CONTINUE
     NOOP = Decision.NOOP

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from actors.search._random_state import check_size, rng_of
+from actors.search._random_state import check_size
 
 
 class SearchSpaceError(ValueError):
@@ -85,16 +85,16 @@ class Domain(ABC):
     def sample(self, config: Any = None, size: int = 1, random_state: Any = None) -> Any:
         """Ray Tune's ``Domain.sample``: one value, or a list of ``size`` values when ``size > 1``.
 
-        ``random_state`` is an int seed, a ``random.Random``, a numpy generator or
-        ``None`` (the global ``random`` module's state).  audition's older
-        ``sample(rng)``, a ``random.Random`` as the first argument, still works.
+        ``random_state`` is an int seed, a numpy generator or ``None`` (numpy's global stream):
+        with numpy installed the draws are Ray's own; a ``random.Random`` (also as the first
+        argument, audition's older ``sample(rng)``) or no numpy draws with Python's ``random``.
         """
+        from actors.search._numpy_draws import sample_values
+
         if isinstance(config, random.Random) and random_state is None:
             config, random_state = None, config
-        count = check_size(size)
-        rng = rng_of(random_state)
-        values = [self._draw_for(config[i] if isinstance(config, list) else config, rng) for i in range(count)]
-        return values[0] if count == 1 else values
+        values = sample_values(self, config, check_size(size), random_state)
+        return values[0] if len(values) == 1 else values
 
     def _draw_for(self, config: Any, rng: random.Random) -> Any:
         return self.draw(rng)

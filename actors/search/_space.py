@@ -202,6 +202,16 @@ def _assign(root: Any, path: Path, value: Any) -> None:
     node[path[-1]] = value
 
 
+def _call(domain: Function, spec: Spec) -> Any:
+    """As Ray's ``sample_from``: ``fn(config)``, retried as ``fn(spec)`` when it reads ``spec.config``."""
+    if not domain._pass_spec:
+        return domain.fn()
+    try:
+        return domain.fn(spec.config)
+    except (AttributeError, KeyError):
+        return domain.fn(spec)
+
+
 def _evaluate(config: Any, pending: list[_Pending], rng: random.Random, strict: bool) -> list[_Pending]:
     """Phase two: call the parked sample_from functions in passes until none is left.
 
@@ -215,7 +225,7 @@ def _evaluate(config: Any, pending: list[_Pending], rng: random.Random, strict: 
         blocked: dict[str, str] = {}
         for item in pending:
             try:
-                value = item.domain.call(spec)
+                value = _call(item.domain, spec)
             except _Unresolved as exc:
                 waiting.append(item)
                 blocked[format_path(item.path)] = format_path(exc.path)

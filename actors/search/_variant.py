@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from actors.search._domain import SearchSpaceError
+from actors.search._numpy_draws import RayRng, is_numpy_rng, numpy_or_none, ray_sample, warn_without_numpy
 from actors.search._points import apply_point, check_points
 from actors.search._random_state import seed_of
+from actors.search._ray_order import copy_space, park_functions, ray_sweep
 from actors.search._searcher import Searcher, Suggestion, check_state
-from actors.search._space import Path, find_grids, normalize, presample, resolve, validate_param_space
+from actors.search._space import Path, _evaluate, find_grids, normalize, presample, resolve, validate_param_space
 
 _KIND = "BasicVariantGenerator"
 
@@ -105,7 +109,7 @@ class BasicVariantGenerator(Searcher):
         self._max_concurrent = max_concurrent
         self._constant = constant_grid_search
         self._points = check_points(points_to_evaluate)
-        self._seed = seed_of(random_state, "random_state") if seed is None else seed_of(seed, "seed")
+        self._init_draws(random_state if seed is None else seed, "random_state" if seed is None else "seed")
         self._space_given = param_space is not None
         # the points are applied to a space once there is one: the Tuner gives it later
         self._space_set = self._space_given
@@ -114,6 +118,56 @@ class BasicVariantGenerator(Searcher):
         self._set_space({} if param_space is None else param_space, _check_num_samples(num_samples))
         self._next = 0
         self._live: set[str] = set()
+
+    def _init_draws(self, given: Any, name: str) -> None:
+        """Ray's draws (numpy, ``random_state`` as Ray takes it) when numpy is there; else Python's.
+
+        ``_rng`` is the Generator/RandomState the domains are drawn from (None: numpy's global
+        stream); ``_global`` the driver's global stream, carried to wherever suggest() runs.
+        """
+        np = None if isinstance(given, random.Random) else numpy_or_none()
+        self._numpy = np is not None
+        self._rng: Any = None
+        self._global: Any = None
+        self._buffer: list[Any] = []
+        #: numpy global-stream doubles the scheduler's on_trial_add takes after each trial (Ray's ASHA: 1)
+        self.global_draws_per_trial = 0
+        if np is None:
+            if given is not None and not isinstance(given, random.Random):
+                warn_without_numpy(f"BasicVariantGenerator({name}=...)")
+            self._seed = seed_of(given, name)
+            return
+        if given is None or is_numpy_rng(given):
+            self._rng = given
+            self._seed = random.SystemRandom().getrandbits(63)  # spec.random's seed only
+        else:
+            self._seed = seed_of(given, name)
+            if self._seed < 0:
+                raise ValueError(f"{name} must be an int >= 0 (numpy's default_rng, which Ray seeds with it, "
+                                 f"takes no negative seed), got {given!r}")
+            self._rng = np.random.default_rng(self._seed)
+
+    def capture_driver_stream(self) -> None:
+        """Take numpy's global state as the user's script left it (``numpy.random.seed(n)``), so
+        draws from the global stream follow it in whichever process suggest() runs, as in Ray."""
+        np = numpy_or_none()
+        if self._numpy and np is not None and self._next == 0:
+            self._global = np.random.get_state()
+
+    @contextmanager
+    def _driver_stream(self) -> Iterator[Any]:
+        """numpy's global stream set to the driver's for the draws (and restored after them)."""
+        np = numpy_or_none()
+        if self._global is None:
+            yield np
+            return
+        saved = np.random.get_state()
+        np.random.set_state(self._global)
+        try:
+            yield np
+        finally:
+            self._global = np.random.get_state()
+            np.random.set_state(saved)
 
     def _set_space(self, param_space: dict[str, Any], num_samples: int) -> None:
         validate_param_space(param_space)
@@ -183,9 +237,16 @@ class BasicVariantGenerator(Searcher):
         return len(self._point_sweeps) + number, self._sweep, k
 
     def variant(self, index: int) -> dict[str, Any]:
-        """The config of variant ``index`` (0-based), independent of what was suggested so far."""
+        """The config of variant ``index`` (0-based), independent of what was suggested so far.
+
+        Only for Python's draws (no numpy, or a ``random.Random``): Ray's numpy draws are one stream.
+        """
         if not 0 <= index < self.total_trials:
             raise IndexError(f"variant index {index} out of range; there are {self.total_trials} variants")
+        if self._numpy:
+            raise RuntimeError("variant(i) is random access only for draws with Python's random (no numpy, "
+                               "or random_state=random.Random(...)); with numpy the draws are Ray's single "
+                               "stream: call suggest() in order")
         number, sweep, k = self._locate(index)
         space = sweep.space
         if self._constant:
@@ -193,6 +254,23 @@ class BasicVariantGenerator(Searcher):
                 self._presampled = (number, presample(space, random.Random(f"audition:{self._seed}:sweep:{number}")))
             space = self._presampled[1]
         config: dict[str, Any] = resolve(space, sweep.grid(k), random.Random(f"audition:{self._seed}:{index}"))
+        return config
+
+    def _ray_variant(self, index: int) -> dict[str, Any]:
+        """Variant ``index`` as Ray draws it: a sweep's grid points all at once, then per trial its
+        ``sample_from`` functions and the scheduler's global-stream draws (Ray's ``add_trial``)."""
+        _, sweep, k = self._locate(index)
+        with self._driver_stream() as np:
+            if np is None:
+                raise RuntimeError("this search was saved drawing with numpy (Ray's draws), which is not "
+                                   "installed here: pip install numpy to resume it")
+            if k == 0 or not self._buffer:
+                rng = RayRng(np, self._rng)
+                self._buffer = ray_sweep(sweep.space, self._constant, lambda d: ray_sample(d, rng, 1)[0])
+            config: dict[str, Any] = copy_space(self._buffer[k])
+            _evaluate(config, park_functions(config), random.Random(f"audition:{self._seed}:{index}"), strict=True)
+            for _ in range(self.global_draws_per_trial):
+                np.random.random_sample()  # Ray's ASHA: np.random.choice(brackets, p=...) per added trial
         return config
 
     def suggest(self, trial_id: str) -> Suggestion:
@@ -204,7 +282,7 @@ class BasicVariantGenerator(Searcher):
             )
         if self._max_concurrent and len(self._live) >= self._max_concurrent:
             return None
-        config = self.variant(self._next)
+        config = self._ray_variant(self._next) if self._numpy else self.variant(self._next)
         self._next += 1
         self._live.add(trial_id)
         return config
@@ -234,6 +312,11 @@ class BasicVariantGenerator(Searcher):
             "points": self._points,
             "constant_grid_search": self._constant,
             "space_set": self._space_set,
+            "draws": "numpy" if self._numpy else "python",
+            "rng": self._rng,
+            "global": self._global,
+            "buffer": self._buffer,
+            "global_draws_per_trial": self.global_draws_per_trial,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -250,6 +333,11 @@ class BasicVariantGenerator(Searcher):
         self._max_concurrent = state["max_concurrent"]
         self._next = state["next"]
         self._live = set(state["live"])
+        # states saved before Ray's numpy draws (2026-12-04) drew with Python's random
+        self._numpy = state.get("draws") == "numpy"
+        self._rng, self._global = state.get("rng"), state.get("global")
+        self._buffer = state.get("buffer", [])
+        self.global_draws_per_trial = state.get("global_draws_per_trial", 0)
 
 
 def pending_trials_wanted(searcher: Any, free_slots: int, total_cpus: float) -> int:
