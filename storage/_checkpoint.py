@@ -206,7 +206,9 @@ def is_committed(ctx: StorageContext, ckpt_dir: str) -> bool:
     def exists(path: str) -> bool:
         return bool(retrying(lambda: fs.isfile(path), what="checking checkpoint", url=ctx.uri(path)))
 
-    return exists(manifest_path(ckpt_dir)) or exists(legacy_manifest_path(ckpt_dir))
+    if exists(manifest_path(ckpt_dir)):  # (its directory deleted by hand: not a checkpoint any more)
+        return bool(find_files(ctx, ckpt_dir)) or not read_manifest(ctx, ckpt_dir)["files"]
+    return exists(legacy_manifest_path(ckpt_dir))
 
 
 def read_manifest(ctx: StorageContext, ckpt_dir: str) -> dict[str, Any]:
@@ -275,10 +277,11 @@ def download_checkpoint(ctx: StorageContext, ckpt_dir: str, local_dir: str) -> d
     return dict(manifest.get("metadata") or {})
 
 
-def _scan(ctx: StorageContext, trial_dir: str, after_index: int) -> list[tuple[int, str, bool]]:
-    """(index, directory path, manifest listed beside it) of the trial's checkpoints numbered above
-    ``after_index``, from one listing: a directory, or a manifest alone (an empty checkpoint on S3)."""
-    found: dict[int, tuple[str, bool]] = {}
+def _scan(ctx: StorageContext, trial_dir: str, after_index: int) -> list[tuple[int, str, bool, bool]]:
+    """(index, directory path, manifest listed beside it, directory listed) of the trial's checkpoints
+    numbered above ``after_index``, from one listing: a directory, or a manifest alone (an empty
+    checkpoint on S3, or one whose directory was deleted by hand)."""
+    found: dict[int, tuple[str, bool, bool]] = {}
     for entry in list_dir(ctx, trial_dir):
         name = entry["name"].rstrip("/")
         dir_name = manifest_dir_name(name)
@@ -290,18 +293,22 @@ def _scan(ctx: StorageContext, trial_dir: str, after_index: int) -> list[tuple[i
             continue
         index = ExperimentLayout.parse_checkpoint_index(path)
         if index is not None and index > after_index:
-            found[index] = (path, found.get(index, ("", False))[1] or dir_name is not None)
-    return [(index, path, beside) for index, (path, beside) in sorted(found.items())]
+            _, beside, listed = found.get(index, ("", False, False))
+            found[index] = (path, beside or dir_name is not None, listed or dir_name is None)
+    return [(index, path, beside, listed) for index, (path, beside, listed) in sorted(found.items())]
 
 
-def _inspect(ctx: StorageContext, item: tuple[int, str, bool]) -> CheckpointInfo:
+def _inspect(ctx: StorageContext, item: tuple[int, str, bool, bool]) -> CheckpointInfo:
     """The checkpoint as committed or not; a manifest not listed beside it may be inside (older)."""
-    index, path, beside = item
+    index, path, beside, listed = item
     try:
         _, manifest = find_manifest(ctx, path, beside=beside)
     except StorageError as exc:
         if not isinstance(exc.__cause__, FileNotFoundError):
             _log.warning("ignoring checkpoint: %s", exc)
+        return CheckpointInfo(index, path, False)
+    if not listed and manifest["files"]:  # its files are gone (the directory deleted by hand)
+        _log.warning("ignoring checkpoint %s: its directory is gone", ctx.uri(path))
         return CheckpointInfo(index, path, False)
     return CheckpointInfo(index, path, True, dict(manifest.get("metadata") or {}))
 
@@ -347,6 +354,7 @@ def cleanup_uncommitted(ctx: StorageContext, trial_dir: str) -> list[str]:
     removed: list[str] = []
     for info in list_checkpoints(ctx, trial_dir):
         if not info.committed:
+            remove_file(ctx, manifest_path(info.path))  # one whose directory is gone leaves its manifest
             remove_tree(ctx, info.path)
             removed.append(info.path)
     return removed

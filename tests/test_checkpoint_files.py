@@ -23,6 +23,7 @@ from actors import CheckpointConfig, FailureConfig, RunConfig, Trainable, Tuner
 from storage import (
     MANIFEST_NAME,
     StorageContext,
+    cleanup_uncommitted,
     commit_checkpoint,
     delete_checkpoint,
     download_checkpoint,
@@ -79,10 +80,13 @@ def test_every_view_of_a_class_checkpoint_holds_the_users_files_only(storage_dir
 
 
 # ------------------------------------------------------------------------------- the storage layer
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", pytest.param("s3", marks=pytest.mark.s3)])
 def ctx(request, tmp_path) -> StorageContext:
     if request.param == "local":
         return StorageContext(str(tmp_path / "store"))
+    if request.param == "s3":
+        url, options = request.getfixturevalue("s3_location")
+        return StorageContext(url, options)
     import uuid
 
     return StorageContext(f"memory://ckfiles-{uuid.uuid4().hex}")
@@ -126,6 +130,28 @@ def test_files_without_a_manifest_beside_them_are_not_a_checkpoint(ctx, tmp_path
     ctx.fs.rm_file(manifest_path(dest))  # as if the process died before writing it
     assert not is_committed(ctx, dest)
     assert [(i.index, i.committed) for i in list_checkpoints(ctx, f"{ctx.root}/t")] == [(1, False)]
+
+
+def test_a_checkpoint_whose_directory_was_deleted_by_hand_no_longer_counts(ctx, tmp_path) -> None:
+    """Its manifest stays beside (a user removed only the directory): the files it lists are gone, so
+    the checkpoint is not committed, the one before it is the latest, and cleanup removes the manifest.
+    An empty checkpoint (no files: no directory on S3) still counts."""
+    trial = f"{ctx.root}/t"
+    commit_checkpoint(ctx, f"{trial}/checkpoint_000000", _src(tmp_path), {"iteration": 1})
+    commit_checkpoint(ctx, f"{trial}/checkpoint_000001", _src(tmp_path, "src1"), {"iteration": 2})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    commit_checkpoint(ctx, f"{trial}/checkpoint_000002", str(empty), {"iteration": 3})
+    ctx.fs.rm(f"{trial}/checkpoint_000001", recursive=True)
+    ctx.fs.invalidate_cache()
+    assert ctx.fs.isfile(manifest_path(f"{trial}/checkpoint_000001"))
+    assert [(i.index, i.committed) for i in list_checkpoints(ctx, trial)] == [(0, True), (1, False), (2, True)]
+    assert not is_committed(ctx, f"{trial}/checkpoint_000001")
+    assert is_committed(ctx, f"{trial}/checkpoint_000002")
+    assert cleanup_uncommitted(ctx, trial) == [f"{trial}/checkpoint_000001"]
+    ctx.fs.invalidate_cache()
+    assert not ctx.fs.exists(manifest_path(f"{trial}/checkpoint_000001"))
+    assert [i.index for i in list_checkpoints(ctx, trial)] == [0, 2]
 
 
 def test_a_checkpoint_saved_with_its_manifest_inside_still_counts(ctx, tmp_path) -> None:
