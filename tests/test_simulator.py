@@ -3,6 +3,7 @@ deterministically on the real core; faults are injected and survived or reported
 
 from __future__ import annotations
 
+import random
 import threading
 from typing import Any
 
@@ -147,6 +148,28 @@ def test_simulation_is_deterministic_per_seed() -> None:
         assert [h["training_iteration"] for h in r.metrics_history] == list(range(1, last + 1))
     for sim in (a, b, c):
         sim.discard()
+
+
+def test_stragglers_arrive_late_and_draw_nothing_when_off() -> None:
+    """``Faults(straggler_p=)``: a message delayed by ``straggler_s`` on top of its latency; with none
+    asked for, a latency is one draw as before, so every seed's interleaving is what it was."""
+    for faults, draws in ((Faults(), 1), (Faults(straggler_p=0.5), 2)):
+        world = SimWorld(None, curve, seed=7, faults=faults)
+        expected = random.Random(7)
+        for _ in range(draws):
+            expected.random()
+        world._latency()
+        assert world.rng.getstate() == expected.getstate()
+    plain = _asha(3)
+    late = _asha(3, Faults(straggler_p=1.0, straggler_s=2.0))
+    # every message 2 s late: a trial's step (1 s) and its decision round trip alone take >= 5 s more
+    assert not late.hung and len(late.results) == 12
+    assert late.simulated_time_s > plain.simulated_time_s + 5
+    for sim in (plain, late):
+        sim.discard()
+    for bad in ({"straggler_p": 1.5}, {"straggler_s": -1.0}, {"straggler_s": float("inf")}):
+        with pytest.raises(ValueError, match="straggler"):
+            Faults(**bad)
 
 
 def test_a_death_after_an_unsent_checkpoint_is_recovered() -> None:

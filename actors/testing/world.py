@@ -144,6 +144,7 @@ class SimWorld:
         self.idle_limit_s = idle_limit_s
         self._commit = commit
         self._latency_s = self.faults.latency_s
+        self._straggler = (self.faults.straggler_p, self.faults.straggler_s)
         self._random = self.rng.random
         self.now = 0.0
         self.deliveries = 0  # messages and notifications handed to the core or an actor
@@ -219,7 +220,9 @@ class SimWorld:
 
     def _latency(self) -> float:
         lo, hi = self._latency_s
-        return lo + (hi - lo) * self._random()
+        latency = lo + (hi - lo) * self._random()
+        p, extra = self._straggler
+        return latency + extra if p > 0.0 and self._random() < p else latency  # (no draw without stragglers)
 
     def _chance(self, p: float) -> bool:
         return p > 0.0 and self.rng.random() < p
