@@ -37,6 +37,7 @@ class ExperimentSpec:
     batch_window: int = 256
     progress_interval_s: float = 1.0
     max_progress_rows: int = 20  # RunConfig(max_progress_rows); a class default for older saved specs
+    trainable_registered: bool = False  # trainable_name is a tune.register_trainable name (Tuner.restore needs it)
     state_interval_s: float = 1.0  # what a crash can lose; a write is cheap
     restore_state: dict[str, Any] | None = None
     reuse_actors: bool = True
