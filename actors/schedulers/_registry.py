@@ -17,7 +17,6 @@ RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stop
 _NOT_OFFERED = {
     "hb_bohb": ("HyperBandForBOHB", "it works only with TuneBOHB, which audition does not offer; use "
                 "create_scheduler('hyperband') or HyperBandScheduler"),
-    "pbt_replay": ("PopulationBasedTrainingReplay", "replaying a PBT policy file is not offered yet"),
     "pb2": ("PB2", "use create_scheduler('pbt', ...) or PopulationBasedTraining"),
     "resource_changing": ("ResourceChangingScheduler", "a trial's resources are fixed when it is placed; use "
                           "with_resources(trainable, {'cpu': N})"),
@@ -31,12 +30,13 @@ def _table() -> dict[str, Callable[[], Any]]:
         HyperBandScheduler,
         MedianStoppingRule,
         PopulationBasedTraining,
+        PopulationBasedTrainingReplay,
     )
 
     return {"fifo": lambda: FIFOScheduler, "async_hyperband": lambda: AsyncHyperBandScheduler,
             "asynchyperband": lambda: AsyncHyperBandScheduler, "median_stopping_rule": lambda: MedianStoppingRule,
             "medianstopping": lambda: MedianStoppingRule, "hyperband": lambda: HyperBandScheduler,
-            "pbt": lambda: PopulationBasedTraining}
+            "pbt": lambda: PopulationBasedTraining, "pbt_replay": lambda: PopulationBasedTrainingReplay}
 
 
 def create_scheduler(scheduler: str, **kwargs: Any) -> Any:
