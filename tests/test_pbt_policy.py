@@ -221,7 +221,9 @@ class Accumulate(tune.Trainable):
 
 
 def test_replay_checkpoints_a_class_trainable_at_the_change(tmp_path: Any, storage_dir: str, no_leaks: None) -> None:
-    # as Ray's replay, a save is taken at the change: the trial resumes from iteration 6 with the new lr
+    # as Ray's replay, a save is taken at the change: the trial resumes from iteration 6 with the new lr.
+    # Recorded from Ray 2.60 with the same class (its save_checkpoint writing the same values to a file) and
+    # policy file: these eight rows, config {"lr": 0.5, "fixed": 7}
     path = tmp_path / "pbt_policy_3d6cd_00000.txt"
     path.write_text("".join(line + "\n" for line in RAY_FILES[path.name]))
     grid = Tuner(Accumulate, tune_config=TuneConfig(scheduler=PopulationBasedTrainingReplay(str(path))),
@@ -229,3 +231,4 @@ def test_replay_checkpoints_a_class_trainable_at_the_change(tmp_path: Any, stora
     rows = [(h["training_iteration"], h["lr"], round(h["acc"], 6), h["start"]) for h in grid[0].metrics_history]
     assert rows == [(1, 0.2, 0.2, 0), (2, 0.2, 0.4, 0), (3, 0.2, 0.6, 0), (4, 0.2, 0.8, 0), (5, 0.2, 1.0, 0),
                     (6, 0.2, 1.2, 0), (7, 0.5, 1.7, 6), (8, 0.5, 2.2, 6)]
+    assert grid[0].config == {"lr": 0.5, "fixed": 7}
