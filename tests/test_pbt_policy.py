@@ -117,34 +117,42 @@ def train_to_10(config: dict[str, Any]) -> None:
     train_fn(config, last=10)
 
 
-def test_a_pbt_run_writes_the_policy_files(storage_dir: str, no_leaks: None) -> None:
+@pytest.mark.parametrize("where", ["local, multiproc", "memory, simple"])
+def test_a_pbt_run_writes_the_policy_files(where: str, storage_dir: str, no_leaks: None) -> None:
     pbt = PopulationBasedTraining(time_attr="training_iteration", metric="acc", mode="max", perturbation_interval=2,
                                   hyperparam_mutations={"lr": [0.1, 0.2, 0.5, 1.0, 2.0]}, quantile_fraction=0.5,
                                   seed=0)
+    url, system = (storage_dir, "multiproc") if where.startswith("local") else ("memory://pbt-policy-run", "simple")
     grid = Tuner(train_fn, param_space={"lr": grid_search([0.1, 0.2, 1.0, 2.0]), "fixed": 7},
                  tune_config=TuneConfig(scheduler=pbt, max_concurrent_trials=2),
-                 run_config=RunConfig(storage=storage_dir, name="pbt", verbose=0)).fit()
-    exp = os.path.join(storage_dir, "pbt")
+                 run_config=RunConfig(storage=url, name="pbt", verbose=0, system=system)).fit()
+    ctx = StorageContext(url)
+    exp = ctx.join("pbt")
+
+    def read(name: str) -> list[str] | None:
+        try:
+            return read_bytes(ctx, f"{exp}/{name}").decode().splitlines()
+        except FileNotFoundError:
+            return None
+
     # every exploit is in the log; one whose clone had nothing left to run (it took a checkpoint at the last
     # step) never reaches a result, so the results hold no more than the log
     exploits = [h["pbt_exploit"] for r in grid for h in r.metrics_history if h.get("pbt_exploit")]
-    lines = open(os.path.join(exp, "pbt_global.txt")).read().splitlines()
-    assert exploits and len(lines) >= len(exploits)
-    tags = sorted(r.metrics["trial_id"] for r in grid)
-    rows = [json.loads(line) for line in lines]
+    rows = [json.loads(line) for line in read("pbt_global.txt") or []]
+    assert exploits and len(rows) >= len(exploits)
+    trials = sorted(r.metrics["trial_id"] for r in grid)
     # Ray's tag of each trial as it was added (the grid's lr, four decimals)
-    ray_tag = {t: f"{t[-1]}_lr={v:.4f}" for t, v in zip(tags, (0.1, 0.2, 1.0, 2.0), strict=True)}
-    logged = [(next(t for t in tags if ray_tag[t] == r[0]), next(t for t in tags if ray_tag[t] == r[1]), r[5])
-              for r in rows]
+    ray_tag = {t: f"{t[-1]}_lr={v:.4f}" for t, v in zip(trials, (0.1, 0.2, 1.0, 2.0), strict=True)}
+    of_tag = {tag: t for t, tag in ray_tag.items()}
+    logged = [(of_tag[r[0]], of_tag[r[1]], r[4], r[5]) for r in rows]
     for e in exploits:
-        assert (e["trial_id"], e["source"], e["new_config"]) in logged
-        assert next(r[4] for r in rows if r[5] == e["new_config"]) == e["source_config"]
-    for trial_id in tags:  # a trial's own file ends with its last exploit
+        assert (e["trial_id"], e["source"], e["source_config"], e["new_config"]) in logged
+    for trial_id in trials:  # a trial's own file ends with its last exploit
         mine = [r for r in rows if r[0] == ray_tag[trial_id]]
-        path = os.path.join(exp, f"pbt_policy_{trial_id}.txt")
-        assert os.path.exists(path) == bool(mine)
-        if mine:
-            assert json.loads(open(path).read().splitlines()[-1]) == mine[-1]
+        own = read(f"pbt_policy_{trial_id}.txt")
+        assert (own is not None) == bool(mine)
+        if own is not None:
+            assert json.loads(own[-1]) == mine[-1]
 
 
 # ------------------------------------------------------------------ PopulationBasedTrainingReplay
