@@ -47,6 +47,9 @@ _EXPORTS: dict[str, str] = {
     "ProgressReporter": "actors._driver.reporters",
     # the rest of ``from ray import tune``, so ``import actors as tune`` ports a script unchanged
     "Stopper": "actors.stoppers",
+    "create_scheduler": "actors.schedulers",
+    "create_searcher": "actors.search",
+    "register_trainable": "actors._driver.registry",
     **{name: "actors.search" for name in (
         "choice", "grid_search", "lograndint", "loguniform", "qlograndint", "qloguniform", "qrandint",
         "qrandn", "quniform", "randint", "randn", "sample_from", "uniform")},

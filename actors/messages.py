@@ -48,13 +48,9 @@ class CheckpointRef:
 
 
 class ActionKind(Enum):
-    """A request a scheduler made through its controller handle."""
+    """A request a scheduler made through its controller handle (``LOG_POLICY``: a PBT exploit to log)."""
 
-    PAUSE = "pause"
-    STOP = "stop"
-    RESUME = "resume"
-    CHECKPOINT = "checkpoint"
-    CLONE = "clone"
+    PAUSE, STOP, RESUME, CHECKPOINT, CLONE, LOG_POLICY = "pause", "stop", "resume", "checkpoint", "clone", "log_policy"
 
 
 @dataclass(frozen=True)

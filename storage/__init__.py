@@ -43,6 +43,7 @@ from storage._layout import (
     ExperimentLayout,
     manifest_path,
 )
+from storage._pbt_policy import GLOBAL_POLICY_NAME, log_pbt_exploit, policy_file_name
 from storage._progress_csv import CsvWriter, flatten
 from storage._results import JsonLinesWriter, ResultWriter, read_results
 from storage._retention import checkpoint_score, checkpoints_to_delete, ray_keep_order
@@ -58,6 +59,7 @@ from storage._user_metadata import encode_user_metadata, read_user_metadata, wri
 
 __all__ = [
     "DEFAULT_URL",
+    "GLOBAL_POLICY_NAME",
     "MANIFEST_NAME",
     "PARAMS_NAME",
     "RESULT_NAME",
@@ -75,6 +77,7 @@ __all__ = [
     "StorageError",
     "checkpoint_score",
     "checkpoints_to_delete",
+    "policy_file_name",
     "ray_keep_order",
     "classify",
     "cleanup_uncommitted",
@@ -91,6 +94,7 @@ __all__ = [
     "latest_committed_checkpoint",
     "list_checkpoints",
     "list_experiment",
+    "log_pbt_exploit",
     "read_experiment_state",
     "read_bytes",
     "read_json",

@@ -62,6 +62,7 @@ class FakeStore:
         self.frozen = False
         self.saved: list[tuple[bytes, int | None]] = []
         self.closed = False
+        self.policy: list[tuple[str, str, str]] = []  # log_policy calls
 
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
         return 0
@@ -105,6 +106,9 @@ class FakeStore:
 
     def on_finished(self, rec: TrialRecord) -> None:
         pass
+
+    def log_policy(self, trial_id: str, source_id: str, line: str) -> None:
+        self.policy.append((trial_id, source_id, line))
 
     def state_due(self) -> bool:
         return self.due

@@ -72,6 +72,9 @@ class FakeController(SchedulerController):
                     info: dict[str, Any], wait_for_checkpoint: bool = False) -> None:
         self._record(("clone", trial.trial_id, source.trial_id, dict(new_config), dict(info)))
 
+    def log_policy(self, trial: TrialSnapshot, source: TrialSnapshot, row: dict[str, Any]) -> None:
+        self._record(("policy", trial.trial_id, source.trial_id, dict(row)))
+
     def get_trials(self) -> list[TrialSnapshot]:
         return list(self.trials.values())
 

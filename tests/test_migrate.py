@@ -86,7 +86,7 @@ def test_imports_are_rewritten_and_everything_else_kept() -> None:
 def test_what_cannot_be_mapped_is_named_with_its_line_and_left_alone() -> None:
     source = textwrap.dedent('''\
         import ray
-        from ray.tune import Tuner, register_trainable
+        from ray.tune import Tuner, register_env
         from ray import tune, data
         import ray.rllib as rllib
 
@@ -98,11 +98,11 @@ def test_what_cannot_be_mapped_is_named_with_its_line_and_left_alone() -> None:
         ''')
     result = migrate(source, _audition_has)
     found = [(w.line, w.name) for w in result.warnings]
-    assert found == [(2, "ray.tune.register_trainable"), (3, "ray.data"), (4, "ray.rllib"), (6, "ray.remote"),
+    assert found == [(2, "ray.tune.register_env"), (3, "ray.data"), (4, "ray.rllib"), (6, "ray.remote"),
                      (8, "ray.get"), (8, "tune.NoSuchThing"), (10, "ray.init")]
     lines = result.text.splitlines()
     assert lines[0] == "import ray"  # still needed by what is left
-    assert lines[1:3] == ["from actors import Tuner", "from ray.tune import register_trainable"]
+    assert lines[1:3] == ["from actors import Tuner", "from ray.tune import register_env"]
     assert lines[3:5] == ["import actors as tune", "from ray import data"]
     assert "import ray.rllib as rllib" in lines and "handle = ray.init()" in lines
 
@@ -186,11 +186,11 @@ def test_cli_prints_diffs_writes_and_the_result_runs(tmp_path: os.PathLike[str],
 def test_cli_warnings_and_bad_files(tmp_path: os.PathLike[str]) -> None:
     path = os.path.join(tmp_path, "script.py")
     with open(path, "w") as f:
-        f.write("from ray import tune\nfrom ray.tune import register_trainable\n")
+        f.write("from ray import tune\nfrom ray.tune import register_env\n")
     res = _cli(path, "--write", cwd=str(tmp_path))
     assert res.returncode == 1
-    assert f"{path}:2: ray.tune.register_trainable: no audition counterpart" in res.stderr
-    assert open(path).read() == "import actors as tune\nfrom ray.tune import register_trainable\n"
+    assert f"{path}:2: ray.tune.register_env: no audition counterpart" in res.stderr
+    assert open(path).read() == "import actors as tune\nfrom ray.tune import register_env\n"
     with open(path, "w") as f:
         f.write("from ray import tune\ndef broken(:\n")
     res = _cli(path, cwd=str(tmp_path))

@@ -268,7 +268,6 @@ def test_scheduler_stop_and_concurrency_pass_through(storage_dir: str) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "named"), [
-    ({"run_or_experiment": "my_registered"}, "run_or_experiment"),
     ({"run_or_experiment": [curve, curve]}, "run_or_experiment"),
     ({"local_dir": "/tmp/x"}, "local_dir"),  # Ray 2.60 raises too
     ({"chdir_to_trial_dir": False}, "chdir_to_trial_dir"),  # Ray 2.60 raises too
@@ -277,8 +276,6 @@ def test_scheduler_stop_and_concurrency_pass_through(storage_dir: str) -> None:
     ({"restore": "/some/checkpoint"}, "restore"),
     ({"resume_config": object()}, "resume_config"),
     ({"num_samples": -1}, "num_samples"),
-    ({"search_alg": "optuna"}, "search_alg"),
-    ({"scheduler": "async_hyperband"}, "scheduler"),
     ({"resume": "LOCAL"}, "resume"),  # Ray 2.60 raises too
     ({"resume": "AUTO+BOGUS"}, "resume"),  # Ray 2.60: ValueError
 ])

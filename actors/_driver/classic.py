@@ -21,12 +21,11 @@ from actors._driver.analysis import ExperimentAnalysis
 from actors._driver.config import DEFAULT_STORAGE, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from actors._driver.errors import ConfigError, TuneError
 from actors._engine.trial import TrialStatus
+from actors.schedulers._registry import RAY_SCHEDULER_NAMES, create_scheduler
+from actors.search._registry import create_searcher
 
 log = logging.getLogger("audition")
 _UNSET: Any = object()
-# Ray's ``create_scheduler``/``create_searcher`` names: no registry of them in audition
-_RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stopping_rule", "medianstopping",
-                        "hyperband", "hb_bohb", "pbt", "pbt_replay", "pb2", "resource_changing")
 # resume="AUTO+<suffix>": (resume_unfinished, resume_errored, restart_errored), Ray's ResumeConfig choices
 _RESUME_SUFFIXES = {"": (True, False, False), "ERRORED": (True, True, False),
                     "RESTART_ERRORED": (True, False, True), "ERRORED_ONLY": (False, True, False),
@@ -43,9 +42,6 @@ def _refuse(arg: str, why_and_fix: str) -> None:
 
 
 def _check_trainable_arg(trainable: Any) -> None:
-    if isinstance(trainable, str):
-        _refuse("run_or_experiment", f"{trainable!r} names a registered trainable, and audition has no "
-                "trainable registry (tune.register_trainable); pass the function or Trainable class itself")
     if isinstance(trainable, (list, tuple)) or type(trainable).__name__ == "Experiment":
         _refuse("run_or_experiment", "audition runs one trainable per call and has no Experiment objects; "
                 "call run(trainable, config=..., ...) once per experiment")
@@ -105,7 +101,7 @@ def _checkpointing(checkpoint_config: CheckpointConfig | None, keep_checkpoints_
     return cc
 
 
-def run(run_or_experiment: Callable[..., Any] | type, *, name: str | None = None, metric: str | None = None,
+def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None = None, metric: str | None = None,
         mode: str | None = None, stop: Mapping[str, Any] | Callable[..., Any] | Any = None,
         time_budget_s: float | datetime.timedelta | None = None, config: dict[str, Any] | None = None,
         resources_per_trial: Mapping[str, float] | None = None, num_samples: int = 1,
@@ -148,12 +144,10 @@ def run(run_or_experiment: Callable[..., Any] | type, *, name: str | None = None
     if num_samples == -1:
         _refuse("num_samples", "-1 (sample forever) is not supported: every trial is created up front; give "
                 "a number of samples, and stop early with stop=... or time_budget_s=...")
-    if isinstance(search_alg, str):
-        _refuse("search_alg", f"{search_alg!r}: audition has no searcher registry (create_searcher); build "
-                "the searcher from actors.search, e.g. OptunaSearch()")
-    if isinstance(scheduler, str) and scheduler in _RAY_SCHEDULER_NAMES:
-        _refuse("scheduler", f"{scheduler!r}: audition has no scheduler registry (create_scheduler); build the "
-                "scheduler from actors.schedulers, e.g. ASHAScheduler()")
+    if isinstance(search_alg, str):  # Ray's names, as Ray's run builds them
+        search_alg = create_searcher(search_alg)
+    if isinstance(scheduler, str) and scheduler.lower() in RAY_SCHEDULER_NAMES:  # (else an import path)
+        scheduler = create_scheduler(scheduler)
     if mode is not None and mode not in ("min", "max"):
         raise ConfigError(f"run(mode={mode!r}): use 'min' or 'max'")
     if config is not None and not isinstance(config, dict):

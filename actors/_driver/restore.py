@@ -3,13 +3,12 @@
 The experiment directory holds the original spec (``tuner.pkl``: searcher,
 scheduler and stopper as they were at the start) and the latest experiment
 state (trial table plus the searcher's and scheduler's saved state).  Restoring
-rebuilds the spec with the new trainable and rewinds the table (``_rewind``,
-in the driver).  When the controller starts, ``prepare_storage`` makes storage
-agree with that table: whatever the crashed run wrote after the state was
-saved (result rows, checkpoints, whole trial directories) is removed, because
-the restored searcher, scheduler and table have never seen it; except that a resumed
-trial continues from the newest checkpoint committed in storage, even one newer than
-the state, when its history reaches it (the results its manifest carries fill it in).
+rebuilds the spec with the new trainable (a registered name needs its name again: ``registry``) and
+rewinds the table (``_rewind``, in the driver).  When the controller starts, ``prepare_storage`` makes storage
+agree with that table: whatever the crashed run wrote after the state was saved (result rows, checkpoints,
+whole trial directories) is removed, because the restored searcher, scheduler and table have never seen it;
+except that a resumed trial continues from the newest checkpoint committed in storage, even one newer than the
+state, when its history reaches it (the results its manifest carries fill it in).
 """
 
 from __future__ import annotations
@@ -77,7 +76,8 @@ def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
 def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, resume_errored: bool,
                   restart_errored: bool, options: dict[str, Any] | None, param_space: Any = None) -> Any:
     from actors._driver.parameters import parameters_of
-    from actors._driver.tuner import _check_trainable, _dumps
+    from actors._driver.registry import resolve_on_restore
+    from actors._driver.tuner import _dumps
     from storage import StorageError, read_bytes, read_experiment_state
 
     ctx, layout, name = _split(path, options)
@@ -102,7 +102,7 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
         raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is corrupted or was written "
                           f"by an incompatible version ({exc!r}); start a new experiment") from exc
     _check_param_space(param_space, saved.get("param_space_keys"))
-    spec.trainable_name = _check_trainable(trainable)
+    trainable, spec.trainable_name = resolve_on_restore(trainable, spec)
     spec.trainable = _dumps(trainable, "trainable")
     spec.storage_url, spec.storage_options, spec.name = ctx.url, dict(ctx.options), name
     spec.restore_state = _rewind(state, resume_unfinished, resume_errored, restart_errored)

@@ -20,7 +20,6 @@ from actors._driver.callback_state import CallbackStates, restore_states
 from actors._driver.callbacks import CallbackDispatcher
 from actors._driver.checks import (
     check_scheduler_objective,
-    check_trainable,
     claim_name,
     make_run_stopper,
     required_metrics,
@@ -32,6 +31,7 @@ from actors._driver.loggers import LoggerCallback, controller_loggers, driver_ca
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
+from actors._driver.registry import resolve_trainable
 from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
@@ -70,14 +70,10 @@ def _dumps(obj: Any, what: str) -> bytes:
         ) from exc
 
 
-def _check_trainable(trainable: Any) -> str:
-    return check_trainable(trainable)
-
-
 class Tuner:
     """Run a hyperparameter search (Ray Tune's ``Tuner``)."""
 
-    def __init__(self, trainable: Callable[..., Any] | type[Trainable], *,
+    def __init__(self, trainable: Callable[..., Any] | type[Trainable] | str, *,
                  param_space: dict[str, Any] | None = None, tune_config: TuneConfig | None = None,
                  run_config: RunConfig | None = None) -> None:
         from actors.search import BasicVariantGenerator
@@ -91,7 +87,7 @@ class Tuner:
         self.run_config = rc = run_config or RunConfig()
         if param_space is not None and not isinstance(param_space, dict):
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
-        self.trainable_name = _check_trainable(trainable)
+        trainable, self.trainable_name, self._registered = resolve_trainable(trainable)  # (a registered name)
         self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
         self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
@@ -195,6 +191,7 @@ class Tuner:
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
             max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
             trial_name_creator=tc.trial_name_creator, trial_dirname_creator=tc.trial_dirname_creator,
+            trainable_registered=self._registered, tag_paths=self._searched,
             trial_stop_grace_s=float(rc.trial_stop_grace_s),
             log_to_driver=bool(getattr(rc, "log_to_driver", True)),  # absent from older saved run configs
         )
@@ -381,7 +378,7 @@ class Tuner:
         return can_restore(path, storage_options)
 
     @classmethod
-    def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable], *,
+    def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable] | str, *,
                 resume_unfinished: bool = True, resume_errored: bool = False, restart_errored: bool = False,
                 param_space: dict[str, Any] | None = None, storage_options: dict[str, Any] | None = None,
                 callbacks: list[Any] | None = None) -> Tuner:

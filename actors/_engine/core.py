@@ -1,11 +1,10 @@
 """The experiment core: the controller's whole logic as events in, commands out (h11's ``Connection`` style).
 
-``ExperimentCore.handle(event, now)`` takes a wire message or a shell notification
-(``actors._engine.signals``) and returns the commands that carry out its consequences. It does no
-I/O of its own except through its storage port (``actors._engine.store``), reads no clock (``now`` is
-handed in), starts no thread and knows no Thespian address (actors are ``Handle`` numbers). The
-shell (``actors._shell.controller``) and the simulator (``actors.testing.simulate``) drive the very
-same object. The experiment's phase is one named state, ``ExperimentPhase``.
+``ExperimentCore.handle(event, now)`` takes a wire message or a shell notification (``actors._engine.signals``)
+and returns the commands that carry out its consequences. It does no I/O of its own except through its storage
+port (``actors._engine.store``), reads no clock (``now`` is handed in), starts no thread and knows no Thespian
+address (actors are ``Handle`` numbers). The shell (``actors._shell.controller``) and the simulator
+(``actors.testing.simulate``) drive the very same object. Its phase is one named state, ``ExperimentPhase``.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from actors._engine.gate import Held, ResultGate
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
+from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
 from actors._engine.quiet import changes_nothing
 from actors._engine.reducer import Decision
@@ -110,10 +110,7 @@ class ExperimentCore:
 
     def __init__(self, spec: ExperimentSpec, open_store: Callable[[ExperimentSpec], ExperimentStore],
                  explain: Callable[[BaseException], str | None] = lambda exc: None, controller_pid: int = 0) -> None:
-        self.spec = spec
-        self.open_store = open_store
-        self.explain = explain
-        self.controller_pid = controller_pid
+        self.spec, self.open_store, self.explain, self.controller_pid = spec, open_store, explain, controller_pid
         self.phase = ExperimentPhase.STARTING
         self.table = TrialTable(spec.max_failures)
         self.link = SchedulerLink()
@@ -828,6 +825,9 @@ class ExperimentCore:
         # requests made inside the hook merge first, then the hook's own return value settles the
         # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
         for action in msg.actions:
+            if action.kind is ActionKind.LOG_POLICY:  # PBT's log_config: files to write, not a request
+                self.io.log_policy(action.trial_id, action.source_id or "", policy_line(action, self.spec.tag_paths))
+                continue
             source = None
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.get(action.source_id).checkpoint

@@ -59,6 +59,10 @@ class RecordingController(SchedulerController):
             )
         )
 
+    def log_policy(self, trial: TrialSnapshot, source: TrialSnapshot, row: dict[str, Any]) -> None:
+        self.actions.append(SchedulerAction(ActionKind.LOG_POLICY, self._id(trial), False, self._id(source),
+                                            info=dict(row)))
+
     def get_trials(self) -> list[TrialSnapshot]:
         return list(self.trials.values())
 

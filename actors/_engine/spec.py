@@ -37,6 +37,9 @@ class ExperimentSpec:
     batch_window: int = 256
     progress_interval_s: float = 1.0
     max_progress_rows: int = 20  # RunConfig(max_progress_rows); a class default for older saved specs
+    # the default generator's domain paths (Ray's experiment_tag: PBT's policy log); None: another searcher
+    tag_paths: tuple[tuple[Any, ...], ...] | None = None
+    trainable_registered: bool = False  # trainable_name is a tune.register_trainable name (Tuner.restore needs it)
     state_interval_s: float = 1.0  # what a crash can lose; a write is cheap
     restore_state: dict[str, Any] | None = None
     reuse_actors: bool = True

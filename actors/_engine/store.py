@@ -78,6 +78,9 @@ class ExperimentStore(Protocol):
 
     def on_finished(self, rec: TrialRecord) -> None: ...
 
+    def log_policy(self, trial_id: str, source_id: str, line: str) -> None:
+        """One PBT exploit, a JSON line for Ray's ``pbt_global.txt`` and ``pbt_policy_<trial_id>.txt``."""
+
     def state_due(self) -> bool: ...
 
     def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None: ...

@@ -1,8 +1,7 @@
-"""The controller's storage side: params, result logs, errors, retention, state.
+"""The controller's storage side: params, result logs, errors, retention, state, PBT's policy log.
 
-Kept out of the actor class so the controller reads as message handling only.
-Histories go to storage as they arrive; the controller keeps just the last
-result per trial, so its memory does not grow with the length of runs.
+Kept out of the actor class so the controller reads as message handling only. Histories go to storage as
+they arrive; the controller keeps just the last result per trial, so its memory does not grow with runs.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from storage import (
     StorageError,
     committed_after,
     delete_checkpoint,
+    log_pbt_exploit,
     ray_keep_order,
     write_json,
     write_text,
@@ -70,16 +70,14 @@ class ExperimentIO:
         self.sched_blob: bytes | None = None
         self.pending_table: dict[str, Any] | None = None
         self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
-        self.last_state = -1e9
+        self.last_state, self.frozen = -1e9, False
         self.dirty = False  # a trial paused, stopped or finished since the last snapshot
         self.write_cost = 0.0  # seconds the last snapshot + write took
-        self.frozen = False
         self.encoded: dict[str, tuple[bytes, str | None]] = {}  # searcher/stopper: (plain pickle, its text)
         self.unsaved_searcher = False  # a searcher without save() was warned about
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
-        self.state_refs: set[str] = set()
-        self.pending_refs: set[str] = set()
+        self.state_refs, self.pending_refs = set[str](), set[str]()
         self.deferred: list[CheckpointRef] = []
 
     # ------------------------------------------------------------------ restore
@@ -211,10 +209,9 @@ class ExperimentIO:
         return {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
 
     def recover(self, rec: TrialRecord) -> Recovery | None:
-        """After a failed run: the checkpoints it committed that the controller never heard of
-        (its process died first; ``actors._shell.recovery``). The trial resumes from the newest one the
-        history reaches, whose missing results are logged now; those past a gap are deleted.
-        None if storage holds nothing newer."""
+        """After a failed run: the checkpoints it committed that the controller never heard of (its process
+        died first; ``actors._shell.recovery``). The trial resumes from the newest one the history reaches,
+        whose missing results are logged now; those past a gap are deleted. None if storage holds nothing newer."""
         known = self.max_index.get(rec.trial_id, -1)
         try:
             infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
@@ -386,6 +383,9 @@ class ExperimentIO:
     def close(self, final: bool) -> None:
         self.loggers.close()
         self._write_state()
+
+    def log_policy(self, trial_id: str, source_id: str, line: str) -> None:
+        log_pbt_exploit(self.ctx, self.layout.experiment_dir, trial_id, source_id, line)
 
     def checkpoint_uri(self, ckpt: CheckpointRef) -> str:
         return self.ctx.uri(ckpt.path)

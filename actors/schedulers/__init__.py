@@ -8,6 +8,8 @@ from actors.schedulers._base import FIFOScheduler, Scheduler, SchedulerControlle
 from actors.schedulers._hyperband import HyperBandScheduler
 from actors.schedulers._median import MedianStoppingRule
 from actors.schedulers._pbt import PopulationBasedTraining
+from actors.schedulers._pbt_replay import PopulationBasedTrainingReplay
+from actors.schedulers._registry import create_scheduler
 
 TrialScheduler = Scheduler  # Ray Tune's name for the base class: a Ray plugin's imports only need rewriting
 
@@ -19,7 +21,9 @@ __all__ = [
     "HyperBandScheduler",
     "MedianStoppingRule",
     "PopulationBasedTraining",
+    "PopulationBasedTrainingReplay",
     "Scheduler",
     "SchedulerController",
     "TrialScheduler",
+    "create_scheduler",
 ]

@@ -55,6 +55,11 @@ class SchedulerController(ABC):
         ``wait_for_checkpoint``, a save of ``source`` still in flight is waited for and its checkpoint
         used (``trial`` pauses now and does not run again before it landed), as Ray Tune's PBT does."""
 
+    def log_policy(self, trial: TrialSnapshot, source: TrialSnapshot, row: dict[str, Any]) -> None:
+        """Log an exploit in Ray's PBT policy files (``pbt_global.txt``, ``pbt_policy_<id>.txt``): ``row``
+        has ``trial_tag_config``/``source_tag_config`` (their configs when added: Ray's tags), ``trial_iteration``,
+        ``source_iteration``, ``source_config`` and ``new_config``. A controller without files ignores it."""
+
     @abstractmethod
     def get_trials(self) -> list[TrialSnapshot]:
         """Snapshots of every trial the scheduler has been told about."""

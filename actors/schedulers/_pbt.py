@@ -19,8 +19,10 @@ population at once, bottom trials are cloned, and everyone is resumed
 trial that ends before the sync point no longer holds the others back.
 
 All random choices use ``random.Random(seed)``; the RNG state is saved with
-the rest of the state.  The scheduler writes no files: ``exploit_log`` keeps
-one info dict per exploit (``log_config`` is kept for the engine's benefit).
+the rest of the state.  ``exploit_log`` keeps one info dict per exploit; with
+``log_config`` (the default) each exploit is also logged in Ray's policy files
+(``controller.log_policy``: ``pbt_global.txt``, ``pbt_policy_<trial id>.txt``),
+which ``PopulationBasedTrainingReplay`` replays.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ class _Member:
     """What PBT remembers about one trial."""
 
     config: dict[str, Any]
+    orig_config: dict[str, Any] | None = None  # the config it was added with (Ray's orig_tag)
+    iteration: int = 0  # training_iteration of its latest result, and of the one before (Ray's last_result
+    prev_iteration: int = 0  # while a hook runs is the one before: the policy log records that)
     time: float | None = None  # latest time_attr seen (None: never reported)
     last_perturbation: float = 0.0
     score: float | None = None  # at the last perturbation point, higher is better (NaN: unranked)
@@ -143,6 +148,7 @@ class PopulationBasedTraining(MetricScheduler):
         self._rng = random.Random(seed)
         self._next_sync = max(self.perturbation_interval, self.burn_in_period)
         self._exploits: list[dict[str, Any]] = []
+        self._current: str | None = None  # the trial whose result is being decided
 
     @property
     def exploit_log(self) -> list[dict[str, Any]]:
@@ -152,7 +158,8 @@ class PopulationBasedTraining(MetricScheduler):
     def _member(self, trial: TrialSnapshot) -> _Member:
         m = self._members.get(trial.trial_id)
         if m is None:
-            m = self._members[trial.trial_id] = _Member(copy.deepcopy(dict(trial.config)))
+            config = copy.deepcopy(dict(trial.config))
+            m = self._members[trial.trial_id] = _Member(config, orig_config=copy.deepcopy(config))
         return m
 
     # ------------------------------------------------------------------ hooks
@@ -162,18 +169,29 @@ class PopulationBasedTraining(MetricScheduler):
         if m is not None and m.ended:
             # added again after it ended (a retry, as Ray requeues it): Ray starts its record afresh,
             # in the same place of its table
-            self._members[trial.trial_id] = _Member(copy.deepcopy(dict(trial.config)))
+            config = copy.deepcopy(dict(trial.config))
+            self._members[trial.trial_id] = _Member(config, orig_config=copy.deepcopy(config))
         self._member(trial)
 
     def on_trial_result(
         self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+    ) -> Decision:
+        m = self._member(trial)
+        m.prev_iteration, m.iteration = m.iteration, int(result.get("training_iteration", m.iteration))
+        self._current = trial.trial_id
+        try:
+            return self._on_result(controller, trial, result, m)
+        finally:
+            self._current = None
+
+    def _on_result(
+        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any], m: _Member
     ) -> Decision:
         metric, _ = self._objective()
         if not self.require_attrs and (self.time_attr not in result or metric not in result):
             return Decision.CONTINUE
         t = self._time(result, self.time_attr)
         score = self._score(result, keep_nan=True)
-        m = self._member(trial)
         m.time = t
         if trial.config:
             m.config = copy.deepcopy(dict(trial.config))
@@ -304,8 +322,15 @@ class PopulationBasedTraining(MetricScheduler):
             "new_config": copy.deepcopy(new_config),
             "time": t,
         }
-        controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint)
         m, src = self._members[trial.trial_id], self._members[source.trial_id]
+        if self.log_config:
+            def seen(t: _Member, tid: str) -> int:  # Ray's last_result: the result being decided is not in it yet
+                return t.prev_iteration if tid == getattr(self, "_current", None) else t.iteration
+            controller.log_policy(trial, source, {
+                "trial_tag_config": m.orig_config or m.config, "source_tag_config": src.orig_config or src.config,
+                "trial_iteration": seen(m, trial.trial_id), "source_iteration": seen(src, source.trial_id),
+                "source_config": copy.deepcopy(source_config), "new_config": copy.deepcopy(new_config)})
+        controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint)
         # the clone resumes where the source's checkpoint is, so its clocks become the source's
         m.config, m.last_perturbation, m.last_train_time = (
             copy.deepcopy(new_config), src.last_perturbation, src.last_train_time)

@@ -31,6 +31,7 @@ from actors.search._domain import (
     uniform,
 )
 from actors.search._optuna import OptunaSearch
+from actors.search._registry import create_searcher
 from actors.search._searcher import Searcher, SearcherSignal
 from actors.search._space import ConfigView, Spec, validate_param_space
 from actors.search._variant import BasicVariantGenerator
@@ -54,6 +55,7 @@ __all__ = [
     "SearcherSignal",
     "Spec",
     "choice",
+    "create_searcher",
     "grid_search",
     "lograndint",
     "loguniform",

@@ -1,0 +1,50 @@
+"""``create_scheduler(name, **kwargs)``: Ray Tune's scheduler names, mapped to audition's classes.
+
+The rule is ``actors.search._registry.build_by_name`` (Ray 2.60's, shared with ``create_searcher``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors.search._registry import build_by_name
+
+# Ray 2.60's ``SCHEDULER_IMPORT`` keys, in its order (listed by its error message)
+RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stopping_rule", "medianstopping",
+                       "hyperband", "hb_bohb", "pbt", "pbt_replay", "pb2", "resource_changing")
+# names audition does not offer -> what Ray builds, and what to use instead
+_NOT_OFFERED = {
+    "hb_bohb": ("HyperBandForBOHB", "it works only with TuneBOHB, which audition does not offer; use "
+                "create_scheduler('hyperband') or HyperBandScheduler"),
+    "pb2": ("PB2", "use create_scheduler('pbt', ...) or PopulationBasedTraining"),
+    "resource_changing": ("ResourceChangingScheduler", "a trial's resources are fixed when it is placed; use "
+                          "with_resources(trainable, {'cpu': N})"),
+}
+
+
+def _table() -> dict[str, Callable[[], Any]]:
+    from actors.schedulers import (
+        AsyncHyperBandScheduler,
+        FIFOScheduler,
+        HyperBandScheduler,
+        MedianStoppingRule,
+        PopulationBasedTraining,
+        PopulationBasedTrainingReplay,
+    )
+
+    return {"fifo": lambda: FIFOScheduler, "async_hyperband": lambda: AsyncHyperBandScheduler,
+            "asynchyperband": lambda: AsyncHyperBandScheduler, "median_stopping_rule": lambda: MedianStoppingRule,
+            "medianstopping": lambda: MedianStoppingRule, "hyperband": lambda: HyperBandScheduler,
+            "pbt": lambda: PopulationBasedTraining, "pbt_replay": lambda: PopulationBasedTrainingReplay}
+
+
+def create_scheduler(scheduler: str, **kwargs: Any) -> Any:
+    """Ray Tune's ``create_scheduler``: the scheduler Ray's ``name`` stands for (``"fifo"``,
+    ``"async_hyperband"``, ``"median_stopping_rule"``, ``"hyperband"``, ``"pbt"``, ``"pbt_replay"``, ...,
+    any case), built from the ``kwargs`` its class takes."""
+    return build_by_name("create_scheduler", "scheduler", scheduler, _table(), RAY_SCHEDULER_NAMES, _NOT_OFFERED,
+                         kwargs)
+
+
+__all__ = ["RAY_SCHEDULER_NAMES", "create_scheduler"]
