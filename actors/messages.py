@@ -50,7 +50,12 @@ class CheckpointRef:
 class ActionKind(Enum):
     """A request a scheduler made through its controller handle (``LOG_POLICY``: a PBT exploit to log)."""
 
-    PAUSE, STOP, RESUME, CHECKPOINT, CLONE, LOG_POLICY = "pause", "stop", "resume", "checkpoint", "clone", "log_policy"
+    PAUSE = "pause"
+    STOP = "stop"
+    RESUME = "resume"
+    CHECKPOINT = "checkpoint"
+    CLONE = "clone"
+    LOG_POLICY = "log_policy"
 
 
 @dataclass(frozen=True)

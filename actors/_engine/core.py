@@ -110,7 +110,10 @@ class ExperimentCore:
 
     def __init__(self, spec: ExperimentSpec, open_store: Callable[[ExperimentSpec], ExperimentStore],
                  explain: Callable[[BaseException], str | None] = lambda exc: None, controller_pid: int = 0) -> None:
-        self.spec, self.open_store, self.explain, self.controller_pid = spec, open_store, explain, controller_pid
+        self.spec = spec
+        self.open_store = open_store
+        self.explain = explain
+        self.controller_pid = controller_pid
         self.phase = ExperimentPhase.STARTING
         self.table = TrialTable(spec.max_failures)
         self.link = SchedulerLink()

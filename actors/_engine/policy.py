@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors._engine.trial import tag_of
+from actors._engine.trial import Paths, TagPaths, tag_of
 from actors.messages import SchedulerAction
 
 
@@ -21,7 +21,7 @@ def _fallback(value: Any) -> Any:
     return str(value)
 
 
-def policy_line(action: SchedulerAction, tag_paths: tuple[tuple[Any, ...], ...] | None) -> str:
+def policy_line(action: SchedulerAction, tag_paths: Paths | TagPaths | None) -> str:
     """The JSON row (no newline) of a ``LOG_POLICY`` action (see ``SchedulerController.log_policy``)."""
     row = action.info or {}
     source_id = action.source_id or ""

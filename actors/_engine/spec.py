@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors._engine.trial import Paths, TagPaths
+
 
 @dataclass
 class ExperimentSpec:
@@ -37,8 +39,9 @@ class ExperimentSpec:
     batch_window: int = 256
     progress_interval_s: float = 1.0
     max_progress_rows: int = 20  # RunConfig(max_progress_rows); a class default for older saved specs
-    # the default generator's domain paths (Ray's experiment_tag: PBT's policy log); None: another searcher
-    tag_paths: tuple[tuple[Any, ...], ...] | None = None
+    # the default generator's domain paths, per point with points_to_evaluate (Ray's experiment_tag: PBT's
+    # policy log); None: another searcher
+    tag_paths: Paths | TagPaths | None = None
     trainable_registered: bool = False  # trainable_name is a tune.register_trainable name (Tuner.restore needs it)
     state_interval_s: float = 1.0  # what a crash can lose; a write is cheap
     restore_state: dict[str, Any] | None = None
