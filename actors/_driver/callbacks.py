@@ -53,8 +53,9 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
 
     def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                         result: dict[str, Any], **info: Any) -> None:
-        """A trial reported ``result``. Set ``result["should_checkpoint"] = True`` to have the trial
-        checkpointed at this result (as in Ray Tune): while a callback implements this hook, each
+        """A trial reported ``result`` (``trial.last_result`` is still its previous one, as in Ray).
+        Set ``result["should_checkpoint"] = True`` to have the trial checkpointed at this result
+        (as in Ray Tune): while a callback implements this hook, each
         result waits for the driver's callbacks before the trial goes on."""
 
     def on_checkpoint(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
@@ -77,7 +78,8 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
 
     def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                           **info: Any) -> None:
-        """The trial ended TERMINATED."""
+        """The trial ended TERMINATED on its own or by its own result's stop (as in Ray 2.60, not when a
+        stopper's ``stop_all``, a time budget or ``fail_fast`` stopped it: no hook hears of that)."""
 
     def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                        **info: Any) -> None:
