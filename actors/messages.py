@@ -459,6 +459,9 @@ class EventType(Enum):
     COMPLETE = "complete"
     ERROR = "error"
     RECOVER = "recover"  # its run failed and it will be retried (Ray: on_trial_recover)
+    # stopped from outside its own results (stop_all, a time budget, fail_fast): TERMINATED in the
+    # ``trials`` list, no hook (Ray's _schedule_trial_stop; see actors._engine.halt)
+    HALT = "halt"
     # a save that made no new checkpoint (a function trainable paused: its latest one stands); Ray calls
     # on_trial_save without on_checkpoint
     SAVED = "saved"

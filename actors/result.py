@@ -17,6 +17,7 @@ TRIAL_ID = "trial_id"
 HOSTNAME = "hostname"
 PID = "pid"
 NODE_IP = "node_ip"
+EXPERIMENT_TAG = "experiment_tag"  # the trial's tag, last key of its last result (added, never reported)
 
 # Every key the engine itself may put in a result (the trial's worker, PBT's exploit info, a function
 # checkpoint's flag), never a user metric: hidden wherever a trial's own metrics are listed. (Ray's
@@ -27,5 +28,5 @@ ENGINE_RESULT_KEYS = frozenset({
     SHOULD_CHECKPOINT, "pbt_exploit", "member", "timesteps_since_restore",
 })
 
-__all__ = ["DEFAULT_METRIC", "DONE", "ENGINE_RESULT_KEYS", "HOSTNAME", "NODE_IP", "PID", "SHOULD_CHECKPOINT",
-           "TIMESTAMP", "TIME_THIS_ITER_S", "TIME_TOTAL_S", "TRAINING_ITERATION", "TRIAL_ID"]
+__all__ = ["DEFAULT_METRIC", "DONE", "ENGINE_RESULT_KEYS", "EXPERIMENT_TAG", "HOSTNAME", "NODE_IP", "PID",
+           "SHOULD_CHECKPOINT", "TIMESTAMP", "TIME_THIS_ITER_S", "TIME_TOTAL_S", "TRAINING_ITERATION", "TRIAL_ID"]

@@ -54,7 +54,10 @@ def test_callbacks_get_trials_that_carry_what_rays_do(storage_dir):
         assert s["path"] == r.path and s["local_path"] == r.path and os.path.isdir(s["path"])
     results = [s for s in rec.seen if s["hook"] == "result"]
     assert all(s["status"] == "RUNNING" and s["is_running"] for s in results)  # Ray's strings
-    assert all("acc" in s["last_result"] for s in results[1::2])
+    for tid in by_id:  # recorded from Ray 2.60: the previous result (none yet at the first), experiment_tag last
+        mine = [s["last_result"] for s in results if s["trial_id"] == tid]
+        assert len(mine) > 1 and "acc" not in mine[0]
+        assert all("acc" in lr and list(lr)[-1] == "experiment_tag" for lr in mine[1:])
     # recorded from Ray 2.60: on_trial_complete runs before the trial is set TERMINATED
     assert {s["status"] for s in rec.seen if s["hook"] == "complete"} == {"RUNNING"}
 
@@ -126,6 +129,7 @@ def test_restore_get_results_reads_the_stored_results_without_running(storage_di
     def must_not_run(config: dict[str, Any]) -> None:
         marker.write_text("ran")
 
+    must_not_run.__name__ = "train"  # Tuner.restore refuses another name, as Ray 2.60
     before = {r.trial_id: open(os.path.join(r.path, "result.json")).read() for r in first}
     grid = Tuner.restore(first.experiment_path, must_not_run, resume_errored=True).get_results()
     assert not marker.exists()
@@ -172,6 +176,9 @@ def test_best_checkpoints_of_a_run_worst_first_best_last(storage_dir):
 def train_resumes(config: dict[str, Any]) -> None:
     start = tune.get_checkpoint().to_dict()["i"] + 1 if tune.get_checkpoint() else 0
     tune.report({"acc": 0.7, "x": config["x"], "from": start}, checkpoint=Checkpoint.from_dict({"i": start}))
+
+
+train_resumes.__name__ = "train"  # the experiment's trainable, changed: Tuner.restore wants its name (Ray 2.60)
 
 
 def test_a_restored_trial_keeps_writing_to_its_named_directory(storage_dir):

@@ -127,11 +127,11 @@ def test_restore_of_a_registered_name_needs_the_name(names, storage_dir, no_leak
             Tuner.restore(path, other)
     grid = Tuner.restore(path, "myfn", resume_errored=True).fit()
     assert sorted(r.metrics["score"] for r in grid) == [3, 6]
-    # an experiment started with the function itself is not checked by name (nor by Ray's registry)
+    # an experiment started with the function itself is checked by its name too (see test_restore_trainable.py)
     Tuner(train_fn, param_space={"x": 1}, run_config=RunConfig(storage=storage_dir, name="plain", verbose=0)).fit()
     with pytest.raises(ValueError, match="started with 'train_fn', got 'myfn'"):
         Tuner.restore(f"{storage_dir}/plain", "myfn")
-    assert Tuner.restore(f"{storage_dir}/plain", train_fn2).trainable_name == "train_fn2"
+    assert Tuner.restore(f"{storage_dir}/plain", train_fn).trainable_name == "train_fn"
 
 
 # ------------------------------------------------------------------ create_scheduler / create_searcher

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from actors._engine.sequencer import Sequencer
 from actors._engine.trial import Paths, TagPaths, TrialSnapshot, TrialStatus, tag_of
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
-from actors.result import SHOULD_CHECKPOINT
+from actors.result import EXPERIMENT_TAG, SHOULD_CHECKPOINT, TRAINING_ITERATION
 
 if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
@@ -53,8 +53,9 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
 
     def on_trial_result(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                         result: dict[str, Any], **info: Any) -> None:
-        """A trial reported ``result``. Set ``result["should_checkpoint"] = True`` to have the trial
-        checkpointed at this result (as in Ray Tune): while a callback implements this hook, each
+        """A trial reported ``result`` (``trial.last_result`` is still its previous one, as in Ray).
+        Set ``result["should_checkpoint"] = True`` to have the trial checkpointed at this result
+        (as in Ray Tune): while a callback implements this hook, each
         result waits for the driver's callbacks before the trial goes on."""
 
     def on_checkpoint(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
@@ -77,7 +78,8 @@ class Callback(ABC):  # noqa: B024 - every hook is optional
 
     def on_trial_complete(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                           **info: Any) -> None:
-        """The trial ended TERMINATED."""
+        """The trial ended TERMINATED on its own or by its own result's stop (as in Ray 2.60, not when a
+        stopper's ``stop_all``, a time budget or ``fail_fast`` stopped it: no hook hears of that)."""
 
     def on_trial_error(self, iteration: int, trials: list[TrialSnapshot], trial: TrialSnapshot,
                        **info: Any) -> None:
@@ -146,8 +148,9 @@ class CallbackDispatcher:
 
     def _as_ray_trial(self, snap: TrialSnapshot) -> TrialSnapshot:
         """The snapshot with what Ray's ``Trial`` has beyond it: ``trainable_name``, ``path``,
-        ``local_path``, ``experiment_tag``, ``evaluated_params`` (worked out once per trial) and
-        ``checkpoint`` (the latest one a ``CHECKPOINT`` event announced)."""
+        ``local_path``, ``experiment_tag``, ``evaluated_params`` (worked out once per trial),
+        ``checkpoint`` (the latest one a ``CHECKPOINT`` event announced), and the tag as the last key
+        of a reported ``last_result`` (Ray's ``Trial.update_last_result`` adds it)."""
         if self.experiment_path is None:
             return snap
         path = self._trial_path(snap)
@@ -155,7 +158,8 @@ class CallbackDispatcher:
         if tag is None:
             tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
-                       experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id))
+                       experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id),
+                       last_result=_tagged(snap.last_result, tag[0]))
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
         return f"{str(self.experiment_path).rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
@@ -219,8 +223,9 @@ class CallbackDispatcher:
             snap = TrialSnapshot(t.trial_id, dict(t.config), t.status, dict(t.last_result), t.num_failures,
                                  ck.iteration if ck else None, t.name, t.dirname)
             self.trials[t.trial_id] = self._as_ray_trial(snap) if old is None else replace(
-                old, status=t.status, last_result=dict(t.last_result), num_failures=t.num_failures,
-                checkpoint_iteration=snap.checkpoint_iteration, checkpoint=self.latest.get(t.trial_id))
+                old, status=t.status, last_result=_tagged(dict(t.last_result), old.experiment_tag),
+                num_failures=t.num_failures, checkpoint_iteration=snap.checkpoint_iteration,
+                checkpoint=self.latest.get(t.trial_id))
 
     def setup(self, **spec: Any) -> None:
         """``Callback.setup`` of every callback, once, before the experiment starts. A driver-side
@@ -258,11 +263,16 @@ class CallbackDispatcher:
         if ev.kind is EventType.ADD:  # a trial was created (PENDING): in the list from now on, no hook
             self.trials.setdefault(ev.trial.trial_id, self._as_ray_trial(ev.trial))
             return
+        if ev.kind is EventType.HALT:  # stopped from outside its results: TERMINATED, no hook (as Ray)
+            self.trials[ev.trial.trial_id] = self._as_ray_trial(ev.trial)
+            return
         self.iteration += 1
         if ev.kind is EventType.START:
             self._resumed(ev.trial)
         prev = self.trials.get(ev.trial.trial_id)
         after = self._as_ray_trial(ev.trial)
+        if ev.kind is EventType.RESULT:  # Ray runs on_trial_result before the result is the trial's last
+            after = replace(after, last_result=dict(prev.last_result) if prev is not None else {})
         snap = self.trials[after.trial_id] = _as_ray_sees(ev.kind, after, prev)
         table = list(self.trials.values())
         result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
@@ -295,6 +305,8 @@ class CallbackDispatcher:
             # Ray until on_trial_complete, which makes it TERMINATED)
             self.trials[after.trial_id] = replace(after, checkpoint=snap.checkpoint)
         if ev.kind is EventType.RESULT:
+            self.trials[snap.trial_id] = replace(self.trials[snap.trial_id],
+                                                 last_result=_tagged(result, after.experiment_tag))
             self._answer(ev, result)
 
     def _saved(self, trial: TrialSnapshot) -> None:
@@ -326,6 +338,14 @@ class CallbackDispatcher:
                 cb.on_experiment_end(trials=list(self.trials.values()))
             except Exception:
                 log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
+
+
+def _tagged(last: dict[str, Any], tag: str) -> dict[str, Any]:
+    """``last`` with Ray's ``experiment_tag`` as its last key if it is a reported result (one with
+    ``training_iteration``; the keys a trial has before its first result carry none, as in Ray)."""
+    if not tag or TRAINING_ITERATION not in last:
+        return last
+    return {**{k: v for k, v in last.items() if k != EXPERIMENT_TAG}, EXPERIMENT_TAG: tag}
 
 
 def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | None) -> TrialSnapshot:

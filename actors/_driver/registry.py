@@ -57,15 +57,17 @@ def resolve_trainable(trainable: Any) -> tuple[Any, str, bool]:
 
 
 def resolve_on_restore(trainable: Any, spec: Any) -> tuple[Any, str]:
-    """The trainable ``Tuner.restore`` continues with. As in Ray 2.60, an experiment started with a
-    registered name needs that name again (registered in this process), and a name must be the one the
-    experiment was started with; a function or class otherwise replaces the saved one unchecked."""
-    obj, name, registered = resolve_trainable(trainable)
+    """The trainable ``Tuner.restore`` continues with. As Ray 2.60 checks it (its
+    ``Experiment.get_trainable_name``), its name must be the one the experiment was started with,
+    whatever each is: a function's or class's ``__name__`` (a ``with_parameters``/``with_resources``
+    wrapper has its function's), any lambda's, or a registered name (which needs registering again)."""
+    obj, name, _ = resolve_trainable(trainable)
     saved_name, saved_registered = spec.trainable_name, getattr(spec, "trainable_registered", False)  # (older specs)
-    if (registered or saved_registered) and name != saved_name:
+    if name != saved_name:  # (any lambda is '<lambda>' here, as any is 'lambda' in Ray)
         hint = (f"pass the name it was started with, Tuner.restore(path, {saved_name!r}), after "
                 f"tune.register_trainable({saved_name!r}, ...)") if saved_registered else (
-                f"pass the trainable it was started with ({saved_name})")
+                f"pass the trainable it was started with ({saved_name}; the same function or class, "
+                "or a with_parameters/with_resources wrapper of it)")
         raise ConfigError(f"Invalid `trainable` input to `Tuner.restore()`: the experiment was started with "
                           f"{saved_name!r}, got {name!r}; {hint}")
     return obj, name

@@ -19,6 +19,7 @@ from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
 from actors._engine.flat import flatten
 from actors._engine.gate import Held, ResultGate
+from actors._engine.halt import Halts
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
@@ -127,6 +128,7 @@ class ExperimentCore:
         self.window = 1
         self.horizon_attr = ""  # the scheduler's decision horizons are on, in this result key
         self.horizons: dict[str, float] = {}  # per trial, the newest the scheduler declared
+        self.halts = Halts()
         # where trials ask the scheduler for each decision themselves ("": through the core), and the
         # replies of such decisions waiting for their batches (actors/_engine/direct.py)
         self.direct = ""
@@ -409,10 +411,7 @@ class ExperimentCore:
 
     def _stop_every_trial(self) -> list[Effect]:
         self.source.close()
-        effects: list[Effect] = []
-        for rec in list(self.table.trials.values()):
-            effects += self.table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
-        return effects
+        return self.halts.stop_all(self.table)  # ended without hooks, as Ray (actors._engine.halt)
 
     def _on_saved(self, msg: TrialSaved) -> None:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
@@ -500,8 +499,8 @@ class ExperimentCore:
             self.io.dirty = True
             if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
                 self._save_state()
-        if rec.status.is_finished and self.spec.searcher is not None and not self._searcher(
-                "on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR):
+        if rec.status.is_finished and self.spec.searcher is not None and self.halts.told(trial_id) and not \
+                self._searcher("on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR):
             return
         if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
             if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
@@ -749,12 +748,14 @@ class ExperimentCore:
                 self._release(e.trial_id, e.flag)
             elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
                 self.horizons.pop(e.trial_id, None)
-                self.io.on_finished(rec)
+                self.io.on_finished(rec)  # the controller's loggers close its files, halted or not
+                if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
+                    self._event(EventType.HALT, rec)
+                    continue
                 self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
                 self._call(_HOOK_OF[e.kind], e.trial_id, (dict(rec.last_result),))
-                if e.kind is EffectKind.REMOVE and self.spec.searcher is not None:
-                    # stopped while waiting (PENDING/PAUSED): Ray's stop_trial tells the searcher it
-                    # completed, without a result; a capped generator otherwise counts it live for good
+                if e.kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
+                    # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
                     self._searcher("on_trial_complete", e.trial_id, None, False)
 
     def _start_trial(self, rec: TrialRecord) -> None:
@@ -950,9 +951,8 @@ class ExperimentCore:
             self.deadline = self.now + ABORT_SAVE_TIMEOUT_S
 
     def _drain(self) -> None:
-        """``FailureConfig(fail_fast=True)``, as in Ray Tune: no new trials, every other trial is stopped
-        (TERMINATED), and the run ends normally, so ``fit()`` returns the grid with the failed trial's
-        error in it. Trials still in their own code after ``STOP_ALL_GRACE_S`` are killed."""
+        """``FailureConfig(fail_fast=True)``, as Ray: no new trials, the others halted (TERMINATED, no hook), the run
+        ends normally (``fit()`` returns the grid); trials still in their code after ``STOP_ALL_GRACE_S`` are killed."""
         if self.phase is not ExperimentPhase.RUNNING:
             return
         self.phase = ExperimentPhase.DRAINING
