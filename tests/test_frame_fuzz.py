@@ -189,11 +189,11 @@ def _kill(procs: list[psutil.Process]) -> None:
 @pytest.fixture
 def reader_state(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The reader's limits without patching Thespian in this process (small ones, so they are reached)."""
-    from actors._cluster import auth as _auth
+    from actors._cluster import auth_reader
     from actors._cluster.auth_codec import ByteBudget, FrameAuth
 
-    st = _auth._Installed(FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60), 4096, ByteBudget(8192), {})
-    monkeypatch.setattr(_auth, "_state", st)
+    st = auth_reader.Installed(FrameAuth(KEY.encode(), max_age_s=360, max_skew_s=60), 4096, ByteBudget(8192), {})
+    monkeypatch.setattr(auth_reader, "_state", st)
     return st
 
 
@@ -201,14 +201,14 @@ def test_frame_reader_never_raises_and_never_asks_for_a_negative_read(reader_sta
     """Every input, split into chunks as recv() may split it, ends in a refusal or a complete frame
     (whose tag then fails): nothing raises, and remainingAmount() is always at least 1 (Thespian
     passes it to recv(), which raises on a negative size: the `-1>x` crash)."""
-    from actors._cluster.auth import _FrameReader
+    from actors._cluster.auth_reader import AuthFrameReader
 
     rng = random.Random(SEED)
     outcomes: dict[str, int] = {}
     cases = [data for _name, data in malformed(rng, b"11>" + bytes(11))]
     cases += [rng.randbytes(rng.randint(1, 5000)) for _ in range(2000)]
     for data in cases:
-        buf = _FrameReader()
+        buf = AuthFrameReader()
         pos = 0
         while pos < len(data) and not buf.isDone():
             want = buf.remainingAmount()
@@ -227,19 +227,19 @@ def test_frame_reader_never_raises_and_never_asks_for_a_negative_read(reader_sta
         assert reader_state.budget.used == 0  # every byte held was given back
     assert set(outcomes) == {"refused", "rejected", "waiting"}, outcomes
     with pytest.raises(TypeError):  # Thespian feeds the decoded tuple back in on trailing data; it catches this
-        _FrameReader().addMore(("sender", "message"))
+        AuthFrameReader().addMore(("sender", "message"))
 
 
 def test_unverified_bytes_are_bounded_by_the_budget(reader_state: Any) -> None:
-    from actors._cluster.auth import _FrameReader
+    from actors._cluster.auth_reader import AuthFrameReader
 
     held = []
     for _ in range(3):  # 3 frames of up to 4096 bytes each hold 3000: the budget of 8192 fits two
-        buf = _FrameReader()
+        buf = AuthFrameReader()
         buf.addMore(b"4096>" + bytes(3000))
         held.append(buf)
     assert [b._refused for b in held] == [False, False, True] and reader_state.budget.used == 6000
-    late = _FrameReader()
+    late = AuthFrameReader()
     late.addMore(b"4000>")  # announces more than is left: refused before a byte of body is read
     assert late._refused and late.isDone()
     held.clear()

@@ -615,13 +615,13 @@ def test_the_searchers_saved_state_is_cloudpickled_again_only_when_it_changed(tm
         return loads(base64.b64decode(text or ""))
 
     space = {"next": 3, "space": {"lr": [0.1, 0.2]}}
-    first = io._encoded("searcher", space)
-    assert io._encoded("searcher", {"next": 3, "space": {"lr": [0.1, 0.2]}}) == first and len(calls) == 1
-    moved = io._encoded("searcher", {**space, "next": 4})
+    first = io.saved_states.encode("searcher", space)
+    assert io.saved_states.encode("searcher", {"next": 3, "space": {"lr": [0.1, 0.2]}}) == first and len(calls) == 1
+    moved = io.saved_states.encode("searcher", {**space, "next": 4})
     assert moved != first and back(moved) == {**space, "next": 4} and len(calls) == 2
-    assert io._encoded("stopper", space) == first and len(calls) == 3  # each owner has its own slot
+    assert io.saved_states.encode("stopper", space) == first and len(calls) == 3  # each owner has its own slot
     fn = {"sample": lambda: 7}
-    a, b = io._encoded("searcher", fn), io._encoded("searcher", fn)
+    a, b = io.saved_states.encode("searcher", fn), io.saved_states.encode("searcher", fn)
     assert len(calls) == 5 and back(a)["sample"]() == 7 == back(b)["sample"]()  # type: ignore[index]
 
 

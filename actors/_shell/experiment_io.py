@@ -2,26 +2,23 @@
 
 Kept out of the actor class so the controller reads as message handling only. Histories go to storage as
 they arrive; the controller keeps just the last result per trial, so its memory does not grow with runs.
+What a state holds and how it is encoded is ``experiment_state``; reading one back, ``experiment_restore``.
 """
 
 from __future__ import annotations
 
-import base64
-import copy
 import logging
-import pickle
 import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
-
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import RestoreNotes
 from actors._engine.trial import TrialStatus
-from actors._legacy import loads as legacy_loads
+from actors._shell.experiment_restore import restore_table
+from actors._shell.experiment_state import STATE_VERSION, SavedStates, b64, trial_row
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
 from actors.messages import CheckpointRef, TrialSummary
@@ -39,7 +36,6 @@ from storage import (
 )
 
 log = logging.getLogger("audition")
-STATE_VERSION = 1
 # A state write requested by a pause, stop or completion waits at least this many times the cost
 # of the last write, so large experiments spend a bounded share of the controller on it.
 STATE_COST_FACTOR = 20.0
@@ -73,8 +69,7 @@ class ExperimentIO:
         self.last_state, self.frozen = -1e9, False
         self.dirty = False  # a trial paused, stopped or finished since the last snapshot
         self.write_cost = 0.0  # seconds the last snapshot + write took
-        self.encoded: dict[str, tuple[bytes, str | None]] = {}  # searcher/stopper: (plain pickle, its text)
-        self.unsaved_searcher = False  # a searcher without save() was warned about
+        self.saved_states = SavedStates()  # the searcher's and stopper's, encoded
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
         self.state_refs, self.pending_refs = set[str](), set[str]()
@@ -87,47 +82,18 @@ class ExperimentIO:
         Always called once at start: it also hands this object the live table, whose
         checkpoints retention must never delete.
         """
-        from actors._driver.restore import END, prepare_storage
-        from actors._engine.marks import marks_from_rows
-
         self.table = table
-        state = self.spec.restore_state
-        if not state:
+        if not self.spec.restore_state:
             return 0
-        state = copy.deepcopy(state)
-        for row in state["trials"]:
-            self.layout.set_dirname(row["trial_id"], row.get("dirname"))
-        kept = prepare_storage(self.ctx, self.layout, state)
-        self.sched_blob = _unb64(state.get("scheduler"))
-        if state.get("searcher") is not None and searcher is not None:
-            searcher.restore(legacy_loads(_unb64(state["searcher"]) or b""))
-        stopper = self.spec.stopper
-        if state.get("stopper") is not None and stopper is not None and hasattr(stopper, "restore"):
-            stopper.restore(legacy_loads(_unb64(state["stopper"]) or b""))
-        for row in state["trials"]:
-            rec = table.add(row["trial_id"], row["config"])
-            table.set_status(rec, TrialStatus(row["status"]))
-            rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no creators were given
-            rec.last_result = row["last_result"]
-            rec.num_failures = row["num_failures"]
-            rec.error = row.get("error")
-            rec.traceback = row.get("traceback")
-            rec.marks = marks_from_rows(row.get("marks", []))  # absent in states written before marks
-            ck = row.get("checkpoint")
-            rec.checkpoint = CheckpointRef(**ck) if ck else None
-            rec.iteration = rec.checkpoint.iteration if rec.checkpoint else int(
-                rec.last_result.get("training_iteration", 0))
-            self.logged_iter[rec.trial_id] = int(row.get("logged_iteration", rec.iteration))
-            self.max_index[rec.trial_id] = int(row.get("max_index", -1))
-            if rec.checkpoint is not None:
-                self.state_refs.add(rec.checkpoint.path)
-            if self.spec.num_to_keep is not None and kept.get(rec.trial_id):
-                self.ckpts[rec.trial_id] = kept[rec.trial_id]
-            if row.get("unseen"):
-                self.notes.unseen[rec.trial_id] = row["unseen"]
-            if row.get("restore") == END:
-                self.notes.ended.append(rec.trial_id)
-        return int(state["suggested"])
+        got = restore_table(self.spec.restore_state, self.ctx, self.layout, table, searcher, self.spec.stopper,
+                            self.spec.num_to_keep)
+        self.sched_blob = got.scheduler
+        self.logged_iter.update(got.logged_iter)
+        self.max_index.update(got.max_index)
+        self.ckpts.update(got.ckpts)
+        self.state_refs |= got.state_refs
+        self.notes = got.notes
+        return got.suggested
 
     def take_restored(self) -> RestoreNotes:
         notes, self.notes = self.notes, RestoreNotes()
@@ -292,48 +258,14 @@ class ExperimentIO:
             "trial_prefix": self.trial_prefix,
             "suggested": suggested,
             # cloudpickle: saved searcher state may hold the user's sample_from functions
-            "searcher": self._searcher_state(searcher),
-            "stopper": self._encoded("stopper", self.spec.stopper.save())
+            "searcher": self.saved_states.searcher(searcher),
+            "stopper": self.saved_states.encode("stopper", self.spec.stopper.save())
             if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
             "trials": rows,
             "written_at": time.time(),
         }
         self.last_state = self.clock()
         self.write_cost = self.cost_clock() - started
-
-    def _searcher_state(self, searcher: Any) -> str | None:
-        """The searcher's saved state; None (warned once) for one without ``save()``: as in Ray Tune,
-        it still runs, and a resumed experiment starts it anew."""
-        if searcher is None:
-            return None
-        try:
-            saved = searcher.save()
-        except NotImplementedError as exc:
-            if not self.unsaved_searcher:
-                self.unsaved_searcher = True
-                log.warning("%s: its state is not saved with the experiment (as in Ray Tune), so a resumed "
-                            "run starts it anew", exc)
-            return None
-        return self._encoded("searcher", saved)
-
-    def _encoded(self, what: str, saved: Any) -> str | None:
-        """``saved`` cloudpickled and base64'd, reusing the last text while the state is unchanged.
-
-        A search space is pickled at every state write though only its counters move, and
-        cloudpickle is pure Python: the plain (C) pickle of the state, when it has one, tells
-        whether anything changed (equal bytes: equal values, the same classes and functions).
-        """
-        try:
-            key: bytes | None = pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # a lambda, a local class: only cloudpickle can say it
-            key = None
-        last = self.encoded.get(what)
-        if key is not None and last is not None and last[0] == key:
-            return last[1]
-        text = _b64(cloudpickle.dumps(saved))
-        if key is not None:
-            self.encoded[what] = (key, text)
-        return text
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
         """The scheduler's state as of call ``tag``; completes the snapshot taken with that call.
@@ -351,7 +283,7 @@ class ExperimentIO:
         # checkpoints deleted right after this write: a restore finishes a deletion cut short
         keep = self.pending_refs | self._live_refs()
         retired = sorted({c.path for c in self.deferred if c.path not in keep})
-        state = dict(self.pending_table, scheduler=_b64(self.sched_blob), retired=retired)
+        state = dict(self.pending_table, scheduler=b64(self.sched_blob), retired=retired)
         self.pending_table = None
         self.loggers.flush()  # rows first: a state never names results that are not in storage
         started = self.cost_clock()
@@ -362,23 +294,7 @@ class ExperimentIO:
             self._delete_unreferenced()
 
     def _row(self, r: TrialRecord) -> dict[str, Any]:
-        c = r.checkpoint
-        row = {
-            "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
-            "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
-            "traceback": r.traceback,
-            "checkpoint": None if c is None else {
-                "path": c.path, "index": c.index, "iteration": c.iteration,
-                "time_total_s": c.time_total_s, "metrics": c.metrics},
-            "logged_iteration": self.logged_iter.get(r.trial_id, 0),
-            "max_index": self.max_index.get(r.trial_id, -1),
-            "marks": [m.to_dict() for m in r.marks] if r.marks else [],
-        }
-        if r.name:  # (after the others: the same key order as always)
-            row["name"] = r.name
-        if r.dirname:
-            row["dirname"] = r.dirname
-        return row
+        return trial_row(r, self.logged_iter.get(r.trial_id, 0), self.max_index.get(r.trial_id, -1))
 
     def close(self, final: bool) -> None:
         self.loggers.close()
@@ -400,12 +316,4 @@ class ExperimentIO:
                             self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
 
 
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")
-
-
-def _unb64(data: str | None) -> bytes | None:
-    return None if data is None else base64.b64decode(data)
-
-
-__all__ = ["ExperimentIO"]
+__all__ = ["STATE_VERSION", "ExperimentIO"]

@@ -7,15 +7,7 @@ actors import it to resolve configs.  Optuna is loaded only when an
 
 from __future__ import annotations
 
-from actors.search._domain import (
-    Categorical,
-    Domain,
-    Float,
-    Function,
-    GridSearch,
-    Integer,
-    Normal,
-    SearchSpaceError,
+from actors.search._constructors import (
     choice,
     grid_search,
     lograndint,
@@ -30,6 +22,7 @@ from actors.search._domain import (
     sample_from,
     uniform,
 )
+from actors.search._domain import Categorical, Domain, Float, Function, GridSearch, Integer, Normal, SearchSpaceError
 from actors.search._optuna import OptunaSearch
 from actors.search._registry import create_searcher
 from actors.search._searcher import Searcher, SearcherSignal

@@ -18,8 +18,8 @@ from actors.search._domain import (
     GridSearch,
     Integer,
     SearchSpaceError,
-    _quantized,
 )
+from actors.search._domain_checks import quantized
 from actors.search._space import Path, format_path
 
 _PRIMITIVES = (type(None), bool, int, float, str)
@@ -59,7 +59,7 @@ class _Requantize:
         self.q = q
 
     def __call__(self, value: Any) -> float:
-        return _quantized(round(value / self.q), self.q)
+        return quantized(round(value / self.q), self.q)
 
 
 class CategoryIndex:

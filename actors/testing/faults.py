@@ -1,16 +1,22 @@
-"""What can go wrong in a simulated experiment, and the storage wrapper that makes writes fail.
+"""What can go wrong in a simulated experiment, the draws that decide it, and the wrappers that inject it.
 
 Every fault is drawn from the simulation's seeded random generator (probabilities) or fixed in
-advance (points), so a seed reproduces the same failures at the same moments.
+advance (points), so a seed reproduces the same failures at the same moments: ``FaultDice`` draws
+for the world (latencies, stragglers, crashes, lost notices), ``FaultyEndpoint`` makes scheduler
+hooks raise, ``faulty_commits`` checkpoint commits, ``FaultyStore`` the store's writes.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from storage import StorageError
+from actors._engine.scheduler_endpoint import SchedulerEndpoint
+from actors.messages import SchedulerCall, SchedulerFailed, SchedulerReply
+from actors.testing.sim_trial import Commit, Crash
+from storage import StorageContext, StorageError
 
 
 @dataclass(frozen=True)
@@ -114,4 +120,61 @@ class FaultyStore:
         setattr(self._inner, name, value)  # the core sets store.dirty
 
 
-__all__ = ["WRITE_CALLS", "Faults", "FaultyStore"]
+class FaultDice:
+    """The world's seeded draws: one generator, drawn in the same order for a seed, so a seed replays."""
+
+    def __init__(self, faults: Faults, seed: int) -> None:
+        self.faults = faults
+        self.rng = random.Random(seed)
+        self._random = self.rng.random
+        self._latency_s = faults.latency_s
+        self._straggler = (faults.straggler_p, faults.straggler_s)
+
+    def latency(self) -> float:
+        """A message's delay: uniform in ``latency_s``, plus ``straggler_s`` for a straggler."""
+        lo, hi = self._latency_s
+        latency = lo + (hi - lo) * self._random()
+        p, extra = self._straggler
+        return latency + extra if p > 0.0 and self._random() < p else latency  # (no draw without stragglers)
+
+    def chance(self, p: float) -> bool:
+        """True with probability ``p``; no draw when ``p`` is 0 (an unused fault changes no seed)."""
+        return p > 0.0 and self.rng.random() < p
+
+    def crash(self, point: tuple[int, int]) -> Crash | None:
+        """How a trial's step at ``point`` (trial number, iteration) ends: raising, dying, or not at all."""
+        f = self.faults
+        if point in f.fail_at or self.chance(f.trial_fail_p):
+            return Crash.RAISE
+        if point in f.die_at or self.chance(f.trial_die_p):
+            return Crash.DIE
+        return None
+
+
+class FaultyEndpoint(SchedulerEndpoint):
+    """The real endpoint, whose hooks may be made to raise."""
+
+    def __init__(self, fail: Callable[[], bool]) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def _handle(self, msg: SchedulerCall) -> SchedulerReply | SchedulerFailed:
+        if self.host is not None and self.fail():
+            name = type(self.host.scheduler).__name__
+            return SchedulerFailed(msg.seq, msg.kind, f"{name} raised in its {msg.kind.value} hook: "
+                                   "RuntimeError('simulated scheduler failure')\n")
+        return super()._handle(msg)
+
+
+def faulty_commits(dice: FaultDice, commit: Commit) -> Commit:
+    """``commit``, except that one fails with ``StorageError`` with probability ``checkpoint_error_p``."""
+
+    def commit_checkpoint(ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
+        if dice.chance(dice.faults.checkpoint_error_p):
+            raise StorageError(f"simulated checkpoint commit failure at {dest}", url=ctx.uri(dest))
+        commit(ctx, dest, meta)
+
+    return commit_checkpoint
+
+
+__all__ = ["WRITE_CALLS", "FaultDice", "Faults", "FaultyEndpoint", "FaultyStore", "faulty_commits"]

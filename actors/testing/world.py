@@ -6,19 +6,19 @@ overtake each other, as on Thespian's TCP transport), ``WakeAfter`` sets a timer
 ``SimTrial``, a scheduler (the real ``SchedulerEndpoint``) or a member probe. ``Faults`` decide what
 goes wrong. The run is over when the core emits ``Finish``; it *hangs* when nothing but timers
 is left for ``idle_limit_s`` simulated seconds, no event is left at all, or a cap is exceeded.
+
+Beside it: the event queue (``_sim_events``), the seeded fault draws (``faults.FaultDice``) and the
+records of actors and members (``_sim_actors``); this module is the loop and what each event does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
-import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
-from actors._engine.scheduler_endpoint import SchedulerEndpoint, decides_every_result
+from actors._engine.scheduler_endpoint import decides_every_result
 from actors._engine.signals import (
     DRIVER,
     ActorGone,
@@ -46,7 +46,6 @@ from actors.messages import (
     DecidedResults,
     DecideResult,
     ExperimentFinished,
-    HookKind,
     MemberHeartbeat,
     ProbeKill,
     ProbeStart,
@@ -54,72 +53,16 @@ from actors.messages import (
     SchedulerCall,
     SchedulerFailed,
     SchedulerReady,
-    SchedulerReply,
     SchedulerSetup,
 )
-from actors.testing.faults import Faults
+from actors.testing._sim_actors import SchedulerAsk, SimActor, SimMember
+from actors.testing._sim_events import EventKind, EventQueue
+from actors.testing.faults import FaultDice, Faults, FaultyEndpoint, faulty_commits
 from actors.testing.sim_store import commit_empty
-from actors.testing.sim_trial import Commit, Crash, Curve, DirectAnswer, SimTrial
-from storage import StorageContext, StorageError
+from actors.testing.sim_trial import Commit, Curve, DirectAnswer, SimTrial
 
 SIGKILL_CODE = -9
 FIRST_PID = 10_000
-
-
-# the messages that are never progress, and those that are not when they carry a periodic state save
-# (exact types: the simulator makes and receives these, never subclasses of them)
-_NOT_PROGRESS = frozenset({Wake, MemberHeartbeat, ProcessesChecked})
-_HOOK_MESSAGES = frozenset({SchedulerCall, SchedulerReply})
-
-
-class _Kind(Enum):
-    CORE = 0  # an event for the core
-    ACTOR = 1  # a message for a simulated actor
-    STEP = 2  # a trial's step finishes
-    BEAT = 3  # a probe's heartbeat timer
-    MEMBER = 4  # a member is lost or comes back
-
-
-class _FaultyEndpoint(SchedulerEndpoint):
-    """The real endpoint, whose hooks may be made to raise."""
-
-    def __init__(self, fail: Callable[[], bool]) -> None:
-        super().__init__()
-        self.fail = fail
-
-    def _handle(self, msg: SchedulerCall) -> SchedulerReply | SchedulerFailed:
-        if self.host is not None and self.fail():
-            name = type(self.host.scheduler).__name__
-            return SchedulerFailed(msg.seq, msg.kind, f"{name} raised in its {msg.kind.value} hook: "
-                                   "RuntimeError('simulated scheduler failure')\n")
-        return super()._handle(msg)
-
-
-@dataclass(frozen=True)
-class _Ask:
-    """A trial worker's DecideResult on its way to the scheduler, with who asked (for the answer)."""
-
-    trial: Handle
-    msg: DecideResult
-
-
-@dataclass
-class _Actor:
-    kind: ActorKind
-    member: str | None
-    trial: SimTrial | None = None
-    scheduler: SchedulerEndpoint | None = None
-    probe: ProbeStart | None = None
-    beat: int = 0
-    alive: bool = True
-
-
-@dataclass
-class _Member:
-    resources: dict[str, float]
-    incarnation: int = 0
-    up: bool = True
-    actors: set[Handle] = field(default_factory=set)
 
 
 class SimWorld:
@@ -135,17 +78,19 @@ class SimWorld:
         self.direct = direct
         self.scheduler: Handle | None = None
         self.curve = curve
-        self.rng = random.Random(seed)
         self.faults = faults or Faults()
+        dice = FaultDice(self.faults, seed)
+        self.rng = dice.rng  # (the store's faults draw from it too)
+        # bound once: called for every message
+        self._latency: Callable[[], float] = dice.latency
+        self._chance: Callable[[float], bool] = dice.chance
+        self._crash = dice.crash
+        self._commit_checkpoint: Commit = faulty_commits(dice, commit)
         self.max_iterations = max_iterations
-        self.members = {m: _Member(dict(r)) for m, r in (members or {}).items()}
+        self.members = {m: SimMember(dict(r)) for m, r in (members or {}).items()}
         self.max_deliveries = max_deliveries
         self.max_time_s = max_time_s
         self.idle_limit_s = idle_limit_s
-        self._commit = commit
-        self._latency_s = self.faults.latency_s
-        self._straggler = (self.faults.straggler_p, self.faults.straggler_s)
-        self._random = self.rng.random
         self.now = 0.0
         self.deliveries = 0  # messages and notifications handed to the core or an actor
         self.hung = False
@@ -153,33 +98,33 @@ class SimWorld:
         self.finish: Finish | None = None
         self.finished: ExperimentFinished | None = None
         self.driver: list[Any] = []  # everything the core sent the driver, in order
-        self.actors: dict[Handle, _Actor] = {}
+        self.actors: dict[Handle, SimActor] = {}
         self.pids: dict[int, Handle] = {}
         self.dead: dict[int, int | None] = {}  # pid -> exit status of trial processes that are gone
         self.trial_numbers: dict[str, int] = {}
         self.spawned: list[tuple[float, Spawn]] = []  # (when, what): where the core placed its actors
-        self._queue: list[tuple[float, int, _Kind, Any, Any, bool]] = []  # (when, order, kind, a, b, progress)
-        self._n = 0
-        self._busy = 0  # queued entries other than the core's timers and heartbeats
+        self.events = EventQueue()
+        self._at = self.events.push
         self.last_activity = 0.0
         for at, member, back in self.faults.member_loss:
-            self._at(at, _Kind.MEMBER, member, back)
+            self._at(at, EventKind.MEMBER, member, back)
         if self.faults.abort_at_s is not None:
-            self._at(self.faults.abort_at_s, _Kind.CORE, AbortExperiment("simulated abort (Faults.abort_at_s)"))
+            self._at(self.faults.abort_at_s, EventKind.CORE, AbortExperiment("simulated abort (Faults.abort_at_s)"))
 
     # ------------------------------------------------------------------ the loop
     def run(self, start: Any) -> None:
         self._core(start)
-        queue, pop = self._queue, heapq.heappop
-        core, actor, step = _Kind.CORE, _Kind.ACTOR, _Kind.STEP
+        events = self.events
+        queue, pop = events.heap, heapq.heappop
+        core, actor, step = EventKind.CORE, EventKind.ACTOR, EventKind.STEP
         while self.finish is None:
             if not queue:
                 self._hang("no event left and the experiment has not finished")
                 return
             at, _, kind, a, b, progress = pop(queue)
             if progress:
-                self._busy -= 1
-            elif self._busy == 0 and at - self.last_activity > self.idle_limit_s:
+                events.busy -= 1
+            elif events.busy == 0 and at - self.last_activity > self.idle_limit_s:
                 self._hang(f"only timers for {at - self.last_activity:.0f} simulated seconds")
                 return
             if at > self.now:
@@ -195,7 +140,7 @@ class SimWorld:
                 self._deliver(a, b)
             elif kind is step:
                 self._step(a, b)
-            elif kind is _Kind.BEAT:
+            elif kind is EventKind.BEAT:
                 self._beat(a)
             else:
                 self._member_event(a, b)
@@ -204,31 +149,8 @@ class SimWorld:
         self.hung = True
         self.hang_reason = reason
 
-    def _at(self, at: float, kind: _Kind, a: Any = None, b: Any = None) -> None:
-        self._n += 1
-        # whether the event is progress (not a timer, a heartbeat, a liveness check or a periodic
-        # state save), judged once, here
-        if kind is _Kind.BEAT:
-            progress = False
-        else:
-            msg: Any = a if kind is _Kind.CORE else b if kind is _Kind.ACTOR else None
-            t = type(msg)
-            progress = t not in _NOT_PROGRESS and not (t in _HOOK_MESSAGES and msg.kind is HookKind.SAVE)
-        if progress:
-            self._busy += 1
-        heapq.heappush(self._queue, (at, self._n, kind, a, b, progress))
-
-    def _latency(self) -> float:
-        lo, hi = self._latency_s
-        latency = lo + (hi - lo) * self._random()
-        p, extra = self._straggler
-        return latency + extra if p > 0.0 and self._random() < p else latency  # (no draw without stragglers)
-
-    def _chance(self, p: float) -> bool:
-        return p > 0.0 and self.rng.random() < p
-
     def _to_core(self, event: Any) -> None:
-        self._at(self.now + self._latency(), _Kind.CORE, event)
+        self._at(self.now + self._latency(), EventKind.CORE, event)
 
     # ------------------------------------------------------------------ the core and its commands
     def _core(self, event: Any) -> None:
@@ -240,23 +162,12 @@ class SimWorld:
         if self.skip_idle_ticks and type(last) is WakeAfter and last.tick is Tick.PERIODIC:
             for cmd in out[:-1]:
                 self._command(cmd)
-            self._at(self._next_tick(last.seconds), _Kind.CORE, Wake(last.tick))
+            # while the core's ticks are idle, the next one comes with the next event (EventQueue.next_tick)
+            tick_at = self.events.next_tick(self.now + last.seconds, last.seconds, lambda: self.core.tick_idle())
+            self._at(tick_at, EventKind.CORE, Wake(last.tick))
         else:
             for cmd in out:
                 self._command(cmd)
-
-    def _next_tick(self, interval: float) -> float:
-        """When the core's next periodic tick is delivered: the next one, or, while ticks are idle
-        (``ExperimentCore.tick_idle``), the first one at or after the earliest queued event. Ticks
-        draw nothing from the generator and change nothing, so skipping them changes no outcome;
-        their times are added up one by one, as the ticks themselves would have."""
-        at = self.now + interval
-        if self._busy == 0 or not self._queue or not self.core.tick_idle():
-            return at  # (with nothing but timers queued, the hang check needs every tick)
-        upto = self._queue[0][0]
-        while at < upto:
-            at += interval
-        return at
 
     def _command(self, cmd: Any) -> None:
         if isinstance(cmd, Send):
@@ -271,9 +182,9 @@ class SimWorld:
                 if actor.scheduler is None and self._chance(self.faults.poison_p):
                     self._to_core(Undeliverable(to, type(cmd.msg).__name__))
                 else:
-                    self._at(self.now + self._latency(), _Kind.ACTOR, to, cmd.msg)
+                    self._at(self.now + self._latency(), EventKind.ACTOR, to, cmd.msg)
         elif isinstance(cmd, WakeAfter):
-            self._at(self.now + cmd.seconds, _Kind.CORE, Wake(cmd.tick))
+            self._at(self.now + cmd.seconds, EventKind.CORE, Wake(cmd.tick))
         elif isinstance(cmd, Spawn):
             self._spawn(cmd)
         elif isinstance(cmd, Retire):
@@ -287,7 +198,7 @@ class SimWorld:
         elif isinstance(cmd, CheckProcesses):
             gone = tuple((t, r, self.dead[pid]) for t, r, pid in cmd.procs if pid in self.dead)
             if gone or cmd.always_answer:
-                self._at(self.now, _Kind.CORE, ProcessesChecked(gone))  # the shell reads /proc at once
+                self._at(self.now, EventKind.CORE, ProcessesChecked(gone))  # the shell reads /proc at once
         elif isinstance(cmd, WatchMembers):
             for member_id in self.members:
                 self._joined(member_id)
@@ -300,14 +211,14 @@ class SimWorld:
 
     def _spawn(self, cmd: Spawn) -> None:
         self.spawned.append((self.now, cmd))
-        actor = _Actor(cmd.kind, cmd.member)
+        actor = SimActor(cmd.kind, cmd.member)
         if cmd.kind is ActorKind.TRIAL:
             pid = FIRST_PID + cmd.handle
             actor.trial = SimTrial(self.curve, pid, self.max_iterations, commit=self._commit_checkpoint)
             self.pids[pid] = cmd.handle
         elif cmd.kind is ActorKind.SCHEDULER:
             self.scheduler = cmd.handle
-            actor.scheduler = _FaultyEndpoint(lambda: self._chance(self.faults.scheduler_error_p))
+            actor.scheduler = FaultyEndpoint(lambda: self._chance(self.faults.scheduler_error_p))
         member = self.members.get(cmd.member or "")
         if member is not None:
             member.actors.add(cmd.handle)
@@ -323,11 +234,6 @@ class SimWorld:
             self.dead[actor.trial.pid] = code
         if notice or (notice is None and not self._chance(self.faults.lost_exit_p)):
             self._to_core(ActorGone(handle, code))
-
-    def _commit_checkpoint(self, ctx: StorageContext, dest: str, meta: dict[str, Any]) -> None:
-        if self._chance(self.faults.checkpoint_error_p):
-            raise StorageError(f"simulated checkpoint commit failure at {dest}", url=ctx.uri(dest))
-        self._commit(ctx, dest, meta)
 
     # ------------------------------------------------------------------ actors
     def _deliver(self, handle: Handle, msg: Any) -> None:
@@ -351,14 +257,14 @@ class SimWorld:
             elif isinstance(msg, SchedulerCall):
                 for answer in actor.scheduler.call(msg):
                     self._to_core(answer)
-            elif isinstance(msg, _Ask):  # SchedulerActor.receiveMsg_WatchMessage, one request at a time
+            elif isinstance(msg, SchedulerAsk):  # SchedulerActor.receiveMsg_WatchMessage, one request at a time
                 decided, reply = actor.scheduler.decide(msg.msg)
-                self._at(self.now + self._latency(), _Kind.ACTOR, msg.trial,
+                self._at(self.now + self._latency(), EventKind.ACTOR, msg.trial,
                          DirectAnswer(msg.msg.trial_id, msg.msg.run_id, decided))
                 self._to_core(reply if isinstance(reply, SchedulerFailed) else DecidedResults((reply,)))
         elif isinstance(msg, ProbeStart):
             actor.probe = msg
-            self._at(self.now, _Kind.BEAT, handle)
+            self._at(self.now, EventKind.BEAT, handle)
         elif isinstance(msg, ProbeKill):
             target = self.pids.get(msg.pid)
             if target is not None and self.actors[target].alive:
@@ -366,20 +272,14 @@ class SimWorld:
 
     def _schedule_step(self, handle: Handle, trial: SimTrial, token: int) -> None:
         if trial.step_at is not None and trial.step_token != token:
-            self._at(trial.step_at, _Kind.STEP, handle, trial.step_token)
+            self._at(trial.step_at, EventKind.STEP, handle, trial.step_token)
 
     def _step(self, handle: Handle, token: int) -> None:
         actor = self.actors[handle]
         trial = actor.trial
         if trial is None or not actor.alive or trial.step_token != token:
             return
-        point = (self.trial_numbers.get(trial.trial_id, -1), trial.iteration + 1)
-        f = self.faults
-        crash = None
-        if point in f.fail_at or self._chance(f.trial_fail_p):
-            crash = Crash.RAISE
-        elif point in f.die_at or self._chance(f.trial_die_p):
-            crash = Crash.DIE
+        crash = self._crash((self.trial_numbers.get(trial.trial_id, -1), trial.iteration + 1))
         self._trial_out(handle, trial.step_done(self.now, crash))
         if trial.dead:
             self._gone(handle, -11)  # a segfault
@@ -392,7 +292,7 @@ class SimWorld:
             if isinstance(out, DecideResult):
                 sched = self.actors.get(self.scheduler) if self.scheduler is not None else None
                 if sched is not None and sched.alive:  # (else the worker waits until it is stopped)
-                    self._at(self.now + self._latency(), _Kind.ACTOR, self.scheduler, _Ask(handle, out))
+                    self._at(self.now + self._latency(), EventKind.ACTOR, self.scheduler, SchedulerAsk(handle, out))
             else:
                 self._to_core(out)
 
@@ -402,7 +302,7 @@ class SimWorld:
             return
         actor.beat += 1
         self._to_core(MemberHeartbeat(actor.probe.member_id, actor.beat))
-        self._at(self.now + actor.probe.interval_s, _Kind.BEAT, handle)
+        self._at(self.now + actor.probe.interval_s, EventKind.BEAT, handle)
 
     # ------------------------------------------------------------------ members (multi-host)
     def _joined(self, member_id: str) -> None:
@@ -432,7 +332,7 @@ class SimWorld:
         if self._chance(self.faults.member_left_p):
             self._to_core(MemberLeft(member_id, (member_id, m.incarnation)))
         if back_after_s >= 0:
-            self._at(self.now + back_after_s, _Kind.MEMBER, member_id, None)
+            self._at(self.now + back_after_s, EventKind.MEMBER, member_id, None)
 
 
 __all__ = ["SimWorld"]

@@ -1,0 +1,82 @@
+"""``Tuner.restore``'s side in the controller: a saved experiment state loaded into a fresh trial table.
+
+The storage is first brought in line with the state (``actors._driver.restore.prepare_storage``:
+checkpoints and results the state never named); then each saved row becomes a trial again, and what
+``ExperimentIO`` keeps per trial (logged iterations, checkpoint numbering, retention) is rebuilt.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from actors._engine.lifecycle import TrialTable
+from actors._engine.store import RestoreNotes
+from actors._engine.trial import TrialStatus
+from actors._legacy import loads as legacy_loads
+from actors._shell.experiment_state import unb64
+from actors.messages import CheckpointRef
+from storage import ExperimentLayout, StorageContext
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a restore rebuilt beside the table, for ``ExperimentIO`` to keep."""
+
+    suggested: int  # how many trials the searcher had suggested
+    scheduler: bytes | None  # the scheduler's saved state
+    logged_iter: dict[str, int]  # per trial: the last iteration in its history
+    max_index: dict[str, int]  # per trial: the highest checkpoint index it used
+    ckpts: dict[str, list[CheckpointRef]]  # per trial: the checkpoints kept (num_to_keep)
+    state_refs: set[str]  # checkpoints the state names: never deleted
+    notes: RestoreNotes
+
+
+def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: ExperimentLayout, table: TrialTable,
+                  searcher: Any, stopper: Any, num_to_keep: int | None) -> Restored:
+    """Add the trials of ``saved`` to ``table`` and restore the searcher's and stopper's states."""
+    from actors._driver.restore import END, prepare_storage
+    from actors._engine.marks import marks_from_rows
+
+    state = copy.deepcopy(saved)
+    for row in state["trials"]:
+        layout.set_dirname(row["trial_id"], row.get("dirname"))
+    kept = prepare_storage(ctx, layout, state)
+    scheduler = unb64(state.get("scheduler"))
+    logged_iter: dict[str, int] = {}
+    max_index: dict[str, int] = {}
+    ckpts: dict[str, list[CheckpointRef]] = {}
+    state_refs: set[str] = set()
+    notes = RestoreNotes()
+    if state.get("searcher") is not None and searcher is not None:
+        searcher.restore(legacy_loads(unb64(state["searcher"]) or b""))
+    if state.get("stopper") is not None and stopper is not None and hasattr(stopper, "restore"):
+        stopper.restore(legacy_loads(unb64(state["stopper"]) or b""))
+    for row in state["trials"]:
+        rec = table.add(row["trial_id"], row["config"])
+        table.set_status(rec, TrialStatus(row["status"]))
+        rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no creators were given
+        rec.last_result = row["last_result"]
+        rec.num_failures = row["num_failures"]
+        rec.error = row.get("error")
+        rec.traceback = row.get("traceback")
+        rec.marks = marks_from_rows(row.get("marks", []))  # absent in states written before marks
+        ck = row.get("checkpoint")
+        rec.checkpoint = CheckpointRef(**ck) if ck else None
+        rec.iteration = rec.checkpoint.iteration if rec.checkpoint else int(
+            rec.last_result.get("training_iteration", 0))
+        logged_iter[rec.trial_id] = int(row.get("logged_iteration", rec.iteration))
+        max_index[rec.trial_id] = int(row.get("max_index", -1))
+        if rec.checkpoint is not None:
+            state_refs.add(rec.checkpoint.path)
+        if num_to_keep is not None and kept.get(rec.trial_id):
+            ckpts[rec.trial_id] = kept[rec.trial_id]
+        if row.get("unseen"):
+            notes.unseen[rec.trial_id] = row["unseen"]
+        if row.get("restore") == END:
+            notes.ended.append(rec.trial_id)
+    return Restored(int(state["suggested"]), scheduler, logged_iter, max_index, ckpts, state_refs, notes)
+
+
+__all__ = ["Restored", "restore_table"]

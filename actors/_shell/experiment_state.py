@@ -1,0 +1,94 @@
+"""What a saved experiment state holds, encoded: each trial's row and the searcher's and stopper's states.
+
+The state file (``storage.StateWriter``) is JSON: a row of plain values per trial, and the plugins'
+saved states cloudpickled and base64'd (they may hold the user's ``sample_from`` functions).
+``ExperimentIO`` decides when a state is written; ``experiment_restore`` reads one back.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import pickle
+from typing import Any
+
+import cloudpickle
+
+from actors._engine.lifecycle import TrialRecord
+
+log = logging.getLogger("audition")
+STATE_VERSION = 1
+
+
+class SavedStates:
+    """The searcher's and stopper's saved states, encoded; the last text is reused while one is unchanged."""
+
+    def __init__(self) -> None:
+        self.encoded: dict[str, tuple[bytes, str | None]] = {}  # searcher/stopper: (plain pickle, its text)
+        self.unsaved_searcher = False  # a searcher without save() was warned about
+
+    def searcher(self, searcher: Any) -> str | None:
+        """The searcher's saved state; None (warned once) for one without ``save()``: as in Ray Tune,
+        it still runs, and a resumed experiment starts it anew."""
+        if searcher is None:
+            return None
+        try:
+            saved = searcher.save()
+        except NotImplementedError as exc:
+            if not self.unsaved_searcher:
+                self.unsaved_searcher = True
+                log.warning("%s: its state is not saved with the experiment (as in Ray Tune), so a resumed "
+                            "run starts it anew", exc)
+            return None
+        return self.encode("searcher", saved)
+
+    def encode(self, what: str, saved: Any) -> str | None:
+        """``saved`` cloudpickled and base64'd, reusing the last text while the state is unchanged.
+
+        A search space is pickled at every state write though only its counters move, and
+        cloudpickle is pure Python: the plain (C) pickle of the state, when it has one, tells
+        whether anything changed (equal bytes: equal values, the same classes and functions).
+        """
+        try:
+            key: bytes | None = pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a lambda, a local class: only cloudpickle can say it
+            key = None
+        last = self.encoded.get(what)
+        if key is not None and last is not None and last[0] == key:
+            return last[1]
+        text = b64(cloudpickle.dumps(saved))
+        if key is not None:
+            self.encoded[what] = (key, text)
+        return text
+
+
+def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str, Any]:
+    """A trial as the state saves it (``experiment_restore.restore_table`` reads it back)."""
+    c = r.checkpoint
+    row = {
+        "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
+        "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
+        "traceback": r.traceback,
+        "checkpoint": None if c is None else {
+            "path": c.path, "index": c.index, "iteration": c.iteration,
+            "time_total_s": c.time_total_s, "metrics": c.metrics},
+        "logged_iteration": logged_iteration,
+        "max_index": max_index,
+        "marks": [m.to_dict() for m in r.marks] if r.marks else [],
+    }
+    if r.name:  # (after the others: the same key order as always)
+        row["name"] = r.name
+    if r.dirname:
+        row["dirname"] = r.dirname
+    return row
+
+
+def b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def unb64(data: str | None) -> bytes | None:
+    return None if data is None else base64.b64decode(data)
+
+
+__all__ = ["STATE_VERSION", "SavedStates", "b64", "trial_row", "unb64"]
