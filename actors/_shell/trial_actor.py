@@ -32,7 +32,8 @@ from thespian.actors import (
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
 from actors._shell.proc import die_with_parent
-from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable, started_metrics
+from actors._worker.autofill import started_metrics
+from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable
 from actors.messages import (
     RunTrial,
     TrialEnded,

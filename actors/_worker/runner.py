@@ -23,7 +23,6 @@ import os
 import posixpath
 import queue
 import shutil
-import socket
 import sys
 import tempfile
 import threading
@@ -42,7 +41,7 @@ from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
 from actors._driver.trainable_direct import built_by_engine, load_into
 from actors._engine.horizon import ResultWindow
-from actors._worker.autofill import Autofill, ray_result
+from actors._worker.autofill import HOST, Autofill, node_ip, ray_result, started_metrics
 from actors._worker.capture import OutputCapture
 from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
@@ -86,31 +85,6 @@ class _StopTrial(BaseException):
 class _ReportedDone(BaseException):
     """Raised inside ``report()`` after a function trainable reported ``done=True``: as in Ray Tune,
     that result is the trial's last and the rest of the function never runs; the trial completes."""
-
-
-_HOST = socket.gethostname()
-_node_ip: str | None = None
-
-
-def node_ip() -> str:
-    """This machine's address as Ray's ``node_ip`` (the source address of a route out, found once
-    per process by a UDP connect, which sends nothing); 127.0.0.1 without a network."""
-    global _node_ip
-    if _node_ip is None:
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                s.connect(("8.8.8.8", 80))
-                _node_ip = str(s.getsockname()[0])
-        except OSError:
-            _node_ip = "127.0.0.1"
-    return _node_ip
-
-
-def started_metrics(now: float) -> dict[str, Any]:
-    """Ray's auto-filled keys that need no result (its ``DEBUG_METRICS`` but trial_id and config), as
-    this process sees them at ``now``: what ``Result.metrics`` holds for a trial that never reported."""
-    return {"date": time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)), "timestamp": int(now),
-            "pid": os.getpid(), "hostname": _HOST, "node_ip": node_ip()}
 
 
 def _resettable(t: Trainable) -> bool:
@@ -346,7 +320,7 @@ class TrialRunner:
         self.time_since_restore += elapsed
         extra, self._extra = self._extra, {}
         fill = Autofill(self.trial_id, self.iteration, elapsed, self.time_total, self.time_since_restore,
-                        self.iteration - self.msg.start_iteration, now, os.getpid(), _HOST, self.node_ip,
+                        self.iteration - self.msg.start_iteration, now, os.getpid(), HOST, self.node_ip,
                         self.msg.config)
         function_api = self._class_trainable is None
         # Ray's function API (train.report) names the checkpoint a result carries
