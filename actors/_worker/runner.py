@@ -48,7 +48,7 @@ from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
 from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
-from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
+from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial, SaveKind
 from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TRAINING_ITERATION
 
 
@@ -76,6 +76,7 @@ class Event:
     storage_failure: str | None = None
     setup_failed: bool = False
     started: dict[str, Any] | None = None  # Ray's keys of a result-less run, taken once it was built
+    save: SaveKind | None = None  # SAVED: the kind of save it answers
 
 
 class _StopTrial(BaseException):
@@ -381,11 +382,11 @@ class TrialRunner:
                 self.window.acknowledged(*arg)  # (count, horizon)
             elif cmd is Command.HOLD:
                 self.window.hold()
-            elif cmd is Command.SAVE:
-                ckpt = self._save_class() if self._class_trainable is not None and not self._saved_here() \
-                    else self.latest
+            elif cmd is Command.SAVE:  # arg: its SaveKind (a scheduler's saves an iteration committed again)
+                fresh = self._class_trainable is not None and not (arg.reuses and self._saved_here())
+                ckpt = self._save_class() if fresh else self.latest
                 self.output.flush()
-                self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
+                self.events.put(Event(EventKind.SAVED, checkpoint=ckpt, save=arg))
                 self._wake(urgent=True)
             elif cmd is Command.STOP:
                 self.stop_requested = True
@@ -396,7 +397,7 @@ class TrialRunner:
 
     def _saved_here(self) -> bool:
         """The trainable's state at this iteration is committed already (checkpoint_frequency, or a
-        checkpoint reported with it): a pause's or the end's save adds nothing, and Ray makes none."""
+        checkpoint reported with it): a pause's or the end's save adds nothing (Ray makes none)."""
         return self.latest is not None and self.committed_iteration == self.iteration
 
     def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
