@@ -58,6 +58,20 @@ class ActionKind(Enum):
     LOG_POLICY = "log_policy"
 
 
+class SaveKind(Enum):
+    """Why the controller asks a running trial to save: whether Ray 2.60 saves again an iteration
+    already checkpointed (``checkpoint_frequency``, or a checkpoint reported with it)."""
+
+    PAUSE = "pause"  # a pause's save (or a scheduler's on a result that pauses): that checkpoint is reused
+    CALLBACK = "callback"  # a callback's should_checkpoint: Ray's one save of the result, reused likewise
+    SCHEDULER = "scheduler"  # a scheduler asked (PBT's source): saved again, as Ray's _schedule_trial_save
+
+    @property
+    def reuses(self) -> bool:
+        """An iteration already committed is not saved again: its checkpoint is the answer."""
+        return self is not SaveKind.SCHEDULER
+
+
 @dataclass(frozen=True)
 class SchedulerAction:
     """One recorded controller call from inside a scheduler hook."""
@@ -70,6 +84,7 @@ class SchedulerAction:
     info: dict[str, Any] | None = None
     # CLONE: if the source's save is in flight, the clone takes the checkpoint it commits (Ray's PBT)
     wait_for_source: bool = False
+    save: SaveKind = SaveKind.SCHEDULER  # CHECKPOINT: the kind of save it asks for
 
 
 class HookKind(Enum):
@@ -378,16 +393,19 @@ class TrialSave(_Message):
 
     trial_id: str
     run_id: int
+    kind: SaveKind
 
 
 @dataclass(frozen=True)
 class TrialSaved(_Message):
-    """Trial actor -> controller: the save finished (``checkpoint`` None if nothing to save)."""
+    """Trial actor -> controller: the save finished (``checkpoint`` None if nothing to save); ``kind``
+    is the request's, so the controller calls the hooks Ray calls for that save."""
 
     trial_id: str
     run_id: int
     seq: int
     checkpoint: CheckpointRef | None
+    kind: SaveKind
 
 
 @dataclass(frozen=True)
@@ -569,6 +587,7 @@ __all__ = [
     "ProgressRow",
     "ResultDecided",
     "RunTrial",
+    "SaveKind",
     "SchedulerAction",
     "SchedulerCall",
     "SchedulerFailed",

@@ -9,6 +9,7 @@ from actors._shell.trial_actor import TrialActor
 from actors.messages import (
     EndReason,
     RunTrial,
+    SaveKind,
     TrialEnded,
     TrialProceed,
     TrialResults,
@@ -40,7 +41,7 @@ def test_trial_actor_waits_for_each_decision_then_saves_and_stops(tmp_path) -> N
         second, _ = kit.wait_for(TrialResults)
         assert second.seq == 2 and second.results[0]["training_iteration"] == 2
         assert second.checkpoint is not None and second.checkpoint.iteration == 2
-        kit.send(actor, TrialSave("t1", 1))
+        kit.send(actor, TrialSave("t1", 1, SaveKind.PAUSE))
         saved, _ = kit.wait_for(TrialSaved)
         assert saved.seq == 3 and saved.checkpoint == second.checkpoint  # function trainable: latest
         kit.send(actor, TrialStop("t1", 1))

@@ -39,6 +39,7 @@ from actors.messages import (
     HookKind,
     MemberHeartbeat,
     RunTrial,
+    SaveKind,
     SchedulerAction,
     SchedulerCall,
     SchedulerReady,
@@ -170,8 +171,8 @@ def test_pause_trial_recorded_in_a_result_reply_pauses_although_the_decision_is_
     [call] = h.open_calls(HookKind.RESULT)
     out = h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.PAUSE, tid),))
     assert sent(out, TrialProceed) == [], "the trial must not step on"
-    assert sent(out, TrialSave) == [TrialSave(tid, 1)], "it pauses with a checkpoint"
-    out = h.handle(TrialSaved(tid, 1, 2, CheckpointRef("ckpt/0", 0, 1)))
+    assert sent(out, TrialSave) == [TrialSave(tid, 1, SaveKind.PAUSE)], "it pauses with a checkpoint"
+    out = h.handle(TrialSaved(tid, 1, 2, CheckpointRef("ckpt/0", 0, 1), SaveKind.PAUSE))
     assert [s.trial_id for s in sent(out, TrialStop)] == [tid]
     h.handle(TrialEnded(tid, 1, 3, EndReason.STOPPED))
     rec = h.core.table.get(tid)

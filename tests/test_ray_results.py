@@ -308,7 +308,7 @@ class StepRaises(Trainable):
 def _check_unreported(r: Any, config: dict[str, Any], done: bool = False) -> None:
     import socket
 
-    from actors._worker.runner import node_ip
+    from actors._worker.autofill import node_ip
 
     assert list(r.metrics) == RAY_UNREPORTED_KEYS + (["done"] if done else [])
     assert r.metrics["trial_id"] == r.trial_id and r.metrics["config"] == config

@@ -14,6 +14,7 @@ from actors._driver.config import CheckpointConfig, FailureConfig
 from actors.messages import (
     EndReason,
     RunTrial,
+    SaveKind,
     TrialEnded,
     TrialProceed,
     TrialProcess,
@@ -55,7 +56,7 @@ def test_sim_trial_plays_the_trial_actor_protocol() -> None:
     ctx = StorageContext(_run().storage_url)
     assert read_manifest(ctx, r3.checkpoint.path)["metadata"]["iteration"] == 3
     assert t.blocked and t.receive(TrialProceed("t1", 1, 2), 3.6) == [] and t.step_at == 4.6
-    assert t.receive(TrialSave("t1", 1), 3.7) == []  # computing: acted on at the next report
+    assert t.receive(TrialSave("t1", 1, SaveKind.PAUSE), 3.7) == []  # computing: acted on at the next report
     assert t.receive(TrialProceed("t1", 2, 3), 3.8) == []  # another run's: ignored
     r4, saved = t.step_done(4.6)
     assert (r4.seq, saved.seq) == (4, 5) and isinstance(saved, TrialSaved) and saved.checkpoint.iteration == 4

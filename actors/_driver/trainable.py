@@ -127,7 +127,7 @@ class Trainable:
         return _direct.get_state(self)
 
     def get_current_ip_pid(self) -> tuple[str, int]:
-        from actors._worker.runner import node_ip
+        from actors._worker.autofill import node_ip
 
         return node_ip(), os.getpid()
 

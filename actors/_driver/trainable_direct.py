@@ -128,7 +128,7 @@ def train(t: Trainable) -> dict[str, Any]:
 def auto_filled(t: Trainable, now: datetime.datetime | None, time_this_iter: float | None,
                 timestamp: int | None, debug_metrics_only: bool = False) -> dict[str, Any]:
     """Ray's ``get_auto_filled_metrics``: the keys ``train()`` writes over every result."""
-    from actors._worker.runner import started_metrics
+    from actors._worker.autofill import started_metrics
 
     run = state_of(t)
     base = started_metrics((now or datetime.datetime.now()).timestamp())

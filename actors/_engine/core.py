@@ -27,6 +27,7 @@ from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
 from actors._engine.quiet import changes_nothing
 from actors._engine.reducer import Decision
+from actors._engine.saves import SaveHooks, save_hooks
 from actors._engine.signals import (
     DRIVER,
     ActorGone,
@@ -74,6 +75,7 @@ from actors.messages import (
     ProbeKill,
     ProbeStart,
     RunTrial,
+    SaveKind,
     SchedulerAction,
     SchedulerFailed,
     SchedulerReady,
@@ -416,13 +418,11 @@ class ExperimentCore:
     def _on_saved(self, msg: TrialSaved) -> None:
         if msg.checkpoint is not None and msg.trial_id in self.table.trials:
             rec = self.table.get(msg.trial_id)
-            if rec.checkpoint is not None and rec.checkpoint.path == msg.checkpoint.path:
-                # the save gave the checkpoint the trial already had (a function trainable): Ray saves again
-                # (on_trial_save alone) unless that checkpoint came with the result it pauses at
-                if rec.checkpoint.iteration != rec.iteration:
-                    self._event(EventType.SAVED, rec)
-            else:
+            hooks = save_hooks(rec.checkpoint, rec.iteration, msg.checkpoint, msg.kind)
+            if hooks is SaveHooks.CHECKPOINT:  # (a checkpoint announced again is counted once by retention)
                 self._checkpointed(rec, msg.checkpoint)
+            elif hooks is SaveHooks.SAVED:
+                self._event(EventType.SAVED, rec)
         self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
         self._source_saved(msg.trial_id, msg.checkpoint)
         held = self.gate.saved(msg.trial_id)
@@ -444,7 +444,7 @@ class ExperimentCore:
         if entry is None:
             return
         if msg.checkpoint:
-            effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id))
+            effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id, save=SaveKind.CALLBACK))
             if effects:  # a save is on its way: the batch's decision waits until it landed
                 entry.awaiting_save = True
                 self._run(effects)
@@ -736,7 +736,7 @@ class ExperimentCore:
                 if self.window > 1:  # (with a window of one the trial already waits for that decision)
                     self._send(actor, TrialHold(e.trial_id, rec.run_id))
             elif e.kind is EffectKind.SAVE and actor is not None:
-                self._send(actor, TrialSave(e.trial_id, rec.run_id))
+                self._send(actor, TrialSave(e.trial_id, rec.run_id, e.save))
                 if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
                     self.watch.arm(e.trial_id, rec.run_id, self.now)
             elif e.kind is EffectKind.STOP and actor is not None:

@@ -22,43 +22,14 @@ and failures as they took effect, for ``audition plot``. They never influence a 
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields, replace
-from enum import Enum
 from typing import Any
 
+from actors._engine.effects import Effect, EffectKind, Phase
 from actors._engine.ending import ends_done, run_result
 from actors._engine.marks import Mark, MarkKind, add_mark
 from actors._engine.reducer import Decision, merge
 from actors._engine.trial import TrialSnapshot, TrialStatus
-from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
-
-
-class Phase(Enum):
-    """Where a RUNNING trial is in its step/decide cycle (IDLE when not running)."""
-
-    IDLE = "idle"
-    STEPPING = "stepping"
-    SAVING = "saving"
-    STOPPING = "stopping"
-
-
-class EffectKind(Enum):
-    START = "start"  # create or reuse an actor and send RunTrial
-    PROCEED = "proceed"  # ack a result batch (seq)
-    SAVE = "save"  # ask the trial to commit a checkpoint
-    STOP = "stop"  # end the trainable (save first if ``save``)
-    RELEASE = "release"  # the trial's actor is free (``reusable``) or must exit
-    COMPLETE = "complete"  # tell the scheduler: on_trial_complete
-    ERROR = "error"  # tell the scheduler: on_trial_error
-    REMOVE = "remove"  # tell the scheduler: on_trial_remove (stopped before running)
-    HOLD = "hold"  # a PAUSE waits for the decisions on results in flight: the trial must not run past them
-
-
-@dataclass(frozen=True)
-class Effect:
-    kind: EffectKind
-    trial_id: str
-    seq: int = 0
-    flag: bool = False
+from actors.messages import ActionKind, CheckpointRef, EndReason, SaveKind, SchedulerAction
 
 
 @dataclass
@@ -245,13 +216,12 @@ class TrialTable:
 
     def _act(self, rec: TrialRecord) -> list[Effect]:
         """Apply a non-CONTINUE slot at a decision point."""
-        if rec.pending is Decision.PAUSE and rec.pause_checkpoint and rec.saves_inflight == 0:
+        if rec.pending is Decision.PAUSE and (rec.pause_checkpoint or rec.saves_inflight):
             rec.phase = Phase.SAVING
+            if rec.saves_inflight:  # the save in flight is the pause's (Ray: no other after it)
+                return []
             rec.saves_inflight += 1
-            return [Effect(EffectKind.SAVE, rec.trial_id)]
-        if rec.pending is Decision.PAUSE and rec.saves_inflight:
-            rec.phase = Phase.SAVING
-            return []
+            return [Effect(EffectKind.SAVE, rec.trial_id, save=SaveKind.PAUSE)]
         rec.phase = Phase.STOPPING
         return [Effect(EffectKind.STOP, rec.trial_id)]
 
@@ -270,7 +240,7 @@ class TrialTable:
         if kind is ActionKind.CHECKPOINT:
             if rec.status is TrialStatus.RUNNING and rec.phase is Phase.STEPPING:
                 rec.saves_inflight += 1
-                return [Effect(EffectKind.SAVE, rec.trial_id)]
+                return [Effect(EffectKind.SAVE, rec.trial_id, save=action.save)]
             return []
         if kind is ActionKind.CLONE:
             rec.clone = action

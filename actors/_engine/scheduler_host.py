@@ -9,6 +9,7 @@ hook made, in order.
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from typing import Any
 
 from actors._engine.flat import flatten
@@ -19,11 +20,20 @@ from actors._legacy import loads as legacy_loads
 from actors.messages import (
     ActionKind,
     HookKind,
+    SaveKind,
     SchedulerAction,
     SchedulerCall,
     SchedulerReply,
 )
 from actors.schedulers._base import Scheduler, SchedulerController
+
+
+def _pause_saves(actions: list[SchedulerAction], trial_id: str) -> list[SchedulerAction]:
+    """The hook's own save of a trial its result pauses is that pause's save: Ray 2.60 skips a result's
+    ``checkpoint_frequency`` save when its decision is PAUSE and pauses after the scheduler's save without
+    another, so an iteration already committed here (that frequency's checkpoint) is not saved again."""
+    return [replace(a, save=SaveKind.PAUSE) if a.kind is ActionKind.CHECKPOINT and a.trial_id == trial_id else a
+            for a in actions]
 
 
 class RecordingController(SchedulerController):
@@ -133,6 +143,8 @@ class SchedulerHost:
                 ctl.trials[trial.trial_id] = trial
                 d = sched.on_trial_result(ctl, trial, flatten(result))  # as Ray Tune: "val/loss" keys
                 decision = merge(decision, as_decision(d))
+            if decision is Decision.PAUSE:
+                ctl.actions = _pause_saves(ctl.actions, trial.trial_id)
             horizon = self._horizon(trial)
         elif call.kind is HookKind.ADD:
             assert trial is not None

@@ -32,7 +32,8 @@ from thespian.actors import (
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
 from actors._shell.proc import die_with_parent
-from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable, started_metrics
+from actors._worker.autofill import started_metrics
+from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable
 from actors.messages import (
     RunTrial,
     TrialEnded,
@@ -130,7 +131,7 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_TrialSave(self, msg: TrialSave, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)
         if r is not None:
-            self._command(r, Command.SAVE)
+            self._command(r, Command.SAVE, msg.kind)
 
     def receiveMsg_TrialStop(self, msg: TrialStop, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)
@@ -239,7 +240,8 @@ class TrialActor(ActorTypeDispatcher):
                 self._flush(r)
                 self.seq += 1
                 if ev.kind is EventKind.SAVED:
-                    self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint))
+                    assert ev.save is not None
+                    self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint, ev.save))
                     continue
                 assert ev.reason is not None
                 self.ended = True

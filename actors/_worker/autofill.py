@@ -16,11 +16,37 @@ A key the trainable reported itself keeps its place (Ray fills it with ``setdefa
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from actors.result import DONE, SHOULD_CHECKPOINT, TIMESTAMP, TRAINING_ITERATION, TRIAL_ID
+
+HOST = socket.gethostname()
+_node_ip: str | None = None
+
+
+def node_ip() -> str:
+    """This machine's address as Ray's ``node_ip`` (the source address of a route out, found once
+    per process by a UDP connect, which sends nothing); 127.0.0.1 without a network."""
+    global _node_ip
+    if _node_ip is None:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect(("8.8.8.8", 80))
+                _node_ip = str(s.getsockname()[0])
+        except OSError:
+            _node_ip = "127.0.0.1"
+    return _node_ip
+
+
+def started_metrics(now: float) -> dict[str, Any]:
+    """Ray's auto-filled keys that need no result (its ``DEBUG_METRICS`` but trial_id and config), as
+    this process sees them at ``now``: what ``Result.metrics`` holds for a trial that never reported."""
+    return {"date": time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)), "timestamp": int(now),
+            "pid": os.getpid(), "hostname": HOST, "node_ip": node_ip()}
 
 
 @dataclass(frozen=True)
@@ -74,4 +100,4 @@ def ray_result(metrics: dict[str, Any], fill: Autofill, totals: dict[str, Any], 
     return result
 
 
-__all__ = ["Autofill", "ray_result"]
+__all__ = ["HOST", "Autofill", "node_ip", "ray_result", "started_metrics"]

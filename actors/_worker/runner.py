@@ -23,7 +23,6 @@ import os
 import posixpath
 import queue
 import shutil
-import socket
 import sys
 import tempfile
 import threading
@@ -42,14 +41,14 @@ from actors._driver.console import ConsoleTee
 from actors._driver.trainable import Trainable
 from actors._driver.trainable_direct import built_by_engine, load_into
 from actors._engine.horizon import ResultWindow
-from actors._worker.autofill import Autofill, ray_result
+from actors._worker.autofill import HOST, Autofill, node_ip, ray_result, started_metrics
 from actors._worker.capture import OutputCapture
 from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
 from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
-from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
+from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial, SaveKind
 from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TRAINING_ITERATION
 
 
@@ -77,6 +76,7 @@ class Event:
     storage_failure: str | None = None
     setup_failed: bool = False
     started: dict[str, Any] | None = None  # Ray's keys of a result-less run, taken once it was built
+    save: SaveKind | None = None  # SAVED: the kind of save it answers
 
 
 class _StopTrial(BaseException):
@@ -86,31 +86,6 @@ class _StopTrial(BaseException):
 class _ReportedDone(BaseException):
     """Raised inside ``report()`` after a function trainable reported ``done=True``: as in Ray Tune,
     that result is the trial's last and the rest of the function never runs; the trial completes."""
-
-
-_HOST = socket.gethostname()
-_node_ip: str | None = None
-
-
-def node_ip() -> str:
-    """This machine's address as Ray's ``node_ip`` (the source address of a route out, found once
-    per process by a UDP connect, which sends nothing); 127.0.0.1 without a network."""
-    global _node_ip
-    if _node_ip is None:
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                s.connect(("8.8.8.8", 80))
-                _node_ip = str(s.getsockname()[0])
-        except OSError:
-            _node_ip = "127.0.0.1"
-    return _node_ip
-
-
-def started_metrics(now: float) -> dict[str, Any]:
-    """Ray's auto-filled keys that need no result (its ``DEBUG_METRICS`` but trial_id and config), as
-    this process sees them at ``now``: what ``Result.metrics`` holds for a trial that never reported."""
-    return {"date": time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)), "timestamp": int(now),
-            "pid": os.getpid(), "hostname": _HOST, "node_ip": node_ip()}
 
 
 def _resettable(t: Trainable) -> bool:
@@ -346,7 +321,7 @@ class TrialRunner:
         self.time_since_restore += elapsed
         extra, self._extra = self._extra, {}
         fill = Autofill(self.trial_id, self.iteration, elapsed, self.time_total, self.time_since_restore,
-                        self.iteration - self.msg.start_iteration, now, os.getpid(), _HOST, self.node_ip,
+                        self.iteration - self.msg.start_iteration, now, os.getpid(), HOST, self.node_ip,
                         self.msg.config)
         function_api = self._class_trainable is None
         # Ray's function API (train.report) names the checkpoint a result carries
@@ -407,11 +382,11 @@ class TrialRunner:
                 self.window.acknowledged(*arg)  # (count, horizon)
             elif cmd is Command.HOLD:
                 self.window.hold()
-            elif cmd is Command.SAVE:
-                ckpt = self._save_class() if self._class_trainable is not None and not self._saved_here() \
-                    else self.latest
+            elif cmd is Command.SAVE:  # arg: its SaveKind (a scheduler's saves an iteration committed again)
+                fresh = self._class_trainable is not None and not (arg.reuses and self._saved_here())
+                ckpt = self._save_class() if fresh else self.latest
                 self.output.flush()
-                self.events.put(Event(EventKind.SAVED, checkpoint=ckpt))
+                self.events.put(Event(EventKind.SAVED, checkpoint=ckpt, save=arg))
                 self._wake(urgent=True)
             elif cmd is Command.STOP:
                 self.stop_requested = True
@@ -422,7 +397,7 @@ class TrialRunner:
 
     def _saved_here(self) -> bool:
         """The trainable's state at this iteration is committed already (checkpoint_frequency, or a
-        checkpoint reported with it): a pause's or the end's save adds nothing, and Ray makes none."""
+        checkpoint reported with it): a pause's or the end's save adds nothing (Ray makes none)."""
         return self.latest is not None and self.committed_iteration == self.iteration
 
     def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:

@@ -128,7 +128,7 @@ class SimTrial:
         elif isinstance(msg, TrialHold):
             self.commands.append((Command.HOLD, 0))
         elif isinstance(msg, TrialSave):
-            self.commands.append((Command.SAVE, 0))
+            self.commands.append((Command.SAVE, msg.kind))
         else:
             self.stop_requested = True  # the next report unwinds, whatever the command queue holds,
             self.save_at_stop = self.save_at_stop or msg.save  # unless the stop saves: then the step is
@@ -270,12 +270,12 @@ class SimTrial:
                 self.window.hold()
             elif cmd is Command.SAVE:
                 try:
-                    saved = self.latest if self._saved_here() else self._commit(self.last_result)
+                    saved = self.latest if arg.reuses and self._saved_here() else self._commit(self.last_result)
                 except _Stop:
                     return out + self._failed_commit()
                 out += self._flush()
                 self.seq += 1
-                out.append(TrialSaved(self.trial_id, self._run_id, self.seq, saved))
+                out.append(TrialSaved(self.trial_id, self._run_id, self.seq, saved, arg))
             else:  # STOP
                 self.stop_requested = True
                 if arg and not self._saved_here():
