@@ -9,6 +9,7 @@ from typing import Any
 
 from actors import Checkpoint, Trainable, get_checkpoint, report
 from actors.schedulers import Decision, FIFOScheduler
+from actors.stopper import Stopper
 
 STEPS = 6
 
@@ -149,3 +150,19 @@ class PerResultFIFO(FIFOScheduler):
     """FIFO that decides on every result (no batching): report() returns only once scheduled."""
 
     tolerates_batching = False
+
+
+class StopAllAfter(Stopper):
+    """A stopper whose ``stop_all()`` turns true once ``n`` results came in, from whichever trials: the
+    trials then running or waiting are stopped from outside their own results."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.seen = 0
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        self.seen += 1
+        return False
+
+    def stop_all(self) -> bool:
+        return self.seen >= self.n

@@ -31,9 +31,10 @@ from typing import Any
 import pytest
 
 import actors as tune
-from actors import Callback, FailureConfig, LoggerCallback, RunConfig, Stopper, TuneConfig, Tuner
+from actors import Callback, FailureConfig, LoggerCallback, RunConfig, TuneConfig, Tuner
 from actors.schedulers import FIFOScheduler, TrialScheduler
 from actors.search import Searcher
+from tests._trainables import StopAllAfter
 
 STOP_ALL_AFTER = 12  # results over all trials
 _release = threading.Event()  # never set: a wait that bounds a trainable's step without a bare sleep
@@ -118,18 +119,6 @@ class Srch(Searcher):
         _note(self.path, "srch.complete", self.ids[trial_id], error)
 
 
-class StopAll(Stopper):
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        self.n += 1
-        return False
-
-    def stop_all(self) -> bool:
-        return self.n >= STOP_ALL_AFTER
-
-
 def _run(mode: str, tmp_path: Any) -> tuple[list[list[Any]], Any]:
     path = str(tmp_path / "hooks.jsonl")
     open(path, "w").close()
@@ -137,7 +126,7 @@ def _run(mode: str, tmp_path: Any) -> tuple[list[list[Any]], Any]:
                           "num_samples": 3}
     rc: dict[str, Any] = {}
     if mode == "stop_all":
-        rc["stop"] = StopAll()
+        rc["stop"] = StopAllAfter(STOP_ALL_AFTER)
     elif mode == "time_budget":
         tc["time_budget_s"] = 1.5
     elif mode == "fail_fast":

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 import actors as tune
-from actors import Callback, Checkpoint, CheckpointConfig, FailureConfig, RunConfig, Stopper, TuneConfig, Tuner
+from actors import Callback, Checkpoint, CheckpointConfig, FailureConfig, RunConfig, TuneConfig, Tuner
 from actors.search import BasicVariantGenerator
+from tests._trainables import StopAllAfter
 
 # recorded from Ray 2.60: a function trainable reporting {"loss", "acc"} (checkpoint: with one)
 FUNCTION_KEYS = ["loss", "acc", "timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id",
@@ -103,20 +104,6 @@ def test_keys_come_in_rays_order(storage_dir: str, trainable: Any, space: dict[s
     assert [r.metrics["done"] for r in grid] == [True] and list(cb.done.values()) == [True]
 
 
-class StopAllAt(Stopper):
-    """Stops the experiment once three results came in (from whichever trial)."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        self.n += 1
-        return False
-
-    def stop_all(self) -> bool:
-        return self.n >= 3
-
-
 def slow_fn(config: dict[str, Any]) -> None:
     for i in range(200):
         if config.get("fail") and i == 2:
@@ -146,7 +133,7 @@ def _stopped_from_outside(storage_dir: str, trainable: Any, name: str, how: str,
     space: dict[str, Any] = {"x": tune.grid_search([1, 2])}
     tc, rc = TuneConfig(), RunConfig(name=name, storage=storage_dir, verbose=0, system=system, callbacks=[cb])
     if how == "stop_all":
-        rc = RunConfig(name=name, storage=storage_dir, verbose=0, system=system, callbacks=[cb], stop=StopAllAt())
+        rc = RunConfig(name=name, storage=storage_dir, verbose=0, system=system, callbacks=[cb], stop=StopAllAfter(3))
     elif how == "time_budget":
         tc = TuneConfig(time_budget_s=2)
     else:
