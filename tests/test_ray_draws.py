@@ -118,5 +118,8 @@ def test_without_numpy_the_draws_are_pythons_and_a_seed_warns(monkeypatch: pytes
     with pytest.warns(RuntimeWarning, match=r"Domain.sample\(random_state=...\) is seeded"):
         assert tune.uniform(0, 1).sample(random_state=3) == tune.uniform(0, 1).sample(random_state=3)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no seed, no warning
+        warnings.simplefilter("error")  # no seed, no warning; nor for audition's own seed= (no Ray values to miss)
         BasicVariantGenerator(param_space={"x": tune.uniform(0, 1)}).suggest("t0")
+        gen = BasicVariantGenerator(param_space={"x": tune.uniform(0, 1)}, num_samples=2, seed=5)
+        again = BasicVariantGenerator(param_space={"x": tune.uniform(0, 1)}, num_samples=2, seed=5)
+        assert [gen.suggest("a"), gen.suggest("b")] == [again.suggest("a"), again.suggest("b")]

@@ -133,7 +133,8 @@ class BasicVariantGenerator(Searcher):
         #: numpy global-stream doubles the scheduler's on_trial_add takes after each trial (Ray's ASHA: 1)
         self.global_draws_per_trial = 0
         if np is None:
-            if given is not None and not isinstance(given, random.Random):
+            # (audition's own seed= has no Ray values to miss: only Ray's random_state is warned of)
+            if given is not None and name == "random_state" and not isinstance(given, random.Random):
                 warn_without_numpy(f"BasicVariantGenerator({name}=...)")
             self._seed = seed_of(given, name)
             return
