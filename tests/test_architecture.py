@@ -65,10 +65,7 @@ RULES: tuple[Rule, ...] = (
          exempt=("actors._driver.tuner",), type_only_ok=True,
          why="the public API starts the controller (actors._driver.tuner) and otherwise talks to it in "
              "messages",
-         known=(("actors._driver.restore", "actors._shell.experiment_io",
-                 "STATE_VERSION (defined in actors._shell.experiment_state, re-exported): belongs with the "
-                 "state format (storage or the core)"),
-                ("actors._driver.restore", "actors._shell.recovery",
+         known=(("actors._driver.restore", "actors._shell.recovery",
                  "choose/found_from are pure: they belong in the core"),
                 ("actors._driver.system", "actors._shell.proc",
                  "pid_alive/watch_owner: process helpers shared by the driver and the shell"))),

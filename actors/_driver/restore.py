@@ -203,7 +203,7 @@ def _rebase(state: dict[str, Any], experiment_dir: str) -> dict[str, Any]:
 
 def _check_state(state: dict[str, Any], where: str) -> None:
     """A readable JSON state can still be from another program or a bug: refuse it clearly."""
-    from actors._shell.experiment_io import STATE_VERSION
+    from actors._engine.store import STATE_VERSION
 
     problem = None
     if state.get("version") != STATE_VERSION:

@@ -16,6 +16,9 @@ from typing import Any, Protocol
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors.messages import CheckpointRef, TrialSummary
 
+# the saved experiment state's format (its "version"): what a store writes and Tuner.restore reads
+STATE_VERSION = 1
+
 
 class Recovered(Protocol):
     """What ``recover`` found: result rows the run committed but never sent, usable checkpoints."""
@@ -94,4 +97,4 @@ class ExperimentStore(Protocol):
     def summary(self, r: TrialRecord) -> TrialSummary: ...
 
 
-__all__ = ["ExperimentStore", "Recovered"]
+__all__ = ["STATE_VERSION", "ExperimentStore", "Recovered"]

@@ -15,9 +15,9 @@ from typing import Any
 import cloudpickle
 
 from actors._engine.lifecycle import TrialRecord
+from actors._engine.store import STATE_VERSION
 
 log = logging.getLogger("audition")
-STATE_VERSION = 1
 
 
 class SavedStates:
