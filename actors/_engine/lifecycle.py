@@ -21,7 +21,7 @@ and failures as they took effect, for ``audition plot``. They never influence a 
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from actors._engine.effects import Effect, EffectKind, Phase
@@ -46,6 +46,7 @@ class TrialRecord:
     resume_requested: bool = False
     clone: SchedulerAction | None = None
     clone_checkpoint: CheckpointRef | None = None
+    cloned: bool = False  # this run restores a PBT source's checkpoint (its history is not rewound)
     inflight: list[int] = field(default_factory=list)
     saves_inflight: int = 0
     checkpoint: CheckpointRef | None = None
@@ -159,10 +160,12 @@ class TrialTable:
             return []
         self._transition(rec, TrialStatus.RUNNING)
         rec.run_id += 1
-        # restarting from the checkpoint: the iterations after it are redone
+        # restarting from the checkpoint: the iterations after it are redone (a clone's, from its source's
+        # checkpoint, are appended to its history: Ray 2.60's Trainable.restore after a PBT exploit)
         rec.iteration = rec.checkpoint.iteration if rec.checkpoint else 0
         rec.time_total_s = rec.checkpoint.time_total_s if rec.checkpoint else 0.0
-        if int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
+        rec.cloned = rec.clone is not None
+        if not rec.cloned and int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
             # the rows after the checkpoint (all, without one) are redone and dropped from the history:
             # the last result is the checkpoint's
             rec.last_result = dict(rec.checkpoint.metrics) if rec.checkpoint is not None else {}
@@ -356,9 +359,8 @@ class TrialTable:
             return
         if action.new_config is not None:
             rec.config = dict(action.new_config)
-        if rec.clone_checkpoint is not None:
-            rec.checkpoint = replace(rec.clone_checkpoint, iteration=rec.iteration,
-                                     time_total_s=rec.time_total_s)
+        if rec.clone_checkpoint is not None:  # restored as Ray's: its iteration and time_total_s go on
+            rec.checkpoint = rec.clone_checkpoint
         rec.extra_result = {"pbt_exploit": dict(action.info or {})}
         self._mark(rec, MarkKind.EXPLOIT, action.source_id)
         self.changed.add(rec.trial_id)
@@ -372,9 +374,7 @@ class TrialTable:
             if rec.clone is not None and rec.clone.source_id == source_id:
                 rec.clone_checkpoint = checkpoint
         elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # the clone was applied already
-            base = rec.checkpoint
-            rec.checkpoint = replace(checkpoint, iteration=base.iteration if base else rec.iteration,
-                                     time_total_s=base.time_total_s if base else rec.time_total_s)
+            rec.checkpoint = checkpoint
             self.changed.add(trial_id)
 
     def abort_all(self) -> list[Effect]:
