@@ -173,7 +173,8 @@ class ExperimentIO:
     def _live_refs(self) -> set[str]:
         if self.table is None:
             return set()
-        return {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
+        return {c.path for r in self.table.trials.values() for c in (r.checkpoint, r.exploit_checkpoint)
+                if c is not None}
 
     def recover(self, rec: TrialRecord) -> Recovery | None:
         """After a failed run: the checkpoints it committed that the controller never heard of (its process
