@@ -61,7 +61,15 @@ def _log(bar: str, **row: Any) -> None:
 GATES = {  # (trial, step) -> the marker that step waits for
     "ahead": {("B", 2): "seen_A_1", ("A", 2): "seen_B_2", ("B", 3): "A4", ("A", 4): "B_done"},
     "level": {("B", 2): "seen_A_1", ("A", 2): "seen_B_2", ("B", 3): "seen_A_2", ("A", 3): "B_done"},
+    "synch": {},  # synch=True pauses both trials at each sync point: no marker needed
 }
+# synch=True, the same trials and stop (recorded likewise, twice per kind): at iteration 2 both are
+# paused, B clones A's checkpoint of state 2; at 4 again (B is still the bottom), from A's state 4. Each
+# trial's results: (training_iteration, x, iterations_since_restore, timesteps_total,
+# timesteps_since_restore, episodes_total); A restarts from its own pause checkpoints (2, 4)
+RAY_SYNCH_RESULTS = [(1, 1, 1, 10, 10, 1), (2, 2, 2, 20, 20, 2), (3, 3, 1, 30, 10, 3), (4, 4, 2, 40, 20, 4),
+                     (5, 5, 1, 50, 10, 5)]
+RAY_SYNCH_LOADS = {"A": [2, 4], "B": [2, 4]}
 
 
 def _gate(bar: str, who: str, it: int) -> None:
@@ -114,7 +122,7 @@ def _scenario(bar: str) -> tuple[type, Any, type]:
                             **info: Any) -> None:
             _log(bar, ev="result", who=_who(trial.trial_id), row=[result[k] for k in (
                 "training_iteration", "x", "iterations_since_restore", "timesteps_total",
-                "timesteps_since_restore", "episodes_total")], tt=result["time_total_s"],
+                "timesteps_since_restore", "episodes_total")], lr=trial.config["lr"], tt=result["time_total_s"],
                  before=result["time_total_s"] - result["time_since_restore"])
             Path(bar, f"seen_{_who(trial.trial_id)}_{result['training_iteration']}").touch()
 
@@ -124,23 +132,43 @@ def _scenario(bar: str) -> tuple[type, Any, type]:
     return Counter, counter, Hooks
 
 
-@pytest.mark.parametrize("order", ["ahead", "level"])
-@pytest.mark.parametrize("kind", ["class", "function"])
-def test_a_clone_restores_its_sources_perturbation_checkpoint_and_iteration(tmp_path: Path, kind: str,
-                                                                             order: str) -> None:
+def _fit(tmp_path: Path, kind: str, order: str, system: str = "multiproc") -> tuple[list[dict[str, Any]], Any]:
+    """Run the scenario; the log rows (results, saves, loads) and the grid."""
     bar = str(tmp_path / "bar")
     os.makedirs(bar)
     Path(bar, "order").write_text(order)
     counter_cls, counter_fn, hooks = _scenario(bar)
     pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=2, resample_probability=0.0,
-                                  hyperparam_mutations={"lr": [0.1, 0.2, 0.3, 0.4]})
+                                  synch=order == "synch", hyperparam_mutations={"lr": [0.1, 0.2, 0.3, 0.4]})
     grid = Tuner(counter_cls if kind == "class" else counter_fn, param_space={"lr": tune.grid_search([0.1, 0.4])},
                  tune_config=TuneConfig(metric="score", mode="max", scheduler=pbt, reuse_actors=False),
                  run_config=RunConfig(name="c", storage_path=str(tmp_path / "results"), stop={"training_iteration": 5},
-                                      callbacks=[hooks()], verbose=0, checkpoint_config=CheckpointConfig(
+                                      system=system, callbacks=[hooks()], verbose=0, checkpoint_config=CheckpointConfig(
                                           **({"checkpoint_frequency": 1} if kind == "class" else {})))).fit()
     assert not grid.errors
-    rows = [json.loads(line) for line in Path(bar, "log.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in Path(bar, "log.jsonl").read_text().splitlines()], grid
+
+
+@pytest.mark.parametrize("system", ["multiproc", "simple"])  # (no markers: "simple" cannot deadlock on them)
+@pytest.mark.parametrize("kind", ["class", "function"])
+def test_synchronous_clones_restore_the_sync_points_checkpoint_and_iteration(tmp_path: Path, kind: str,
+                                                                             system: str) -> None:
+    rows, grid = _fit(tmp_path, kind, "synch", system)
+    for who in ("A", "B"):
+        mine = [r for r in rows if r["who"] == who]
+        assert [tuple(r["row"]) for r in mine if r["ev"] == "result"] == RAY_SYNCH_RESULTS, who
+        assert [r["x"] for r in mine if r["ev"] == "load"] == RAY_SYNCH_LOADS[who], who
+    # B runs on with a config explored from A's lr=0.4 (Ray: 0.3 or 0.4, a neighbour in the list)
+    assert {r["lr"] for r in rows if r["who"] == "B" and r["ev"] == "result" and r["row"][0] > 2} <= {0.3, 0.4}
+    for r in grid:
+        assert [h["training_iteration"] for h in r.metrics_history] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("order", ["ahead", "level"])
+@pytest.mark.parametrize("kind", ["class", "function"])
+def test_a_clone_restores_its_sources_perturbation_checkpoint_and_iteration(tmp_path: Path, kind: str,
+                                                                             order: str) -> None:
+    rows, grid = _fit(tmp_path, kind, order)
     b = [r for r in rows if r["who"] == "B"]
     assert [tuple(r["row"]) for r in b if r["ev"] == "result"] == RAY_B_RESULTS
     assert [r["x"] for r in b if r["ev"] == "load"] == RAY_B_LOADS
