@@ -186,3 +186,69 @@ def test_a_clone_restores_its_sources_perturbation_checkpoint_and_iteration(tmp_
     df = b_result.metrics_dataframe
     assert df is not None and list(zip(df["training_iteration"], df["iterations_since_restore"], strict=True)) \
         == RAY_B_HISTORY
+
+
+# A retry restores its checkpoint the same way, which audition already did. Recorded from Ray 2.60 (a probe
+# in /tmp, twice per kind, the same values): a trainable checkpointing at even iterations (class:
+# checkpoint_frequency=2) reports 1-5, raises at step 6 once, max_failures=1, stop at 7. The retry goes
+# on from the checkpoint at 4: (training_iteration, x, iterations_since_restore, timesteps_total,
+# timesteps_since_restore) to on_trial_result. (Ray's result.json also keeps the first run's row 5;
+# audition's history holds one row per iteration: docs/coming-from-ray.md.)
+RAY_RETRY_RESULTS = [(1, 1, 1, 10, 10), (2, 2, 2, 20, 20), (3, 3, 3, 30, 30), (4, 4, 4, 40, 40), (5, 5, 5, 50, 50),
+                     (5, 5, 1, 50, 10), (6, 6, 2, 60, 20), (7, 7, 3, 70, 30)]
+
+
+@pytest.mark.parametrize("kind", ["class", "function"])
+def test_a_retry_goes_on_from_its_checkpoints_iteration_and_totals(tmp_path: Path, kind: str) -> None:
+    bar = tmp_path / "bar"
+    bar.mkdir()
+
+    def step(x: int) -> dict[str, Any]:
+        if x == 6 and not (bar / "failed").exists():
+            (bar / "failed").touch()
+            raise RuntimeError("boom")
+        return {"x": x, "timesteps_this_iter": 10}
+
+    class Counter(tune.Trainable):
+        def setup(self, config: dict[str, Any]) -> None:
+            self.x = 0
+
+        def step(self) -> dict[str, Any]:
+            self.x += 1
+            return step(self.x)
+
+        def save_checkpoint(self, d: str) -> None:
+            Path(d, "s.json").write_text(json.dumps({"x": self.x}))
+
+        def load_checkpoint(self, d: str) -> None:
+            self.x = json.loads(Path(d, "s.json").read_text())["x"]
+
+    def counter(config: dict[str, Any]) -> None:
+        x, ck = 0, tune.get_checkpoint()
+        if ck is not None:
+            with ck.as_directory() as d:
+                x = json.loads(Path(d, "s.json").read_text())["x"]
+        while True:
+            x += 1
+            metrics = step(x)
+            if x % 2:
+                tune.report(metrics)
+                continue
+            with tempfile.TemporaryDirectory() as d:
+                Path(d, "s.json").write_text(json.dumps({"x": x}))
+                tune.report(metrics, checkpoint=Checkpoint.from_directory(d))
+
+    seen: list[tuple[int, ...]] = []
+
+    class Hooks(Callback):
+        def on_trial_result(self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any],
+                            **info: Any) -> None:
+            seen.append(tuple(result[k] for k in ("training_iteration", "x", "iterations_since_restore",
+                                                  "timesteps_total", "timesteps_since_restore")))
+
+    grid = Tuner(Counter if kind == "class" else counter, param_space={}, run_config=RunConfig(
+        name="r", storage_path=str(tmp_path / "results"), stop={"training_iteration": 7}, callbacks=[Hooks()],
+        failure_config=tune.FailureConfig(max_failures=1), verbose=0,
+        checkpoint_config=CheckpointConfig(**({"checkpoint_frequency": 2} if kind == "class" else {})))).fit()
+    assert not grid.errors
+    assert seen == RAY_RETRY_RESULTS
