@@ -20,7 +20,7 @@ from storage._context import StorageContext
 from storage._io import dumps, read_bytes, write_bytes
 from storage._layout import ExperimentLayout
 from storage._retry import retrying
-from storage._trial_file import TrialFileWriter
+from storage._trial_file import TrialFileWriter, rewound_length
 
 ITERATION_KEY = "training_iteration"
 
@@ -137,19 +137,20 @@ class CsvWriter(TrialFileWriter):
         self._count += len(records)
 
     def truncate(self, max_iteration: int) -> None:
-        """Forget rows with ``training_iteration > max_iteration`` (the trial was rewound)."""
+        """Forget the last rows with ``training_iteration > max_iteration`` (the trial was rewound; a PBT
+        clone's earlier rows past it are kept, see ``JsonLinesWriter.truncate``)."""
         self._check_open()
         self._load()
         records = self._records if not self._append_mode else self._read_records()
         at = self._columns.index(ITERATION_KEY) if ITERATION_KEY in self._columns else -1
 
-        def keep(record: list[str]) -> bool:
+        def iteration(record: list[str]) -> float | None:
             try:
-                return at < 0 or float(record[at]) <= max_iteration
+                return None if at < 0 else float(record[at])
             except (IndexError, ValueError):
-                return True
+                return None
 
-        kept = [r for r in records if keep(r)]
+        kept = records[:rewound_length([iteration(r) for r in records], max_iteration)]  # the trailing ones
         if len(kept) == len(records):
             return
         if self._append_mode:

@@ -20,7 +20,7 @@ from storage._io import dumps, read_bytes, write_bytes
 from storage._layout import ExperimentLayout
 from storage._progress_csv import CsvWriter
 from storage._retry import retrying
-from storage._trial_file import TrialFileWriter
+from storage._trial_file import TrialFileWriter, rewound_length
 
 _log = logging.getLogger("storage")
 ITERATION_KEY = "training_iteration"
@@ -100,23 +100,21 @@ class JsonLinesWriter(TrialFileWriter):
         return _parse_lines("".join(self._lines).encode("utf-8"), self.url)
 
     def truncate(self, max_iteration: int) -> None:
-        """Forget rows with ``training_iteration > max_iteration``, in storage too (trial rewound)."""
+        """Forget the last rows with ``training_iteration > max_iteration``, in storage too (trial rewound).
+
+        Only the trailing ones: a PBT clone's rows go on from its source's checkpoint after its own
+        higher iterations (as in Ray), and a rewind of the clone's run keeps those earlier rows."""
         self._check_open()
         self._load()
-
-        def keep(value: Any) -> bool:
-            return not isinstance(value, (int, float)) or value <= max_iteration
-
         if self._append_mode:
             rows = read_results(self._ctx, self._layout, self._trial_id)
-            kept = [row for row in rows if keep(row.get(ITERATION_KEY))]
-            if len(kept) != len(rows):
-                self._rewrite(kept)
+            n = rewound_length([row.get(ITERATION_KEY) for row in rows], max_iteration)
+            if n != len(rows):
+                self._rewrite(rows[:n])
         else:
-            at = [i for i, value in enumerate(self._iterations) if keep(value)]
-            if len(at) != len(self._lines):
-                self._lines = [self._lines[i] for i in at]
-                self._iterations = [self._iterations[i] for i in at]
+            n = rewound_length(self._iterations, max_iteration)
+            if n != len(self._lines):
+                self._lines, self._iterations = self._lines[:n], self._iterations[:n]
                 self._dirty = True
                 self.flush()
 

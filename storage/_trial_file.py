@@ -77,4 +77,12 @@ class TrialFileWriter:
         return rows
 
 
-__all__ = ["TrialFileWriter"]
+def rewound_length(iterations: list[Any], max_iteration: int) -> int:
+    """How many rows a rewind to ``max_iteration`` keeps: all but the trailing ones past it."""
+    n = len(iterations)
+    while n and isinstance(iterations[n - 1], (int, float)) and iterations[n - 1] > max_iteration:
+        n -= 1
+    return n
+
+
+__all__ = ["TrialFileWriter", "rewound_length"]

@@ -10,7 +10,7 @@ from actors._engine.lifecycle import EffectKind, Phase, TrialTable
 from actors._engine.marks import MAX_MARKS, Mark, MarkKind
 from actors._engine.reducer import Decision
 from actors._engine.trial import TrialStatus
-from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
+from actors.messages import ActionKind, CheckpointRef, EndReason, SaveKind, SchedulerAction
 
 T = "t0"
 
@@ -417,3 +417,31 @@ def test_a_snapshot_is_the_dataclass_built_from_the_record_and_a_copy() -> None:
             pass
         else:
             raise AssertionError("a snapshot is frozen")
+
+
+def test_a_clone_source_gives_the_checkpoint_its_schedulers_last_save_gave() -> None:
+    """Ray 2.60's PBT clones a source's ``last_checkpoint`` (ray/tune/schedulers/pbt.py
+    ``_checkpoint_or_exploit``): the save it asked for at the source's perturbation, a paused source's
+    latest checkpoint; not a checkpoint the source committed after (recorded end to end in
+    tests/test_pbt_clone_iteration.py)."""
+    table = TrialTable()
+    table.add(T, {})
+    rec = _run_to_result(table)
+    assert table.exploit_source(T).path == "c"  # no save asked for yet: the latest
+    table.decided(T, rec.run_id, 1, Decision.CONTINUE)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.CHECKPOINT, T))] == [EffectKind.SAVE]
+    assert table.exploit_source(T).path == "c"  # in flight: the latest that landed
+    table.saved(T, rec.run_id, CheckpointRef("s2", 1, 1))
+    assert table.results(T, rec.run_id, 2, ({"training_iteration": 2},), CheckpointRef("c3", 2, 2))
+    assert table.exploit_source(T).path == "s2"  # not c3, committed after it
+    # a callback's save is not the scheduler's
+    table.decided(T, rec.run_id, 2, Decision.CONTINUE)
+    table.request(SchedulerAction(ActionKind.CHECKPOINT, T, save=SaveKind.CALLBACK))
+    table.saved(T, rec.run_id, CheckpointRef("cb", 3, 2))
+    assert table.exploit_source(T).path == "s2"
+    # a paused source: its latest checkpoint, at the time the scheduler asked
+    table.request(SchedulerAction(ActionKind.PAUSE, T, False))
+    table.ended(T, rec.run_id, EndReason.STOPPED)
+    assert rec.status is TrialStatus.PAUSED
+    assert table.request(SchedulerAction(ActionKind.CHECKPOINT, T)) == []
+    assert table.exploit_source(T).path == "cb"

@@ -193,6 +193,18 @@ class TestBackends:
         with pytest.raises(StorageError, match="closed"):
             writer.append([{"training_iteration": 3}])
 
+    def test_a_rewind_drops_only_the_trailing_rows_past_it(self, ctx: StorageContext) -> None:
+        # a PBT clone's rows go on from its source's checkpoint (iteration 2) after its own 1-4, as in
+        # Ray 2.60; a retry of the clone from its checkpoint at 3 rewinds that run, not the rows before
+        layout = ExperimentLayout(ctx, "exp")
+        writer = ResultWriter(ctx, layout, "t1", flush_interval=0.0)
+        writer.append([{"training_iteration": i} for i in (1, 2, 3, 4, 3, 4, 5)])
+        writer.truncate(3)
+        writer.close()
+        assert [r["training_iteration"] for r in read_results(ctx, layout, "t1")] == [1, 2, 3, 4, 3]
+        table = list(csv.reader(io.StringIO(read_bytes(ctx, layout.progress_file("t1")).decode())))
+        assert table == [["training_iteration"], ["1"], ["2"], ["3"], ["4"], ["3"]]
+
     def test_results_tolerate_torn_last_line(self, ctx: StorageContext) -> None:
         layout = ExperimentLayout(ctx, "exp")
         torn = b'{"training_iteration": 1}\n{"training_iteration": 2}\n{"training_iter'

@@ -834,7 +834,7 @@ class ExperimentCore:
                 continue
             source = None
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
-                source = self.table.get(action.source_id).checkpoint
+                source = self.table.exploit_source(action.source_id)
             effects += self.table.request(action, source)
             src = self.table.trials.get(action.source_id or "")
             if (action.wait_for_source and src is not None and src.status is TrialStatus.RUNNING

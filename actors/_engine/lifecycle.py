@@ -21,68 +21,15 @@ and failures as they took effect, for ``audition plot``. They never influence a 
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from actors._engine.effects import Effect, EffectKind, Phase
 from actors._engine.ending import ends_done, run_result
 from actors._engine.marks import Mark, MarkKind, add_mark
+from actors._engine.record import TrialRecord
 from actors._engine.reducer import Decision, merge
-from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors._engine.trial import TrialStatus
 from actors.messages import ActionKind, CheckpointRef, EndReason, SaveKind, SchedulerAction
-
-
-@dataclass
-class TrialRecord:
-    """The controller's mutable row for one trial."""
-
-    trial_id: str
-    config: dict[str, Any]
-    status: TrialStatus = TrialStatus.PENDING
-    phase: Phase = Phase.IDLE
-    run_id: int = 0
-    pending: Decision = Decision.CONTINUE
-    pause_checkpoint: bool = False
-    resume_requested: bool = False
-    clone: SchedulerAction | None = None
-    clone_checkpoint: CheckpointRef | None = None
-    inflight: list[int] = field(default_factory=list)
-    saves_inflight: int = 0
-    checkpoint: CheckpointRef | None = None
-    last_result: dict[str, Any] = field(default_factory=dict)
-    iteration: int = 0
-    time_total_s: float = 0.0
-    num_failures: int = 0
-    error: str | None = None
-    traceback: str | None = None
-    extra_result: dict[str, Any] = field(default_factory=dict)
-    marks: list[Mark] = field(default_factory=list)
-    name: str | None = None  # TuneConfig(trial_name_creator=...)
-    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
-    # the current run's auto-filled keys from its process (TrialProcess.started): its Result.metrics,
-    # with the config, should it end before reporting; empty: it never came up
-    started: dict[str, Any] = field(default_factory=dict)
-    stop_row: int = 0  # the iteration of the result a stop was decided on (its row says done=True)
-
-    def snapshot(self) -> TrialSnapshot:
-        """A copy for plugins and loggers (a few hundred a simulated experiment: built as
-        ``scheduler_host._with_result`` builds one, without the frozen dataclass's per-field
-        ``object.__setattr__``; the fields in their declared order, the rest at their defaults)."""
-        snap = object.__new__(TrialSnapshot)
-        snap.__dict__.update(
-            trial_id=self.trial_id, config=dict(self.config), status=self.status,
-            last_result=dict(self.last_result), num_failures=self.num_failures,
-            checkpoint_iteration=self.checkpoint.iteration if self.checkpoint else None,
-            custom_trial_name=self.name, custom_dirname=self.dirname, **_SNAPSHOT_DEFAULTS)
-        return snap
-
-
-_SNAPSHOT_SET = ("trial_id", "config", "status", "last_result", "num_failures", "checkpoint_iteration",
-                 "custom_trial_name", "custom_dirname")
-# the fields of TrialSnapshot that snapshot() leaves at their defaults, which must be plain values
-_SNAPSHOT_DEFAULTS = {f.name: f.default for f in fields(TrialSnapshot) if f.name not in _SNAPSHOT_SET}
-assert all(v is not MISSING for v in _SNAPSHOT_DEFAULTS.values()), "TrialRecord.snapshot() must set that field"
-assert [*_SNAPSHOT_SET, *_SNAPSHOT_DEFAULTS] == [f.name for f in fields(TrialSnapshot)], "in declared order"
 
 
 class TrialTable:
@@ -159,10 +106,12 @@ class TrialTable:
             return []
         self._transition(rec, TrialStatus.RUNNING)
         rec.run_id += 1
-        # restarting from the checkpoint: the iterations after it are redone
+        # restarting from the checkpoint: the iterations after it are redone (a clone's, from its source's
+        # checkpoint, are appended to its history: Ray 2.60's Trainable.restore after a PBT exploit)
         rec.iteration = rec.checkpoint.iteration if rec.checkpoint else 0
         rec.time_total_s = rec.checkpoint.time_total_s if rec.checkpoint else 0.0
-        if int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
+        rec.cloned = rec.clone is not None
+        if not rec.cloned and int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
             # the rows after the checkpoint (all, without one) are redone and dropped from the history:
             # the last result is the checkpoint's
             rec.last_result = dict(rec.checkpoint.metrics) if rec.checkpoint is not None else {}
@@ -238,9 +187,15 @@ class TrialTable:
                 rec.resume_requested = True
             return []
         if kind is ActionKind.CHECKPOINT:
+            mine = action.save is not SaveKind.CALLBACK  # the scheduler's: the checkpoint its clones take
             if rec.status is TrialStatus.RUNNING and rec.phase is Phase.STEPPING:
                 rec.saves_inflight += 1
+                rec.exploit_save = rec.exploit_save or mine
                 return [Effect(EffectKind.SAVE, rec.trial_id, save=action.save)]
+            if mine and rec.status is TrialStatus.RUNNING and rec.phase is Phase.SAVING:
+                rec.exploit_save = True  # the save in flight (a pause's) is the one
+            elif mine:  # Ray: a paused trial gives its last checkpoint
+                rec.exploit_checkpoint, rec.exploit_save = rec.checkpoint, False
             return []
         if kind is ActionKind.CLONE:
             rec.clone = action
@@ -285,6 +240,8 @@ class TrialTable:
             return []
         if checkpoint is not None:
             rec.checkpoint = checkpoint
+            if rec.exploit_save:
+                rec.exploit_checkpoint, rec.exploit_save = checkpoint, False
             self.changed.add(trial_id)
         rec.saves_inflight = max(0, rec.saves_inflight - 1)
         if rec.phase is Phase.SAVING and rec.saves_inflight == 0:
@@ -350,15 +307,20 @@ class TrialTable:
         self._transition(rec, TrialStatus.TERMINATED)
         return [Effect(EffectKind.COMPLETE, trial_id)]
 
+    def exploit_source(self, source_id: str) -> CheckpointRef | None:
+        """The checkpoint a clone of ``source_id`` restores: the one its scheduler's last save gave, as
+        Ray 2.60's PBT clones a source's ``last_checkpoint``; the latest while that save is in flight."""
+        src = self.trials[source_id]
+        return src.checkpoint if src.exploit_save or src.exploit_checkpoint is None else src.exploit_checkpoint
+
     def _apply_clone(self, rec: TrialRecord) -> None:
         action = rec.clone
         if action is None:
             return
         if action.new_config is not None:
             rec.config = dict(action.new_config)
-        if rec.clone_checkpoint is not None:
-            rec.checkpoint = replace(rec.clone_checkpoint, iteration=rec.iteration,
-                                     time_total_s=rec.time_total_s)
+        if rec.clone_checkpoint is not None:  # restored as Ray's: its iteration and time_total_s go on
+            rec.checkpoint = rec.clone_checkpoint
         rec.extra_result = {"pbt_exploit": dict(action.info or {})}
         self._mark(rec, MarkKind.EXPLOIT, action.source_id)
         self.changed.add(rec.trial_id)
@@ -372,9 +334,7 @@ class TrialTable:
             if rec.clone is not None and rec.clone.source_id == source_id:
                 rec.clone_checkpoint = checkpoint
         elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # the clone was applied already
-            base = rec.checkpoint
-            rec.checkpoint = replace(checkpoint, iteration=base.iteration if base else rec.iteration,
-                                     time_total_s=base.time_total_s if base else rec.time_total_s)
+            rec.checkpoint = checkpoint
             self.changed.add(trial_id)
 
     def abort_all(self) -> list[Effect]:

@@ -118,9 +118,10 @@ class ExperimentIO:
         write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
 
     def on_start(self, rec: TrialRecord) -> None:
-        """A (re)start from ``rec.checkpoint``: drop logged iterations after it."""
+        """A (re)start from ``rec.checkpoint``: drop logged iterations after it (a PBT clone's are kept,
+        as Ray keeps them: its rows from its source's checkpoint on are appended)."""
         logged = self.logged_iter.get(rec.trial_id, 0)
-        rewind = rec.iteration if logged > rec.iteration else None
+        rewind = rec.iteration if logged > rec.iteration and not rec.cloned else None
         self.loggers.start(rec.snapshot(), rewind)
         if rewind is not None:
             self.logged_iter[rec.trial_id] = rec.iteration
@@ -172,7 +173,8 @@ class ExperimentIO:
     def _live_refs(self) -> set[str]:
         if self.table is None:
             return set()
-        return {r.checkpoint.path for r in self.table.trials.values() if r.checkpoint is not None}
+        return {c.path for r in self.table.trials.values() for c in (r.checkpoint, r.exploit_checkpoint)
+                if c is not None}
 
     def recover(self, rec: TrialRecord) -> Recovery | None:
         """After a failed run: the checkpoints it committed that the controller never heard of (its process

@@ -16,7 +16,9 @@ What is checked, per trial (``violations``):
 * its history (``metrics_history``, what storage keeps) is contiguous: ``training_iteration`` runs
   1, 2, ..., n with no gap and no duplicate, and each run's rows are consecutive, counting
   ``iterations_since_restore`` from 1 (a retried trial's rows are the ones storage kept after the
-  retry rewound to its checkpoint);
+  retry rewound to its checkpoint); a PBT clone restores its source's checkpoint, so its count goes
+  on from that checkpoint's iteration, as in Ray 2.60 (its earlier rows stay): each such lineage is
+  contiguous, and the checks below read the last one;
 * nothing is lost: its last committed checkpoint's iteration is in the history, and the rows that
   checkpoint's manifest carries (reported but not yet acknowledged when it was committed) are the
   history's rows at those iterations; its last result is the history's last row;
@@ -68,12 +70,17 @@ def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list
     out: list[str] = []
     if not aborted and not result.status.is_finished:
         out.append(f"ended {result.status.value}, not TERMINATED or ERROR")
-    history = result.metrics_history
-    its = [int(h.get("training_iteration", -1)) for h in history]
-    if its != list(range(1, len(its) + 1)):
-        out.append(f"history not contiguous from 1: training_iteration {its}")
+    full = result.metrics_history
+    its = [int(h.get("training_iteration", -1)) for h in full]
+    cloned = (rec is not None and any(m.kind is MarkKind.EXPLOIT for m in rec.marks)) or any(
+        "pbt_exploit" in h for h in full)
+    starts = _lineages(its) if cloned else [0]
+    if its and (its[0] != 1 or any(its[a:b] != list(range(its[a], its[a] + b - a))
+                                   for a, b in itertools.pairwise([*starts, len(its)]))):
+        out.append(f"history not contiguous from 1 (a PBT clone's from its source's checkpoint): "
+                   f"training_iteration {its}")
         return out  # the rest reads rows by iteration
-    for prev, row in itertools.pairwise(history):
+    for prev, row in itertools.pairwise(full):
         n, p = row.get("iterations_since_restore"), prev.get("iterations_since_restore")
         if n != 1 and (not isinstance(p, int) or n != p + 1):
             out.append(f"row {row['training_iteration']}: iterations_since_restore {n} after {p} (a run's rows "
@@ -81,6 +88,9 @@ def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list
             break
     if _storage_failed(sim):
         return out  # what storage refused is missing; the restore of the aborted run is what must hold
+    # the last lineage, padded so that history[i - 1] is its row at iteration i (or None, before it)
+    base = its[starts[-1]] - 1 if starts[-1] else 0
+    history: list[Any] = [None] * base + full[starts[-1]:]
     last = int(result.metrics.get("training_iteration", 0) or 0)
     if last > len(history) and rec is not None and rec.iteration == len(history):
         out.append(f"{STALE_LAST_RESULT}: last result is iteration {last} but the history ends at {len(history)}, "
@@ -88,21 +98,29 @@ def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list
                    "last result, and the run reported nothing)")
     elif last != len(history):
         out.append(f"last result is iteration {last} but the history ends at {len(history)}")
-    elif history and _key(result.metrics) != _key(history[-1]):
+    elif full and _key(result.metrics) != _key(history[-1]):
         out.append(f"last result {_key(result.metrics)} is not the history's last row {_key(history[-1])}")
     ckpt = summary.checkpoint
-    if ckpt is not None:
+    if ckpt is not None and cloned and result.path and not ckpt.path.startswith(result.path.rstrip("/") + "/"):
+        pass  # the source's checkpoint a clone restarts from (it may have ended before reporting)
+    elif ckpt is not None:
         if ckpt.iteration > len(history):
             out.append(f"lost results: its checkpoint is at iteration {ckpt.iteration} but the history ends at "
                        f"{len(history)}")
         else:
             out += _manifest_rows(sim, summary, history)
-    if not aborted and result.status is TrialStatus.TERMINATED and history and not history[-1].get("done"):
+    if not aborted and result.status is TrialStatus.TERMINATED and full and not history[-1].get("done"):
         stopped = rec is not None and any(m.kind is MarkKind.STOP for m in rec.marks)
         if not stopped:
             out.append(f"TERMINATED at iteration {len(history)} without a done row or a STOP mark (its "
                        "last results were dropped?)")
     return out
+
+
+def _lineages(its: list[int]) -> list[int]:
+    """Where each lineage of a cloned trial's history starts: 0, then each row whose iteration does
+    not follow the one before (a PBT clone's first, after its source's checkpoint)."""
+    return [0, *(i for i in range(1, len(its)) if its[i] != its[i - 1] + 1)]
 
 
 def _storage_failed(sim: Any) -> bool:
@@ -127,6 +145,8 @@ def _manifest_rows(sim: Any, summary: Any, history: list[dict[str, Any]]) -> lis
         if row.get("trial_id") != summary.trial_id:
             continue  # a checkpoint cloned from another trial (PBT): its rows are that trial's
         i = int(row["training_iteration"])
+        if i <= len(history) and history[i - 1] is None:
+            continue  # before the last clone's lineage (that lineage's rows are its source's)
         if i > len(history) or _key(history[i - 1]) != _key(row):
             got = _key(history[i - 1]) if i <= len(history) else None
             out.append(f"checkpoint {summary.checkpoint.path} carries row {_key(row)}, the history has {got}")
@@ -172,7 +192,9 @@ def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = Non
     if again.results is not None:
         for r in again.results:
             upto, old = before.get(r.trial_id, (0, []))
-            upto = min(upto, len(old))  # rows storage refused to write may be filled in from the checkpoint
+            # the rows up to the checkpoint's in the last lineage (a PBT clone's rows follow its own)
+            at = [i for i, h in enumerate(old) if int(h.get("training_iteration", 0)) == upto]
+            upto = at[-1] + 1 if at else min(upto, len(old))
             new = r.metrics_history
             if [_key(h) for h in new[:upto]] != [_key(h) for h in old[:upto]]:
                 out.append(f"restored: trial {r.trial_id} lost rows up to its saved checkpoint (iteration {upto})")

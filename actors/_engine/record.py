@@ -1,0 +1,73 @@
+"""The controller's mutable row for one trial (``TrialRecord``), and the snapshot plugins get of it."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from actors._engine.effects import Phase
+from actors._engine.marks import Mark
+from actors._engine.reducer import Decision
+from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors.messages import CheckpointRef, SchedulerAction
+
+
+@dataclass
+class TrialRecord:
+    """The controller's mutable row for one trial."""
+
+    trial_id: str
+    config: dict[str, Any]
+    status: TrialStatus = TrialStatus.PENDING
+    phase: Phase = Phase.IDLE
+    run_id: int = 0
+    pending: Decision = Decision.CONTINUE
+    pause_checkpoint: bool = False
+    resume_requested: bool = False
+    clone: SchedulerAction | None = None
+    clone_checkpoint: CheckpointRef | None = None
+    # a clone of this trial restores the checkpoint its scheduler's last save asked for gave (Ray's PBT
+    # last_checkpoint: of a source at its own perturbation), not a later one; exploit_save: on its way
+    exploit_checkpoint: CheckpointRef | None = None
+    exploit_save: bool = False
+    cloned: bool = False  # this run restores a PBT source's checkpoint (its history is not rewound)
+    inflight: list[int] = field(default_factory=list)
+    saves_inflight: int = 0
+    checkpoint: CheckpointRef | None = None
+    last_result: dict[str, Any] = field(default_factory=dict)
+    iteration: int = 0
+    time_total_s: float = 0.0
+    num_failures: int = 0
+    error: str | None = None
+    traceback: str | None = None
+    extra_result: dict[str, Any] = field(default_factory=dict)
+    marks: list[Mark] = field(default_factory=list)
+    name: str | None = None  # TuneConfig(trial_name_creator=...)
+    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
+    # the current run's auto-filled keys from its process (TrialProcess.started): its Result.metrics,
+    # with the config, should it end before reporting; empty: it never came up
+    started: dict[str, Any] = field(default_factory=dict)
+    stop_row: int = 0  # the iteration of the result a stop was decided on (its row says done=True)
+
+    def snapshot(self) -> TrialSnapshot:
+        """A copy for plugins and loggers (a few hundred a simulated experiment: built as
+        ``scheduler_host._with_result`` builds one, without the frozen dataclass's per-field
+        ``object.__setattr__``; the fields in their declared order, the rest at their defaults)."""
+        snap = object.__new__(TrialSnapshot)
+        snap.__dict__.update(
+            trial_id=self.trial_id, config=dict(self.config), status=self.status,
+            last_result=dict(self.last_result), num_failures=self.num_failures,
+            checkpoint_iteration=self.checkpoint.iteration if self.checkpoint else None,
+            custom_trial_name=self.name, custom_dirname=self.dirname, **_SNAPSHOT_DEFAULTS)
+        return snap
+
+
+_SNAPSHOT_SET = ("trial_id", "config", "status", "last_result", "num_failures", "checkpoint_iteration",
+                 "custom_trial_name", "custom_dirname")
+# the fields of TrialSnapshot that snapshot() leaves at their defaults, which must be plain values
+_SNAPSHOT_DEFAULTS = {f.name: f.default for f in fields(TrialSnapshot) if f.name not in _SNAPSHOT_SET}
+assert all(v is not MISSING for v in _SNAPSHOT_DEFAULTS.values()), "TrialRecord.snapshot() must set that field"
+assert [*_SNAPSHOT_SET, *_SNAPSHOT_DEFAULTS] == [f.name for f in fields(TrialSnapshot)], "in declared order"
+
+
+__all__ = ["TrialRecord"]
