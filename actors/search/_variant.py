@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.search._domain import SearchSpaceError
-from actors.search._numpy_draws import RayRng, is_numpy_rng, numpy_or_none, ray_sample, warn_without_numpy
+from actors.search._numpy_draws import (
+    RayRng,
+    is_numpy_rng,
+    numpy_or_none,
+    ray_sample,
+    rng_from_state,
+    rng_state,
+    warn_without_numpy,
+)
 from actors.search._points import apply_point, check_points
 from actors.search._random_state import seed_of
 from actors.search._ray_order import copy_space, park_functions, ray_sweep
@@ -314,7 +322,7 @@ class BasicVariantGenerator(Searcher):
             "constant_grid_search": self._constant,
             "space_set": self._space_set,
             "draws": "numpy" if self._numpy else "python",
-            "rng": self._rng,
+            "rng": rng_state(self._rng),
             "global": self._global,
             "buffer": self._buffer,
             "global_draws_per_trial": self.global_draws_per_trial,
@@ -336,7 +344,7 @@ class BasicVariantGenerator(Searcher):
         self._live = set(state["live"])
         # states saved before Ray's numpy draws (2026-12-04) drew with Python's random
         self._numpy = state.get("draws") == "numpy"
-        self._rng, self._global = state.get("rng"), state.get("global")
+        self._rng, self._global = rng_from_state(state.get("rng")), state.get("global")
         self._buffer = state.get("buffer", [])
         self.global_draws_per_trial = state.get("global_draws_per_trial", 0)
 
