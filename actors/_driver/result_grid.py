@@ -20,6 +20,7 @@ from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, tri
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import Paths, TagPaths, TrialStatus, tag_of
 from actors.messages import TrialSummary
+from actors.result import EXPERIMENT_TAG
 
 log = logging.getLogger("audition")
 
@@ -40,7 +41,7 @@ class Result:
         self.config = dict(summary.config)
         self.metrics = dict(summary.last_result)
         if "training_iteration" in self.metrics and searched is not None:  # Ray tags a reported result
-            self.metrics["experiment_tag"] = tag_of(summary.trial_id, self.config, searched.paths)[0]
+            self.metrics[EXPERIMENT_TAG] = tag_of(summary.trial_id, self.config, searched.paths)[0]
         self.status = summary.status
         self.path = summary.path
         self.num_failures = summary.num_failures

@@ -66,13 +66,15 @@ class ExperimentIO:
         self.sched_blob: bytes | None = None
         self.pending_table: dict[str, Any] | None = None
         self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
-        self.last_state, self.frozen = -1e9, False
+        self.last_state = -1e9
+        self.frozen = False
         self.dirty = False  # a trial paused, stopped or finished since the last snapshot
         self.write_cost = 0.0  # seconds the last snapshot + write took
         self.saved_states = SavedStates()  # the searcher's and stopper's, encoded
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
-        self.state_refs, self.pending_refs = set[str](), set[str]()
+        self.state_refs: set[str] = set()
+        self.pending_refs: set[str] = set()
         self.deferred: list[CheckpointRef] = []
 
     # ------------------------------------------------------------------ restore
