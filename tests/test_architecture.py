@@ -65,10 +65,8 @@ RULES: tuple[Rule, ...] = (
          exempt=("actors._driver.tuner",), type_only_ok=True,
          why="the public API starts the controller (actors._driver.tuner) and otherwise talks to it in "
              "messages",
-         known=(("actors._driver.restore", "actors._shell.recovery",
-                 "choose/found_from are pure: they belong in the core"),
-                ("actors._driver.system", "actors._shell.proc",
-                 "pid_alive/watch_owner: process helpers shared by the driver and the shell"))),
+         known=(("actors._driver.system", "actors._shell.proc",
+                 "pid_alive/watch_owner: process helpers shared by the driver and the shell"),)),
     Rule("dashboard-reads-storage-only", covers=("actors._dashboard",),
          forbids=("thespian", "actors._shell", "actors._worker", "actors._engine.core", "actors._legacy", "pickle",
                   "cloudpickle", "actors.testing"),
