@@ -68,9 +68,9 @@ def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
 
 def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, resume_errored: bool,
                   restart_errored: bool, options: dict[str, Any] | None, param_space: Any = None) -> Any:
+    from actors._driver.checks import pickled
     from actors._driver.parameters import parameters_of
     from actors._driver.registry import resolve_on_restore
-    from actors._driver.tuner import _dumps
     from storage import StorageError, read_bytes, read_experiment_state
 
     ctx, layout, name = _split(path, options)
@@ -96,7 +96,7 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
                           f"by an incompatible version ({exc!r}); start a new experiment") from exc
     _check_param_space(param_space, saved.get("param_space_keys"))
     trainable, spec.trainable_name = resolve_on_restore(trainable, spec)
-    spec.trainable = _dumps(trainable, "trainable")
+    spec.trainable = pickled(trainable, "trainable")
     spec.storage_url, spec.storage_options, spec.name = ctx.url, dict(ctx.options), name
     spec.restore_state = _rewind(state, resume_unfinished, resume_errored, restart_errored)
     tuner = cls.__new__(cls)
