@@ -62,13 +62,11 @@ RULES: tuple[Rule, ...] = (
          why="schedulers, searchers and stoppers see trials only through TrialSnapshot and the "
              "SchedulerController they are handed, wherever they run"),
     Rule("driver-enters-the-shell-once", covers=("actors._driver",), forbids=("actors._shell",),
-         exempt=("actors._driver.tuner",), type_only_ok=True,
-         why="the public API starts the controller (actors._driver.tuner) and otherwise talks to it in "
-             "messages",
-         known=(("actors._driver.restore", "actors._shell.recovery",
-                 "choose/found_from are pure: they belong in the core"),
-                ("actors._driver.system", "actors._shell.proc",
-                 "pid_alive/watch_owner: process helpers shared by the driver and the shell"))),
+         exempt=("actors._driver.controller_client",), type_only_ok=True,
+         why="the public API starts the controller (actors._driver.controller_client) and otherwise talks "
+             "to it in messages",
+         known=(("actors._driver.system", "actors._shell.proc",
+                 "pid_alive/watch_owner: process helpers shared by the driver and the shell"),)),
     Rule("dashboard-reads-storage-only", covers=("actors._dashboard",),
          forbids=("thespian", "actors._shell", "actors._worker", "actors._engine.core", "actors._legacy", "pickle",
                   "cloudpickle", "actors.testing"),

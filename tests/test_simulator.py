@@ -110,7 +110,8 @@ def test_sim_trial_results_carry_the_runners_keys() -> None:
     """The simulated result has exactly the keys a real TrialRunner's result has (class trainable)."""
     import cloudpickle
 
-    from actors._worker.runner import Command, EventKind, TrialRunner
+    from actors._worker.channel import Command, EventKind
+    from actors._worker.runner import TrialRunner
 
     trainable = CurveTrainable.make(curve, 3)
     msg = _run(window=1, trainable=cloudpickle.dumps(trainable))

@@ -153,7 +153,7 @@ def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = 
 
     from thespian.actors import ActorSystem
 
-    from actors._driver.tuner import CONTROLLER_NAME
+    from actors._driver.controller_client import CONTROLLER_NAME
     from actors._shell.controller import ControllerActor
     from actors.messages import ClusterStatus, ClusterStatusRequest
 

@@ -13,12 +13,45 @@ import pickle
 import sys
 from typing import Any
 
+import cloudpickle
+
 from actors._driver.errors import ConfigError
 
 log = logging.getLogger("audition")
 
 # result values of these types always pickle: no need to try (the hot path of report())
 _PLAIN: set[type] = {int, float, str, bool, type(None)}
+
+
+def pickled(obj: Any, what: str) -> bytes:
+    """``obj`` cloudpickled, and loaded back once: what cannot travel to the actors fails here, named."""
+    try:
+        data = cloudpickle.dumps(obj)
+        cloudpickle.loads(data)
+        return data
+    except Exception as exc:
+        raise ConfigError(
+            f"the {what} cannot be pickled ({type(exc).__name__}: {exc}); it must not capture locks, open "
+            "files, sockets or similar objects: create those inside the trainable instead"
+        ) from exc
+
+
+def check_callbacks(callbacks: list[Any] | None, where: str) -> None:
+    """Callbacks are ``actors.Callback`` instances; one that runs in the controller must pickle."""
+    from actors._driver.callbacks import Callback
+    from actors._driver.loggers import LoggerCallback
+
+    for cb in callbacks or []:
+        if not isinstance(cb, Callback):
+            raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
+                              "subclass actors.Callback")
+        if isinstance(cb, LoggerCallback) and cb.in_controller:
+            try:
+                cloudpickle.dumps(cb)
+            except Exception as exc:
+                raise ConfigError(f"{where}: {type(cb).__name__} runs in the controller (in_controller = True), "
+                                  f"so it must pickle, and it does not ({exc}); open files and clients in its "
+                                  "setup() or lazily, not in __init__") from None
 
 
 def check_trainable(trainable: Any) -> str:
@@ -188,5 +221,5 @@ def check_result(metrics: dict[str, Any]) -> None:
             _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles
 
 
-__all__ = ["check_result", "check_scheduler_objective", "check_trainable", "claim_name", "make_run_stopper",
-           "required_metrics"]
+__all__ = ["check_callbacks", "check_result", "check_scheduler_objective", "check_trainable", "claim_name",
+           "make_run_stopper", "pickled", "required_metrics"]

@@ -1,16 +1,14 @@
 """``Tuner``: the public entry point and the only module that wires everything.
 
 The driver validates every input before any actor starts, ships user objects as
-cloudpickle bytes, then only talks to the controller (never to trial actors:
-asking a killed actor stalls Thespian's external API for half a minute).
+cloudpickle bytes, then only talks to the controller (``controller_client``: never to
+trial actors, since asking a killed actor stalls Thespian's external API for half a minute).
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
-import os
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,15 +17,18 @@ import cloudpickle
 from actors._driver.callback_state import CallbackStates, restore_states
 from actors._driver.callbacks import CallbackDispatcher
 from actors._driver.checks import (
+    check_callbacks,
     check_scheduler_objective,
     claim_name,
     make_run_stopper,
+    pickled,
     required_metrics,
     resolve_checkpoint_at_end,
 )
 from actors._driver.config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
+from actors._driver.controller_client import ControllerClient
 from actors._driver.errors import TuneError
-from actors._driver.loggers import LoggerCallback, controller_loggers, driver_callbacks
+from actors._driver.loggers import controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
@@ -44,30 +45,10 @@ from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.flat import flatten
 from actors._engine.spec import ExperimentSpec
-from actors.messages import (
-    AbortExperiment,
-    ExperimentFinished,
-    ExperimentProgress,
-    StartExperiment,
-    TrialEvents,
-    TrialOutputBatch,
-)
+from actors.messages import ExperimentFinished
 from actors.stoppers import with_time_budget
 
 log = logging.getLogger("audition")
-CONTROLLER_NAME = "audition-controller"
-
-
-def _dumps(obj: Any, what: str) -> bytes:
-    try:
-        data = cloudpickle.dumps(obj)
-        cloudpickle.loads(data)
-        return data
-    except Exception as exc:
-        raise ConfigError(
-            f"the {what} cannot be pickled ({type(exc).__name__}: {exc}); it must not capture locks, open "
-            "files, sockets or similar objects: create those inside the trainable instead"
-        ) from exc
 
 
 class Tuner:
@@ -89,7 +70,7 @@ class Tuner:
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
         trainable, self.trainable_name, self._registered = resolve_trainable(trainable)  # (a registered name)
         self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
-        self._trainable = _dumps(trainable, "trainable")  # with_parameters objects: only their keys
+        self._trainable = pickled(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
         searcher, self._num_samples = experiment_searcher(tc, param_space)
         self._searcher = searcher
@@ -101,11 +82,11 @@ class Tuner:
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
         wire_global_draws(searcher, scheduler)
         self._required = required_metrics(tc.metric, scheduler, searcher)
-        self._scheduler = _dumps(scheduler, "scheduler")
+        self._scheduler = pickled(scheduler, "scheduler")
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
-        _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
-        _dumps((searcher, self._stopper), "search algorithm or stopper")
-        _dumps((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
+        check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
+        pickled((searcher, self._stopper), "search algorithm or stopper")
+        pickled((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
         self._system = rc.system
         self._multi_host = str(rc.system).startswith("tcp://")
@@ -257,8 +238,10 @@ class Tuner:
         spec.forward_events = bool(self._dispatcher.callbacks)
         spec.callback_gate = self._dispatcher.may_ask_checkpoint
         try:
+            client = ControllerClient(self._dispatcher, self._reporter, self._states,
+                                      self.run_config.controller_timeout_s)
             with actor_system(self._system, spec.leader_resources) as asys:
-                finished = self._run_system(asys, spec)
+                finished = client.run(asys, spec, self._system)
         finally:
             self._reporter.close()
             self._states.maybe_save(force=True)  # Ray: the final save comes before on_experiment_end
@@ -306,54 +289,6 @@ class Tuner:
             return None
         return Searched(self._searched)
 
-    def _run_system(self, asys: Any, spec: ExperimentSpec) -> ExperimentFinished | None:
-        from actors._shell.controller import ControllerActor
-
-        port = getattr(asys, "audition_admin_port", 0)
-        spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
-        spec.actor_processes = self._system != "simple"
-        blob = cloudpickle.dumps(spec)
-        # a global name lets `audition cluster status` find the controller from outside
-        controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
-        self._dispatcher.answer = lambda msg: asys.tell(controller, msg)
-        asys.tell(controller, StartExperiment(blob))
-        try:
-            return self._wait(asys, controller)
-        except KeyboardInterrupt:
-            asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
-            self._wait(asys, controller, limit_s=10.0, quiet=True)
-            raise
-
-    def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
-              quiet: bool = False) -> ExperimentFinished | None:
-        timeout = self.run_config.controller_timeout_s
-        last = time.monotonic()
-        deadline = None if limit_s is None else last + limit_s
-        finished: ExperimentFinished | None = None
-        while True:
-            msg = asys.listen(datetime.timedelta(seconds=0.2 if finished else 0.5))
-            now = time.monotonic()
-            if isinstance(msg, ExperimentFinished):
-                finished = msg
-                deadline = min(deadline or now + 10.0, now + 10.0)  # collect the last event batches
-            elif isinstance(msg, TrialEvents):
-                self._dispatcher.push(msg)
-                self._states.maybe_save()
-            elif isinstance(msg, TrialOutputBatch):
-                self._reporter.output(msg)
-            elif isinstance(msg, ExperimentProgress) and not quiet:
-                self._reporter.update(msg)
-            if msg is not None:
-                last = now
-            if (finished is not None and self._dispatcher.received >= finished.event_batches
-                    and self._reporter.printer.batches >= finished.output_batches):
-                return finished
-            if deadline is not None and now > deadline:
-                return finished
-            if now - last > timeout:
-                raise TuneError(f"the controller sent nothing for {timeout:.0f}s; it is presumed dead. "
-                                "Partial results are in storage; try Tuner.restore()")
-
     def _save_tuner(self, spec: ExperimentSpec) -> None:
         """Store what Tuner.restore needs besides the trainable."""
         from storage import ExperimentLayout, write_bytes
@@ -390,28 +325,12 @@ class Tuner:
 
         from actors._driver.restore import restore_tuner
 
-        _check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
+        check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
         tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
                               storage_options, param_space)
         if callbacks:
             tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
         return tuner
-
-
-def _check_callbacks(callbacks: list[Any] | None, where: str) -> None:
-    from actors._driver.callbacks import Callback
-
-    for cb in callbacks or []:
-        if not isinstance(cb, Callback):
-            raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
-                              "subclass actors.Callback")
-        if isinstance(cb, LoggerCallback) and cb.in_controller:
-            try:
-                cloudpickle.dumps(cb)
-            except Exception as exc:
-                raise ConfigError(f"{where}: {type(cb).__name__} runs in the controller (in_controller = True), "
-                                  f"so it must pickle, and it does not ({exc}); open files and clients in its "
-                                  "setup() or lazily, not in __init__") from None
 
 
 def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
@@ -420,7 +339,5 @@ def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
     out = copy.copy(spec)
     out.trainable = b""
     return out
-
-
 
 __all__ = ["Tuner"]

@@ -103,7 +103,7 @@ class ExperimentIO:
 
     def end_restored(self, rec: TrialRecord) -> None:
         """A restored trial ends before running again: its last row says ``done``, as a stopped one's."""
-        from actors._driver.restore import mark_last_done
+        from actors._shell.restore_storage import mark_last_done
 
         mark_last_done(self.ctx, self.layout, rec.trial_id)
 

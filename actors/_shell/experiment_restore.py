@@ -1,6 +1,6 @@
 """``Tuner.restore``'s side in the controller: a saved experiment state loaded into a fresh trial table.
 
-The storage is first brought in line with the state (``actors._driver.restore.prepare_storage``:
+The storage is first brought in line with the state (``actors._shell.restore_storage.prepare_storage``:
 checkpoints and results the state never named); then each saved row becomes a trial again, and what
 ``ExperimentIO`` keeps per trial (logged iterations, checkpoint numbering, retention) is rebuilt.
 """
@@ -36,8 +36,9 @@ class Restored:
 def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: ExperimentLayout, table: TrialTable,
                   searcher: Any, stopper: Any, num_to_keep: int | None) -> Restored:
     """Add the trials of ``saved`` to ``table`` and restore the searcher's and stopper's states."""
-    from actors._driver.restore import END, prepare_storage
+    from actors._driver.restore import END
     from actors._engine.marks import marks_from_rows
+    from actors._shell.restore_storage import prepare_storage
 
     state = copy.deepcopy(saved)
     for row in state["trials"]:

@@ -33,7 +33,8 @@ from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
 from actors._shell.proc import die_with_parent
 from actors._worker.autofill import started_metrics
-from actors._worker.runner import Command, EventKind, TrialRunner, release_trainable
+from actors._worker.channel import Command, EventKind
+from actors._worker.runner import TrialRunner, release_trainable
 from actors.messages import (
     RunTrial,
     TrialEnded,
@@ -103,7 +104,7 @@ class TrialActor(ActorTypeDispatcher):
             self._open_wake()
         if self.wake is not None:
             self._drain_wake()
-            self.runner.wake_fd = self.wake[1]
+            self.runner.wakeup.fd = self.wake[1]
         self.runner.start()
         self._pump(block=True)
 
@@ -259,14 +260,14 @@ class TrialActor(ActorTypeDispatcher):
             if self.held and (urgent or idle or full or self.quiet or due <= 0):
                 self._flush(r)
             if self.held:  # results keep coming: wait up to batch_delay_s for more
-                r.wake_any = False  # until then only urgent events wake me
+                r.wakeup.wake_any = False  # until then only urgent events wake me
                 if not self.wakeup_pending:
                     self.wakeup_pending = True
                     self.wakeupAfter(datetime.timedelta(seconds=0 if polling else due))
                 return
             if polling:
                 break
-            r.wake_any = True  # nothing held: wake me for the next result; but one may be in already
+            r.wakeup.wake_any = True  # nothing held: wake me for the next result; but one may be in already
             if r.events.empty():
                 return
         if not idle and not self.wakeup_pending:

@@ -1,36 +1,27 @@
 """Runs one trial's trainable in a worker thread of the trial actor.
 
 The thread owns the user's code; the actor's own thread owns the mailbox.  They
-talk through two queues: ``events`` (results, saves, the end) flow up to the
+talk through two queues (``channel``): ``events`` (results, saves, the end) flow up to the
 actor, ``commands`` (proceed, save, stop) flow down.  Commands are acted on only
 inside ``report()``, between steps, so the user's state is never touched by two
 threads at once.  ``report()`` blocks while ``window`` results are unacknowledged (a window of 1
 means the decision on result N is known before step N+1 starts), and after a result that reached
 the trial's decision horizon until it is decided (``actors/_engine/horizon.py``).
 
-The actor may sleep between events: the thread wakes it through ``wake_fd`` (a pipe the
-actor watches) for every event it must forward at once (a checkpoint, a save, the end, or
-the thread blocking on its window) and, while ``wake_any`` is set, for any event at all.
-A checkpoint's manifest also carries the results the controller has not acknowledged since
-the previous checkpoint, so they survive the process dying right after the commit.
+The actor may sleep between events: the thread wakes it through its watched pipe (``wakeup``).
+The thread commits checkpoints to storage itself (``commits``).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import os
-import posixpath
 import queue
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import cloudpickle
@@ -43,40 +34,16 @@ from actors._driver.trainable_direct import built_by_engine, load_into
 from actors._engine.horizon import ResultWindow
 from actors._worker.autofill import HOST, Autofill, node_ip, ray_result, started_metrics
 from actors._worker.capture import OutputCapture
+from actors._worker.channel import Command, Event, EventKind
+from actors._worker.commits import CheckpointCommits
 from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
+from actors._worker.wakeup import Wakeup
 from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
-from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial, SaveKind
+from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
 from actors.result import DONE, SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TRAINING_ITERATION
-
-
-class Command(Enum):
-    PROCEED = "proceed"
-    HOLD = "hold"
-    SAVE = "save"
-    STOP = "stop"
-
-
-class EventKind(Enum):
-    RESULT = "result"
-    SAVED = "saved"
-    ENDED = "ended"
-
-
-@dataclass
-class Event:
-    kind: EventKind
-    result: dict[str, Any] | None = None
-    checkpoint: CheckpointRef | None = None
-    reason: EndReason | None = None
-    error: str | None = None
-    traceback: str | None = None
-    storage_failure: str | None = None
-    setup_failed: bool = False
-    started: dict[str, Any] | None = None  # Ray's keys of a result-less run, taken once it was built
-    save: SaveKind | None = None  # SAVED: the kind of save it answers
 
 
 class _StopTrial(BaseException):
@@ -123,28 +90,23 @@ class TrialRunner:
         self.decider = DecisionClient(msg.decide_at, lambda: self.stop_requested) if msg.decide_at else None
         # set by the actor once a batch carrying a checkpoint is sent (direct decisions wait for it)
         self.checkpoint_sent = threading.Event()
-        self.committed_iteration = msg.start_iteration
-        self.wake_fd: int | None = None  # set by the actor when it sleeps between events
-        self.wake_any = True  # the actor wants a wake-up for any event, not only urgent ones
+        self.wakeup = Wakeup()  # the actor sets its pipe when it sleeps between events
         self.iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
         self.time_since_restore = 0.0  # Ray's *_since_restore: this run only (each run is a restore)
         self.totals = RunningTotals(msg.checkpoint.metrics if msg.checkpoint else None)
         self.warned_iteration = False
         self.node_ip = node_ip()
-        self.next_index = msg.next_checkpoint_index
-        self.latest: CheckpointRef | None = msg.checkpoint
         self.stop_requested = False
         # the stop asked for a save first (checkpoint_at_end): a class trainable is then stopped by the
         # STOP command, after its step being computed is reported, so that save is never skipped
         self.save_at_stop = False
         self.ended_ok = False
-        # a permanent storage error while committing a checkpoint (after the storage package's own
-        # retries): the run fails even if the user's code caught it, and the experiment stops
-        self.storage_failure: str | None = None
         self.ctx = StorageContext(msg.storage_url, msg.storage_options)
         self.layout = ExperimentLayout(self.ctx, msg.experiment_name)
         self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
+        self.commits = CheckpointCommits(self.ctx, self.layout, msg.trial_id, msg.next_checkpoint_index,
+                                         msg.checkpoint, msg.start_iteration)
         self.restore_checkpoint: Checkpoint | None = (
             Checkpoint(self.ctx.uri(msg.checkpoint.path), msg.storage_options) if msg.checkpoint else None
         )
@@ -158,7 +120,7 @@ class TrialRunner:
         self.last_result: dict[str, Any] | None = None
         self._extra = dict(msg.extra_result)
         # lines for the driver's console; the first after each send wakes the actor
-        self.console = ConsoleTee(notify=self._wake_for_output) if msg.echo_output else None
+        self.console = ConsoleTee(notify=self.wakeup.output) if msg.echo_output else None
         self.output = OutputCapture(self.ctx, {"stdout": self.layout.stdout_file(msg.trial_id),
                                                "stderr": self.layout.stderr_file(msg.trial_id)},
                                     capture_fds=msg.capture_fds, console=self.console)
@@ -178,26 +140,6 @@ class TrialRunner:
         so the end checkpoint is never skipped and holds the state the trial is at, at its iteration."""
         self.save_at_stop = self.save_at_stop or save
         self.stop_requested = True
-
-    def _wake(self, urgent: bool) -> None:
-        """Wake the actor (a byte on its watched pipe) if it asked to hear of this event."""
-        fd = self.wake_fd
-        if fd is None or not (urgent or self.wake_any):
-            return
-        self.wake_any = False
-        try:
-            os.write(fd, b"\0")
-        except OSError:  # full (wake-ups are pending anyway) or closed (the actor is exiting)
-            pass
-
-    def _wake_for_output(self) -> None:
-        """The trial printed: the actor sends it within its output tick (any thread may call this)."""
-        fd = self.wake_fd
-        if fd is not None:
-            try:
-                os.write(fd, b"\0")
-            except OSError:
-                pass
 
     def is_idle(self, cmd_sent: int) -> bool:
         """True when the thread is blocked waiting for a command it has not got yet."""
@@ -224,15 +166,16 @@ class TrialRunner:
                     run_function(trainable, dict(self.msg.config), lambda m: self.report(m, None))
                 except _ReportedDone:
                     pass
-            at_end = self.msg.checkpoint_at_end and self._class_trainable is not None and not self._saved_here()
+            at_end = (self.msg.checkpoint_at_end and self._class_trainable is not None
+                      and not self.commits.saved_at(self.iteration))
             ckpt = self._save_class() if at_end else None
-            self._end(EndReason.COMPLETED, ckpt or self.latest)
+            self._end(EndReason.COMPLETED, ckpt or self.commits.latest)
         except _StopTrial:
-            self._end(EndReason.STOPPED, self.latest)
+            self._end(EndReason.STOPPED, self.commits.latest)
         except Exception as exc:  # the user's code raised: report it, the controller decides
-            self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            self._end(EndReason.FAILED, self.commits.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         except BaseException as exc:  # SystemExit/KeyboardInterrupt inside user code
-            self._end(EndReason.FAILED, self.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            self._end(EndReason.FAILED, self.commits.latest, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         finally:
             if self.decider is not None:
                 self.decider.close()
@@ -247,20 +190,20 @@ class TrialRunner:
 
     def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
              tb: str | None = None) -> None:
-        if self.storage_failure is not None and reason is not EndReason.FAILED:
+        if self.commits.storage_failure is not None and reason is not EndReason.FAILED:
             # the user's code caught the error report() raised: the run still failed to persist
-            reason, error = EndReason.FAILED, f"StorageError: {self.storage_failure}"
+            reason, error = EndReason.FAILED, f"StorageError: {self.commits.storage_failure}"
         self.ended_ok = reason is not EndReason.FAILED
         if tb:
             self.output.add("stderr", tb)  # as an uncaught exception would print it
         self.output.flush()
-        failure = self.storage_failure if reason is EndReason.FAILED else None
+        failure = self.commits.storage_failure if reason is EndReason.FAILED else None
         self.events.put(Event(EventKind.ENDED, checkpoint=ckpt, reason=reason, error=error, traceback=tb,
                               storage_failure=failure, setup_failed=not self.built,
                               started=self.built_metrics))
         with self.lock:
             self.waiting = True
-        self._wake(urgent=True)
+        self.wakeup.event(urgent=True)
 
     def _mark_built(self) -> None:
         """The trainable is up (a class after ``setup()``): where Ray takes the date, timestamp and pid
@@ -325,8 +268,7 @@ class TrialRunner:
                         self.msg.config)
         function_api = self._class_trainable is None
         # Ray's function API (train.report) names the checkpoint a result carries
-        name = (posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index))
-                if function_api and checkpoint is not None else None)
+        name = self.commits.next_name() if function_api and checkpoint is not None else None
         result = ray_result({**metrics, **extra}, fill, self.totals.count(metrics), self.totals.auto_filled(),
                             name, function_api)
         if not self.warned_iteration and metrics.get(TRAINING_ITERATION, self.iteration) != self.iteration:
@@ -343,7 +285,7 @@ class TrialRunner:
         self.window.reported(result)
         ref = None
         if checkpoint is not None:
-            ref = self._commit(checkpoint, result)
+            ref = self.commits.commit(checkpoint, result, self.iteration, self.time_total, self.window)
         elif save_class:
             ref = self._save_class(result)
         self.output.maybe_flush()
@@ -352,14 +294,14 @@ class TrialRunner:
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
         if self.decider is not None:
             if ref is not None:  # the controller must hold a checkpoint the scheduler decides on, even if
-                self._wake(urgent=True)  # this process dies (or hogs the GIL) right after the answer
+                self.wakeup.event(urgent=True)  # this process dies (or hogs the GIL) right after the answer
                 while not self.checkpoint_sent.wait(0.5) and not self.stop_requested:
                     pass
             if not self.decider.ask(DecideResult(self.trial_id, self.msg.run_id, result)):
                 self.window.hold()  # not a plain CONTINUE: wait here until the controller has applied it
         block = self.window.full
         if not block:  # (blocking wakes the actor anyway)
-            self._wake(urgent=ref is not None)  # a checkpoint's result goes to the controller at once
+            self.wakeup.event(urgent=ref is not None)  # a checkpoint's result goes to the controller at once
         self._serve(block)
 
     def _serve(self, block: bool) -> None:
@@ -368,7 +310,7 @@ class TrialRunner:
             if block:
                 with self.lock:
                     self.waiting = True
-                self._wake(urgent=True)  # the actor must now send everything it holds
+                self.wakeup.event(urgent=True)  # the actor must now send everything it holds
                 cmd, arg = self.commands.get()
             else:
                 try:
@@ -383,76 +325,25 @@ class TrialRunner:
             elif cmd is Command.HOLD:
                 self.window.hold()
             elif cmd is Command.SAVE:  # arg: its SaveKind (a scheduler's saves an iteration committed again)
-                fresh = self._class_trainable is not None and not (arg.reuses and self._saved_here())
-                ckpt = self._save_class() if fresh else self.latest
+                fresh = self._class_trainable is not None and not (arg.reuses and self.commits.saved_at(self.iteration))
+                ckpt = self._save_class() if fresh else self.commits.latest
                 self.output.flush()
                 self.events.put(Event(EventKind.SAVED, checkpoint=ckpt, save=arg))
-                self._wake(urgent=True)
+                self.wakeup.event(urgent=True)
             elif cmd is Command.STOP:
                 self.stop_requested = True
-                if arg and self._class_trainable is not None and not self._saved_here():
+                if arg and self._class_trainable is not None and not self.commits.saved_at(self.iteration):
                     self._save_class()
                 raise _StopTrial()
             block = self.window.full
 
-    def _saved_here(self) -> bool:
-        """The trainable's state at this iteration is committed already (checkpoint_frequency, or a
-        checkpoint reported with it): a pause's or the end's save adds nothing (Ray makes none)."""
-        return self.latest is not None and self.committed_iteration == self.iteration
-
-    def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef | None:
+    def _save_class(self, result: dict[str, Any] | None = None) -> CheckpointRef:
         """Save a class trainable; a save outside a report (asked for, or at the end) carries the
         last result's metrics, so score-based retention ranks it like any other checkpoint."""
         t = self._class_trainable
         assert t is not None
         result = result if result is not None else self.last_result
-        tmp = tempfile.mkdtemp(prefix="audition_save_")
-        try:
-            out = t.save_checkpoint(tmp)
-            if isinstance(out, dict):
-                ck = Checkpoint.from_dict(out)
-                return self._commit(ck, result)
-            return self._commit(Checkpoint(tmp), result)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    def _commit(self, checkpoint: Checkpoint, result: dict[str, Any] | None) -> CheckpointRef:
-        from storage import commit_checkpoint
-
-        index = self.next_index
-        self.next_index += 1
-        dest = self.layout.checkpoint_dir(self.trial_id, index)
-        from storage import StorageError
-        from storage._io import dumps
-
-        # the whole result, nested values and config included, as Ray's best_checkpoints hold it (JSON-safe)
-        metrics: dict[str, Any] = json.loads(dumps(result or {}))
-
-        meta = {"iteration": self.iteration, "time_total_s": self.time_total, "metrics": metrics,
-                "results": self._unconfirmed()}
-        with checkpoint.as_directory() as local:
-            try:
-                commit_checkpoint(self.ctx, dest, local, meta)
-            except StorageError as exc:
-                self.storage_failure = str(exc)
-                raise
-        checkpoint._release()
-        ref = CheckpointRef(dest, index, self.iteration, self.time_total, metrics)
-        self.latest = ref
-        self.committed_iteration = self.iteration
-        return ref
-
-    def _unconfirmed(self) -> list[dict[str, Any]]:
-        """Results after the previous checkpoint that the controller may not have (JSON-safe).
-
-        Acknowledged results were logged; those up to the previous checkpoint are in that
-        checkpoint's manifest, or the controller logged them when it heard of that checkpoint.
-        """
-        from storage._io import dumps
-
-        rows = self.window.unconfirmed(self.committed_iteration, self.iteration)
-        out: list[dict[str, Any]] = json.loads(dumps(rows))
-        return out
+        return self.commits.save(t, result, self.iteration, self.time_total, self.window)
 
 
-__all__ = ["Command", "Event", "EventKind", "TrialRunner"]
+__all__ = ["TrialRunner", "release_trainable"]

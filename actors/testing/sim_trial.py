@@ -26,7 +26,7 @@ from typing import Any
 
 from actors._engine.horizon import ResultWindow
 from actors._shell.trial_actor import MAX_BATCH, TrialActor
-from actors._worker.runner import Command
+from actors._worker.channel import Command
 from actors.messages import (
     CheckpointRef,
     DecideResult,
@@ -326,18 +326,18 @@ class SimTrial:
         return result
 
     def _saved_here(self) -> bool:
-        """As ``TrialRunner._saved_here``: this iteration is committed already."""
+        """As ``CheckpointCommits.saved_at`` (``actors/_worker/commits.py``): this iteration is committed already."""
         return self.latest is not None and self.committed_iteration == self._iteration
 
     def _commit(self, result: dict[str, Any] | None) -> CheckpointRef:
-        """Commit a checkpoint as TrialRunner._commit does; a StorageError fails the run (``_Stop``)."""
+        """Commit a checkpoint as CheckpointCommits.commit does; a StorageError fails the run (``_Stop``)."""
         from storage._io import dumps
 
         assert self._ctx is not None
         index = self.next_index
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
-        metrics: dict[str, Any] = json.loads(dumps(result or {}))  # (as TrialRunner._commit)
+        metrics: dict[str, Any] = json.loads(dumps(result or {}))  # (as CheckpointCommits.commit)
         rows = self.window.unconfirmed(self.committed_iteration, self._iteration)
         meta = {"iteration": self._iteration, "time_total_s": self.time_total, "metrics": metrics,
                 "results": json.loads(dumps(rows))}

@@ -1,0 +1,97 @@
+"""The driver's side of one experiment's run: start the controller, then only listen to it.
+
+The driver creates the controller in the actor system, sends it the cloudpickled spec and from then
+on hears progress, callback events, printed lines and the end; it never talks to a trial actor
+(asking a killed actor stalls Thespian's external API for half a minute). A silent controller is
+presumed dead after ``RunConfig.controller_timeout_s``; Ctrl-C asks it to abort and waits briefly.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import cloudpickle
+
+from actors._driver.errors import TuneError
+from actors.messages import (
+    AbortExperiment,
+    ExperimentFinished,
+    ExperimentProgress,
+    StartExperiment,
+    TrialEvents,
+    TrialOutputBatch,
+)
+
+if TYPE_CHECKING:
+    from actors._driver.callback_state import CallbackStates
+    from actors._driver.callbacks import CallbackDispatcher
+    from actors._driver.progress import ProgressDisplay
+    from actors._engine.spec import ExperimentSpec
+
+CONTROLLER_NAME = "audition-controller"
+
+
+class ControllerClient:
+    """Runs one experiment's controller and hands what it sends to the callbacks and the display."""
+
+    def __init__(self, dispatcher: CallbackDispatcher, reporter: ProgressDisplay, states: CallbackStates,
+                 timeout_s: float) -> None:
+        self.dispatcher = dispatcher
+        self.reporter = reporter
+        self.states = states
+        self.timeout_s = timeout_s  # RunConfig.controller_timeout_s: silence for longer means it died
+
+    def run(self, asys: Any, spec: ExperimentSpec, system: Any) -> ExperimentFinished | None:
+        """Start the controller on ``spec`` and listen until it reports the end (None: it never did)."""
+        from actors._shell.controller import ControllerActor
+
+        port = getattr(asys, "audition_admin_port", 0)
+        spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
+        spec.actor_processes = system != "simple"
+        blob = cloudpickle.dumps(spec)
+        # a global name lets `audition cluster status` find the controller from outside
+        controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
+        self.dispatcher.answer = lambda msg: asys.tell(controller, msg)
+        asys.tell(controller, StartExperiment(blob))
+        try:
+            return self._wait(asys, controller)
+        except KeyboardInterrupt:
+            asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
+            self._wait(asys, controller, limit_s=10.0, quiet=True)
+            raise
+
+    def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
+              quiet: bool = False) -> ExperimentFinished | None:
+        timeout = self.timeout_s
+        last = time.monotonic()
+        deadline = None if limit_s is None else last + limit_s
+        finished: ExperimentFinished | None = None
+        while True:
+            msg = asys.listen(datetime.timedelta(seconds=0.2 if finished else 0.5))
+            now = time.monotonic()
+            if isinstance(msg, ExperimentFinished):
+                finished = msg
+                deadline = min(deadline or now + 10.0, now + 10.0)  # collect the last event batches
+            elif isinstance(msg, TrialEvents):
+                self.dispatcher.push(msg)
+                self.states.maybe_save()
+            elif isinstance(msg, TrialOutputBatch):
+                self.reporter.output(msg)
+            elif isinstance(msg, ExperimentProgress) and not quiet:
+                self.reporter.update(msg)
+            if msg is not None:
+                last = now
+            if (finished is not None and self.dispatcher.received >= finished.event_batches
+                    and self.reporter.printer.batches >= finished.output_batches):
+                return finished
+            if deadline is not None and now > deadline:
+                return finished
+            if now - last > timeout:
+                raise TuneError(f"the controller sent nothing for {timeout:.0f}s; it is presumed dead. "
+                                "Partial results are in storage; try Tuner.restore()")
+
+
+__all__ = ["CONTROLLER_NAME", "ControllerClient"]

@@ -1,0 +1,181 @@
+"""``Tuner.restore``'s storage side, in the controller: storage made to agree with the rewound table.
+
+The driver rewinds the saved table (``actors._driver.restore``) and tags each row it changed with
+what to do (``RESUME``, ``RESTART``, ``END``). Before any trial starts, ``prepare_storage`` removes
+what the crashed run wrote after the state was saved (result rows, checkpoints, whole trial
+directories), because the restored searcher, scheduler and table have never seen it; except that a
+resumed trial continues from the newest checkpoint committed in storage, even one newer than the
+state, when its history reaches it (the results its manifest carries fill it in).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from actors._driver.restore import END, RESUME
+
+log = logging.getLogger("audition")
+
+
+def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, list[Any]]:
+    """Make storage match the restored table; returns each touched trial's kept checkpoints.
+
+    Runs in the controller before any trial starts, so nothing else writes here. For every trial
+    that restoring resumes, restarts or ends: checkpoint directories the state does not know
+    (uncommitted, or committed after the state was saved) are deleted, a saved checkpoint that
+    has disappeared is replaced by an older committed one (or none), and result rows after the
+    point the trial continues from are truncated. Trial directories of the run's naming scheme
+    that are not in the table belong to trials suggested after the state was saved: the restored
+    searcher suggests them again, so they are deleted. So are checkpoints the state lists as
+    retired (retention was deleting them when the run died).
+    """
+    from storage import delete_checkpoint
+    from storage._io import list_dir, remove_tree
+
+    rows = {r["trial_id"]: r for r in state["trials"]}
+    own = re.compile(rf"{re.escape(str(state['trial_prefix']))}_\d{{5,}}")
+    taken = {posixpath.basename(layout.trial_dir(tid)) for tid in rows}
+    named = any(r.get("dirname") for r in rows.values())  # trial_dirname_creator: any name may be a trial's
+    stale = [e["name"] for e in list_dir(ctx, layout.experiment_dir)
+             if e.get("type") == "directory" and posixpath.basename(e["name"].rstrip("/")) not in taken
+             and (own.fullmatch(posixpath.basename(e["name"].rstrip("/")))
+                  or (named and _is_trial_dir(ctx, e["name"])))]
+    touched = [r for r in rows.values() if r.get("restore")]
+    inside = layout.experiment_dir.rstrip("/") + "/"
+    retired = [p for p in state.get("retired") or [] if isinstance(p, str) and p.startswith(inside)]
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="restore") as pool:
+        list(pool.map(lambda p: remove_tree(ctx, p), stale))
+        list(pool.map(lambda p: delete_checkpoint(ctx, p), retired))  # a deletion cut short
+        kept = dict(zip([r["trial_id"] for r in touched],
+                        pool.map(lambda r: _prepare_trial(ctx, layout, r), touched)))
+    if stale:
+        log.info("restore: removed %d trial dir(s) written after the last state save", len(stale))
+    return kept
+
+
+def _is_trial_dir(ctx: Any, path: str) -> bool:
+    """A directory the controller made for a trial (it writes params.json first), not a dot-dir."""
+    from storage import PARAMS_NAME, exists
+
+    base = posixpath.basename(path.rstrip("/"))
+    return not base.startswith(".") and exists(ctx, posixpath.join(path.rstrip("/"), PARAMS_NAME))
+
+
+def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
+    from actors.messages import CheckpointRef
+    from storage import ResultWriter, delete_checkpoint, list_checkpoints
+    from storage._io import remove_tree
+
+    tid = row["trial_id"]
+    max_index = int(row.get("max_index", -1))
+    if row["restore"] == RESUME:
+        max_index = row["max_index"] = _resume_newest(ctx, layout, row, max_index)
+    kept: list[CheckpointRef] = []
+    for info in list_checkpoints(ctx, layout.trial_dir(tid)):
+        if not info.committed:
+            remove_tree(ctx, info.path)
+        elif info.index > max_index:
+            delete_checkpoint(ctx, info.path)  # committed after the state: its results are unknown
+        else:
+            meta = info.metadata
+            kept.append(CheckpointRef(info.path, info.index, int(meta.get("iteration", 0)),
+                                      float(meta.get("time_total_s", 0.0)), dict(meta.get("metrics") or {})))
+    ck = row.get("checkpoint")
+    if row["restore"] == RESUME and ck is not None and not _still_there(ctx, ck["path"], kept):
+        older = [c for c in kept if c.iteration <= int(ck["iteration"])]
+        if older:
+            c = older[-1]
+            row["checkpoint"] = {"path": c.path, "index": c.index, "iteration": c.iteration,
+                                 "time_total_s": c.time_total_s, "metrics": c.metrics}
+        else:
+            row["checkpoint"] = None
+        log.warning("restore: checkpoint %s of trial %s is gone; continuing from %s", ctx.uri(ck["path"]),
+                    tid, ctx.uri(row["checkpoint"]["path"]) if row["checkpoint"] else "scratch")
+    if row["restore"] == END:
+        upto = int(row["last_result"].get("training_iteration", 0))
+    elif row.get("checkpoint"):
+        upto = int(row["checkpoint"]["iteration"])
+    else:
+        upto = 0
+    writer = ResultWriter(ctx, layout, tid)
+    writer.truncate(upto)
+    if row["restore"] == RESUME:
+        # the history now ends where the trial continues from, and so does its last result until it
+        # reports again (a trial stopped before that, by its scheduler or another abort, keeps it)
+        history = writer.json.rows()
+        row["last_result"] = history[-1] if history else {}
+    writer.close()
+    row["logged_iteration"] = upto
+    return kept
+
+
+def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -> int:
+    """Checkpoints committed after the state was saved: the trial resumes from the newest one its
+    history reaches (``actors._shell.recovery``), the history filled from their manifests. Returns the
+    highest index to keep; the ones above it are deleted as before."""
+    from actors._shell.recovery import choose, found_from
+    from storage import ResultWriter, committed_after, read_results
+
+    tid = row["trial_id"]
+    infos = committed_after(ctx, layout.trial_dir(tid), max_index)
+    if not infos:
+        return max_index
+    logged = 0  # the history's gap-free prefix 1..logged
+    prefix: list[dict[str, Any]] = []
+    for r in read_results(ctx, layout, tid):
+        it = r.get("training_iteration")
+        if it == logged + 1:
+            logged += 1
+            prefix.append(r)
+        elif not isinstance(it, int) or it > logged:
+            break
+    got = choose([found_from(i) for i in infos], logged)
+    c = got.checkpoint
+    if c is None:
+        return max_index
+    if got.rows:
+        writer = ResultWriter(ctx, layout, tid)
+        writer.truncate(logged)
+        writer.append(got.rows)
+        writer.close()
+    # the trial's last result is the history's last row: a run resuming from the final checkpoint
+    # reports nothing more, and its Result.metrics must not be an older row (also when the history
+    # already held the rows the state had not yet seen)
+    reached = [r for r in (*prefix, *got.rows) if int(r.get("training_iteration", 0)) <= c.iteration]
+    seen = int(row["last_result"].get("training_iteration", 0))
+    # the restored stopper, scheduler and searcher never saw these rows: the core shows them to the
+    # stop criteria before the trial runs on (a trial stopped at one of them ends there)
+    row["unseen"] = [dict(r) for r in reached if int(r.get("training_iteration", 0)) > seen]
+    if row["unseen"]:
+        row["last_result"] = dict(reached[-1])
+    row["checkpoint"] = {"path": c.path, "index": c.index, "iteration": c.iteration,
+                         "time_total_s": c.time_total_s, "metrics": c.metrics}
+    log.info("restore: trial %s resumes from %s, committed after the state was saved", tid, ctx.uri(c.path))
+    return c.index
+
+
+def mark_last_done(ctx: Any, layout: Any, trial_id: str) -> None:
+    """The history's last row says ``done=True`` (a trial that ended at it)."""
+    from storage import ResultWriter
+
+    writer = ResultWriter(ctx, layout, trial_id)
+    rows = writer.json.rows()
+    if rows and not rows[-1].get("done"):
+        last = rows[-1]
+        writer.truncate(int(last.get("training_iteration", 0)) - 1)
+        writer.append([{**last, "done": True}])
+    writer.close()
+
+
+def _still_there(ctx: Any, path: str, kept: list[Any]) -> bool:
+    """The saved checkpoint is usable: listed as kept, or (a PBT clone's) committed elsewhere."""
+    from storage import is_committed
+
+    return any(c.path == path for c in kept) or is_committed(ctx, path)
+
+
+__all__ = ["mark_last_done", "prepare_storage"]

@@ -1,0 +1,102 @@
+"""A run's checkpoints, committed to storage by the worker thread itself.
+
+Each commit takes the next index, writes the checkpoint with a manifest (its iteration, time, the
+whole result as Ray's ``best_checkpoints`` hold it, and the results the controller has not
+acknowledged since the previous checkpoint, so they survive the process dying right after the
+commit) and becomes the run's latest checkpoint. A permanent storage error is kept: the run fails
+even if the user's code caught it.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+from actors._driver.checkpoint import Checkpoint
+from actors.messages import CheckpointRef
+
+if TYPE_CHECKING:
+    from actors._driver.trainable import Trainable
+    from actors._engine.horizon import ResultWindow
+    from storage import ExperimentLayout, StorageContext
+
+
+class CheckpointCommits:
+    """The checkpoints one run committed: the next index, the latest one and the iteration it holds."""
+
+    def __init__(self, ctx: StorageContext, layout: ExperimentLayout, trial_id: str, next_index: int,
+                 latest: CheckpointRef | None, iteration: int) -> None:
+        self.ctx = ctx
+        self.layout = layout
+        self.trial_id = trial_id
+        self.next_index = next_index
+        self.latest = latest
+        self.committed_iteration = iteration
+        # a permanent storage error while committing a checkpoint (after the storage package's own
+        # retries): the run fails even if the user's code caught it, and the experiment stops
+        self.storage_failure: str | None = None
+
+    def next_name(self) -> str:
+        """The directory name of the next checkpoint (Ray's ``checkpoint_dir_name``)."""
+        return posixpath.basename(self.layout.checkpoint_dir(self.trial_id, self.next_index))
+
+    def saved_at(self, iteration: int) -> bool:
+        """The trainable's state at ``iteration`` is committed already (checkpoint_frequency, or a
+        checkpoint reported with it): a pause's or the end's save adds nothing (Ray makes none)."""
+        return self.latest is not None and self.committed_iteration == iteration
+
+    def save(self, trainable: Trainable, result: dict[str, Any] | None, iteration: int, time_total: float,
+             window: ResultWindow) -> CheckpointRef:
+        """Save a class trainable (``save_checkpoint`` into a scratch directory) and commit it."""
+        tmp = tempfile.mkdtemp(prefix="audition_save_")
+        try:
+            out = trainable.save_checkpoint(tmp)
+            if isinstance(out, dict):
+                ck = Checkpoint.from_dict(out)
+                return self.commit(ck, result, iteration, time_total, window)
+            return self.commit(Checkpoint(tmp), result, iteration, time_total, window)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def commit(self, checkpoint: Checkpoint, result: dict[str, Any] | None, iteration: int, time_total: float,
+               window: ResultWindow) -> CheckpointRef:
+        from storage import StorageError, commit_checkpoint
+        from storage._io import dumps
+
+        index = self.next_index
+        self.next_index += 1
+        dest = self.layout.checkpoint_dir(self.trial_id, index)
+        # the whole result, nested values and config included, as Ray's best_checkpoints hold it (JSON-safe)
+        metrics: dict[str, Any] = json.loads(dumps(result or {}))
+
+        meta = {"iteration": iteration, "time_total_s": time_total, "metrics": metrics,
+                "results": self._unconfirmed(window, iteration)}
+        with checkpoint.as_directory() as local:
+            try:
+                commit_checkpoint(self.ctx, dest, local, meta)
+            except StorageError as exc:
+                self.storage_failure = str(exc)
+                raise
+        checkpoint._release()
+        ref = CheckpointRef(dest, index, iteration, time_total, metrics)
+        self.latest = ref
+        self.committed_iteration = iteration
+        return ref
+
+    def _unconfirmed(self, window: ResultWindow, iteration: int) -> list[dict[str, Any]]:
+        """Results after the previous checkpoint that the controller may not have (JSON-safe).
+
+        Acknowledged results were logged; those up to the previous checkpoint are in that
+        checkpoint's manifest, or the controller logged them when it heard of that checkpoint.
+        """
+        from storage._io import dumps
+
+        rows = window.unconfirmed(self.committed_iteration, iteration)
+        out: list[dict[str, Any]] = json.loads(dumps(rows))
+        return out
+
+
+__all__ = ["CheckpointCommits"]
