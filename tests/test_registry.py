@@ -83,11 +83,31 @@ def test_registered_function_and_class_run_in_trial_processes(names, storage_dir
 
 
 def test_unknown_name_is_a_tune_error_naming_the_fix(names, storage_dir) -> None:
-    # Ray 2.60: Tuner("nosuch").fit() and tune.run("nosuch2") raise TuneError('Unknown trainable: nosuch')
+    # Ray 2.60: Tuner("nosuch") is built; its fit() and tune.run("nosuch2") raise TuneError('Unknown trainable: nosuch')
+    tuner = Tuner("nosuch", param_space={"x": 1}, run_config=RunConfig(storage=storage_dir, name="nosuch", verbose=0))
     with pytest.raises(tune.TuneError, match=r"Unknown trainable: nosuch\b.*register_trainable\('nosuch'"):
-        Tuner("nosuch", param_space={"x": 1}, run_config=RunConfig(storage=storage_dir, verbose=0))
+        tuner.fit()
+    assert not os.path.exists(os.path.join(storage_dir, "nosuch"))  # refused before anything was written
     with pytest.raises(tune.TuneError, match=r"Unknown trainable: nosuch2\b"):
         tune.run("nosuch2", config={"x": 1}, storage_path=storage_dir, verbose=0)
+
+
+def test_the_name_is_looked_up_by_fit(names, storage_dir) -> None:
+    # Ray 2.60 (recorded: Tuner("late") before register_trainable("late", a), then fit(): a's result, trial named
+    # late_<id>; register_trainable("swap", a), Tuner("swap"), register_trainable("swap", b), fit(): b's result)
+    late = Tuner("late", param_space={"x": 1}, run_config=RunConfig(storage=storage_dir, name="late", verbose=0,
+                                                                   system="simple"))
+    tune.register_trainable("late", train_fn2)
+    tune.register_trainable("swap", train_fn2)
+    swap = Tuner("swap", param_space={"x": 2}, run_config=RunConfig(storage=storage_dir, name="swap", verbose=0,
+                                                                   system="simple"))
+    tune.register_trainable("swap", train_fn)
+    (late_result,) = late.fit()
+    assert late_result.metrics["score"] == -1
+    assert late_result.metrics["training_iteration"] == 1
+    (swap_result,) = swap.fit()
+    assert [m["score"] for m in swap_result.metrics_history] == [2, 4, 6]
+    assert swap_result.metrics["name"].startswith("swap_")
 
 
 @pytest.mark.parametrize("bad", [5, "train_fn", dict], ids=["int", "str", "not-a-Trainable"])

@@ -1,6 +1,6 @@
 """``register_trainable(name, trainable)``: Ray Tune's registry of trainables by name.
 
-A name is resolved to its function or class in the driver, when ``Tuner(name)``, ``tune.run(name)``
+A name is resolved to its function or class in the driver, by ``Tuner(name).fit()``, ``tune.run(name)``
 or ``Tuner.restore(path, name)`` is called, so the object itself is pickled into the experiment and
 reaches trial processes on any machine as an unregistered trainable would (Ray keeps its registry in
 the cluster's key-value store instead). The registered name is the trainable's name: trials are
@@ -41,6 +41,10 @@ def register_trainable(name: str, trainable: Any, warn: bool = True) -> None:
     _TRAINABLES[name] = trainable
 
 
+def is_registered(name: str) -> bool:
+    return name in _TRAINABLES
+
+
 def resolve_trainable(trainable: Any) -> tuple[Any, str, bool]:
     """(the trainable, its name, whether it was given by a registered name), checked as ``Tuner`` checks
     it. An unknown name raises ``TuneError`` (as Ray's ``fit()`` does: 'Unknown trainable: <name>')."""
@@ -49,7 +53,7 @@ def resolve_trainable(trainable: Any) -> tuple[Any, str, bool]:
     if trainable not in _TRAINABLES:
         known = f" (registered: {sorted(_TRAINABLES)})" if _TRAINABLES else ""
         raise TuneError(f"Unknown trainable: {trainable}{known}. Register it first in this process with "
-                        f"tune.register_trainable({trainable!r}, train_fn) before Tuner({trainable!r}) or "
+                        f"tune.register_trainable({trainable!r}, train_fn) before Tuner({trainable!r}).fit() or "
                         "tune.run, or pass the function or Trainable class itself")
     found = _TRAINABLES[trainable]
     check_trainable(found)

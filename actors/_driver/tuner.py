@@ -32,7 +32,7 @@ from actors._driver.loggers import controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
-from actors._driver.registry import resolve_trainable
+from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
@@ -68,10 +68,13 @@ class Tuner:
         self.run_config = rc = run_config or RunConfig()
         if param_space is not None and not isinstance(param_space, dict):
             raise ConfigError(f"param_space must be a dict, got {type(param_space).__name__}")
-        trainable, self.trainable_name, self._registered = resolve_trainable(trainable)  # (a registered name)
-        self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
-        self._trainable = pickled(trainable, "trainable")  # with_parameters objects: only their keys
-        self._parameters = parameters_of(trainable)
+        # A registered name is looked up again by fit(), as Ray 2.60 looks it up there (recorded: a name registered
+        # after Tuner(...) runs, and the function registered last under it is the one that runs); an unknown one
+        # raises there. Known now, it is checked now too.
+        self._by_name = trainable if isinstance(trainable, str) else None
+        found = None if self._by_name is not None and not is_registered(self._by_name) else resolve_trainable(trainable)
+        self.trainable_name: str = found[1] if found is not None else str(self._by_name)
+        self._registered = True if found is None else found[2]
         searcher, self._num_samples = experiment_searcher(tc, param_space)
         self._searcher = searcher
         # what Tuner.restore(param_space=...) is checked against, as Ray checks it (flattened, sorted keys)
@@ -108,18 +111,29 @@ class Tuner:
             )
         stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
         self.name = rc.name or f"{self.trainable_name}_{stamp}"
-        resources = check_resources(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
-                                    or {"cpu": 1}, "with_resources(...)")
-        cpus = default_cpus()
-        need = float(resources.get("cpu", 1))
+        self._restore_state: dict[str, Any] | None = None
         if self._multi_host:
             leader_host = str(rc.system)[len("tcp://"):].rpartition(":")[0] or "127.0.0.1"
             if self._ctx.is_local and not leader_host.startswith(("127.", "localhost")):
                 log.warning("storage %s is a local path: trials on other hosts write their checkpoints to "
                             "their own disk unless every host mounts it; prefer s3://", self._ctx.url)
+        if found is not None:
+            self._bind_trainable(found[0])
+
+    def _bind_trainable(self, trainable: Any) -> None:
+        """What the experiment takes from its trainable: itself (pickled), its end-checkpoint default, its
+        ``with_parameters`` objects and its resources, and so how many trials run at once."""
+        tc, rc = self.tune_config, self.run_config
+        self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
+        self._trainable = pickled(trainable, "trainable")  # with_parameters objects: only their keys
+        self._parameters = parameters_of(trainable)
+        resources = check_resources(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
+                                    or {"cpu": 1}, "with_resources(...)")
+        cpus = default_cpus()
+        need = float(resources.get("cpu", 1))
+        if self._multi_host:
             self._resources = resources
             self._slots = tc.max_concurrent_trials or 1_000_000
-            self._restore_state: dict[str, Any] | None = None
             return
         extra = sorted(k for k, v in resources.items() if k != "cpu" and v > 0)
         if extra:
@@ -134,7 +148,6 @@ class Tuner:
             slots = min(slots, tc.max_concurrent_trials)
         self._resources = resources
         self._slots = slots
-        self._restore_state = None
 
     # ------------------------------------------------------------------ run
     def _restored(self, spec: ExperimentSpec, saved: dict[str, Any], ctx: Any) -> None:
@@ -186,6 +199,8 @@ class Tuner:
         except StorageError as exc:
             raise TuneError(str(exc)) from None
         if getattr(self, "_prebuilt", None) is None:  # a new experiment (not a restore): never over an old one
+            if getattr(self, "_by_name", None) is not None:  # what is registered under the name now (Ray)
+                self._bind_trainable(resolve_trainable(str(self._by_name))[0])
             try:
                 self.name = claim_name(self._ctx, self.name, chosen=self.run_config.name is not None)
             except StorageError as exc:
