@@ -17,6 +17,7 @@ from typing import Any
 
 from actors._driver.errors import ConfigError
 from actors._engine.flat import flatten
+from actors._engine.store import RestoreMark
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
 
@@ -24,10 +25,6 @@ FORCE_TRUNCATE = 10**12
 STATE_KEYS = ("trial_prefix", "suggested", "trials")
 ROW_KEYS = ("trial_id", "config", "status", "last_result", "num_failures")
 
-# What restoring does to a trial (``row["restore"]``); rows without it are left as saved.
-RESUME = "resume"  # continue from the saved checkpoint (or from scratch without one)
-RESTART = "restart"  # run again from scratch (restart_errored)
-END = "end"  # unfinished, but resume_unfinished=False: ends TERMINATED as saved
 
 
 def _split(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
@@ -227,21 +224,21 @@ def _rewind(state: dict[str, Any], resume_unfinished: bool, resume_errored: bool
         if status is TrialStatus.ERROR:
             if restart_errored:
                 row.update(status=TrialStatus.PENDING.value, checkpoint=None, num_failures=0, error=None,
-                           traceback=None, last_result={}, marks=[], restore=RESTART)
+                           traceback=None, last_result={}, marks=[], restore=RestoreMark.RESTART)
             elif resume_errored:
-                row.update(status=TrialStatus.PENDING.value, error=None, traceback=None, restore=RESUME)
+                row.update(status=TrialStatus.PENDING.value, error=None, traceback=None, restore=RestoreMark.RESUME)
         elif status is TrialStatus.RUNNING:
             row["status"] = (TrialStatus.PENDING if resume_unfinished else TrialStatus.TERMINATED).value
-            row["restore"] = RESUME if resume_unfinished else END
+            row["restore"] = RestoreMark.RESUME if resume_unfinished else RestoreMark.END
         elif status in (TrialStatus.PENDING, TrialStatus.PAUSED):
             if not resume_unfinished:
                 row["status"] = TrialStatus.TERMINATED.value
-            row["restore"] = RESUME if resume_unfinished else END
-        if row.get("restore") in (RESUME, RESTART):
+            row["restore"] = RestoreMark.RESUME if resume_unfinished else RestoreMark.END
+        if row.get("restore") in (RestoreMark.RESUME, RestoreMark.RESTART):
             # the state may be older than the result log: drop everything after the checkpoint
             row["logged_iteration"] = FORCE_TRUNCATE
     state["restored"] = True
     return state
 
 
-__all__ = ["END", "RESTART", "RESUME", "can_restore", "restore_tuner"]
+__all__ = ["can_restore", "restore_tuner"]

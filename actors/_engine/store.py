@@ -11,6 +11,7 @@ callable gives for that exception.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from actors._engine.lifecycle import TrialRecord, TrialTable
@@ -18,6 +19,15 @@ from actors.messages import CheckpointRef, TrialSummary
 
 # the saved experiment state's format (its "version"): what a store writes and Tuner.restore reads
 STATE_VERSION = 1
+
+
+class RestoreMark(StrEnum):
+    """What ``Tuner.restore`` does to a saved trial (its row's ``"restore"``, set by the driver, carried out by
+    the controller before any trial starts); rows without one are left as saved."""
+
+    RESUME = "resume"  # continue from the saved checkpoint (or from scratch without one)
+    RESTART = "restart"  # run again from scratch (restart_errored)
+    END = "end"  # unfinished, but resume_unfinished=False: ends TERMINATED as saved
 
 
 class Recovered(Protocol):

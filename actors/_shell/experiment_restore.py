@@ -36,8 +36,8 @@ class Restored:
 def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: ExperimentLayout, table: TrialTable,
                   searcher: Any, stopper: Any, num_to_keep: int | None) -> Restored:
     """Add the trials of ``saved`` to ``table`` and restore the searcher's and stopper's states."""
-    from actors._driver.restore import END
     from actors._engine.marks import marks_from_rows
+    from actors._engine.store import RestoreMark
     from actors._shell.restore_storage import prepare_storage
 
     state = copy.deepcopy(saved)
@@ -75,7 +75,7 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
             ckpts[rec.trial_id] = kept[rec.trial_id]
         if row.get("unseen"):
             notes.unseen[rec.trial_id] = row["unseen"]
-        if row.get("restore") == END:
+        if row.get("restore") == RestoreMark.END:
             notes.ended.append(rec.trial_id)
     return Restored(int(state["suggested"]), scheduler, logged_iter, max_index, ckpts, state_refs, notes)
 

@@ -1,7 +1,7 @@
 """``Tuner.restore``'s storage side, in the controller: storage made to agree with the rewound table.
 
 The driver rewinds the saved table (``actors._driver.restore``) and tags each row it changed with
-what to do (``RESUME``, ``RESTART``, ``END``). Before any trial starts, ``prepare_storage`` removes
+what to do (``RestoreMark``). Before any trial starts, ``prepare_storage`` removes
 what the crashed run wrote after the state was saved (result rows, checkpoints, whole trial
 directories), because the restored searcher, scheduler and table have never seen it; except that a
 resumed trial continues from the newest checkpoint committed in storage, even one newer than the
@@ -16,7 +16,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from actors._driver.restore import END, RESUME
+from actors._engine.store import RestoreMark
 
 log = logging.getLogger("audition")
 
@@ -72,7 +72,7 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
 
     tid = row["trial_id"]
     max_index = int(row.get("max_index", -1))
-    if row["restore"] == RESUME:
+    if row["restore"] == RestoreMark.RESUME:
         max_index = row["max_index"] = _resume_newest(ctx, layout, row, max_index)
     kept: list[CheckpointRef] = []
     for info in list_checkpoints(ctx, layout.trial_dir(tid)):
@@ -85,7 +85,7 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
             kept.append(CheckpointRef(info.path, info.index, int(meta.get("iteration", 0)),
                                       float(meta.get("time_total_s", 0.0)), dict(meta.get("metrics") or {})))
     ck = row.get("checkpoint")
-    if row["restore"] == RESUME and ck is not None and not _still_there(ctx, ck["path"], kept):
+    if row["restore"] == RestoreMark.RESUME and ck is not None and not _still_there(ctx, ck["path"], kept):
         older = [c for c in kept if c.iteration <= int(ck["iteration"])]
         if older:
             c = older[-1]
@@ -95,7 +95,7 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
             row["checkpoint"] = None
         log.warning("restore: checkpoint %s of trial %s is gone; continuing from %s", ctx.uri(ck["path"]),
                     tid, ctx.uri(row["checkpoint"]["path"]) if row["checkpoint"] else "scratch")
-    if row["restore"] == END:
+    if row["restore"] == RestoreMark.END:
         upto = int(row["last_result"].get("training_iteration", 0))
     elif row.get("checkpoint"):
         upto = int(row["checkpoint"]["iteration"])
@@ -103,7 +103,7 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
         upto = 0
     writer = ResultWriter(ctx, layout, tid)
     writer.truncate(upto)
-    if row["restore"] == RESUME:
+    if row["restore"] == RestoreMark.RESUME:
         # the history now ends where the trial continues from, and so does its last result until it
         # reports again (a trial stopped before that, by its scheduler or another abort, keeps it)
         history = writer.json.rows()
