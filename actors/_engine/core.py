@@ -9,12 +9,12 @@ address (actors are ``Handle`` numbers). The shell (``actors._shell.controller``
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from actors._engine.cluster import Cluster, RunLost
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
 from actors._engine.flat import flatten
@@ -32,16 +32,13 @@ from actors._engine.signals import (
     DRIVER,
     ActorGone,
     ActorKind,
-    CheckProcesses,
     Command,
     DriverGone,
     Finish,
     Handle,
-    KillProcess,
     MemberJoined,
     MemberLeft,
     ProcessesChecked,
-    Reply,
     Retire,
     Send,
     ShutdownSystem,
@@ -64,7 +61,6 @@ from actors.messages import (
     ActionKind,
     CallbackAnswer,
     CheckpointRef,
-    ClusterStatus,
     ClusterStatusRequest,
     DecidedResults,
     EndReason,
@@ -72,8 +68,6 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
-    ProbeKill,
-    ProbeStart,
     RunTrial,
     SaveKind,
     SchedulerAction,
@@ -96,8 +90,6 @@ ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state 
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
 STOP_ALL_GRACE_S = 2.0
 SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
-
-log = logging.getLogger("audition")
 
 
 class ExperimentPhase(Enum):
@@ -125,6 +117,7 @@ class ExperimentCore:
         self.feed = DriverFeed(spec.forward_events, spec.log_to_driver)
         self.gate = ResultGate(spec.callback_gate and spec.forward_events)
         self.watch = Watchdog(spec.trial_stop_grace_s)
+        self.cluster = Cluster(spec, self.table, self.members, self.pool, self.watch, controller_pid)
         self.store: ExperimentStore | None = None
         self.source = TrialSource(spec)
         self.window = 1
@@ -548,11 +541,8 @@ class ExperimentCore:
         elif msg.handle == SCHEDULER:
             self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
 
-    def _status(self, msg: ClusterStatusRequest) -> None:
-        counts: dict[str, int] = {}
-        for rec in self.table.trials.values():
-            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
-        self.out.append(Reply(ClusterStatus(self.spec.name, tuple(self.members.rows()), counts)))
+    def _status(self, _: ClusterStatusRequest) -> None:
+        self.out.append(self.cluster.status())
 
     def _driver_gone(self, _: DriverGone) -> None:
         self.feed.driver_present = False  # sending to a dead address would stall this actor's exit
@@ -575,7 +565,7 @@ class ExperimentCore:
             for rec in self.table.with_status(TrialStatus.RUNNING):
                 self._kill_trial(rec.trial_id, rec.run_id)
         self._check_time_limits()
-        self._ask_processes()
+        self._emit(self.cluster.ask_processes())
         for trial_id, run_id in self.watch.overdue(self.table, self.now):
             self._kill_trial(trial_id, run_id)
         if self.finished:
@@ -587,7 +577,9 @@ class ExperimentCore:
         if self.spec.multi_host:
             for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
                 self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
-            self._check_placeable()
+            problem = self.cluster.unplaceable(self.now)
+            if problem is not None:
+                self._abort(problem)
         if self.phase is not ExperimentPhase.STARTING and self.io.state_due() and not self._state_current():
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
@@ -610,45 +602,13 @@ class ExperimentCore:
                 effects += self.table.request(SchedulerAction(ActionKind.STOP, trial_id))
         self._run(effects)
 
-    def _local_pid(self, trial_id: str, run_id: int) -> int | None:
-        """The pid of the process running this run of the trial, if it runs on this machine."""
-        pid = self.watch.pid(trial_id, run_id)
-        if pid is None or not self.spec.actor_processes or pid in (self.controller_pid, self.spec.driver_pid):
-            return None
-        if self.spec.multi_host and self.members.where(trial_id) != self.members.leader_id:
-            return None
-        return pid
-
-    def _ask_processes(self) -> None:
-        procs = tuple((rec.trial_id, rec.run_id, pid) for rec in self.table.with_status(TrialStatus.RUNNING)
-                      if (pid := self._local_pid(rec.trial_id, rec.run_id)) is not None)
-        if procs or self.watch.gone:
-            self.out.append(CheckProcesses(procs, always_answer=bool(self.watch.gone)))
-
     def _checked(self, msg: ProcessesChecked) -> None:
-        """Trial processes gone at two checks in a row with no exit notice heard: the run failed."""
-        for trial_id, run_id, code in self.watch.seen_gone(msg.gone):
-            rec = self.table.trials.get(trial_id)
-            if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
-                continue
-            self.pool.unassign(trial_id)  # never reused; a late ActorGone is ignored
-            self.watch.forget(trial_id)
-            self._ended(trial_id, run_id, EndReason.FAILED, None, death_message(code),
-                        "the trial's process is gone (found by the controller's liveness check)\n")
+        for lost in self.cluster.processes_gone(msg):
+            self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     def _kill_trial(self, trial_id: str, run_id: int) -> None:
         """End a trial that did not halt in time: kill its process, end it as the stop asked."""
-        local = self._local_pid(trial_id, run_id)
-        member = self.members.where(trial_id)
-        pid = self.watch.pid(trial_id, run_id)
-        self.watch.forget(trial_id)
-        handle = self.pool.unassign(trial_id)  # never reused; its ActorGone is now ignored
-        if local is not None:
-            self.out.append(KillProcess(local))
-        elif pid is not None and self.spec.actor_processes and member in self.members.probes:
-            self._send(self.members.probes[member], ProbeKill(pid))
-        if handle is not None:
-            self.out.append(Retire(handle))
+        self._emit(self.cluster.kill(trial_id, run_id))
         self._ended(trial_id, run_id, EndReason.STOPPED)
 
     # ------------------------------------------------------------------ the cluster
@@ -658,70 +618,37 @@ class ExperimentCore:
         if self.members.replaced(msg.member_id, msg.address):
             # restarted under the same id before its heartbeats timed out: its trials died with it
             self._member_gone(msg.member_id, "it joined again from a new address")
-        log.info("member %s joined with %s", msg.member_id, msg.resources)
-        self.members.joined(msg.member_id, msg.resources, msg.address, self.now)
-        probe = self.pool.new_handle()
-        self.members.probes[msg.member_id] = probe
-        self.out.append(Spawn(probe, ActorKind.PROBE, msg.member_id))
-        self._send(probe, ProbeStart(msg.member_id, self.spec.heartbeat_interval_s))
+        self._emit(self.cluster.join(msg, self.now))
         self._fill()
 
     def _member_left(self, msg: MemberLeft) -> None:
-        if not self.spec.multi_host:
-            return
-        if self.members.is_current(msg.member_id, msg.address):
+        if self.spec.multi_host and self.cluster.left(msg):
             self._member_gone(msg.member_id, "it left the convention")
-        else:
-            log.info("member %s: an old registration (%s) expired; the current one stays", msg.member_id, msg.address)
 
     def _heartbeat(self, msg: MemberHeartbeat) -> None:
-        if self.members.heartbeat(msg.member_id, self.now):
-            log.warning("member %s is reachable again", msg.member_id)
+        if self.cluster.heartbeat(msg, self.now):
             self._fill()
 
     def _member_gone(self, member_id: str, why: str) -> None:
-        trials = self.members.lose(member_id)
-        if trials is None:
+        lost = self.cluster.lose(member_id, why)
+        if lost is None:
             return
-        log.warning("member %s lost (%s); %d trial(s) restart elsewhere", member_id, why, len(trials))
-        for handle in self.pool.drop_idle(member_id):  # parked there: dead with it, never to be reused
-            self.out.append(Retire(handle))
-        for trial_id in trials:
-            self._host_lost(trial_id, member_id, why)
+        for item in lost:
+            if isinstance(item, RunLost):
+                self._host_lost(item)
+            else:
+                self.out.append(item)
         self._fill()
 
-    def _host_lost(self, trial_id: str, member: str, why: str) -> None:
-        """The member running ``trial_id`` is unreachable: the trial fails and restarts elsewhere."""
-        rec = self.table.get(trial_id)
-        handle = self.pool.unassign(trial_id)
-        if handle is not None:
-            self.out.append(Retire(handle))  # delivered if the member comes back
-        self.members.release(trial_id)
-        if rec.status is TrialStatus.RUNNING:
-            # what the lost run committed before now counts, even unreported; only its later commits
-            # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
-            # first, so recovery does not log its rows a second time.
-            self._log_unlogged(trial_id)
-            self._recover(rec)
-            self.io.fence(trial_id)
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
-                        f"lost contact with member {member!r} ({why})", "host lost\n")
-
-    def _check_placeable(self) -> None:
-        """A trial that no member can ever hold is an error, once members had time to join."""
-        waiting = bool(self.table.with_status(TrialStatus.PENDING)) and not self.table.running
-        waited = self.members.unplaceable_for(waiting, self.now)
-        if waited is None:
-            return
-        need = self.members.need
-        if waited == 0:
-            log.warning("no member can hold a trial needing %s (members: %s); waiting up to %.0fs "
-                        "(RunConfig(placement_timeout_s)) for a worker big enough to join", need,
-                        self.members.rows() or "none yet", self.spec.placement_grace_s)
-        elif waited > self.spec.placement_grace_s:
-            self._abort(f"no member can ever run a trial needing {need} (members: "
-                        f"{self.members.rows() or 'no member has joined'}); start workers with enough "
-                        "resources (audition worker --cpus N --resources JSON)")
+    def _host_lost(self, lost: RunLost) -> None:
+        """The member running the trial is unreachable: the trial fails and restarts elsewhere."""
+        # what the lost run committed before now counts, even unreported; only its later commits
+        # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
+        # first, so recovery does not log its rows a second time.
+        self._log_unlogged(lost.trial_id)
+        self._recover(self.table.get(lost.trial_id))
+        self.io.fence(lost.trial_id)
+        self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     # ------------------------------------------------------------------ effects
     def _run(self, effects: list[Effect]) -> None:
