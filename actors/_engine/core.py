@@ -23,6 +23,7 @@ from actors._engine.halt import Halts
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
+from actors._engine.orders import TrialOrders
 from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
 from actors._engine.quiet import changes_nothing
@@ -53,7 +54,7 @@ from actors._engine.signals import (
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
-from actors._engine.trial import TrialStatus, trial_name
+from actors._engine.trial import TrialStatus
 from actors._engine.verdicts import judge, stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
@@ -68,7 +69,6 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
-    RunTrial,
     SaveKind,
     SchedulerAction,
     SchedulerFailed,
@@ -76,14 +76,10 @@ from actors.messages import (
     SchedulerReply,
     SchedulerSetup,
     TrialEnded,
-    TrialHold,
     TrialOutput,
-    TrialProceed,
     TrialProcess,
     TrialResults,
-    TrialSave,
     TrialSaved,
-    TrialStop,
 )
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
@@ -120,13 +116,9 @@ class ExperimentCore:
         self.cluster = Cluster(spec, self.table, self.members, self.pool, self.watch, controller_pid)
         self.store: ExperimentStore | None = None
         self.source = TrialSource(spec)
-        self.window = 1
-        self.horizon_attr = ""  # the scheduler's decision horizons are on, in this result key
-        self.horizons: dict[str, float] = {}  # per trial, the newest the scheduler declared
+        self.orders = TrialOrders(spec, self.table, self.pool, self.members, self.watch)
         self.halts = Halts()
-        # where trials ask the scheduler for each decision themselves ("": through the core), and the
-        # replies of such decisions waiting for their batches (actors/_engine/direct.py)
-        self.direct = ""
+        # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
         self.joined = DecisionJoin()
         self.started_at = 0.0
         self.now = 0.0
@@ -151,6 +143,11 @@ class ExperimentCore:
             Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self._member_joined,
             MemberLeft: self._member_left, MemberHeartbeat: self._heartbeat, ProcessesChecked: self._checked,
         }
+
+    @property
+    def direct(self) -> str:
+        """Where trials ask the scheduler for each decision themselves ("": through the core)."""
+        return self.orders.direct
 
     @property
     def finished(self) -> bool:
@@ -237,20 +234,7 @@ class ExperimentCore:
             return
         self.phase = ExperimentPhase.RUNNING
         self.link.ready(msg)
-        # Stop criteria are checked in the core, so they too need every result decided before the next
-        # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
-        # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
-        # Not when it is only the class-trainable default: a trial then saves at its own end, and a STOP decided
-        # on its result lands there anyway (at a horizon, or held by a direct decision); the fast paths stay.
-        # A plugin with decision horizons lets a trial run ahead too, waiting only at its horizon.
-        asked_end_save = self.spec.checkpoint_at_end and not self.spec.checkpoint_at_end_by_default
-        core_decides = self.spec.stopper is not None or self.spec.callback_gate or asked_end_save
-        batching = (msg.batching_allowed or bool(msg.horizon_attr)) and not core_decides
-        self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
-        # A plugin that decides every result answers the trials directly where its actor offers that
-        # (scheduler_endpoint.offering_direct), on the same host, when the core need not decide each result.
-        self.direct = msg.direct if msg.direct and not core_decides and not self.spec.multi_host else ""
-        self.window = self.spec.batch_window if batching or self.direct else 1
+        self.orders.pace(msg)
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
@@ -333,7 +317,7 @@ class ExperimentCore:
         if any(hits) or not self.link.implements(HookKind.RESULT):
             self._log(msg, searcher=not any(hits))
             self._decide(msg, Decision.CONTINUE)
-        elif self.direct:  # the scheduler decided (or is deciding) each result with the trial itself
+        elif self.orders.direct:  # the scheduler decided (or is deciding) each result with the trial itself
             self.unlogged.setdefault(msg.trial_id, []).append(msg)
             self._run(effects)
             self._join(msg.trial_id)
@@ -653,40 +637,29 @@ class ExperimentCore:
     # ------------------------------------------------------------------ effects
     def _run(self, effects: list[Effect]) -> None:
         for e in effects:
-            rec = self.table.get(e.trial_id)
-            actor = self.pool.actor_of.get(e.trial_id)
-            if e.kind is EffectKind.START:
-                self._start_trial(rec)
-            elif e.kind is EffectKind.PROCEED and actor is not None:
-                self._send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq, self.horizons.get(e.trial_id)))
-            elif e.kind is EffectKind.HOLD and actor is not None:
-                if self.window > 1:  # (with a window of one the trial already waits for that decision)
-                    self._send(actor, TrialHold(e.trial_id, rec.run_id))
-            elif e.kind is EffectKind.SAVE and actor is not None:
-                self._send(actor, TrialSave(e.trial_id, rec.run_id, e.save))
-                if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
-                    self.watch.arm(e.trial_id, rec.run_id, self.now)
-            elif e.kind is EffectKind.STOP and actor is not None:
-                # the end checkpoint is for the trial's end: a pause has its own save (or none, as asked)
-                at_end = self.spec.checkpoint_at_end and rec.pending is not Decision.PAUSE
-                self._send(actor, TrialStop(e.trial_id, rec.run_id, at_end))
-                self.watch.arm(e.trial_id, rec.run_id, self.now)
-            elif e.kind is EffectKind.RELEASE:
-                self._release(e.trial_id, e.flag)
-            elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
-                self.horizons.pop(e.trial_id, None)
+            kind = e.kind
+            if kind is EffectKind.START:
+                self._start_trial(self.table.get(e.trial_id))
+            elif kind is EffectKind.RELEASE:
+                self._emit(self.orders.release(e.trial_id, e.flag))
+            elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
+                rec = self.table.get(e.trial_id)
+                self.orders.horizons.pop(e.trial_id, None)
                 self.io.on_finished(rec)  # the controller's loggers close its files, halted or not
                 if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
                     self._event(EventType.HALT, rec)
                     continue
-                self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
-                self._call(_HOOK_OF[e.kind], e.trial_id, (dict(rec.last_result),))
-                if e.kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
+                self._event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
+                self._call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
+                if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
                     # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
                     self._searcher("on_trial_complete", e.trial_id, None, False)
+            else:  # PROCEED, HOLD, SAVE, STOP: a message to the trial's actor
+                order = self.orders.order(e, self.now)
+                if order is not None:
+                    self.out.append(order)
 
     def _start_trial(self, rec: TrialRecord) -> None:
-        s = self.spec
         member = self.members.choose()
         if member is None or rec.trial_id in self.clone_waits:
             # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
@@ -694,34 +667,12 @@ class ExperimentCore:
             self.table.unstart(rec.trial_id)
             return
         self.io.on_start(rec)
-        handle = self.pool.reuse(member)
-        if handle is None:
-            handle = self.pool.new_handle()
-            self.out.append(Spawn(handle, ActorKind.TRIAL, member if s.multi_host else None))
-        self.members.place(rec.trial_id, member)
-        self.pool.assign(rec.trial_id, handle, rec.run_id)
+        spawn, handle = self.orders.place(rec, member)
+        if spawn is not None:
+            self.out.append(spawn)
         self._event(EventType.START, rec)
-        extra, rec.extra_result = rec.extra_result, {}
-        self._send(handle, RunTrial(
-            rec.trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
-            rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
-            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
-            member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
-            trial_dirname=rec.dirname or "",
-            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name),
-            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct,
-            resources=dict(s.resources_per_trial)))
+        self._send(handle, self.orders.run_trial(rec, member, self.io.next_checkpoint_index(rec)))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
-
-    def _release(self, trial_id: str, reusable: bool) -> None:
-        member = self.members.where(trial_id)
-        self.members.release(trial_id)
-        handle = self.pool.unassign(trial_id)
-        if handle is None:
-            return
-        if not (reusable and member is not None and member not in self.members.lost
-                and self.pool.park(handle, member)):
-            self.out.append(Retire(handle))
 
     # ------------------------------------------------------------------ the scheduler link
     def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
@@ -748,11 +699,9 @@ class ExperimentCore:
     def _on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
                   msg: SchedulerReply) -> None:
         effects: list[Effect] = []
-        if self.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
-            if msg.horizon is None:  # (before the batch's decision below, whose TrialProceed carries it)
-                self.horizons.pop(trial_id, None)
-            else:
-                self.horizons[trial_id] = msg.horizon
+        if self.orders.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
+            # (before the batch's decision below, whose TrialProceed carries it)
+            self.orders.declare_horizon(trial_id, msg.horizon)
         # requests made inside the hook merge first, then the hook's own return value settles the
         # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
         for action in msg.actions:
