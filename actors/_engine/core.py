@@ -14,6 +14,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from actors._engine.clones import CloneWaits
 from actors._engine.cluster import Cluster, RunLost
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
@@ -128,7 +129,7 @@ class ExperimentCore:
         # batches waiting for their decision to be logged, per trial in send order (a batching
         # scheduler can have several of a trial's batches in flight)
         self.unlogged: dict[str, list[TrialResults]] = {}
-        self.clone_waits: dict[str, str] = {}  # clone -> the source whose save in flight it waits for
+        self.clone_waits = CloneWaits(self.table)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
@@ -408,12 +409,7 @@ class ExperimentCore:
 
     def _source_saved(self, source_id: str, ckpt: CheckpointRef | None, fill: bool = True) -> None:
         """A save (or the end) of a clone source: the clones waiting for it take its checkpoint."""
-        waiting = [t for t, s in self.clone_waits.items() if s == source_id]
-        for target in waiting:
-            del self.clone_waits[target]
-            if ckpt is not None:
-                self.table.source_saved(target, source_id, ckpt)
-        if waiting and fill:
+        if self.clone_waits.landed(source_id, ckpt) and fill:
             self._fill()
 
     def _callback_answer(self, msg: CallbackAnswer) -> None:
@@ -712,10 +708,7 @@ class ExperimentCore:
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.exploit_source(action.source_id)
             effects += self.table.request(action, source)
-            src = self.table.trials.get(action.source_id or "")
-            if (action.wait_for_source and src is not None and src.status is TrialStatus.RUNNING
-                    and src.saves_inflight > 0):
-                self.clone_waits[action.trial_id] = src.trial_id
+            self.clone_waits.note(action)
         if kind is HookKind.RESULT and trial_id is not None:
             decision = Decision(msg.decision)
             queued = self.unlogged.get(trial_id) or []
@@ -764,8 +757,7 @@ class ExperimentCore:
         if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
             return
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING
-                      ) if self.clone_waits else 0
+        blocked = self.clone_waits.blocked()
         # (free room is counted only when a trial could take it and the concurrency cap leaves
         # room: this runs after every decision)
         if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
