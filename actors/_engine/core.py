@@ -640,7 +640,7 @@ class ExperimentCore:
                 self._emit(self.orders.release(e.trial_id, e.flag))
             elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
                 rec = self.table.get(e.trial_id)
-                self.orders.horizons.pop(e.trial_id, None)
+                self.orders.declare_horizon(e.trial_id, None)
                 self.io.on_finished(rec)  # the controller's loggers close its files, halted or not
                 if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
                     self._event(EventType.HALT, rec)
