@@ -583,6 +583,7 @@ class ExperimentCore:
         self._run(effects)
 
     def _checked(self, msg: ProcessesChecked) -> None:
+        """Trial processes the liveness check found gone (``Cluster.processes_gone``): their runs failed."""
         for lost in self.cluster.processes_gone(msg):
             self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
@@ -625,10 +626,11 @@ class ExperimentCore:
         # what the lost run committed before now counts, even unreported; only its later commits
         # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
         # first, so recovery does not log its rows a second time.
+        rec = self.table.get(lost.trial_id)
         self._log_unlogged(lost.trial_id)
-        self._recover(self.table.get(lost.trial_id))
+        self._recover(rec)
         self.io.fence(lost.trial_id)
-        self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
+        self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     # ------------------------------------------------------------------ effects
     def _run(self, effects: list[Effect]) -> None:
