@@ -9,12 +9,13 @@ address (actors are ``Handle`` numbers). The shell (``actors._shell.controller``
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from actors._engine.clones import CloneWaits
+from actors._engine.cluster import Cluster, RunLost
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
 from actors._engine.flat import flatten
@@ -23,6 +24,7 @@ from actors._engine.halt import Halts
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
+from actors._engine.orders import TrialOrders
 from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
 from actors._engine.quiet import changes_nothing
@@ -32,16 +34,13 @@ from actors._engine.signals import (
     DRIVER,
     ActorGone,
     ActorKind,
-    CheckProcesses,
     Command,
     DriverGone,
     Finish,
     Handle,
-    KillProcess,
     MemberJoined,
     MemberLeft,
     ProcessesChecked,
-    Reply,
     Retire,
     Send,
     ShutdownSystem,
@@ -56,7 +55,7 @@ from actors._engine.signals import (
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
-from actors._engine.trial import TrialStatus, trial_name
+from actors._engine.trial import TrialStatus
 from actors._engine.verdicts import judge, stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
@@ -64,7 +63,6 @@ from actors.messages import (
     ActionKind,
     CallbackAnswer,
     CheckpointRef,
-    ClusterStatus,
     ClusterStatusRequest,
     DecidedResults,
     EndReason,
@@ -72,9 +70,6 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
-    ProbeKill,
-    ProbeStart,
-    RunTrial,
     SaveKind,
     SchedulerAction,
     SchedulerFailed,
@@ -82,22 +77,16 @@ from actors.messages import (
     SchedulerReply,
     SchedulerSetup,
     TrialEnded,
-    TrialHold,
     TrialOutput,
-    TrialProceed,
     TrialProcess,
     TrialResults,
-    TrialSave,
     TrialSaved,
-    TrialStop,
 )
 
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
 STOP_ALL_GRACE_S = 2.0
 SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
-
-log = logging.getLogger("audition")
 
 
 class ExperimentPhase(Enum):
@@ -125,15 +114,12 @@ class ExperimentCore:
         self.feed = DriverFeed(spec.forward_events, spec.log_to_driver)
         self.gate = ResultGate(spec.callback_gate and spec.forward_events)
         self.watch = Watchdog(spec.trial_stop_grace_s)
+        self.cluster = Cluster(spec, self.table, self.members, self.pool, self.watch, controller_pid)
         self.store: ExperimentStore | None = None
         self.source = TrialSource(spec)
-        self.window = 1
-        self.horizon_attr = ""  # the scheduler's decision horizons are on, in this result key
-        self.horizons: dict[str, float] = {}  # per trial, the newest the scheduler declared
+        self.orders = TrialOrders(spec, self.table, self.pool, self.members, self.watch)
         self.halts = Halts()
-        # where trials ask the scheduler for each decision themselves ("": through the core), and the
-        # replies of such decisions waiting for their batches (actors/_engine/direct.py)
-        self.direct = ""
+        # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
         self.joined = DecisionJoin()
         self.started_at = 0.0
         self.now = 0.0
@@ -143,7 +129,7 @@ class ExperimentCore:
         # batches waiting for their decision to be logged, per trial in send order (a batching
         # scheduler can have several of a trial's batches in flight)
         self.unlogged: dict[str, list[TrialResults]] = {}
-        self.clone_waits: dict[str, str] = {}  # clone -> the source whose save in flight it waits for
+        self.clone_waits = CloneWaits(self.table)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
@@ -158,6 +144,11 @@ class ExperimentCore:
             Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self._member_joined,
             MemberLeft: self._member_left, MemberHeartbeat: self._heartbeat, ProcessesChecked: self._checked,
         }
+
+    @property
+    def direct(self) -> str:
+        """Where trials ask the scheduler for each decision themselves ("": through the core)."""
+        return self.orders.direct
 
     @property
     def finished(self) -> bool:
@@ -244,20 +235,7 @@ class ExperimentCore:
             return
         self.phase = ExperimentPhase.RUNNING
         self.link.ready(msg)
-        # Stop criteria are checked in the core, so they too need every result decided before the next
-        # step: with a stopper a trial may not run ahead (nor with a callback that may ask for a checkpoint).
-        # Ray Tune also buffers no results with checkpoint_at_end, so the end checkpoint is at the stopping result.
-        # Not when it is only the class-trainable default: a trial then saves at its own end, and a STOP decided
-        # on its result lands there anyway (at a horizon, or held by a direct decision); the fast paths stay.
-        # A plugin with decision horizons lets a trial run ahead too, waiting only at its horizon.
-        asked_end_save = self.spec.checkpoint_at_end and not self.spec.checkpoint_at_end_by_default
-        core_decides = self.spec.stopper is not None or self.spec.callback_gate or asked_end_save
-        batching = (msg.batching_allowed or bool(msg.horizon_attr)) and not core_decides
-        self.horizon_attr = (msg.horizon_attr or "") if batching and not msg.batching_allowed else ""
-        # A plugin that decides every result answers the trials directly where its actor offers that
-        # (scheduler_endpoint.offering_direct), on the same host, when the core need not decide each result.
-        self.direct = msg.direct if msg.direct and not core_decides and not self.spec.multi_host else ""
-        self.window = self.spec.batch_window if batching or self.direct else 1
+        self.orders.pace(msg)
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
@@ -340,7 +318,7 @@ class ExperimentCore:
         if any(hits) or not self.link.implements(HookKind.RESULT):
             self._log(msg, searcher=not any(hits))
             self._decide(msg, Decision.CONTINUE)
-        elif self.direct:  # the scheduler decided (or is deciding) each result with the trial itself
+        elif self.orders.direct:  # the scheduler decided (or is deciding) each result with the trial itself
             self.unlogged.setdefault(msg.trial_id, []).append(msg)
             self._run(effects)
             self._join(msg.trial_id)
@@ -431,12 +409,7 @@ class ExperimentCore:
 
     def _source_saved(self, source_id: str, ckpt: CheckpointRef | None, fill: bool = True) -> None:
         """A save (or the end) of a clone source: the clones waiting for it take its checkpoint."""
-        waiting = [t for t, s in self.clone_waits.items() if s == source_id]
-        for target in waiting:
-            del self.clone_waits[target]
-            if ckpt is not None:
-                self.table.source_saved(target, source_id, ckpt)
-        if waiting and fill:
+        if self.clone_waits.landed(source_id, ckpt) and fill:
             self._fill()
 
     def _callback_answer(self, msg: CallbackAnswer) -> None:
@@ -548,11 +521,8 @@ class ExperimentCore:
         elif msg.handle == SCHEDULER:
             self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
 
-    def _status(self, msg: ClusterStatusRequest) -> None:
-        counts: dict[str, int] = {}
-        for rec in self.table.trials.values():
-            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
-        self.out.append(Reply(ClusterStatus(self.spec.name, tuple(self.members.rows()), counts)))
+    def _status(self, _: ClusterStatusRequest) -> None:
+        self.out.append(self.cluster.status())
 
     def _driver_gone(self, _: DriverGone) -> None:
         self.feed.driver_present = False  # sending to a dead address would stall this actor's exit
@@ -575,7 +545,7 @@ class ExperimentCore:
             for rec in self.table.with_status(TrialStatus.RUNNING):
                 self._kill_trial(rec.trial_id, rec.run_id)
         self._check_time_limits()
-        self._ask_processes()
+        self._emit(self.cluster.ask_processes())
         for trial_id, run_id in self.watch.overdue(self.table, self.now):
             self._kill_trial(trial_id, run_id)
         if self.finished:
@@ -587,7 +557,9 @@ class ExperimentCore:
         if self.spec.multi_host:
             for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
                 self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
-            self._check_placeable()
+            problem = self.cluster.unplaceable(self.now)
+            if problem is not None:
+                self._abort(problem)
         if self.phase is not ExperimentPhase.STARTING and self.io.state_due() and not self._state_current():
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
@@ -610,45 +582,14 @@ class ExperimentCore:
                 effects += self.table.request(SchedulerAction(ActionKind.STOP, trial_id))
         self._run(effects)
 
-    def _local_pid(self, trial_id: str, run_id: int) -> int | None:
-        """The pid of the process running this run of the trial, if it runs on this machine."""
-        pid = self.watch.pid(trial_id, run_id)
-        if pid is None or not self.spec.actor_processes or pid in (self.controller_pid, self.spec.driver_pid):
-            return None
-        if self.spec.multi_host and self.members.where(trial_id) != self.members.leader_id:
-            return None
-        return pid
-
-    def _ask_processes(self) -> None:
-        procs = tuple((rec.trial_id, rec.run_id, pid) for rec in self.table.with_status(TrialStatus.RUNNING)
-                      if (pid := self._local_pid(rec.trial_id, rec.run_id)) is not None)
-        if procs or self.watch.gone:
-            self.out.append(CheckProcesses(procs, always_answer=bool(self.watch.gone)))
-
     def _checked(self, msg: ProcessesChecked) -> None:
-        """Trial processes gone at two checks in a row with no exit notice heard: the run failed."""
-        for trial_id, run_id, code in self.watch.seen_gone(msg.gone):
-            rec = self.table.trials.get(trial_id)
-            if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
-                continue
-            self.pool.unassign(trial_id)  # never reused; a late ActorGone is ignored
-            self.watch.forget(trial_id)
-            self._ended(trial_id, run_id, EndReason.FAILED, None, death_message(code),
-                        "the trial's process is gone (found by the controller's liveness check)\n")
+        """Trial processes the liveness check found gone (``Cluster.processes_gone``): their runs failed."""
+        for lost in self.cluster.processes_gone(msg):
+            self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     def _kill_trial(self, trial_id: str, run_id: int) -> None:
         """End a trial that did not halt in time: kill its process, end it as the stop asked."""
-        local = self._local_pid(trial_id, run_id)
-        member = self.members.where(trial_id)
-        pid = self.watch.pid(trial_id, run_id)
-        self.watch.forget(trial_id)
-        handle = self.pool.unassign(trial_id)  # never reused; its ActorGone is now ignored
-        if local is not None:
-            self.out.append(KillProcess(local))
-        elif pid is not None and self.spec.actor_processes and member in self.members.probes:
-            self._send(self.members.probes[member], ProbeKill(pid))
-        if handle is not None:
-            self.out.append(Retire(handle))
+        self._emit(self.cluster.kill(trial_id, run_id))
         self._ended(trial_id, run_id, EndReason.STOPPED)
 
     # ------------------------------------------------------------------ the cluster
@@ -658,108 +599,65 @@ class ExperimentCore:
         if self.members.replaced(msg.member_id, msg.address):
             # restarted under the same id before its heartbeats timed out: its trials died with it
             self._member_gone(msg.member_id, "it joined again from a new address")
-        log.info("member %s joined with %s", msg.member_id, msg.resources)
-        self.members.joined(msg.member_id, msg.resources, msg.address, self.now)
-        probe = self.pool.new_handle()
-        self.members.probes[msg.member_id] = probe
-        self.out.append(Spawn(probe, ActorKind.PROBE, msg.member_id))
-        self._send(probe, ProbeStart(msg.member_id, self.spec.heartbeat_interval_s))
+        self._emit(self.cluster.join(msg, self.now))
         self._fill()
 
     def _member_left(self, msg: MemberLeft) -> None:
-        if not self.spec.multi_host:
-            return
-        if self.members.is_current(msg.member_id, msg.address):
+        if self.spec.multi_host and self.cluster.left(msg):
             self._member_gone(msg.member_id, "it left the convention")
-        else:
-            log.info("member %s: an old registration (%s) expired; the current one stays", msg.member_id, msg.address)
 
     def _heartbeat(self, msg: MemberHeartbeat) -> None:
-        if self.members.heartbeat(msg.member_id, self.now):
-            log.warning("member %s is reachable again", msg.member_id)
+        if self.cluster.heartbeat(msg, self.now):
             self._fill()
 
     def _member_gone(self, member_id: str, why: str) -> None:
-        trials = self.members.lose(member_id)
-        if trials is None:
+        lost = self.cluster.lose(member_id, why)
+        if lost is None:
             return
-        log.warning("member %s lost (%s); %d trial(s) restart elsewhere", member_id, why, len(trials))
-        for handle in self.pool.drop_idle(member_id):  # parked there: dead with it, never to be reused
-            self.out.append(Retire(handle))
-        for trial_id in trials:
-            self._host_lost(trial_id, member_id, why)
+        for item in lost:
+            if isinstance(item, RunLost):
+                self._host_lost(item)
+            else:
+                self.out.append(item)
         self._fill()
 
-    def _host_lost(self, trial_id: str, member: str, why: str) -> None:
-        """The member running ``trial_id`` is unreachable: the trial fails and restarts elsewhere."""
-        rec = self.table.get(trial_id)
-        handle = self.pool.unassign(trial_id)
-        if handle is not None:
-            self.out.append(Retire(handle))  # delivered if the member comes back
-        self.members.release(trial_id)
-        if rec.status is TrialStatus.RUNNING:
-            # what the lost run committed before now counts, even unreported; only its later commits
-            # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
-            # first, so recovery does not log its rows a second time.
-            self._log_unlogged(trial_id)
-            self._recover(rec)
-            self.io.fence(trial_id)
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
-                        f"lost contact with member {member!r} ({why})", "host lost\n")
-
-    def _check_placeable(self) -> None:
-        """A trial that no member can ever hold is an error, once members had time to join."""
-        waiting = bool(self.table.with_status(TrialStatus.PENDING)) and not self.table.running
-        waited = self.members.unplaceable_for(waiting, self.now)
-        if waited is None:
-            return
-        need = self.members.need
-        if waited == 0:
-            log.warning("no member can hold a trial needing %s (members: %s); waiting up to %.0fs "
-                        "(RunConfig(placement_timeout_s)) for a worker big enough to join", need,
-                        self.members.rows() or "none yet", self.spec.placement_grace_s)
-        elif waited > self.spec.placement_grace_s:
-            self._abort(f"no member can ever run a trial needing {need} (members: "
-                        f"{self.members.rows() or 'no member has joined'}); start workers with enough "
-                        "resources (audition worker --cpus N --resources JSON)")
+    def _host_lost(self, lost: RunLost) -> None:
+        """The member running the trial is unreachable: the trial fails and restarts elsewhere."""
+        # what the lost run committed before now counts, even unreported; only its later commits
+        # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
+        # first, so recovery does not log its rows a second time.
+        rec = self.table.get(lost.trial_id)
+        self._log_unlogged(lost.trial_id)
+        self._recover(rec)
+        self.io.fence(lost.trial_id)
+        self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     # ------------------------------------------------------------------ effects
     def _run(self, effects: list[Effect]) -> None:
         for e in effects:
-            rec = self.table.get(e.trial_id)
-            actor = self.pool.actor_of.get(e.trial_id)
-            if e.kind is EffectKind.START:
-                self._start_trial(rec)
-            elif e.kind is EffectKind.PROCEED and actor is not None:
-                self._send(actor, TrialProceed(e.trial_id, rec.run_id, e.seq, self.horizons.get(e.trial_id)))
-            elif e.kind is EffectKind.HOLD and actor is not None:
-                if self.window > 1:  # (with a window of one the trial already waits for that decision)
-                    self._send(actor, TrialHold(e.trial_id, rec.run_id))
-            elif e.kind is EffectKind.SAVE and actor is not None:
-                self._send(actor, TrialSave(e.trial_id, rec.run_id, e.save))
-                if rec.phase is Phase.SAVING:  # saving to pause: it must halt within the grace period
-                    self.watch.arm(e.trial_id, rec.run_id, self.now)
-            elif e.kind is EffectKind.STOP and actor is not None:
-                # the end checkpoint is for the trial's end: a pause has its own save (or none, as asked)
-                at_end = self.spec.checkpoint_at_end and rec.pending is not Decision.PAUSE
-                self._send(actor, TrialStop(e.trial_id, rec.run_id, at_end))
-                self.watch.arm(e.trial_id, rec.run_id, self.now)
-            elif e.kind is EffectKind.RELEASE:
-                self._release(e.trial_id, e.flag)
-            elif e.kind in (EffectKind.COMPLETE, EffectKind.ERROR, EffectKind.REMOVE):
-                self.horizons.pop(e.trial_id, None)
+            kind = e.kind
+            if kind is EffectKind.START:
+                self._start_trial(self.table.get(e.trial_id))
+            elif kind is EffectKind.RELEASE:
+                self._emit(self.orders.release(e.trial_id, e.flag))
+            elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
+                rec = self.table.get(e.trial_id)
+                self.orders.declare_horizon(e.trial_id, None)
                 self.io.on_finished(rec)  # the controller's loggers close its files, halted or not
                 if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
                     self._event(EventType.HALT, rec)
                     continue
-                self._event(EventType.ERROR if e.kind is EffectKind.ERROR else EventType.COMPLETE, rec)
-                self._call(_HOOK_OF[e.kind], e.trial_id, (dict(rec.last_result),))
-                if e.kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
+                self._event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
+                self._call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
+                if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
                     # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
                     self._searcher("on_trial_complete", e.trial_id, None, False)
+            else:  # PROCEED, HOLD, SAVE, STOP: a message to the trial's actor
+                order = self.orders.order(e, self.now)
+                if order is not None:
+                    self.out.append(order)
 
     def _start_trial(self, rec: TrialRecord) -> None:
-        s = self.spec
         member = self.members.choose()
         if member is None or rec.trial_id in self.clone_waits:
             # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
@@ -767,34 +665,12 @@ class ExperimentCore:
             self.table.unstart(rec.trial_id)
             return
         self.io.on_start(rec)
-        handle = self.pool.reuse(member)
-        if handle is None:
-            handle = self.pool.new_handle()
-            self.out.append(Spawn(handle, ActorKind.TRIAL, member if s.multi_host else None))
-        self.members.place(rec.trial_id, member)
-        self.pool.assign(rec.trial_id, handle, rec.run_id)
+        spawn, handle = self.orders.place(rec, member)
+        if spawn is not None:
+            self.out.append(spawn)
         self._event(EventType.START, rec)
-        extra, rec.extra_result = rec.extra_result, {}
-        self._send(handle, RunTrial(
-            rec.trial_id, rec.run_id, dict(rec.config), s.trainable, rec.checkpoint, rec.iteration,
-            rec.time_total_s, self.window, s.storage_url, s.storage_options, s.name,
-            self.io.next_checkpoint_index(rec), s.checkpoint_frequency, s.checkpoint_at_end, extra,
-            member if s.multi_host else "", capture_fds=s.actor_processes, echo_output=s.log_to_driver,
-            trial_dirname=rec.dirname or "",
-            trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name),
-            horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct,
-            resources=dict(s.resources_per_trial)))
+        self._send(handle, self.orders.run_trial(rec, member, self.io.next_checkpoint_index(rec)))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
-
-    def _release(self, trial_id: str, reusable: bool) -> None:
-        member = self.members.where(trial_id)
-        self.members.release(trial_id)
-        handle = self.pool.unassign(trial_id)
-        if handle is None:
-            return
-        if not (reusable and member is not None and member not in self.members.lost
-                and self.pool.park(handle, member)):
-            self.out.append(Retire(handle))
 
     # ------------------------------------------------------------------ the scheduler link
     def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
@@ -821,11 +697,9 @@ class ExperimentCore:
     def _on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
                   msg: SchedulerReply) -> None:
         effects: list[Effect] = []
-        if self.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
-            if msg.horizon is None:  # (before the batch's decision below, whose TrialProceed carries it)
-                self.horizons.pop(trial_id, None)
-            else:
-                self.horizons[trial_id] = msg.horizon
+        if self.orders.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
+            # (before the batch's decision below, whose TrialProceed carries it)
+            self.orders.declare_horizon(trial_id, msg.horizon)
         # requests made inside the hook merge first, then the hook's own return value settles the
         # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
         for action in msg.actions:
@@ -836,10 +710,7 @@ class ExperimentCore:
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.exploit_source(action.source_id)
             effects += self.table.request(action, source)
-            src = self.table.trials.get(action.source_id or "")
-            if (action.wait_for_source and src is not None and src.status is TrialStatus.RUNNING
-                    and src.saves_inflight > 0):
-                self.clone_waits[action.trial_id] = src.trial_id
+            self.clone_waits.note(action)
         if kind is HookKind.RESULT and trial_id is not None:
             decision = Decision(msg.decision)
             queued = self.unlogged.get(trial_id) or []
@@ -888,8 +759,7 @@ class ExperimentCore:
         if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
             return
         waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        blocked = sum(1 for t in self.clone_waits if self.table.get(t).status is not TrialStatus.RUNNING
-                      ) if self.clone_waits else 0
+        blocked = self.clone_waits.blocked()
         # (free room is counted only when a trial could take it and the concurrency cap leaves
         # room: this runs after every decision)
         if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
