@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import actors as tune
-from actors import Callback, Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner
+from actors import Callback, Checkpoint, CheckpointConfig, FailureConfig, RunConfig, TuneConfig, Tuner
 from actors.schedulers import FIFOScheduler
 from actors.search import Searcher
 
@@ -94,7 +94,8 @@ def three(config: dict[str, Any]) -> None:
         if config.get("fail") and i == 2 and not ck and not os.path.exists(os.environ[MARK]):
             open(os.environ[MARK], "w").close()
             raise RuntimeError("planned failure")
-        tune.report({"loss": float(i)}, checkpoint=Checkpoint.from_dict({"i": i + 1}) if config.get("ckpt") else None)
+        saves = config.get("ckpt") and (i == 0 or not config.get("first_only"))
+        tune.report({"loss": float(i)}, checkpoint=Checkpoint.from_dict({"i": i + 1}) if saves else None)
 
 
 class Three(tune.Trainable):
@@ -103,9 +104,20 @@ class Three(tune.Trainable):
 
     def step(self) -> dict[str, Any]:
         self.i += 1
-        if self.config.get("fail") and self.i == 3:
+        fails_at = 3 if self.config.get("fail") else 4 if self.config.get("fail4") and not self.restored else 0
+        if self.i == fails_at:
             raise RuntimeError("planned failure")
         return {"loss": float(self.i)}
+
+    restored = False
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        with open(os.path.join(checkpoint_dir, "i"), "w") as f:
+            f.write(str(self.i))
+
+    def load_checkpoint(self, checkpoint_dir: str) -> None:
+        with open(os.path.join(checkpoint_dir, "i")) as f:
+            self.i, self.restored = int(f.read()), True
 
 
 def run(tmp_path: Path, trainable: Any, space: dict[str, Any] | None = None, system: str = "simple",
@@ -243,6 +255,37 @@ def test_a_retried_run_starts_from_its_checkpoints_result_untagged(tmp_path: Pat
     assert _last_results(seen, "sched.complete") == [(FN_CK_TAGGED, row(3, 2.0, True, "0", FC, since=1))]
     if system == "simple":
         assert _last_results(seen, "cb.result") == want
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_a_run_retried_from_an_older_checkpoint_starts_from_that_checkpoints_result(tmp_path: Path,
+                                                                                    system: str) -> None:
+    fco = {**FC, "first_only": True}
+    seen = run(tmp_path, three, fco, system=system, callbacks=system == "simple", search=False,
+               failure_config=FailureConfig(max_failures=1))
+    # recorded from Ray 2.60 (a checkpoint with the first result only; the first run fails after its
+    # second result; the retry restores the first result's checkpoint and reports iteration 2 again)
+    want = [(PRE, {"config": fco}), (FN_CK_TAGGED, row(1, 0.0, tag="0", config=fco)),
+            (FN_CK, row(1, 0.0, config=fco)), (FN_TAGGED, row(2, 1.0, tag="0", config=fco, since=1))]
+    assert _last_results(seen, "sched.result") == want
+    assert [s[1][1]["training_iteration"] for s in seen["sched.result"]] == [1, 2, 2, 3]
+    assert _last_results(seen, "sched.error") == [(FN_TAGGED, row(2, 1.0, tag="0", config=fco))]
+    if system == "simple":
+        assert _last_results(seen, "cb.result") == want
+
+
+def test_a_class_retried_from_an_older_checkpoint_frequency_save_starts_from_its_result(tmp_path: Path) -> None:
+    f4 = {"fail4": True}
+    seen = run(tmp_path, Three, f4, search=False, failure_config=FailureConfig(max_failures=1),
+               checkpoint_config=CheckpointConfig(checkpoint_frequency=2), stop={"training_iteration": 5})
+    # recorded from Ray 2.60 (saved every second iteration; the first run fails in its fourth step, after
+    # its third result; the retry restores the save of the second; iteration 5 is the stop criterion's)
+    want = [(PRE, {"config": f4}), (CLS_TAGGED, row(1, 1.0, tag="0", config=f4)),
+            (CLS_TAGGED, row(2, 2.0, tag="0", config=f4)), (CLS, row(2, 2.0, config=f4)),
+            (CLS_TAGGED, row(3, 3.0, tag="0", config=f4, since=1))]
+    assert _last_results(seen, "sched.result") == want
+    assert _last_results(seen, "cb.result") == [*want, (CLS_TAGGED, row(4, 4.0, tag="0", config=f4, since=2))]
+    assert _last_results(seen, "sched.error") == [(CLS_TAGGED, row(3, 3.0, tag="0", config=f4))]
 
 
 def test_a_retry_without_a_checkpoint_keeps_the_failed_runs_last_result(tmp_path: Path) -> None:

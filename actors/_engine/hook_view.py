@@ -34,18 +34,20 @@ def pre_result(trial_id: str, started: dict[str, Any], config: dict[str, Any]) -
 
 
 def before_result(result: dict[str, Any], seen: dict[str, Any], run_start: dict[str, Any],
-                  trial_id: str, config: dict[str, Any]) -> dict[str, Any]:
+                  trial_id: str, config: dict[str, Any], saved: dict[str, Any] | None = None) -> dict[str, Any]:
     """Ray's ``trial.last_result`` while the hooks of ``result`` (nested, as the trial reported it) run.
 
     ``seen``: the trial's last result as these hooks saw it after its own hooks (tagged; empty if
     none); ``run_start``: the engine's view of the run's start (``TrialSnapshot.run_start``), which
-    may be stale or empty where the engine's update has not arrived. The first result of a run
+    may be stale or empty where the engine's update has not arrived; ``saved``: the trial's latest
+    result that said it carried a checkpoint (``should_checkpoint``). The first result of a run
     restored from a checkpoint (``iterations_since_restore`` 1 past iteration 1) gets the result the
-    checkpoint was taken at, untagged, wherever one of them holds it; where neither does (a plugin
-    deciding directly, whose mirror missed the restart) the trial's latest seen result stands in."""
+    checkpoint was taken at, untagged, wherever one of them holds it; where none does (a plugin
+    deciding directly, whose mirror missed the restart, of a class trainable retried from a
+    ``checkpoint_frequency`` save older than its last result) the latest seen result stands in."""
     ti, since = result.get(TRAINING_ITERATION), result.get(ITERATIONS_SINCE_RESTORE)
     if since == 1 and isinstance(ti, int) and ti > 1:
-        for cand in (run_start, seen):
+        for cand in (run_start, seen, saved or {}):
             if cand.get(TRAINING_ITERATION) == ti - 1:
                 out = {k: v for k, v in cand.items() if k != EXPERIMENT_TAG}
                 out.setdefault("config", dict(config))

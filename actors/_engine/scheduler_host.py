@@ -120,6 +120,7 @@ class SchedulerHost:
         # per trial, its last result as Ray's Trial.last_result holds it once that result's hooks ran
         # (tagged): what the next result's hook sees (hook_view.before_result)
         self.seen: dict[str, dict[str, Any]] = {}
+        self.saved: dict[str, dict[str, Any]] = {}  # per trial, its latest result that carried a checkpoint
         scheduler.set_search_properties(metric, mode)
         self.horizon_attr = horizon_attr(scheduler)
         if state is not None:
@@ -146,11 +147,13 @@ class SchedulerHost:
             for result in call.results:
                 # as Ray 2.60: during the hook trial.last_result is still the previous result (recorded)
                 ctl.trials[tid] = _with_last(trial, before_result(
-                    result, self.seen.get(tid, {}), trial.run_start, tid, trial.config))
+                    result, self.seen.get(tid, {}), trial.run_start, tid, trial.config, self.saved.get(tid)))
                 d = sched.on_trial_result(ctl, ctl.trials[tid], flatten(result))  # as Ray Tune: "val/loss" keys
                 decision = merge(decision, as_decision(d))
                 trial = ctl.trials[tid] = _with_last(trial, tagged(dict(result), trial.experiment_tag))
                 self.seen[tid] = trial.last_result
+                if result.get("should_checkpoint"):
+                    self.saved[tid] = result
             if decision is Decision.PAUSE:
                 ctl.actions = _pause_saves(ctl.actions, trial.trial_id)
             horizon = self._horizon(trial)
