@@ -25,7 +25,10 @@ def tagged(result: dict[str, Any], tag: str) -> dict[str, Any]:
     ``training_iteration``; the keys a trial has before its first result carry none, as in Ray)."""
     if not tag or TRAINING_ITERATION not in result:
         return result
-    return {**{k: v for k, v in result.items() if k != EXPERIMENT_TAG}, EXPERIMENT_TAG: tag}
+    out = dict(result)  # (once per result in the scheduler's path: one copy)
+    out.pop(EXPERIMENT_TAG, None)
+    out[EXPERIMENT_TAG] = tag
+    return out
 
 
 def pre_result(trial_id: str, started: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:

@@ -150,7 +150,8 @@ class SchedulerHost:
                     result, self.seen.get(tid, {}), trial.run_start, tid, trial.config, self.saved.get(tid)))
                 d = sched.on_trial_result(ctl, ctl.trials[tid], flatten(result))  # as Ray Tune: "val/loss" keys
                 decision = merge(decision, as_decision(d))
-                trial = ctl.trials[tid] = _with_last(trial, tagged(dict(result), trial.experiment_tag))
+                new = tagged(result, trial.experiment_tag)
+                trial = ctl.trials[tid] = _with_last(trial, new if new is not result else dict(result))
                 self.seen[tid] = trial.last_result
                 if result.get("should_checkpoint"):
                     self.saved[tid] = result
@@ -166,7 +167,7 @@ class SchedulerHost:
             assert trial is not None
             # Ray 2.60 passes flatten(trial.last_result): the last result, ending with its experiment_tag
             last = call.results[-1] if call.results else trial.last_result
-            sched.on_trial_complete(ctl, trial, flatten(tagged(dict(last), trial.experiment_tag)))
+            sched.on_trial_complete(ctl, trial, flatten(tagged(last, trial.experiment_tag)))
         elif call.kind is HookKind.ERROR:
             assert trial is not None
             sched.on_trial_error(ctl, trial)
