@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from actors._engine.hook_view import before_result, tagged
 from actors._engine.sequencer import Sequencer
 from actors._engine.trial import Paths, TagPaths, TrialSnapshot, TrialStatus, tag_of
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
-from actors.result import EXPERIMENT_TAG, SHOULD_CHECKPOINT, TRAINING_ITERATION
+from actors.result import SHOULD_CHECKPOINT, TRAINING_ITERATION
 
 if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
@@ -159,7 +160,7 @@ class CallbackDispatcher:
             tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
                        experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id),
-                       last_result=_tagged(snap.last_result, tag[0]))
+                       last_result=tagged(snap.last_result, tag[0]))
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
         return f"{str(self.experiment_path).rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
@@ -223,7 +224,7 @@ class CallbackDispatcher:
             snap = TrialSnapshot(t.trial_id, dict(t.config), t.status, dict(t.last_result), t.num_failures,
                                  ck.iteration if ck else None, t.name, t.dirname)
             self.trials[t.trial_id] = self._as_ray_trial(snap) if old is None else replace(
-                old, status=t.status, last_result=_tagged(dict(t.last_result), old.experiment_tag),
+                old, status=t.status, last_result=tagged(dict(t.last_result), old.experiment_tag),
                 num_failures=t.num_failures, checkpoint_iteration=snap.checkpoint_iteration,
                 checkpoint=self.latest.get(t.trial_id))
 
@@ -271,8 +272,12 @@ class CallbackDispatcher:
             self._resumed(ev.trial)
         prev = self.trials.get(ev.trial.trial_id)
         after = self._as_ray_trial(ev.trial)
+        seen = prev.last_result if prev is not None else {}
+        if ev.kind is EventType.START and TRAINING_ITERATION not in after.last_result and seen:
+            after = replace(after, last_result=seen)  # a retry restoring no checkpoint: Ray keeps the last one
         if ev.kind is EventType.RESULT:  # Ray runs on_trial_result before the result is the trial's last
-            after = replace(after, last_result=dict(prev.last_result) if prev is not None else {})
+            after = replace(after, last_result=before_result(
+                dict(ev.result or {}), seen, ev.trial.run_start, after.trial_id, after.config))
         snap = self.trials[after.trial_id] = _as_ray_sees(ev.kind, after, prev)
         table = list(self.trials.values())
         result = dict(ev.result or {})  # one dict for every callback, as in Ray: each sees the others' keys
@@ -306,7 +311,7 @@ class CallbackDispatcher:
             self.trials[after.trial_id] = replace(after, checkpoint=snap.checkpoint)
         if ev.kind is EventType.RESULT:
             self.trials[snap.trial_id] = replace(self.trials[snap.trial_id],
-                                                 last_result=_tagged(result, after.experiment_tag))
+                                                 last_result=tagged(result, after.experiment_tag))
             self._answer(ev, result)
 
     def _saved(self, trial: TrialSnapshot) -> None:
@@ -338,14 +343,6 @@ class CallbackDispatcher:
                 cb.on_experiment_end(trials=list(self.trials.values()))
             except Exception:
                 log.exception("callback %s failed in on_experiment_end", type(cb).__name__)
-
-
-def _tagged(last: dict[str, Any], tag: str) -> dict[str, Any]:
-    """``last`` with Ray's ``experiment_tag`` as its last key if it is a reported result (one with
-    ``training_iteration``; the keys a trial has before its first result carry none, as in Ray)."""
-    if not tag or TRAINING_ITERATION not in last:
-        return last
-    return {**{k: v for k, v in last.items() if k != EXPERIMENT_TAG}, EXPERIMENT_TAG: tag}
 
 
 def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | None) -> TrialSnapshot:

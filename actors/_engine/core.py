@@ -18,7 +18,6 @@ from actors._engine.clones import CloneWaits
 from actors._engine.cluster import Cluster, RunLost
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
-from actors._engine.flat import flatten
 from actors._engine.gate import Held, ResultGate
 from actors._engine.halt import Halts
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
@@ -162,7 +161,7 @@ class ExperimentCore:
     def _searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> bool:
         """Tell the search algorithm (user code) of a result, flattened as Ray Tune hands it over;
         False after ending the run naming it if it raised."""
-        problem = self.source.ask(hook, trial_id, None if result is None else flatten(result), *rest)[1]
+        problem = self.source.tell(hook, trial_id, result, *rest)[1]
         if problem is not None:
             self._abort(problem)
         return problem is None

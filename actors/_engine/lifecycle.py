@@ -25,6 +25,7 @@ from typing import Any
 
 from actors._engine.effects import Effect, EffectKind, Phase
 from actors._engine.ending import ends_done, run_result
+from actors._engine.hook_view import pre_result
 from actors._engine.marks import Mark, MarkKind, add_mark
 from actors._engine.record import TrialRecord
 from actors._engine.reducer import Decision, merge
@@ -116,6 +117,10 @@ class TrialTable:
             # the last result is the checkpoint's
             rec.last_result = dict(rec.checkpoint.metrics) if rec.checkpoint is not None else {}
         rec.clone = None
+        # Ray's last_result as the run starts: the restored checkpoint's result (process_started fills
+        # in the keys of a run that restores none)
+        rec.run_start = {**rec.checkpoint.metrics, "config": rec.checkpoint.metrics.get("config", dict(
+            rec.config))} if rec.checkpoint is not None and rec.checkpoint.metrics else {}
         return [Effect(EffectKind.START, trial_id)]
 
     def process_started(self, trial_id: str, run_id: int, started: dict[str, Any]) -> None:
@@ -125,6 +130,9 @@ class TrialTable:
         rec = self.trials.get(trial_id)
         if rec is not None and rec.run_id == run_id:
             rec.started = started
+            if started and not rec.run_start:  # Ray's last_result before the run's first result
+                rec.run_start = pre_result(trial_id, started, rec.config)
+                self.changed.add(trial_id)  # the scheduler's mirror shows it (hook_view.before_result)
 
     def unstart(self, trial_id: str) -> None:
         """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""

@@ -48,26 +48,30 @@ class TrialRecord:
     # with the config, should it end before reporting; empty: it never came up
     started: dict[str, Any] = field(default_factory=dict)
     stop_row: int = 0  # the iteration of the result a stop was decided on (its row says done=True)
+    tag: str = ""  # Ray's experiment_tag, given when the trial was drawn (suggest.TrialSource)
+    run_start: dict[str, Any] = field(default_factory=dict)  # TrialSnapshot.run_start
 
     def snapshot(self) -> TrialSnapshot:
         """A copy for plugins and loggers (a few hundred a simulated experiment: built as
-        ``scheduler_host._with_result`` builds one, without the frozen dataclass's per-field
+        ``scheduler_host._with_last`` builds one, without the frozen dataclass's per-field
         ``object.__setattr__``; the fields in their declared order, the rest at their defaults)."""
         snap = object.__new__(TrialSnapshot)
-        snap.__dict__.update(
+        d = snap.__dict__
+        d.update(_SNAPSHOT_TEMPLATE)  # every field, in declared order
+        d.update(
             trial_id=self.trial_id, config=dict(self.config), status=self.status,
             last_result=dict(self.last_result), num_failures=self.num_failures,
             checkpoint_iteration=self.checkpoint.iteration if self.checkpoint else None,
-            custom_trial_name=self.name, custom_dirname=self.dirname, **_SNAPSHOT_DEFAULTS)
+            custom_trial_name=self.name, custom_dirname=self.dirname, experiment_tag=self.tag,
+            run_start=self.run_start)  # (never changed in place: replaced at each run's start)
         return snap
 
 
 _SNAPSHOT_SET = ("trial_id", "config", "status", "last_result", "num_failures", "checkpoint_iteration",
-                 "custom_trial_name", "custom_dirname")
+                 "custom_trial_name", "custom_dirname", "experiment_tag", "run_start")
 # the fields of TrialSnapshot that snapshot() leaves at their defaults, which must be plain values
-_SNAPSHOT_DEFAULTS = {f.name: f.default for f in fields(TrialSnapshot) if f.name not in _SNAPSHOT_SET}
-assert all(v is not MISSING for v in _SNAPSHOT_DEFAULTS.values()), "TrialRecord.snapshot() must set that field"
-assert [*_SNAPSHOT_SET, *_SNAPSHOT_DEFAULTS] == [f.name for f in fields(TrialSnapshot)], "in declared order"
+_SNAPSHOT_TEMPLATE = {f.name: None if f.name in _SNAPSHOT_SET else f.default for f in fields(TrialSnapshot)}
+assert all(v is not MISSING for v in _SNAPSHOT_TEMPLATE.values()), "TrialRecord.snapshot() must set that field"
 
 
 __all__ = ["TrialRecord"]

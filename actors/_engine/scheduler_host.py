@@ -13,9 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from actors._engine.flat import flatten
+from actors._engine.hook_view import before_result, tagged
 from actors._engine.horizon import clean_horizon
 from actors._engine.reducer import Decision, as_decision, merge
-from actors._engine.trial import TrialSnapshot
+from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors._legacy import loads as legacy_loads
 from actors.messages import (
     ActionKind,
@@ -116,6 +117,10 @@ class SchedulerHost:
             )
         self.scheduler = scheduler
         self.controller = RecordingController()
+        # per trial, its last result as Ray's Trial.last_result holds it once that result's hooks ran
+        # (tagged): what the next result's hook sees (hook_view.before_result)
+        self.seen: dict[str, dict[str, Any]] = {}
+        self.saved: dict[str, dict[str, Any]] = {}  # per trial, its latest result that carried a checkpoint
         scheduler.set_search_properties(metric, mode)
         self.horizon_attr = horizon_attr(scheduler)
         if state is not None:
@@ -128,7 +133,7 @@ class SchedulerHost:
     def handle(self, call: SchedulerCall) -> SchedulerReply:
         ctl = self.controller
         for snap in call.updates:
-            ctl.trials[snap.trial_id] = snap
+            ctl.trials[snap.trial_id] = self._mirrored(snap, ctl.trials.get(snap.trial_id))
         ctl.actions = []
         decision = Decision.CONTINUE
         chosen: str | None = None
@@ -138,11 +143,18 @@ class SchedulerHost:
         horizon: float | None = None
         if call.kind is HookKind.RESULT:
             assert trial is not None
+            tid = trial.trial_id
             for result in call.results:
-                trial = _with_result(trial, result)
-                ctl.trials[trial.trial_id] = trial
-                d = sched.on_trial_result(ctl, trial, flatten(result))  # as Ray Tune: "val/loss" keys
+                # as Ray 2.60: during the hook trial.last_result is still the previous result (recorded)
+                ctl.trials[tid] = _with_last(trial, before_result(
+                    result, self.seen.get(tid, {}), trial.run_start, tid, trial.config, self.saved.get(tid)))
+                d = sched.on_trial_result(ctl, ctl.trials[tid], flatten(result))  # as Ray Tune: "val/loss" keys
                 decision = merge(decision, as_decision(d))
+                new = tagged(result, trial.experiment_tag)
+                trial = ctl.trials[tid] = _with_last(trial, new if new is not result else dict(result))
+                self.seen[tid] = trial.last_result
+                if result.get("should_checkpoint"):
+                    self.saved[tid] = result
             if decision is Decision.PAUSE:
                 ctl.actions = _pause_saves(ctl.actions, trial.trial_id)
             horizon = self._horizon(trial)
@@ -153,7 +165,9 @@ class SchedulerHost:
             horizon = self._horizon(trial)
         elif call.kind is HookKind.COMPLETE:
             assert trial is not None
-            sched.on_trial_complete(ctl, trial, flatten(call.results[-1] if call.results else trial.last_result))
+            # Ray 2.60 passes flatten(trial.last_result): the last result, ending with its experiment_tag
+            last = call.results[-1] if call.results else trial.last_result
+            sched.on_trial_complete(ctl, trial, flatten(tagged(last, trial.experiment_tag)))
         elif call.kind is HookKind.ERROR:
             assert trial is not None
             sched.on_trial_error(ctl, trial)
@@ -172,13 +186,26 @@ class SchedulerHost:
     def _horizon(self, trial: TrialSnapshot) -> float | None:
         return clean_horizon(self.scheduler.decision_horizon(trial)) if self.horizon_attr else None
 
+    def _mirrored(self, snap: TrialSnapshot, old: TrialSnapshot | None) -> TrialSnapshot:
+        """The controller's snapshot with ``last_result`` as Ray's ``Trial`` holds it: a reported result
+        ends with its ``experiment_tag`` but where a run starts from a checkpoint (that checkpoint's
+        result, untagged); before any result, the keys the run had (or a retried run keeps the failed
+        run's last result). The snapshot of a result being decided is the hook's to show (``handle``)."""
+        last = snap.last_result
+        if "training_iteration" not in last:
+            seen = self.seen.get(snap.trial_id, {})
+            last = seen or snap.run_start or last
+        elif not (snap.status is TrialStatus.RUNNING and (old is None or old.status is not TrialStatus.RUNNING)):
+            last = tagged(last, snap.experiment_tag)
+        return snap if last is snap.last_result else _with_last(snap, dict(last))
 
-def _with_result(trial: TrialSnapshot, result: dict[str, Any]) -> TrialSnapshot:
-    """The snapshot with its new last result, every other field kept (the trial's name too). Once
+
+def _with_last(trial: TrialSnapshot, last: dict[str, Any]) -> TrialSnapshot:
+    """The snapshot with another last result, every other field kept (the trial's name too). Once
     per result: a copy of the frozen dataclass's fields (0.5 us; ``dataclasses.replace``: 4 us)."""
     new = object.__new__(TrialSnapshot)
     new.__dict__.update(trial.__dict__)
-    new.__dict__["last_result"] = dict(result)
+    new.__dict__["last_result"] = last
     return new
 
 

@@ -12,10 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from actors._engine.flat import flatten
+from actors._engine.hook_view import tagged
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.naming import TrialNamer
 from actors._engine.spec import ExperimentSpec
-from actors._engine.trial import TrialStatus
+from actors._engine.trial import TrialStatus, tag_of
 from actors._engine.verdicts import searcher_failed
 from actors.search._searcher import Searcher
 from actors.search._variant import pending_trials_wanted
@@ -41,12 +43,21 @@ class TrialSource:
         self.hears_results = spec.searcher is not None and (
             type(spec.searcher).on_trial_result is not Searcher.on_trial_result)
         self._namer: TrialNamer | None = None
+        self.tags: dict[str, str] = {}  # trial id -> Ray's experiment_tag
 
     def restored(self, suggested: int, trials: Iterable[TrialRecord]) -> None:
         """The store was opened: ``suggested`` trials were drawn before (0 on a first run)."""
         s = self.spec
         self.suggested = suggested
+        trials = list(trials)
         self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials)
+        for rec in trials:
+            self._tag(rec)
+
+    def _tag(self, rec: TrialRecord) -> None:
+        """Ray's ``experiment_tag``, from the config the trial was drawn with (the driver's callbacks
+        work out the same one)."""
+        rec.tag = self.tags[rec.trial_id] = tag_of(rec.trial_id, rec.config, self.spec.tag_paths)[0]
 
     def close(self) -> None:
         """No more trials: every trial is being stopped, or the run is ending."""
@@ -58,6 +69,14 @@ class TrialSource:
             return getattr(self.spec.searcher, hook)(*args), None
         except Exception as exc:
             return None, searcher_failed(self.spec.searcher, hook, exc)
+
+    def tell(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> tuple[Any, str | None]:
+        """Tell the search algorithm of a trial's result, flattened as Ray Tune hands it over (``ask``'s
+        answer). As Ray 2.60's (recorded): ``on_trial_complete`` gets the trial's last result ending with
+        its ``experiment_tag``, and ``None`` for a trial in error (``error=True``)."""
+        if hook == "on_trial_complete" and result is not None:
+            result = None if rest and rest[0] else tagged(result, self.tags.get(trial_id, ""))
+        return self.ask(hook, trial_id, None if result is None else flatten(result), *rest)
 
     def draw(self, table: TrialTable, room: int, trial_prefix: str) -> Drawn | None:
         """Add the next trial to ``table`` if one is wanted now (``room`` trials could start); None
@@ -80,6 +99,7 @@ class TrialSource:
             return None
         self.suggested += 1
         rec = table.add(trial_id, config)
+        self._tag(rec)
         assert self._namer is not None, "restored() names trials: the store is opened first"
         problem = self._namer.apply(rec)
         return Drawn(problem=problem) if problem is not None else Drawn(record=rec)

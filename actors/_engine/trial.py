@@ -51,6 +51,9 @@ class TrialSnapshot:
     experiment_tag: str = ""
     evaluated_params: dict[str, Any] | None = None
     checkpoint: Any = None
+    # the engine's: Ray's last_result as the current run started (hook_view.before_result), before its
+    # first result: the checkpoint's result it restored, else the keys it had once built (or empty)
+    run_start: dict[str, Any] = field(default_factory=dict)
 
     def __hash__(self) -> int:
         return hash(self.trial_id)
