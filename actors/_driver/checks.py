@@ -188,5 +188,25 @@ def check_result(metrics: dict[str, Any]) -> None:
             _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles
 
 
-__all__ = ["check_result", "check_scheduler_objective", "check_trainable", "claim_name", "make_run_stopper",
-           "required_metrics"]
+def check_callbacks(callbacks: list[Any] | None, where: str) -> None:
+    """Refuses a callback that is not an ``actors.Callback``, or a controller logger that does not pickle."""
+    import cloudpickle
+
+    from actors._driver.callbacks import Callback
+    from actors._driver.loggers import LoggerCallback
+
+    for cb in callbacks or []:
+        if not isinstance(cb, Callback):
+            raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
+                              "subclass actors.Callback")
+        if isinstance(cb, LoggerCallback) and cb.in_controller:
+            try:
+                cloudpickle.dumps(cb)
+            except Exception as exc:
+                raise ConfigError(f"{where}: {type(cb).__name__} runs in the controller (in_controller = True), "
+                                  f"so it must pickle, and it does not ({exc}); open files and clients in its "
+                                  "setup() or lazily, not in __init__") from None
+
+
+__all__ = ["check_callbacks", "check_result", "check_scheduler_objective", "check_trainable", "claim_name",
+           "make_run_stopper", "required_metrics"]

@@ -19,6 +19,7 @@ import cloudpickle
 from actors._driver.callback_state import CallbackStates, restore_states
 from actors._driver.callbacks import CallbackDispatcher
 from actors._driver.checks import (
+    check_callbacks,
     check_scheduler_objective,
     claim_name,
     make_run_stopper,
@@ -27,7 +28,8 @@ from actors._driver.checks import (
 )
 from actors._driver.config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
 from actors._driver.errors import TuneError
-from actors._driver.loggers import LoggerCallback, controller_loggers, driver_callbacks
+from actors._driver.interrupt import by_ctrl_c, ended_by_ctrl_c
+from actors._driver.loggers import controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
@@ -103,7 +105,7 @@ class Tuner:
         self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = _dumps(scheduler, "scheduler")
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
-        _check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
+        check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         _dumps((searcher, self._stopper), "search algorithm or stopper")
         _dumps((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
@@ -319,10 +321,14 @@ class Tuner:
         asys.tell(controller, StartExperiment(blob))
         try:
             return self._wait(asys, controller)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
-            self._wait(asys, controller, limit_s=10.0, quiet=True)
-            raise
+            finished = self._wait(asys, controller, limit_s=10.0, quiet=True)
+            if finished is None or not by_ctrl_c(exc):  # Ray's fit() returns after Ctrl-C (_driver/interrupt)
+                raise
+            from storage import ExperimentLayout
+
+            return ended_by_ctrl_c(finished, self._ctx.uri(ExperimentLayout(self._ctx, self.name).experiment_dir))
 
     def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
               quiet: bool = False) -> ExperimentFinished | None:
@@ -390,28 +396,12 @@ class Tuner:
 
         from actors._driver.restore import restore_tuner
 
-        _check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
+        check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
         tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
                               storage_options, param_space)
         if callbacks:
             tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
         return tuner
-
-
-def _check_callbacks(callbacks: list[Any] | None, where: str) -> None:
-    from actors._driver.callbacks import Callback
-
-    for cb in callbacks or []:
-        if not isinstance(cb, Callback):
-            raise ConfigError(f"{where} takes actors.Callback instances, got {type(cb).__name__}; "
-                              "subclass actors.Callback")
-        if isinstance(cb, LoggerCallback) and cb.in_controller:
-            try:
-                cloudpickle.dumps(cb)
-            except Exception as exc:
-                raise ConfigError(f"{where}: {type(cb).__name__} runs in the controller (in_controller = True), "
-                                  f"so it must pickle, and it does not ({exc}); open files and clients in its "
-                                  "setup() or lazily, not in __init__") from None
 
 
 def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
@@ -420,7 +410,6 @@ def _without_trainable(spec: ExperimentSpec) -> ExperimentSpec:
     out = copy.copy(spec)
     out.trainable = b""
     return out
-
 
 
 __all__ = ["Tuner"]
