@@ -1,7 +1,7 @@
 """Ctrl-C (SIGINT) in the driver, as Ray Tune 2.60 ends the run, then ``Tuner.restore``.
 
-Recorded from Ray 2.60 with the same scenario (a function trainable reporting and checkpointing every
-0.3 s, grid x in 0..3 through a ``BasicVariantGenerator(max_concurrent=2)`` subclass, a FIFOScheduler
+Recorded from Ray 2.60 with this scenario (a function trainable reporting and checkpointing every
+0.3 s for 20 steps, here 0.2 s for 5; grid x in 0..3 through a ``BasicVariantGenerator(max_concurrent=2)`` subclass, a FIFOScheduler
 subclass and a callback logging their hooks; the parent sent SIGINT once the callback saw the third
 result): no ``on_trial_complete``/``on_trial_error`` of the callback, the scheduler (nor
 ``on_trial_remove``) or the searcher; ``on_experiment_end`` with trials x=0 and x=1 both TERMINATED;
