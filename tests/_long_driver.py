@@ -19,6 +19,7 @@ if __name__ == "__main__":
     try:
         Tuner(train, tune_config=TuneConfig(num_samples=2),
               run_config=RunConfig(name="long", storage=storage, verbose=0)).fit()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGTERM (Ctrl-C ends the run and fit() returns, as Ray)
         print("interrupted", flush=True)
         sys.exit(130)
+    print("fit returned", flush=True)

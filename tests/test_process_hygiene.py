@@ -50,8 +50,9 @@ def test_interrupted_driver_shuts_everything_down(running_driver, sig):
     assert len(_family(storage)) > 1  # the admin and actors are running
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err[-2000:]
-    assert "interrupted" in out
+    # Ctrl-C: fit() returns the results, as Ray 2.60's (tests/test_ctrl_c.py); SIGTERM: it raises KeyboardInterrupt
+    assert (proc.returncode, out.strip()) == ((0, "fit returned") if sig == signal.SIGINT else (130, "interrupted")), \
+        err[-2000:]
     wait_for(lambda: not _family(storage), 10, "the actor system's processes to exit")
     # the abort wrote a final experiment state: unfinished trials stay resumable
     import json

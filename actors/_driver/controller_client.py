@@ -3,7 +3,8 @@
 The driver creates the controller in the actor system, sends it the cloudpickled spec and from then
 on hears progress, callback events, printed lines and the end; it never talks to a trial actor
 (asking a killed actor stalls Thespian's external API for half a minute). A silent controller is
-presumed dead after ``RunConfig.controller_timeout_s``; Ctrl-C asks it to abort and waits briefly.
+presumed dead after ``RunConfig.controller_timeout_s``; Ctrl-C asks it to abort, waits briefly, and
+returns the aborted run as Ray's ``fit()`` does (``actors._driver.interrupt``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import cloudpickle
 
 from actors._driver.errors import TuneError
+from actors._driver.interrupt import by_ctrl_c, ended_by_ctrl_c
 from actors.messages import (
     AbortExperiment,
     ExperimentFinished,
@@ -44,8 +46,9 @@ class ControllerClient:
         self.states = states
         self.timeout_s = timeout_s  # RunConfig.controller_timeout_s: silence for longer means it died
 
-    def run(self, asys: Any, spec: ExperimentSpec, system: Any) -> ExperimentFinished | None:
-        """Start the controller on ``spec`` and listen until it reports the end (None: it never did)."""
+    def run(self, asys: Any, spec: ExperimentSpec, system: Any, where: str) -> ExperimentFinished | None:
+        """Start the controller on ``spec`` and listen until it reports the end (None: it never did).
+        ``where``: the experiment's URI, named by the warning after Ctrl-C."""
         from actors._shell.controller import ControllerActor
 
         port = getattr(asys, "audition_admin_port", 0)
@@ -58,10 +61,12 @@ class ControllerClient:
         asys.tell(controller, StartExperiment(blob))
         try:
             return self._wait(asys, controller)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
-            self._wait(asys, controller, limit_s=10.0, quiet=True)
-            raise
+            finished = self._wait(asys, controller, limit_s=10.0, quiet=True)
+            if finished is None or not by_ctrl_c(exc):  # Ray's fit() returns after Ctrl-C (_driver/interrupt)
+                raise
+            return ended_by_ctrl_c(finished, where)
 
     def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,
               quiet: bool = False) -> ExperimentFinished | None:

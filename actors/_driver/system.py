@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from actors._driver.errors import ConfigError
+from actors._driver.interrupt import Interrupted
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
 from actors._shell.proc import pid_alive, watch_owner
 
@@ -201,7 +202,7 @@ class _Interrupts:
         if self.holding:
             self.pending = signum
             return
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Interrupted(signum)
 
     def hold(self) -> None:
         self.holding = True
@@ -210,7 +211,7 @@ class _Interrupts:
         self.holding = False
         if self.pending is not None:
             signum, self.pending = self.pending, None
-            raise KeyboardInterrupt(f"signal {signum}")
+            raise Interrupted(signum)
 
 
 def shutdown_orphaned_system(admin_port: int) -> None:

@@ -256,7 +256,7 @@ class Tuner:
             client = ControllerClient(self._dispatcher, self._reporter, self._states,
                                       self.run_config.controller_timeout_s)
             with actor_system(self._system, spec.leader_resources) as asys:
-                finished = client.run(asys, spec, self._system)
+                finished = client.run(asys, spec, self._system, self._ctx.uri(exp_dir))
         finally:
             self._reporter.close()
             self._states.maybe_save(force=True)  # Ray: the final save comes before on_experiment_end

@@ -812,7 +812,7 @@ class ExperimentCore:
             tag = self._call(HookKind.SAVE, None) if ready and scheduler_alive else None
             self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
         self.phase = ExperimentPhase.ABORTING
-        self._run(self.table.abort_all())
+        self._run(self.halts.abort_all(self.table))  # no hook hears of their end, as Ray
         if tag is None:
             self._finish(reason)
         else:

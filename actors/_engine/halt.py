@@ -9,7 +9,9 @@ Ray 2.60, see tests/test_halted_trials.py). A trial whose own result already dec
 stop criterion, the scheduler's STOP) is not halted: Ray's ``stop_trial`` ran its hooks.
 
 The core asks :class:`Halts` which trials to stop and, as each one ends, whether it was halted; it
-still closes the controller's loggers' files for it and records it TERMINATED in the state.
+still closes the controller's loggers' files for it and records it TERMINATED in the state. An abort
+halts every unfinished trial the same way (:meth:`Halts.abort_all`; its state, frozen before, keeps them
+unfinished).
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ class Halts:
                 self.ids.add(rec.trial_id)
             effects += table.request(SchedulerAction(ActionKind.STOP, rec.trial_id))
         return effects
+
+    def abort_all(self, table: TrialTable) -> list[Effect]:
+        """An abort (Ctrl-C, a failed scheduler, ``fail_fast="raise"``, ...), as Ray's cleanup after its
+        loop: every unfinished trial is halted, so no hook hears of its end (recorded from Ray 2.60 with
+        SIGINT: tests/test_ctrl_c.py); one already stopping on its own result is still told."""
+        for rec in table.trials.values():
+            if not rec.status.is_finished and rec.pending is not Decision.STOP:
+                self.ids.add(rec.trial_id)
+        return table.abort_all()
 
     def told(self, trial_id: str) -> bool:
         """Whether the end of ``trial_id`` is told to the hooks (it was not halted)."""
