@@ -377,6 +377,28 @@ def test_resume_uses_a_recorded_trainable(tmp_path):
     assert "2 trials: 2 TERMINATED" in res.stdout
 
 
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_resume_interrupted_by_ctrl_c_exits_130(experiment, monkeypatch, capsys, interrupted):
+    """Tuner.fit() returns after Ctrl-C, as Ray's does; `audition resume` still exits 130 then, as a
+    command stopped by Ctrl-C does, naming how to go on (and prints the table when the run ended)."""
+    from actors._cli.main import main
+
+    class Fitted:
+        def fit(self) -> None:
+            self._interrupted = interrupted
+
+    monkeypatch.setattr(Tuner, "restore", classmethod(lambda cls, *a, **k: Fitted()))
+    code = main(["resume", experiment, "--trainable", "tests.test_cli:healing"])
+    out, err = capsys.readouterr()
+    if interrupted:
+        assert code == 130
+        assert f"interrupted; its state was saved: continue it with audition resume {experiment}" in err
+        assert "TERMINATED" not in out
+    else:
+        assert code == 0, err
+        assert "2 trials: 1 ERROR, 1 TERMINATED" in out
+
+
 def test_resume_bad_inputs(experiment):
     bad(cli("resume", experiment), "resume", "records only the name 'healing'", "--trainable MODULE:NAME")
     bad(cli("resume", experiment, "--trainable", "healing"), "resume", "must look like module:function")

@@ -8,6 +8,7 @@ callbacks' states after each batch, and presumes a controller silent for longer 
 from __future__ import annotations
 
 import datetime
+import signal
 import types
 from typing import Any
 
@@ -92,3 +93,47 @@ def test_a_silent_controller_is_presumed_dead(monkeypatch: Any) -> None:
     with pytest.raises(TuneError, match="sent nothing for 3s; it is presumed dead"):
         client._wait(asys, "controller")
     assert asys.clock.now == pytest.approx(4.0)  # heard at 0.5 s, then silent for more than 3 s
+
+
+class _Interrupting(_System):
+    """Raises ``exc`` from the first ``listen`` (the signal arriving while the driver listens)."""
+
+    def __init__(self, clock: _Clock, script: list[Any], exc: BaseException) -> None:
+        super().__init__(clock, script)
+        self.exc: BaseException | None = exc
+
+    def createActor(self, cls: Any, globalName: str | None = None) -> str:  # (Thespian's name)
+        return "controller"
+
+    def listen(self, timeout: datetime.timedelta) -> Any:
+        if self.exc is not None:
+            exc, self.exc = self.exc, None
+            raise exc
+        return super().listen(timeout)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_asks_for_the_abort_and_returns_the_run_as_rays_fit(monkeypatch: Any, signum: int) -> None:
+    """Ctrl-C: the controller is asked to abort, and its last word is returned as Ray's fit() returns it
+    (no error, unfinished trials TERMINATED; tests/test_ctrl_c.py records Ray); SIGTERM re-raises."""
+    from actors._driver.interrupt import Interrupted
+    from actors._engine.trial import TrialStatus
+    from actors.messages import AbortExperiment, TrialSummary
+
+    summary = TrialSummary("t0", {"x": 0}, TrialStatus.RUNNING, {}, None, None, 0, "/p/t0")
+    end = ExperimentFinished((summary,), "interrupted (Ctrl-C or SIGTERM)", 1.0)
+    clock = _Clock()
+    monkeypatch.setattr(controller_client, "time", clock)
+    client = ControllerClient(_Dispatcher(), _Reporter(), _States(), 30.0)  # type: ignore[arg-type]
+    asys = _Interrupting(clock, [end], Interrupted(signum))
+    spec = types.SimpleNamespace(driver_pid=0, admin_port=0, actor_processes=True)
+    if signum == signal.SIGTERM:
+        with pytest.raises(KeyboardInterrupt):
+            client.run(asys, spec, "multiproc", "/p")  # type: ignore[arg-type]
+        assert not client.interrupted
+    else:
+        got = client.run(asys, spec, "multiproc", "/p")  # type: ignore[arg-type]
+        assert got is not None and got.error is None
+        assert [t.status for t in got.trials] == [TrialStatus.TERMINATED]
+        assert client.interrupted
+    assert any(isinstance(m, AbortExperiment) for m in asys.told)

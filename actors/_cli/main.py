@@ -258,6 +258,10 @@ def _resume(args: argparse.Namespace) -> int:
                           resume_errored=args.resume_errored, restart_errored=args.restart_errored,
                           storage_options=options)
     tuner.fit()
+    if getattr(tuner, "_interrupted", False):  # fit() returned after Ctrl-C, as Ray's does; a command exits 130
+        print(f"audition resume: interrupted; its state was saved: continue it with audition resume {args.url}",
+              file=sys.stderr)
+        return 130
     _print_table(open_experiment(exp.path, options), exp.metric, exp.mode, args.json)
     return 0
 

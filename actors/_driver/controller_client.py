@@ -45,6 +45,7 @@ class ControllerClient:
         self.reporter = reporter
         self.states = states
         self.timeout_s = timeout_s  # RunConfig.controller_timeout_s: silence for longer means it died
+        self.interrupted = False  # the run ended by Ctrl-C, returned as Ray's fit() returns it
 
     def run(self, asys: Any, spec: ExperimentSpec, system: Any, where: str) -> ExperimentFinished | None:
         """Start the controller on ``spec`` and listen until it reports the end (None: it never did).
@@ -66,6 +67,7 @@ class ControllerClient:
             finished = self._wait(asys, controller, limit_s=10.0, quiet=True)
             if finished is None or not by_ctrl_c(exc):  # Ray's fit() returns after Ctrl-C (_driver/interrupt)
                 raise
+            self.interrupted = True
             return ended_by_ctrl_c(finished, where)
 
     def _wait(self, asys: Any, controller: Any, limit_s: float | None = None,

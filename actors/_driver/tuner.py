@@ -257,6 +257,7 @@ class Tuner:
                                       self.run_config.controller_timeout_s)
             with actor_system(self._system, spec.leader_resources) as asys:
                 finished = client.run(asys, spec, self._system, self._ctx.uri(exp_dir))
+            self._interrupted = client.interrupted  # (read by `audition resume`, which then exits 130)
         finally:
             self._reporter.close()
             self._states.maybe_save(force=True)  # Ray: the final save comes before on_experiment_end
@@ -267,7 +268,8 @@ class Tuner:
         counts: dict[str, int] = {}
         for t in finished.trials:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1
-        self._reporter.close(f"[{self.name}] finished in {finished.elapsed_s:.1f}s: "
+        ended = "interrupted after" if getattr(self, "_interrupted", False) else "finished in"
+        self._reporter.close(f"[{self.name}] {ended} {finished.elapsed_s:.1f}s: "
                              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
         grid = grid_of(finished.trials, self._ctx, self.name, self.tune_config.metric, self.tune_config.mode,
                        self.run_config.checkpoint_config, self._tagging())
