@@ -85,6 +85,7 @@ class SchedulerAction:
     # CLONE: if the source's save is in flight, the clone takes the checkpoint it commits (Ray's PBT)
     wait_for_source: bool = False
     save: SaveKind = SaveKind.SCHEDULER  # CHECKPOINT: the kind of save it asks for
+    experiment_tag: str | None = None  # CLONE: the trial's new tag (Ray's PBT: ``<tag>@perturbed[...]``)
 
 
 class HookKind(Enum):
@@ -123,6 +124,7 @@ class TrialSummary:
     path: str
     name: str | None = None  # TuneConfig(trial_name_creator=...)
     dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
+    experiment_tag: str = ""  # Ray's, as the trial ends (a PBT exploit's perturbed one); "": work it out
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ class FakeController(SchedulerController):
         self._record(("checkpoint", trial.trial_id))
 
     def clone_trial(self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any],
-                    info: dict[str, Any], wait_for_checkpoint: bool = False) -> None:
+                    info: dict[str, Any], wait_for_checkpoint: bool = False,
+                    experiment_tag: str | None = None) -> None:
         self._record(("clone", trial.trial_id, source.trial_id, dict(new_config), dict(info)))
 
     def log_policy(self, trial: TrialSnapshot, source: TrialSnapshot, row: dict[str, Any]) -> None:

@@ -99,6 +99,7 @@ def test_an_exploit_is_logged_with_rays_iterations(log_config: bool) -> None:
         assert policy == []
         return
     assert policy == [("policy", "t0", "t1", {
+        "trial_tag": "", "source_tag": "",  # (the simulator's trials carry no experiment_tag)
         "trial_tag_config": {"lr": 0.1, "fixed": 7}, "source_tag_config": {"lr": 0.2, "fixed": 7},
         "trial_iteration": 3, "source_iteration": 4, "source_config": {"lr": 0.2, "fixed": 7},
         "new_config": clone[3]})]

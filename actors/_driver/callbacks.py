@@ -158,9 +158,10 @@ class CallbackDispatcher:
         tag = self.tags.get(snap.trial_id)
         if tag is None:
             tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
+        now = snap.experiment_tag or tag[0]  # the controller's (a PBT exploit's perturbed one), else worked out
         return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
-                       experiment_tag=tag[0], evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id),
-                       last_result=tagged(snap.last_result, tag[0]))
+                       experiment_tag=now, evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id),
+                       last_result=tagged(snap.last_result, now))
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
         return f"{str(self.experiment_path).rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
@@ -204,7 +205,8 @@ class CallbackDispatcher:
             ck = row.get("checkpoint") or None
             snap = TrialSnapshot(row["trial_id"], dict(row["config"]), TrialStatus(row["status"]),
                                  dict(row.get("last_result") or {}), int(row.get("num_failures") or 0),
-                                 ck["iteration"] if ck else None, row.get("name"), row.get("dirname"))
+                                 ck["iteration"] if ck else None, row.get("name"), row.get("dirname"),
+                                 experiment_tag=str(row.get("experiment_tag") or ""))
             if ck and snap.status.is_finished and self.experiment_path is not None:
                 uri = f"{self._trial_path(snap)}/{posixpath.basename(str(ck['path']).rstrip('/'))}"
                 self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
@@ -222,9 +224,10 @@ class CallbackDispatcher:
                                                      self.storage_options)
             old = self.trials.get(t.trial_id)
             snap = TrialSnapshot(t.trial_id, dict(t.config), t.status, dict(t.last_result), t.num_failures,
-                                 ck.iteration if ck else None, t.name, t.dirname)
+                                 ck.iteration if ck else None, t.name, t.dirname, experiment_tag=t.experiment_tag)
+            tag = t.experiment_tag or (old.experiment_tag if old is not None else "")
             self.trials[t.trial_id] = self._as_ray_trial(snap) if old is None else replace(
-                old, status=t.status, last_result=tagged(dict(t.last_result), old.experiment_tag),
+                old, status=t.status, last_result=tagged(dict(t.last_result), tag), experiment_tag=tag,
                 num_failures=t.num_failures, checkpoint_iteration=snap.checkpoint_iteration,
                 checkpoint=self.latest.get(t.trial_id))
 

@@ -161,7 +161,7 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
         last = row["last_result"] if "training_iteration" in row["last_result"] else {"trial_id": tid}
         summary = TrialSummary(tid, row["config"], status, last, CheckpointRef(**ck) if ck else None,
                                error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
-                               row.get("dirname"))
+                               row.get("dirname"), str(row.get("experiment_tag") or ""))
         results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config, searched))
     return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
 

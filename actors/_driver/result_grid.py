@@ -40,8 +40,10 @@ class Result:
         self.trial_id = summary.trial_id
         self.config = dict(summary.config)
         self.metrics = dict(summary.last_result)
-        if "training_iteration" in self.metrics and searched is not None:  # Ray tags a reported result
-            self.metrics[EXPERIMENT_TAG] = tag_of(summary.trial_id, self.config, searched.paths)[0]
+        if "training_iteration" in self.metrics and (summary.experiment_tag or searched is not None):
+            # Ray tags a reported result: the trial's tag (a PBT exploit's), else the drawn values'
+            self.metrics[EXPERIMENT_TAG] = summary.experiment_tag or tag_of(
+                summary.trial_id, self.config, searched.paths if searched is not None else None)[0]
         self.status = summary.status
         self.path = summary.path
         self.num_failures = summary.num_failures

@@ -327,6 +327,8 @@ class TrialTable:
             return
         if action.new_config is not None:
             rec.config = dict(action.new_config)
+        if action.experiment_tag is not None:  # Ray's PBT: the perturbed tag (with the new config)
+            rec.tag = action.experiment_tag
         if rec.clone_checkpoint is not None:  # restored as Ray's: its iteration and time_total_s go on
             rec.checkpoint = rec.clone_checkpoint
         rec.extra_result = {"pbt_exploit": dict(action.info or {})}

@@ -2,8 +2,9 @@
 
 Ray writes ``json.dumps([target tag, source tag, target iteration, source iteration, source config,
 new config])`` (its ``SafeFallbackEncoder``: numpy values as numbers, anything else JSON cannot hold
-as its ``str``). The tags are Ray's ``experiment_tag`` of each trial as it was added, worked out here
-because only the experiment knows which values were drawn (``ExperimentSpec.tag_paths``).
+as its ``str``). The tags are Ray's ``experiment_tag`` of each trial as the scheduler was told of it
+(PBT's ``orig_tag``: after a retry, its perturbed tag), as PBT gives them; for a row giving the configs
+instead they are worked out here, where the drawn values are known (``ExperimentSpec.tag_paths``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,14 @@ def policy_line(action: SchedulerAction, tag_paths: Paths | TagPaths | None) -> 
     """The JSON row (no newline) of a ``LOG_POLICY`` action (see ``SchedulerController.log_policy``)."""
     row = action.info or {}
     source_id = action.source_id or ""
+
+    def tag(key: str, trial_id: str) -> str:
+        given = row.get(f"{key}_tag")
+        return given if isinstance(given, str) and given else tag_of(
+            trial_id, dict(row.get(f"{key}_tag_config") or {}), tag_paths)[0]
+
     return json.dumps([
-        tag_of(action.trial_id, dict(row.get("trial_tag_config") or {}), tag_paths)[0],
-        tag_of(source_id, dict(row.get("source_tag_config") or {}), tag_paths)[0],
+        tag("trial", action.trial_id), tag("source", source_id),
         row.get("trial_iteration", 0), row.get("source_iteration", 0),
         row.get("source_config"), row.get("new_config"),
     ], default=_fallback)

@@ -61,12 +61,12 @@ class RecordingController(SchedulerController):
 
     def clone_trial(
         self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any],
-        wait_for_checkpoint: bool = False,
+        wait_for_checkpoint: bool = False, experiment_tag: str | None = None,
     ) -> None:
         self.actions.append(
             SchedulerAction(
                 ActionKind.CLONE, self._id(trial), False, self._id(source), dict(new_config), dict(info),
-                wait_for_source=wait_for_checkpoint,
+                wait_for_source=wait_for_checkpoint, experiment_tag=experiment_tag,
             )
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -137,6 +138,15 @@ def experiment_tag(index: int, config: dict[str, Any],
     return (f"{index}_{body}" if body else str(index)), params
 
 
+def perturbed_tag(orig_tag: str, config: dict[str, Any], keys: Iterable[Any]) -> str:
+    """Ray's tag of a trial after a PBT exploit (``_make_experiment_tag``): the tag the trial had when
+    the scheduler was told of it, then ``@perturbed[k=v,...]`` over ``config``'s values of the
+    mutated top-level ``keys``, sorted (a nested dict's value is cleaned whole: ``nest=x_0_5``). A
+    later exploit starts again from ``orig_tag``: tags do not nest."""
+    body = ",".join(f"{_clean(k)}={_clean(config[k])}" for k in sorted(keys, key=str) if k in config)
+    return f"{orig_tag}@perturbed[{body}]"
+
+
 def tag_of(trial_id: str, config: dict[str, Any],
            searched: Paths | TagPaths | None) -> tuple[str, dict[str, Any]]:
     """``experiment_tag`` for a trial id ``<prefix>_<index>``."""
@@ -144,4 +154,5 @@ def tag_of(trial_id: str, config: dict[str, Any],
     return experiment_tag(int(index) if index.isdigit() else 0, config, searched)
 
 
-__all__ = ["Paths", "TagPaths", "TrialSnapshot", "TrialStatus", "experiment_tag", "tag_of", "trial_name"]
+__all__ = ["Paths", "TagPaths", "TrialSnapshot", "TrialStatus", "experiment_tag", "perturbed_tag", "tag_of",
+           "trial_name"]

@@ -317,7 +317,7 @@ class ExperimentIO:
         # a trial that never ran (still PENDING at the end) has its id alone, as Ray's Result.metrics
         last = r.last_result or {"trial_id": r.trial_id}
         return TrialSummary(r.trial_id, r.config, r.status, last, r.checkpoint, err, r.num_failures,
-                            self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname)
+                            self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname, r.tag)
 
 
 __all__ = ["STATE_VERSION", "ExperimentIO"]

@@ -58,6 +58,7 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
         rec = table.add(row["trial_id"], row["config"])
         table.set_status(rec, TrialStatus(row["status"]))
         rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no creators were given
+        rec.tag = str(row.get("experiment_tag") or "")  # absent: worked out from the config (TrialSource)
         rec.last_result = row["last_result"]
         rec.num_failures = row["num_failures"]
         rec.error = row.get("error")

@@ -80,6 +80,8 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
         row["name"] = r.name
     if r.dirname:
         row["dirname"] = r.dirname
+    if "@" in r.tag:  # a PBT exploit's (Ray's restored Trial keeps it); the others are worked out again
+        row["experiment_tag"] = r.tag
     return row
 
 

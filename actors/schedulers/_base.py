@@ -48,16 +48,18 @@ class SchedulerController(ABC):
     @abstractmethod
     def clone_trial(
         self, trial: TrialSnapshot, source: TrialSnapshot, new_config: dict[str, Any], info: dict[str, Any],
-        wait_for_checkpoint: bool = False,
+        wait_for_checkpoint: bool = False, experiment_tag: str | None = None,
     ) -> None:
         """Restart ``trial`` from ``source``'s latest checkpoint with ``new_config``
         (PBT's exploit/explore); ``info`` is recorded in the trial's next result. With
         ``wait_for_checkpoint``, a save of ``source`` still in flight is waited for and its checkpoint
-        used (``trial`` pauses now and does not run again before it landed), as Ray Tune's PBT does."""
+        used (``trial`` pauses now and does not run again before it landed), as Ray Tune's PBT does.
+        ``experiment_tag``: the trial's tag from then on (Ray's ``trial.set_experiment_tag``; None keeps it)."""
 
     def log_policy(self, trial: TrialSnapshot, source: TrialSnapshot, row: dict[str, Any]) -> None:
         """Log an exploit in Ray's PBT policy files (``pbt_global.txt``, ``pbt_policy_<id>.txt``): ``row``
-        has ``trial_tag_config``/``source_tag_config`` (their configs when added: Ray's tags), ``trial_iteration``,
+        has ``trial_tag``/``source_tag`` (their tags when added; or ``trial_tag_config``/``source_tag_config``,
+        their configs then, to work the tags out from), ``trial_iteration``,
         ``source_iteration``, ``source_config`` and ``new_config``. A controller without files ignores it."""
 
     @abstractmethod

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from actors._engine.reducer import Decision
-from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors._engine.trial import TrialSnapshot, TrialStatus, perturbed_tag
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, check_number
 from actors.schedulers._pbt_explore import ExploreFn, explore, validate_mutations
@@ -46,7 +46,8 @@ class _Member:
     """What PBT remembers about one trial."""
 
     config: dict[str, Any]
-    orig_config: dict[str, Any] | None = None  # the config it was added with (Ray's orig_tag)
+    orig_config: dict[str, Any] | None = None  # the config it was added with
+    orig_tag: str = ""  # its experiment_tag when added (Ray's orig_tag): what an exploit's tag starts from
     iteration: int = 0  # training_iteration of its latest result, and of the one before (Ray's last_result
     prev_iteration: int = 0  # while a hook runs is the one before: the policy log records that)
     time: float | None = None  # latest time_attr seen (None: never reported)
@@ -159,7 +160,8 @@ class PopulationBasedTraining(MetricScheduler):
         m = self._members.get(trial.trial_id)
         if m is None:
             config = copy.deepcopy(dict(trial.config))
-            m = self._members[trial.trial_id] = _Member(config, orig_config=copy.deepcopy(config))
+            m = self._members[trial.trial_id] = _Member(config, orig_config=copy.deepcopy(config),
+                                                        orig_tag=trial.experiment_tag)
         return m
 
     # ------------------------------------------------------------------ hooks
@@ -168,9 +170,12 @@ class PopulationBasedTraining(MetricScheduler):
         m = self._members.get(trial.trial_id)
         if m is not None and m.ended:
             # added again after it ended (a retry, as Ray requeues it): Ray starts its record afresh,
-            # in the same place of its table
+            # in the same place of its table, its tag the one it has now (an exploit's, if it was cloned)
             config = copy.deepcopy(dict(trial.config))
-            self._members[trial.trial_id] = _Member(config, orig_config=copy.deepcopy(config))
+            self._members[trial.trial_id] = _Member(config, orig_config=copy.deepcopy(config),
+                                                    orig_tag=trial.experiment_tag)
+        elif m is not None:  # told again after Tuner.restore: Ray's PBT starts from the tag restored
+            m.orig_tag = trial.experiment_tag or m.orig_tag  # (a perturbed one: the next exploit's nests)
         self._member(trial)
 
     def on_trial_result(
@@ -327,10 +332,14 @@ class PopulationBasedTraining(MetricScheduler):
             def seen(t: _Member, tid: str) -> int:  # Ray's last_result: the result being decided is not in it yet
                 return t.prev_iteration if tid == getattr(self, "_current", None) else t.iteration
             controller.log_policy(trial, source, {
+                "trial_tag": m.orig_tag, "source_tag": src.orig_tag,
                 "trial_tag_config": m.orig_config or m.config, "source_tag_config": src.orig_config or src.config,
                 "trial_iteration": seen(m, trial.trial_id), "source_iteration": seen(src, source.trial_id),
                 "source_config": copy.deepcopy(source_config), "new_config": copy.deepcopy(new_config)})
-        controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint)
+        # as Ray: the tag it was added with, then the mutated keys' new values (recorded from Ray 2.60)
+        tag = perturbed_tag(m.orig_tag, new_config, self.hyperparam_mutations)
+        controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint,
+                               experiment_tag=tag)
         # the clone resumes where the source's checkpoint is, so its clocks become the source's
         m.config, m.last_perturbation, m.last_train_time = (
             copy.deepcopy(new_config), src.last_perturbation, src.last_train_time)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from actors._engine.reducer import Decision
-from actors._engine.trial import TrialSnapshot
+from actors._engine.trial import TrialSnapshot, perturbed_tag
 from actors.schedulers._base import FIFOScheduler, SchedulerController
 
 log = logging.getLogger("audition")
@@ -101,8 +101,10 @@ class PopulationBasedTrainingReplay(FIFOScheduler):
                  step, new_config)
         # as Ray: a checkpoint now, the trial paused, restarted from it with the new config
         controller.checkpoint_trial(trial)
+        # as Ray's replay: its own tag, then every key of the new config (not the trial's tag)
         controller.clone_trial(trial, trial, dict(new_config), {"replay": self.policy_file, "step": step},
-                               wait_for_checkpoint=True)
+                               wait_for_checkpoint=True,
+                               experiment_tag=perturbed_tag(self.experiment_tag, new_config, new_config))
         self.current_config = new_config
         self._num_perturbations += 1
         self._next += 1
