@@ -98,6 +98,54 @@ def test_sample_from_is_drawn_per_trial_under_constant_grid_search(tmp_path: Any
     ]
 
 
+# recorded from Ray 2.60: random.seed(0), np.random.seed(1), this space, num_samples=2 (Ray calls the
+# sample_from functions in the driver, so they draw from the script's seeded Python random)
+PY_RANDOM_CONFIGS = [
+    {"a": 0.8444218515250481, "b": 0.417022004702574, "c": "y", "g": 1},
+    {"a": 0.04048437818077755, "b": 0.7203244934421581, "c": "z", "g": 2},
+    {"a": 0.48592769656281265, "b": 0.00011437481734488664, "c": "y", "g": 1},
+    {"a": 0.9677999949201714, "b": 0.30233257263183977, "c": "y", "g": 2},
+]
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_random_seed_in_the_script_reaches_sample_from_as_in_ray(tmp_path: Any, system: str) -> None:
+    import random
+
+    random.seed(0)
+    np.random.seed(1)
+    param_space = {"a": tune.sample_from(lambda spec: random.random()), "b": tune.uniform(0, 1),
+                   "c": tune.sample_from(lambda spec: random.choice(["x", "y", "z"])),
+                   "g": tune.grid_search([1, 2])}
+    results = Tuner(_trainable, param_space=param_space, tune_config=TuneConfig(num_samples=2),
+                    run_config=RunConfig(storage=str(tmp_path), system=system, verbose=0)).fit()
+    assert [c for _, c in sorted((r.metrics["trial_id"], r.config) for r in results)] == PY_RANDOM_CONFIGS
+    assert random.random() == 0.8444218515250481  # the script's own stream did not move (Ray's does)
+
+
+def test_a_saved_generator_state_keeps_the_scripts_python_random() -> None:
+    import random
+
+    import cloudpickle
+
+    def gen() -> BasicVariantGenerator:
+        return BasicVariantGenerator(param_space={"a": tune.sample_from(lambda spec: random.random())},
+                                     num_samples=4)
+
+    random.seed(3)
+    straight = gen()
+    straight.capture_driver_stream()
+    expected = [straight.suggest(f"t{i}") for i in range(4)]
+    random.seed(3)
+    first = gen()
+    first.capture_driver_stream()
+    head = [first.suggest(f"t{i}") for i in range(2)]
+    random.seed(99)  # whatever the restoring process's own stream is
+    again = gen()
+    again.restore(cloudpickle.loads(cloudpickle.dumps(first.save())))  # (the state of a run is cloudpickled)
+    assert head + [again.suggest(f"t{i}") for i in range(2, 4)] == expected
+
+
 def test_a_negative_seed_is_refused() -> None:
     with pytest.raises(ValueError, match="random_state must be an int >= 0"):
         BasicVariantGenerator(random_state=-1)

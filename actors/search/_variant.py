@@ -137,6 +137,7 @@ class BasicVariantGenerator(Searcher):
         self._numpy = np is not None
         self._rng: Any = None
         self._global: Any = None
+        self._py_global: Any = None  # Python's global ``random`` state as the driver's script left it
         self._buffer: list[Any] = []
         #: numpy global-stream doubles the scheduler's on_trial_add takes after each trial (Ray's ASHA: 1)
         self.global_draws_per_trial = 0
@@ -157,11 +158,31 @@ class BasicVariantGenerator(Searcher):
             self._rng = np.random.default_rng(self._seed)
 
     def capture_driver_stream(self) -> None:
-        """Take numpy's global state as the user's script left it (``numpy.random.seed(n)``), so
-        draws from the global stream follow it in whichever process suggest() runs, as in Ray."""
+        """Take numpy's and Python's global ``random`` states as the user's script left them
+        (``numpy.random.seed(n)``, ``random.seed(n)``), so draws from the global streams (the domains,
+        a ``sample_from`` function calling ``random.random()``) follow them in whichever process
+        suggest() runs, as in Ray, where they run in the driver."""
+        if self._next != 0:
+            return
+        self._py_global = random.getstate()
         np = numpy_or_none()
-        if self._numpy and np is not None and self._next == 0:
+        if self._numpy and np is not None:
             self._global = np.random.get_state()
+
+    @contextmanager
+    def _driver_random(self) -> Iterator[None]:
+        """Python's global ``random`` set to the driver's for a trial's config (and restored after it)."""
+        if self._py_global is None:
+            yield
+            return
+        saved = random.getstate()
+        version, internal, gauss = self._py_global
+        random.setstate((version, tuple(internal), gauss))  # (a list once stored as JSON)
+        try:
+            yield
+        finally:
+            self._py_global = random.getstate()
+            random.setstate(saved)
 
     @contextmanager
     def _driver_stream(self) -> Iterator[Any]:
@@ -291,7 +312,8 @@ class BasicVariantGenerator(Searcher):
             )
         if self._max_concurrent and len(self._live) >= self._max_concurrent:
             return None
-        config = self._ray_variant(self._next) if self._numpy else self.variant(self._next)
+        with self._driver_random():
+            config = self._ray_variant(self._next) if self._numpy else self.variant(self._next)
         self._next += 1
         self._live.add(trial_id)
         return config
@@ -324,6 +346,7 @@ class BasicVariantGenerator(Searcher):
             "draws": "numpy" if self._numpy else "python",
             "rng": rng_state(self._rng),
             "global": self._global,
+            "py_global": self._py_global,
             "buffer": self._buffer,
             "global_draws_per_trial": self.global_draws_per_trial,
         }
@@ -345,6 +368,7 @@ class BasicVariantGenerator(Searcher):
         # states saved before Ray's numpy draws (2026-12-04) drew with Python's random
         self._numpy = state.get("draws") == "numpy"
         self._rng, self._global = rng_from_state(state.get("rng")), state.get("global")
+        self._py_global = state.get("py_global")  # (absent from states saved before 2026-12-04)
         self._buffer = state.get("buffer", [])
         self.global_draws_per_trial = state.get("global_draws_per_trial", 0)
 
