@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from enum import Enum
 from typing import Any
 
 from actors._engine.clones import CloneWaits
 from actors._engine.cluster import Cluster, RunLost
-from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed, progress_report
 from actors._engine.flat import flatten
-from actors._engine.gate import Held, ResultGate
 from actors._engine.halt import Halts
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
@@ -27,9 +24,10 @@ from actors._engine.members import Membership
 from actors._engine.orders import TrialOrders
 from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
+from actors._engine.port import ExperimentPhase
 from actors._engine.quiet import changes_nothing
 from actors._engine.reducer import Decision
-from actors._engine.saves import SaveHooks, save_hooks
+from actors._engine.results import ResultPath
 from actors._engine.signals import (
     DRIVER,
     ActorGone,
@@ -70,7 +68,6 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
-    SaveKind,
     SchedulerAction,
     SchedulerFailed,
     SchedulerReady,
@@ -89,14 +86,6 @@ STOP_ALL_GRACE_S = 2.0
 SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
 
 
-class ExperimentPhase(Enum):
-    STARTING = "starting"  # waiting for the scheduler plugin to load
-    RUNNING = "running"
-    DRAINING = "draining"  # fail_fast=True: every trial is being stopped, the run ends normally
-    ABORTING = "aborting"  # stopping early, waiting for the scheduler's state to keep it resumable
-    FINISHED = "finished"
-
-
 class ExperimentCore:
     """One experiment's controller logic. Not thread-safe: one ``handle`` at a time."""
 
@@ -112,24 +101,20 @@ class ExperimentCore:
         self.members = Membership(spec)
         self.pool = ActorPool(keep_idle=spec.max_concurrent if spec.reuse_actors else 0)
         self.feed = DriverFeed(spec.forward_events, spec.log_to_driver)
-        self.gate = ResultGate(spec.callback_gate and spec.forward_events)
         self.watch = Watchdog(spec.trial_stop_grace_s)
         self.cluster = Cluster(spec, self.table, self.members, self.pool, self.watch, controller_pid)
         self.store: ExperimentStore | None = None
         self.source = TrialSource(spec)
         self.orders = TrialOrders(spec, self.table, self.pool, self.members, self.watch)
         self.halts = Halts()
-        # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
-        self.joined = DecisionJoin()
         self.started_at = 0.0
         self.now = 0.0
         self.error: str | None = None
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
-        # batches waiting for their decision to be logged, per trial in send order (a batching
-        # scheduler can have several of a trial's batches in flight)
-        self.unlogged: dict[str, list[TrialResults]] = {}
         self.clone_waits = CloneWaits(self.table)
+        self.results = ResultPath(spec, self.table, self.link, self.orders, self.feed, self.source, self.clone_waits,
+                                  self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
@@ -137,9 +122,9 @@ class ExperimentCore:
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
             TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self._process,
             SchedulerReady: self._scheduler_ready, SchedulerReply: self._scheduler_reply,
-            DecidedResults: self._decided_results,
+            DecidedResults: self.results.decided_results,
             SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
-            CallbackAnswer: self._callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
+            CallbackAnswer: self.results.callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
             ClusterStatusRequest: self._status, Wake: self._wake, ActorGone: self._actor_gone,
             Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self._member_joined,
             MemberLeft: self._member_left, MemberHeartbeat: self._heartbeat, ProcessesChecked: self._checked,
@@ -284,9 +269,9 @@ class ExperimentCore:
             if self.finished:
                 return
             if isinstance(m, TrialResults):
-                self._on_results(m)
+                self.results.on_results(m)
             elif isinstance(m, TrialSaved):
-                self._on_saved(m)
+                self.results.on_saved(m)
             else:
                 if m.output is not None:
                     self._output(m.output)
@@ -298,140 +283,9 @@ class ExperimentCore:
                     # every other trial would hit the same wall: stop, keeping what was written
                     self._abort(f"trial {m.trial_id} could not write its checkpoint to storage: {m.storage_failure}")
 
-    def _on_results(self, msg: TrialResults) -> None:
-        """A batch of results, in Ray Tune's order: the stop criteria, then the scheduler's decision
-        (a stop marks the result ``done``), then logging, the searcher and the callbacks, then a
-        checkpoint a callback asked for, and only then does the decision take effect."""
-        if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
-            return
-        verdict = judge(self.spec, msg.trial_id, msg.results)
-        if verdict.problem is not None:
-            self._abort(verdict.problem)
-            return
-        hits, stop_all = verdict.hits, verdict.stop_all
-        effects: list[Effect] = []
-        if any(hits):  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
-            self._mark_done(msg)
-            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
-        if stop_all:
-            effects += self._stop_every_trial()
-        if any(hits) or not self.link.implements(HookKind.RESULT):
-            self._log(msg, searcher=not any(hits))
-            self._decide(msg, Decision.CONTINUE)
-        elif self.orders.direct:  # the scheduler decided (or is deciding) each result with the trial itself
-            self.unlogged.setdefault(msg.trial_id, []).append(msg)
-            self._run(effects)
-            self._join(msg.trial_id)
-            return
-        else:  # logged when the decision is known: the row a scheduler stops at says done=True
-            self.unlogged.setdefault(msg.trial_id, []).append(msg)
-            self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
-        self._run(effects)
-
-    def _decided_results(self, msg: DecidedResults) -> None:
-        """Replies of results the scheduler decided directly: kept until their batches are here."""
-        touched: list[str] = []
-        for d in msg.decisions:
-            rec = self.table.trials.get(d.trial_id)
-            if rec is None or rec.run_id != d.run_id or rec.status is not TrialStatus.RUNNING:
-                continue  # a run that has ended: its batches were logged as they were
-            self.joined.add(d)
-            if d.trial_id not in touched:
-                touched.append(d.trial_id)
-        for trial_id in touched:
-            self._join(trial_id)
-
-    def _join(self, trial_id: str) -> None:
-        """Apply the replies of the trial's oldest batches, as far as every result of them is decided."""
-        while not self.finished:
-            queued = self.unlogged.get(trial_id)
-            if not queued:
-                return
-            batch = queued[0]
-            reply = self.joined.take(trial_id, batch.run_id, batch.results)
-            if reply is None:
-                return
-            self._on_reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
-
-    def _mark_done(self, msg: TrialResults) -> None:
-        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune); the table's
-        copy only once the trial ended at it (there ``done`` means the trainable said it had finished)."""
-        msg.results[-1]["done"] = True
-        self.table.get(msg.trial_id).stop_row = int(msg.results[-1].get("training_iteration") or 0)
-
-    def _log(self, msg: TrialResults, searcher: bool = True) -> None:
-        """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""
-        rec = self.table.get(msg.trial_id)
-        err = self.io.on_results(rec, msg.results)
-        if err:
-            self._abort(err)
-            return
-        if searcher and self.source.hears_results:
-            for r in msg.results:
-                if not self._searcher("on_trial_result", msg.trial_id, r):
-                    return
-        for r in msg.results:
-            self._event(EventType.RESULT, rec, result=r)
-        for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
-            self._checkpointed(rec, c)  # batched: every checkpoint committed in the batch
-
-    def _log_unlogged(self, trial_id: str | None = None) -> None:
-        """Batches whose decision never came (the run ended, the experiment is ending): logged as they are."""
-        for t in [trial_id] if trial_id is not None else list(self.unlogged):
-            for msg in self.unlogged.pop(t, []):
-                self._log(msg)
-
-    def _decide(self, msg: TrialResults, decision: Decision) -> None:
-        """Apply a batch's decision, after the driver's callbacks if one may ask for a checkpoint."""
-        if self.gate.on and self.feed.ask_answer(msg.trial_id, msg.run_id, msg.seq):
-            self.gate.hold(msg, decision)  # waits for CallbackAnswer (and the save it may ask for)
-            self._emit(self.feed.flush())
-        else:
-            self._run(self.table.decided(msg.trial_id, msg.run_id, msg.seq, decision))
-
     def _stop_every_trial(self) -> list[Effect]:
         self.source.close()
         return self.halts.stop_all(self.table)  # ended without hooks, as Ray (actors._engine.halt)
-
-    def _on_saved(self, msg: TrialSaved) -> None:
-        if msg.checkpoint is not None and msg.trial_id in self.table.trials:
-            rec = self.table.get(msg.trial_id)
-            hooks = save_hooks(rec.checkpoint, rec.iteration, msg.checkpoint, msg.kind)
-            if hooks is SaveHooks.CHECKPOINT:  # (a checkpoint announced again is counted once by retention)
-                self._checkpointed(rec, msg.checkpoint)
-            elif hooks is SaveHooks.SAVED:
-                self._event(EventType.SAVED, rec)
-        self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
-        self._source_saved(msg.trial_id, msg.checkpoint)
-        held = self.gate.saved(msg.trial_id)
-        if held is not None:
-            self._release_decision(held)
-
-    def _source_saved(self, source_id: str, ckpt: CheckpointRef | None, fill: bool = True) -> None:
-        """A save (or the end) of a clone source: the clones waiting for it take its checkpoint."""
-        if self.clone_waits.landed(source_id, ckpt) and fill:
-            self._fill()
-
-    def _callback_answer(self, msg: CallbackAnswer) -> None:
-        entry = self.gate.answer_for(msg)
-        if entry is None:
-            return
-        if msg.checkpoint:
-            effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id, save=SaveKind.CALLBACK))
-            if effects:  # a save is on its way: the batch's decision waits until it landed
-                entry.awaiting_save = True
-                self._run(effects)
-                return
-        self._release_decision(self.gate.release(msg.trial_id))
-
-    def _release_decision(self, held: Held) -> None:
-        """A decision the driver's callbacks held takes effect."""
-        self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
-
-    def _checkpointed(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
-        """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
-        self.io.on_checkpoint(rec, ckpt)
-        self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.checkpoint_uri(ckpt))
 
     def _event(self, kind: EventType, rec: TrialRecord, result: dict[str, Any] | None = None,
                checkpoint: str | None = None) -> None:
@@ -450,15 +304,15 @@ class ExperimentCore:
         rec = self.table.trials.get(trial_id)
         if rec is None:
             return
-        self._log_unlogged(trial_id)
-        self.joined.forget(trial_id)
+        self.results.log_unlogged(trial_id)
+        self.results.forget(trial_id)
         known = rec.checkpoint.path if rec.checkpoint is not None else None
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
-            self.gate.drop(trial_id)
+            self.results.drop_held(trial_id)
             if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
-                self._checkpointed(rec, ckpt)
+                self.results.checkpointed(rec, ckpt)
         if effects and reason is EndReason.FAILED:
             self.io.on_error(rec, error or "", tb or "")
             self._recover(rec)
@@ -466,7 +320,8 @@ class ExperimentCore:
                 self._requeue(rec)
                 self._event(EventType.RECOVER, rec)
         if effects:
-            self._source_saved(trial_id, ckpt if ckpt is not None else rec.checkpoint, fill=False)
+            # a clone source's end: the clones waiting for its save take its checkpoint
+            self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)
         self._run(effects)
         if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
             self.io.dirty = True
@@ -498,7 +353,7 @@ class ExperimentCore:
         for row in got.rows if got else ():
             self._event(EventType.RESULT, rec, result=row)
         for c in got.usable if got else ():
-            self._checkpointed(rec, c)
+            self.results.checkpointed(rec, c)
 
     def _actor_gone(self, msg: ActorGone) -> None:
         if msg.handle == SCHEDULER:
@@ -627,7 +482,7 @@ class ExperimentCore:
         # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
         # first, so recovery does not log its rows a second time.
         rec = self.table.get(lost.trial_id)
-        self._log_unlogged(lost.trial_id)
+        self.results.log_unlogged(lost.trial_id)
         self._recover(rec)
         self.io.fence(lost.trial_id)
         self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
@@ -712,23 +567,10 @@ class ExperimentCore:
             effects += self.table.request(action, source)
             self.clone_waits.note(action)
         if kind is HookKind.RESULT and trial_id is not None:
-            decision = Decision(msg.decision)
-            queued = self.unlogged.get(trial_id) or []
-            batch = queued[0] if queued else None
-            if batch is not None and (batch.run_id, batch.seq) == (run_id, batch_seq):
-                queued.pop(0)
-                if not queued:
-                    del self.unlogged[trial_id]
-                if decision is Decision.STOP:
-                    self._mark_done(batch)
-                self._log(batch, searcher=decision is not Decision.STOP)
-                if self.finished or self.phase is ExperimentPhase.ABORTING:
-                    return
-                self._run(effects)
-                effects = []
-                self._decide(batch, decision)
-            else:
-                effects += self.table.decided(trial_id, run_id, batch_seq, decision)
+            rest = self.results.decided(trial_id, run_id, batch_seq, Decision(msg.decision), effects)
+            if rest is None:
+                return
+            effects = rest
         if kind is HookKind.SAVE and msg.state is not None:
             self.io.scheduler_saved(msg.state, msg.seq)
         if msg.seq == self.abort_save:
@@ -836,7 +678,7 @@ class ExperimentCore:
         summaries: tuple[Any, ...] = ()
         try:
             if self.store is not None:
-                self._log_unlogged()
+                self.results.log_unlogged()
                 self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested)
                 self.io.close(final=True)
                 summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
@@ -850,6 +692,27 @@ class ExperimentCore:
         if not self.feed.driver_present and self.spec.admin_port:
             self.out.append(ShutdownSystem(self.spec.admin_port))
         self.out.append(Finish(error))
+
+    # ------------------------------------------------------------------ the port (CoreOps)
+    def reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int, msg: SchedulerReply) -> None:
+        self._on_reply(kind, trial_id, run_id, batch_seq, msg)
+
+    def save_answered(self, seq: int) -> bool:
+        if seq != self.abort_save:
+            return False
+        self._finish(self.error)
+        return True
+
+    emit = _emit
+    send = _send
+    run = _run
+    stop_every_trial = _stop_every_trial
+    call = _call
+    fill = _fill
+    event = _event
+    searcher = _searcher
+    abort = _abort
+    finish = _finish
 
 
 _HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
