@@ -22,12 +22,11 @@ from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, Tri
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
 from actors._engine.orders import TrialOrders
-from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
 from actors._engine.port import ExperimentPhase
 from actors._engine.quiet import changes_nothing
-from actors._engine.reducer import Decision
 from actors._engine.results import ResultPath
+from actors._engine.scheduling import SCHEDULER, Scheduling
 from actors._engine.signals import (
     DRIVER,
     ActorGone,
@@ -83,7 +82,6 @@ from actors.messages import (
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
 STOP_ALL_GRACE_S = 2.0
-SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
 
 
 class ExperimentCore:
@@ -115,13 +113,15 @@ class ExperimentCore:
         self.clone_waits = CloneWaits(self.table)
         self.results = ResultPath(spec, self.table, self.link, self.orders, self.feed, self.source, self.clone_waits,
                                   self)
+        self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
+                                     self.clone_waits, self.results, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
             TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self._process,
-            SchedulerReady: self._scheduler_ready, SchedulerReply: self._scheduler_reply,
+            SchedulerReady: self._scheduler_ready, SchedulerReply: self.scheduling.reply,
             DecidedResults: self.results.decided_results,
             SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
             CallbackAnswer: self.results.callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
@@ -527,110 +527,13 @@ class ExperimentCore:
         self._send(handle, self.orders.run_trial(rec, member, self.io.next_checkpoint_index(rec)))
         self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
 
-    # ------------------------------------------------------------------ the scheduler link
+    # ------------------------------------------------------------------ the scheduler (scheduling.py)
     def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
               run_id: int = 0, batch_seq: int = 0) -> int | None:
-        """Send one hook call; its number, or None when the core answered it itself."""
-        if not self.link.implements(kind):
-            # the plugin does not implement this hook: CONTINUE with no requests, without a round trip
-            if kind is HookKind.RESULT and trial_id is not None:
-                self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
-            return None
-        changed = self.table.changed
-        updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
-        changed.clear()
-        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
-        self._send(SCHEDULER, call)
-        return call.seq
+        return self.scheduling.call(kind, trial_id, results, run_id, batch_seq)
 
-    def _scheduler_reply(self, msg: SchedulerReply) -> None:
-        for call, reply in self.link.answered(msg):
-            if self.finished:
-                return
-            self._on_reply(call.kind, call.trial_id, call.run_id, call.batch_seq, reply)
-
-    def _on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
-                  msg: SchedulerReply) -> None:
-        effects: list[Effect] = []
-        if self.orders.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
-            # (before the batch's decision below, whose TrialProceed carries it)
-            self.orders.declare_horizon(trial_id, msg.horizon)
-        # requests made inside the hook merge first, then the hook's own return value settles the
-        # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
-        for action in msg.actions:
-            if action.kind is ActionKind.LOG_POLICY:  # PBT's log_config: files to write, not a request
-                self.io.log_policy(action.trial_id, action.source_id or "", policy_line(action, self.spec.tag_paths))
-                continue
-            source = None
-            if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
-                source = self.table.exploit_source(action.source_id)
-            effects += self.table.request(action, source)
-            self.clone_waits.note(action)
-        if kind is HookKind.RESULT and trial_id is not None:
-            rest = self.results.decided(trial_id, run_id, batch_seq, Decision(msg.decision), effects)
-            if rest is None:
-                return
-            effects = rest
-        if kind is HookKind.SAVE and msg.state is not None:
-            self.io.scheduler_saved(msg.state, msg.seq)
-        if msg.seq == self.abort_save:
-            self._finish(self.error)
-            return
-        self._run(effects)
-        if kind is HookKind.CHOOSE:
-            self.link.choosing = False
-            if msg.chosen is not None and msg.chosen not in self.clone_waits:
-                self._run(self.table.start(msg.chosen))
-            elif (self.table.running == 0 and not self.link.busy() and not msg.actions
-                  and self.table.version == self.link.choose_version):
-                waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
-                if waiting:
-                    self._abort(
-                        f"the scheduler chose no trial to run although nothing is running and {len(waiting)} "
-                        f"trial(s) wait ({', '.join(t.trial_id for t in waiting[:5])}); its choose_trial_to_run "
-                        "must return a PENDING or PAUSED trial eventually")
-                    return
-        self._fill()
-
-    # ------------------------------------------------------------------ the scheduling loop
     def _fill(self) -> None:
-        """Start trials while resources allow; finish when everything is done."""
-        if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
-            return
-        self._top_up()
-        if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
-            return
-        waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        blocked = self.clone_waits.blocked()
-        # (free room is counted only when a trial could take it and the concurrency cap leaves
-        # room: this runs after every decision)
-        if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
-                and self.members.free_slots() > 0):
-            self.link.choosing = True
-            self.link.choose_version = self.table.version
-            self._call(HookKind.CHOOSE, None)
-            return
-        if self.source.done and self.table.all_finished() and not self.link.pending():
-            self._finish(None)
-        elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
-            self._abort("the search algorithm suggested no configuration while no trial was running; "
-                        "it would wait forever (check its max_concurrent / suggest())")
-
-    def _top_up(self) -> None:
-        """Add the trials the search algorithm gives while it should give more (Ray's rule)."""
-        while not self.source.done:  # (done: it gives no more, and the free room need not be counted)
-            room = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
-            drawn = self.source.draw(self.table, room, self.io.trial_prefix)
-            if drawn is None:
-                return
-            if drawn.record is None:
-                assert drawn.problem is not None, "a Drawn holds a record or a problem"
-                self._abort(drawn.problem)
-                return
-            self.io.on_add(drawn.record)
-            # callbacks' trials list holds pending trials too (Ray's add_trial)
-            self._event(EventType.ADD, drawn.record)
-            self._call(HookKind.ADD, drawn.record.trial_id)
+        self.scheduling.fill()
 
     # ------------------------------------------------------------------ the end
     def _save_state(self) -> None:
@@ -695,7 +598,7 @@ class ExperimentCore:
 
     # ------------------------------------------------------------------ the port (CoreOps)
     def reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int, msg: SchedulerReply) -> None:
-        self._on_reply(kind, trial_id, run_id, batch_seq, msg)
+        self.scheduling.on_reply(kind, trial_id, run_id, batch_seq, msg)
 
     def save_answered(self, seq: int) -> bool:
         if seq != self.abort_save:
@@ -718,4 +621,4 @@ class ExperimentCore:
 _HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
             EffectKind.REMOVE: HookKind.REMOVE}
 
-__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]
