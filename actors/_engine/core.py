@@ -25,6 +25,7 @@ from actors._engine.orders import TrialOrders
 from actors._engine.pool import ActorPool
 from actors._engine.port import ExperimentPhase
 from actors._engine.quiet import changes_nothing
+from actors._engine.restored import RestoreSettling
 from actors._engine.results import ResultPath
 from actors._engine.scheduling import SCHEDULER, Scheduling
 from actors._engine.signals import (
@@ -53,7 +54,7 @@ from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
-from actors._engine.verdicts import judge, stopper_failed
+from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
     AbortExperiment,
@@ -115,6 +116,7 @@ class ExperimentCore:
                                   self)
         self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
                                      self.clone_waits, self.results, self)
+        self.restored = RestoreSettling(spec, self.table, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
@@ -224,44 +226,8 @@ class ExperimentCore:
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
                 self._call(HookKind.ADD, rec.trial_id)
-        self._settle_restored()
+        self.restored.settle()
         self._fill()
-
-    def _settle_restored(self) -> None:
-        """Tell the restored searcher and scheduler what the restore did. A trial it ended
-        (``resume_unfinished=False``) completes, or their saved state waits for it (a generator's
-        ``max_concurrent``, a HyperBand bracket). A trial resuming from a checkpoint committed after
-        the saved state: the stop criteria and the searcher see the rows that state never saw, as
-        they did in the run that wrote them; a trial stopped at one of them (or that said done) ends
-        there instead of running past its end. The scheduler first hears of its next result."""
-        notes = self.io.take_restored()
-        for trial_id in notes.ended:
-            last = dict(self.table.get(trial_id).last_result)
-            self._call(HookKind.COMPLETE, trial_id, (last,))
-            if self.spec.searcher is not None and not self._searcher("on_trial_complete", trial_id, last, False):
-                return
-        for trial_id, rows in notes.unseen.items():
-            found = self.table.trials.get(trial_id)
-            if found is None or found.status is not TrialStatus.PENDING or self.finished:
-                continue
-            rec = found
-            verdict = judge(self.spec, trial_id, tuple(rows))
-            if verdict.problem is not None:
-                self._abort(verdict.problem)
-                return
-            ends = next((i for i, r in enumerate(rows) if verdict.hits[i] or r.get("done")), None)
-            for r in rows[:ends]:
-                if self.spec.searcher is not None and not self._searcher("on_trial_result", trial_id, r):
-                    return
-            if ends is not None:
-                self.io.end_restored(rec)
-                self._run(self.table.end_restored(trial_id, stopped=verdict.hits[ends] and not rows[ends].get("done")))
-                self.io.dirty = True
-                if self.spec.searcher is not None and not self._searcher(
-                        "on_trial_complete", trial_id, dict(rec.last_result), False):
-                    return
-            if verdict.stop_all:
-                self._run(self._stop_every_trial())
 
     # ------------------------------------------------------------------ trial messages
     def _trial_message(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
@@ -621,4 +587,5 @@ class ExperimentCore:
 _HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
             EffectKind.REMOVE: HookKind.REMOVE}
 
-__all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase",
+           "stopper_failed"]
