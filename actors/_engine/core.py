@@ -15,7 +15,7 @@ from typing import Any
 
 from actors._engine.clones import CloneWaits
 from actors._engine.cluster import Cluster, RunLost
-from actors._engine.feed import DriverFeed, progress_report
+from actors._engine.feed import DriverFeed
 from actors._engine.flat import flatten
 from actors._engine.halt import Halts
 from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
@@ -54,11 +54,11 @@ from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
+from actors._engine.upkeep import Upkeep
 from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import (
     AbortExperiment,
-    ActionKind,
     CallbackAnswer,
     CheckpointRef,
     ClusterStatusRequest,
@@ -68,7 +68,6 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
-    SchedulerAction,
     SchedulerFailed,
     SchedulerReady,
     SchedulerReply,
@@ -117,6 +116,7 @@ class ExperimentCore:
         self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
                                      self.clone_waits, self.results, self)
         self.restored = RestoreSettling(spec, self.table, self)
+        self.upkeep = Upkeep(spec, self.table, self.members, self.cluster, self.watch, self.feed, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
@@ -128,8 +128,9 @@ class ExperimentCore:
             SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
             CallbackAnswer: self.results.callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
             ClusterStatusRequest: self._status, Wake: self._wake, ActorGone: self._actor_gone,
-            Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self._member_joined,
-            MemberLeft: self._member_left, MemberHeartbeat: self._heartbeat, ProcessesChecked: self._checked,
+            Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self.upkeep.member_joined,
+            MemberLeft: self.upkeep.member_left, MemberHeartbeat: self.upkeep.heartbeat,
+            ProcessesChecked: self.upkeep.checked,
         }
 
     @property
@@ -214,7 +215,7 @@ class ExperimentCore:
             self.out.append(WatchMembers())
         self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
         self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state()))
-        self._check_time_limits()  # a time budget counts from here
+        self.upkeep.check_time_limits()  # a time budget counts from here
         self.out.append(WakeAfter(spec.progress_interval_s, Tick.PERIODIC))
 
     def _scheduler_ready(self, msg: SchedulerReady) -> None:
@@ -342,6 +343,17 @@ class ExperimentCore:
         elif msg.handle == SCHEDULER:
             self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
 
+    def _host_lost(self, lost: RunLost) -> None:
+        """The member running the trial is unreachable: the trial fails and restarts elsewhere."""
+        # what the lost run committed before now counts, even unreported; only its later commits
+        # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
+        # first, so recovery does not log its rows a second time.
+        rec = self.table.get(lost.trial_id)
+        self.results.log_unlogged(lost.trial_id)
+        self._recover(rec)
+        self.io.fence(lost.trial_id)
+        self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
+
     def _status(self, _: ClusterStatusRequest) -> None:
         self.out.append(self.cluster.status())
 
@@ -364,94 +376,12 @@ class ExperimentCore:
             return
         if self.phase is ExperimentPhase.DRAINING and self.now >= self.deadline:
             for rec in self.table.with_status(TrialStatus.RUNNING):
-                self._kill_trial(rec.trial_id, rec.run_id)
-        self._check_time_limits()
-        self._emit(self.cluster.ask_processes())
-        for trial_id, run_id in self.watch.overdue(self.table, self.now):
-            self._kill_trial(trial_id, run_id)
-        if self.finished:
+                self.upkeep.kill(rec.trial_id, rec.run_id)
+        if not self.upkeep.tick(self.now - self.started_at):  # time limits, liveness, members (upkeep.py)
             return
-        if self.spec.progress_reports:
-            self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
-                                               self.now - self.started_at))
-        self._emit(self.feed.flush())
-        if self.spec.multi_host:
-            for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
-                self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
-            problem = self.cluster.unplaceable(self.now)
-            if problem is not None:
-                self._abort(problem)
         if self.phase is not ExperimentPhase.STARTING and self.io.state_due() and not self._state_current():
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
-
-    def _check_time_limits(self) -> None:
-        stopper = self.spec.stopper
-        if stopper is None:
-            return
-        try:  # user code: its failure is the user's error
-            stop_all = stopper.stop_all()
-            limit = stopper.trial_time_limit() if hasattr(stopper, "trial_time_limit") else None
-        except Exception as exc:
-            self._abort(stopper_failed(stopper, "(none: the periodic time check)", exc))
-            return
-        effects: list[Effect] = []
-        if stop_all:
-            effects += self._stop_every_trial()
-        elif limit is not None:
-            for trial_id in self.watch.over_time(self.table, self.now, limit):
-                effects += self.table.request(SchedulerAction(ActionKind.STOP, trial_id))
-        self._run(effects)
-
-    def _checked(self, msg: ProcessesChecked) -> None:
-        """Trial processes the liveness check found gone (``Cluster.processes_gone``): their runs failed."""
-        for lost in self.cluster.processes_gone(msg):
-            self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
-
-    def _kill_trial(self, trial_id: str, run_id: int) -> None:
-        """End a trial that did not halt in time: kill its process, end it as the stop asked."""
-        self._emit(self.cluster.kill(trial_id, run_id))
-        self._ended(trial_id, run_id, EndReason.STOPPED)
-
-    # ------------------------------------------------------------------ the cluster
-    def _member_joined(self, msg: MemberJoined) -> None:
-        if not self.spec.multi_host:
-            return
-        if self.members.replaced(msg.member_id, msg.address):
-            # restarted under the same id before its heartbeats timed out: its trials died with it
-            self._member_gone(msg.member_id, "it joined again from a new address")
-        self._emit(self.cluster.join(msg, self.now))
-        self._fill()
-
-    def _member_left(self, msg: MemberLeft) -> None:
-        if self.spec.multi_host and self.cluster.left(msg):
-            self._member_gone(msg.member_id, "it left the convention")
-
-    def _heartbeat(self, msg: MemberHeartbeat) -> None:
-        if self.cluster.heartbeat(msg, self.now):
-            self._fill()
-
-    def _member_gone(self, member_id: str, why: str) -> None:
-        lost = self.cluster.lose(member_id, why)
-        if lost is None:
-            return
-        for item in lost:
-            if isinstance(item, RunLost):
-                self._host_lost(item)
-            else:
-                self.out.append(item)
-        self._fill()
-
-    def _host_lost(self, lost: RunLost) -> None:
-        """The member running the trial is unreachable: the trial fails and restarts elsewhere."""
-        # what the lost run committed before now counts, even unreported; only its later commits
-        # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
-        # first, so recovery does not log its rows a second time.
-        rec = self.table.get(lost.trial_id)
-        self.results.log_unlogged(lost.trial_id)
-        self._recover(rec)
-        self.io.fence(lost.trial_id)
-        self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     # ------------------------------------------------------------------ effects
     def _run(self, effects: list[Effect]) -> None:
@@ -572,6 +502,8 @@ class ExperimentCore:
         self._finish(self.error)
         return True
 
+    ended = _ended
+    host_lost = _host_lost
     emit = _emit
     send = _send
     run = _run

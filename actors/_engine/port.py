@@ -13,10 +13,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Protocol
 
+from actors._engine.cluster import RunLost
 from actors._engine.lifecycle import Effect, TrialRecord
 from actors._engine.signals import Command, Handle
 from actors._engine.store import ExperimentStore
-from actors.messages import EventType, HookKind, SchedulerReply
+from actors.messages import CheckpointRef, EndReason, EventType, HookKind, SchedulerReply
 
 
 class ExperimentPhase(Enum):
@@ -53,6 +54,11 @@ class CoreOps(Protocol):
         ...
 
     @property
+    def now(self) -> float:
+        """The time of the event being handled (the core reads no clock)."""
+        ...
+
+    @property
     def io(self) -> ExperimentStore:
         """The experiment's store (opened by ``Start``, before any collaborator is called)."""
         ...
@@ -67,6 +73,16 @@ class CoreOps(Protocol):
 
     def run(self, effects: list[Effect]) -> None:
         """Carry out table effects: start trials, end them (events, hooks, the searcher), order their actors."""
+        ...
+
+    def ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
+              error: str | None = None, tb: str | None = None) -> None:
+        """This run of the trial is over (a no-op for an unknown trial or an old run): hooks, a retry, the
+        searcher, the next trials."""
+        ...
+
+    def host_lost(self, lost: RunLost) -> None:
+        """The member running this run is unreachable: what it committed counts, the run ends FAILED."""
         ...
 
     def stop_every_trial(self) -> list[Effect]:
