@@ -27,6 +27,7 @@ from actors._engine.port import ExperimentPhase
 from actors._engine.quiet import changes_nothing
 from actors._engine.restored import RestoreSettling
 from actors._engine.results import ResultPath
+from actors._engine.runs import TrialRuns
 from actors._engine.scheduling import SCHEDULER, Scheduling
 from actors._engine.signals import (
     DRIVER,
@@ -115,6 +116,7 @@ class ExperimentCore:
                                   self)
         self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
                                      self.clone_waits, self.results, self)
+        self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self)
         self.restored = RestoreSettling(spec, self.table, self)
         self.upkeep = Upkeep(spec, self.table, self.members, self.cluster, self.watch, self.feed, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
@@ -268,59 +270,7 @@ class ExperimentCore:
 
     def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
                error: str | None = None, tb: str | None = None) -> None:
-        rec = self.table.trials.get(trial_id)
-        if rec is None:
-            return
-        self.results.log_unlogged(trial_id)
-        self.results.forget(trial_id)
-        known = rec.checkpoint.path if rec.checkpoint is not None else None
-        effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
-        if effects:
-            self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
-            self.results.drop_held(trial_id)
-            if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
-                self.results.checkpointed(rec, ckpt)
-        if effects and reason is EndReason.FAILED:
-            self.io.on_error(rec, error or "", tb or "")
-            self._recover(rec)
-            if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
-                self._requeue(rec)
-                self._event(EventType.RECOVER, rec)
-        if effects:
-            # a clone source's end: the clones waiting for its save take its checkpoint
-            self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)
-        self._run(effects)
-        if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
-            self.io.dirty = True
-            if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
-                self._save_state()
-        if rec.status.is_finished and self.spec.searcher is not None and self.halts.told(trial_id) and not \
-                self._searcher("on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR):
-            return
-        if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
-            if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
-                self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
-                return
-            self._drain()  # fail_fast=True: stop the rest, fit() returns the results (Ray Tune)
-        self._fill()
-
-    def _requeue(self, rec: TrialRecord) -> None:
-        """A retried trial, as Ray Tune's ``_requeue_trial``: the scheduler hears ``on_trial_error``,
-        the trial moves to the end of the trial list (it runs after the trials already waiting, and
-        is listed last), then the scheduler hears ``on_trial_add`` (HyperBand and ASHA place it in a
-        bracket again, PBT starts its record afresh)."""
-        self._call(HookKind.ERROR, rec.trial_id)
-        self.table.requeue(rec.trial_id)
-        self._call(HookKind.ADD, rec.trial_id)
-
-    def _recover(self, rec: TrialRecord) -> None:
-        """Checkpoints the failed run committed but never sent: callbacks hear of them and of their
-        results, retention counts them."""
-        got = self.io.recover(rec)
-        for row in got.rows if got else ():
-            self._event(EventType.RESULT, rec, result=row)
-        for c in got.usable if got else ():
-            self.results.checkpointed(rec, c)
+        self.runs.ended(trial_id, run_id, reason, ckpt, error, tb)
 
     def _actor_gone(self, msg: ActorGone) -> None:
         if msg.handle == SCHEDULER:
@@ -342,17 +292,6 @@ class ExperimentCore:
                         f"the trial actor could not handle {msg.message_type}", "")
         elif msg.handle == SCHEDULER:
             self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
-
-    def _host_lost(self, lost: RunLost) -> None:
-        """The member running the trial is unreachable: the trial fails and restarts elsewhere."""
-        # what the lost run committed before now counts, even unreported; only its later commits
-        # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
-        # first, so recovery does not log its rows a second time.
-        rec = self.table.get(lost.trial_id)
-        self.results.log_unlogged(lost.trial_id)
-        self._recover(rec)
-        self.io.fence(lost.trial_id)
-        self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
     def _status(self, _: ClusterStatusRequest) -> None:
         self.out.append(self.cluster.status())
@@ -502,8 +441,12 @@ class ExperimentCore:
         self._finish(self.error)
         return True
 
+    def host_lost(self, lost: RunLost) -> None:
+        self.runs.host_lost(lost)
+
     ended = _ended
-    host_lost = _host_lost
+    save_state = _save_state
+    drain = _drain
     emit = _emit
     send = _send
     run = _run

@@ -119,6 +119,14 @@ class CoreOps(Protocol):
         """End the experiment now (``error``: why it failed, None when every trial is done)."""
         ...
 
+    def save_state(self) -> None:
+        """Snapshot the table now (a trial's end is written soon, not only every ``state_interval_s``)."""
+        ...
+
+    def drain(self) -> None:
+        """``fail_fast=True``: stop every trial, the run then ends normally."""
+        ...
+
     def save_answered(self, seq: int) -> bool:
         """The scheduler answered its SAVE call ``seq``: True if an abort waited for it (it has now finished)."""
         ...
