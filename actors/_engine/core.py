@@ -18,7 +18,7 @@ from actors._engine.cluster import Cluster, RunLost
 from actors._engine.feed import DriverFeed
 from actors._engine.flat import flatten
 from actors._engine.halt import Halts
-from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
+from actors._engine.lifecycle import Effect, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
 from actors._engine.orders import TrialOrders
@@ -116,7 +116,8 @@ class ExperimentCore:
                                   self)
         self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
                                      self.clone_waits, self.results, self)
-        self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self)
+        self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self.orders,
+                              self.members, self.watch, self)
         self.restored = RestoreSettling(spec, self.table, self)
         self.upkeep = Upkeep(spec, self.table, self.members, self.cluster, self.watch, self.feed, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
@@ -197,6 +198,9 @@ class ExperimentCore:
 
     def _emit(self, commands: list[Command]) -> None:
         self.out.extend(commands)
+
+    def put(self, command: Command) -> None:
+        self.out.append(command)
 
     @property
     def io(self) -> ExperimentStore:
@@ -324,43 +328,7 @@ class ExperimentCore:
 
     # ------------------------------------------------------------------ effects
     def _run(self, effects: list[Effect]) -> None:
-        for e in effects:
-            kind = e.kind
-            if kind is EffectKind.START:
-                self._start_trial(self.table.get(e.trial_id))
-            elif kind is EffectKind.RELEASE:
-                self._emit(self.orders.release(e.trial_id, e.flag))
-            elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
-                rec = self.table.get(e.trial_id)
-                self.orders.declare_horizon(e.trial_id, None)
-                self.io.on_finished(rec)  # the controller's loggers close its files, halted or not
-                if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
-                    self._event(EventType.HALT, rec)
-                    continue
-                self._event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
-                self._call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
-                if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
-                    # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
-                    self._searcher("on_trial_complete", e.trial_id, None, False)
-            else:  # PROCEED, HOLD, SAVE, STOP: a message to the trial's actor
-                order = self.orders.order(e, self.now)
-                if order is not None:
-                    self.out.append(order)
-
-    def _start_trial(self, rec: TrialRecord) -> None:
-        member = self.members.choose()
-        if member is None or rec.trial_id in self.clone_waits:
-            # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
-            # source's checkpoint is still being saved: it starts when that landed
-            self.table.unstart(rec.trial_id)
-            return
-        self.io.on_start(rec)
-        spawn, handle = self.orders.place(rec, member)
-        if spawn is not None:
-            self.out.append(spawn)
-        self._event(EventType.START, rec)
-        self._send(handle, self.orders.run_trial(rec, member, self.io.next_checkpoint_index(rec)))
-        self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
+        self.runs.run(effects)
 
     # ------------------------------------------------------------------ the scheduler (scheduling.py)
     def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
@@ -457,10 +425,6 @@ class ExperimentCore:
     searcher = _searcher
     abort = _abort
     finish = _finish
-
-
-_HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
-            EffectKind.REMOVE: HookKind.REMOVE}
 
 __all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase",
            "stopper_failed"]

@@ -67,6 +67,10 @@ class CoreOps(Protocol):
         """Append commands to this event's output."""
         ...
 
+    def put(self, command: Command) -> None:
+        """Append one command to this event's output."""
+        ...
+
     def send(self, to: Handle, msg: Any) -> None:
         """Send a message (to the driver only while it is there)."""
         ...

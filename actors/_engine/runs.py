@@ -1,11 +1,13 @@
-"""How a trial's run ends: its end noted in the table, its unlogged batches logged, a failure recorded and
-retried (the scheduler hears ``on_trial_error`` then ``on_trial_add``, as Ray Tune's ``_requeue_trial``),
-what a failed or lost run committed but never sent recovered, and the searcher told of a finished trial.
+"""A trial's runs: what the table's effects do to them (a run started on a member, an actor freed, the
+message a trial's actor is told, a finished trial's events and hooks) and how a run ends: its unlogged
+batches logged, a failure recorded and retried (the scheduler hears ``on_trial_error`` then
+``on_trial_add``, as Ray Tune's ``_requeue_trial``), what a failed or lost run committed but never sent
+recovered, the searcher told of a finished trial.
 
-Whatever ended it (its own ``TrialEnded``, its actor or process gone, a kill, its member lost), the same
-``ended`` runs, so the order of hooks and events is the same for all. Separate from the core because it is
-the trial's story, not the experiment's: the phase changes it can lead to (a state snapshot due,
-``fail_fast`` draining or aborting) it asks of the core through ``CoreOps``.
+Whatever ended a run (its own ``TrialEnded``, its actor or process gone, a kill, its member lost), the same
+``ended`` runs, so hooks and events come in the same order for all. Separate from the core because it is
+the trials' story, not the experiment's: the phase changes it can lead to (a state snapshot due,
+``fail_fast`` draining or aborting) and the hook calls it makes it asks of the core through ``CoreOps``.
 """
 
 from __future__ import annotations
@@ -13,27 +15,76 @@ from __future__ import annotations
 from actors._engine.clones import CloneWaits
 from actors._engine.cluster import RunLost
 from actors._engine.halt import Halts
-from actors._engine.lifecycle import TrialRecord, TrialTable
+from actors._engine.lifecycle import Effect, EffectKind, TrialRecord, TrialTable
+from actors._engine.members import Membership
+from actors._engine.orders import TrialOrders
 from actors._engine.pool import ActorPool
 from actors._engine.port import CoreOps, ExperimentPhase
 from actors._engine.results import ResultPath
 from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus
+from actors._engine.watch import Watchdog
 from actors.messages import CheckpointRef, EndReason, EventType, HookKind
 
 
 class TrialRuns:
-    """The end of a trial's run, whatever ended it."""
+    """Trials' runs started, ordered and ended."""
 
     def __init__(self, spec: ExperimentSpec, table: TrialTable, pool: ActorPool, halts: Halts,
-                 clone_waits: CloneWaits, results: ResultPath, ops: CoreOps) -> None:
+                 clone_waits: CloneWaits, results: ResultPath, orders: TrialOrders, members: Membership,
+                 watch: Watchdog, ops: CoreOps) -> None:
         self.spec = spec
         self.table = table
         self.pool = pool
         self.halts = halts
         self.clone_waits = clone_waits
         self.results = results
+        self.orders = orders
+        self.members = members
+        self.watch = watch
         self.ops = ops
+
+    def run(self, effects: list[Effect]) -> None:
+        """Carry out the table's effects in order: start a run, free an actor, end a trial (events, hooks,
+        the searcher), or tell a trial's actor (the ``TrialOrders`` message)."""
+        for e in effects:
+            kind = e.kind
+            if kind is EffectKind.START:
+                self.start_trial(self.table.get(e.trial_id))
+            elif kind is EffectKind.RELEASE:
+                self.ops.emit(self.orders.release(e.trial_id, e.flag))
+            elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
+                rec = self.table.get(e.trial_id)
+                self.orders.declare_horizon(e.trial_id, None)
+                self.ops.io.on_finished(rec)  # the controller's loggers close its files, halted or not
+                if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
+                    self.ops.event(EventType.HALT, rec)
+                    continue
+                self.ops.event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
+                self.ops.call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
+                if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
+                    # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
+                    self.ops.searcher("on_trial_complete", e.trial_id, None, False)
+            else:  # PROCEED, HOLD, SAVE, STOP: a message to the trial's actor
+                order = self.orders.order(e, self.ops.now)
+                if order is not None:
+                    self.ops.put(order)
+
+    def start_trial(self, rec: TrialRecord) -> None:
+        """Start the trial's run on a member with room (an idle actor there, or a new one)."""
+        member = self.members.choose()
+        if member is None or rec.trial_id in self.clone_waits:
+            # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
+            # source's checkpoint is still being saved: it starts when that landed
+            self.table.unstart(rec.trial_id)
+            return
+        self.ops.io.on_start(rec)
+        spawn, handle = self.orders.place(rec, member)
+        if spawn is not None:
+            self.ops.put(spawn)
+        self.ops.event(EventType.START, rec)
+        self.ops.send(handle, self.orders.run_trial(rec, member, self.ops.io.next_checkpoint_index(rec)))
+        self.watch.started(rec.trial_id, rec.run_id, self.ops.now, rec.time_total_s)
 
     def ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
               error: str | None = None, tb: str | None = None) -> None:
@@ -103,5 +154,8 @@ class TrialRuns:
         self.ops.io.fence(lost.trial_id)
         self.ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 
+
+_HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
+            EffectKind.REMOVE: HookKind.REMOVE}
 
 __all__ = ["TrialRuns"]

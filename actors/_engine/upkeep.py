@@ -110,7 +110,7 @@ class Upkeep:
             if isinstance(item, RunLost):
                 self.ops.host_lost(item)
             else:
-                self.ops.emit([item])
+                self.ops.put(item)
         self.ops.fill()
 
 
