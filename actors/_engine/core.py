@@ -5,6 +5,11 @@ and returns the commands that carry out its consequences. It does no I/O of its 
 port (``actors._engine.store``), reads no clock (``now`` is handed in), starts no thread and knows no Thespian
 address (actors are ``Handle`` numbers). The shell (``actors._shell.controller``) and the simulator
 (``actors.testing.simulate``) drive the very same object. Its phase is one named state, ``ExperimentPhase``.
+
+The core dispatches events and owns the phase and every change of it (start, abort, drain, finish, the state
+snapshot). The work on the way is done by collaborators that own their state and reach back only through
+``CoreOps`` (``port.py``), which the core implements: ``ResultPath`` (results.py), ``Scheduling``
+(scheduling.py), ``TrialRuns`` (runs.py), ``Upkeep`` (upkeep.py) and ``RestoreSettling`` (restored.py).
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
 from actors._engine.upkeep import Upkeep
 from actors._engine.verdicts import stopper_failed
-from actors._engine.watch import Watchdog, death_message
+from actors._engine.watch import Watchdog
 from actors.messages import (
     AbortExperiment,
     CallbackAnswer,
@@ -125,7 +130,7 @@ class ExperimentCore:
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
-            TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self._process,
+            TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self.upkeep.process,
             SchedulerReady: self._scheduler_ready, SchedulerReply: self.scheduling.reply,
             DecidedResults: self.results.decided_results,
             SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
@@ -199,9 +204,6 @@ class ExperimentCore:
     def _emit(self, commands: list[Command]) -> None:
         self.out.extend(commands)
 
-    def put(self, command: Command) -> None:
-        self.out.append(command)
-
     @property
     def io(self) -> ExperimentStore:
         assert self.store is not None, "the store is opened by Start"
@@ -232,9 +234,9 @@ class ExperimentCore:
         self.orders.pace(msg)
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
-                self._call(HookKind.ADD, rec.trial_id)
+                self.call(HookKind.ADD, rec.trial_id)
         self.restored.settle()
-        self._fill()
+        self.fill()
 
     # ------------------------------------------------------------------ trial messages
     def _trial_message(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
@@ -248,13 +250,7 @@ class ExperimentCore:
             else:
                 if m.output is not None:
                     self._output(m.output)
-                if m.setup_failed or m.started:  # taken once built; never came up: Ray's has the id alone
-                    self.table.process_started(m.trial_id, m.run_id, m.started)
-                self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
-                if m.storage_failure and not self.finished:
-                    # retrying cannot help (the storage package already retried transient errors), and
-                    # every other trial would hit the same wall: stop, keeping what was written
-                    self._abort(f"trial {m.trial_id} could not write its checkpoint to storage: {m.storage_failure}")
+                self.runs.on_ended(m)
 
     def _stop_every_trial(self) -> list[Effect]:
         self.source.close()
@@ -268,33 +264,14 @@ class ExperimentCore:
     def _output(self, msg: TrialOutput) -> None:
         self._emit(self.feed.output(msg))
 
-    def _process(self, msg: TrialProcess) -> None:
-        self.watch.process(msg.trial_id, msg.run_id, msg.pid)
-        self.table.process_started(msg.trial_id, msg.run_id, msg.started)
-
-    def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
-               error: str | None = None, tb: str | None = None) -> None:
-        self.runs.ended(trial_id, run_id, reason, ckpt, error, tb)
-
     def _actor_gone(self, msg: ActorGone) -> None:
         if msg.handle == SCHEDULER:
             self._abort("the scheduler actor exited unexpectedly", scheduler_alive=False)
-            return
-        trial_id = self.pool.gone(msg.handle)
-        if trial_id is None:
-            return
-        rec = self.table.get(trial_id)
-        if rec.status is TrialStatus.RUNNING:
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None, death_message(msg.code),
-                        "ChildActorExited: the process running this trial is gone\n")
+        else:
+            self.runs.actor_gone(msg)
 
     def _undeliverable(self, msg: Undeliverable) -> None:
-        trial_id = self.pool.trial_of.get(msg.handle)
-        if trial_id is not None:
-            rec = self.table.get(trial_id)
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
-                        f"the trial actor could not handle {msg.message_type}", "")
-        elif msg.handle == SCHEDULER:
+        if not self.runs.undeliverable(msg) and msg.handle == SCHEDULER:
             self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
 
     def _status(self, _: ClusterStatusRequest) -> None:
@@ -326,23 +303,11 @@ class ExperimentCore:
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
 
-    # ------------------------------------------------------------------ effects
-    def _run(self, effects: list[Effect]) -> None:
-        self.runs.run(effects)
-
-    # ------------------------------------------------------------------ the scheduler (scheduling.py)
-    def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
-              run_id: int = 0, batch_seq: int = 0) -> int | None:
-        return self.scheduling.call(kind, trial_id, results, run_id, batch_seq)
-
-    def _fill(self) -> None:
-        self.scheduling.fill()
-
     # ------------------------------------------------------------------ the end
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
         self.unchanged = True
-        self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested, self._call(HookKind.SAVE, None))
+        self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested, self.call(HookKind.SAVE, None))
 
     def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
         """End the experiment early, keeping it resumable.
@@ -358,10 +323,10 @@ class ExperimentCore:
         tag = None
         if self.store is not None:
             ready = self.phase is not ExperimentPhase.STARTING
-            tag = self._call(HookKind.SAVE, None) if ready and scheduler_alive else None
+            tag = self.call(HookKind.SAVE, None) if ready and scheduler_alive else None
             self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
         self.phase = ExperimentPhase.ABORTING
-        self._run(self.table.abort_all())
+        self.run(self.table.abort_all())
         if tag is None:
             self._finish(reason)
         else:
@@ -375,7 +340,7 @@ class ExperimentCore:
             return
         self.phase = ExperimentPhase.DRAINING
         self.deadline = self.now + STOP_ALL_GRACE_S
-        self._run(self._stop_every_trial())
+        self.run(self._stop_every_trial())
 
     def _finish(self, error: str | None) -> None:
         if self.finished:
@@ -399,9 +364,29 @@ class ExperimentCore:
             self.out.append(ShutdownSystem(self.spec.admin_port))
         self.out.append(Finish(error))
 
-    # ------------------------------------------------------------------ the port (CoreOps)
+    # ------------------------------------------------------------------ the port (CoreOps, port.py)
+    def run(self, effects: list[Effect]) -> None:
+        self.runs.run(effects)
+
+    def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
+             run_id: int = 0, batch_seq: int = 0) -> int | None:
+        return self.scheduling.call(kind, trial_id, results, run_id, batch_seq)
+
     def reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int, msg: SchedulerReply) -> None:
         self.scheduling.on_reply(kind, trial_id, run_id, batch_seq, msg)
+
+    def fill(self) -> None:
+        self.scheduling.fill()
+
+    def ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
+              error: str | None = None, tb: str | None = None) -> None:
+        self.runs.ended(trial_id, run_id, reason, ckpt, error, tb)
+
+    def host_lost(self, lost: RunLost) -> None:
+        self.runs.host_lost(lost)
+
+    def put(self, command: Command) -> None:
+        self.out.append(command)
 
     def save_answered(self, seq: int) -> bool:
         if seq != self.abort_save:
@@ -409,22 +394,10 @@ class ExperimentCore:
         self._finish(self.error)
         return True
 
-    def host_lost(self, lost: RunLost) -> None:
-        self.runs.host_lost(lost)
+    # the rest of the port: the core's own methods under the port's names
+    emit, send, event, searcher, stop_every_trial = _emit, _send, _event, _searcher, _stop_every_trial
+    abort, finish, save_state, drain = _abort, _finish, _save_state, _drain
 
-    ended = _ended
-    save_state = _save_state
-    drain = _drain
-    emit = _emit
-    send = _send
-    run = _run
-    stop_every_trial = _stop_every_trial
-    call = _call
-    fill = _fill
-    event = _event
-    searcher = _searcher
-    abort = _abort
-    finish = _finish
 
 __all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase",
            "stopper_failed"]

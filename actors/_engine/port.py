@@ -1,11 +1,14 @@
 """The port through which the core's collaborators reach back into it (``CoreOps``), and the phase they read.
 
-The result path (``results.py``), the scheduler's replies and the scheduling loop (``scheduling.py``), the
-periodic tick (``ticks.py``) and restore settling (``restored.py``) each own their state, but their work
-interleaves with the core's: a decision runs table effects that start and end trials (hooks, the searcher,
-events), a failing searcher or store ends the experiment. Each gets the ``ExperimentCore`` as a ``CoreOps``
-in its constructor: the operations listed here, type-checked against the core, and nothing of its private
-state. The phase changes stay the core's alone; a collaborator reads the phase and asks.
+The result path (``results.py``), the scheduler's calls and replies and the scheduling loop
+(``scheduling.py``), the trials' runs (``runs.py``), the periodic checks and the members' events
+(``upkeep.py``) and restore settling (``restored.py``) each own their state, but their work interleaves
+with the core's and with each other's: a decision runs table effects that start and end trials (hooks, the
+searcher, events), a failing searcher or store ends the experiment. Each gets the ``ExperimentCore`` as a
+``CoreOps`` in its constructor: the operations listed here, type-checked against the core (mypy checks the
+core conforms where it passes itself), and nothing of its private state. Shared objects (the table, the
+link, the feed...) are handed to a collaborator's constructor explicitly; the phase changes stay the core's
+alone: a collaborator reads the phase and asks (``abort``, ``finish``, ``drain``, ``save_state``).
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ class CoreOps(Protocol):
     commands it leads to join that event's output in call order, so moving code into a collaborator keeps
     the order of the commands.
 
-    What may re-enter: ``run``, ``fill``, ``reply``, ``abort`` and ``searcher`` (which aborts when the search
-    algorithm raised) can start and end trials and call back into any collaborator, including the caller;
-    ``abort`` and ``fill`` may finish the experiment. After one of them a collaborator checks ``finished``
-    (or the ``phase``) before going on, wherever the core did. The reads (``phase``, ``finished``, ``io``)
-    and ``emit``, ``send``, ``event`` re-enter nothing.
+    What may re-enter: all but the reads (``phase``, ``finished``, ``now``, ``io``), ``emit``, ``put``,
+    ``send``, ``event`` and ``stop_every_trial`` may call back into the collaborators, the caller included.
+    ``run``, ``call`` (a hook the plugin lacks is answered at once), ``reply``, ``fill``, ``ended``,
+    ``host_lost``, ``drain`` and ``searcher`` (which aborts if the search algorithm raised) can start and end
+    trials; ``abort``, ``finish`` and ``save_state`` call the scheduler or log the batches still waiting;
+    ``fill``, ``reply``, ``ended``, ``abort`` and ``save_answered`` may finish the experiment. After one of
+    them a collaborator checks ``finished`` (or the ``phase``) before going on wherever the order needs it.
     """
 
     @property

@@ -21,10 +21,11 @@ from actors._engine.orders import TrialOrders
 from actors._engine.pool import ActorPool
 from actors._engine.port import CoreOps, ExperimentPhase
 from actors._engine.results import ResultPath
+from actors._engine.signals import ActorGone, Undeliverable
 from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus
-from actors._engine.watch import Watchdog
-from actors.messages import CheckpointRef, EndReason, EventType, HookKind
+from actors._engine.watch import Watchdog, death_message
+from actors.messages import CheckpointRef, EndReason, EventType, HookKind, TrialEnded
 
 
 class TrialRuns:
@@ -85,6 +86,36 @@ class TrialRuns:
         self.ops.event(EventType.START, rec)
         self.ops.send(handle, self.orders.run_trial(rec, member, self.ops.io.next_checkpoint_index(rec)))
         self.watch.started(rec.trial_id, rec.run_id, self.ops.now, rec.time_total_s)
+
+    def on_ended(self, m: TrialEnded) -> None:
+        """The run's own end notice (its output is the core's to forward first)."""
+        if m.setup_failed or m.started:  # taken once built; never came up: Ray's has the id alone
+            self.table.process_started(m.trial_id, m.run_id, m.started)
+        self.ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
+        if m.storage_failure and not self.ops.finished:
+            # retrying cannot help (the storage package already retried transient errors), and
+            # every other trial would hit the same wall: stop, keeping what was written
+            self.ops.abort(f"trial {m.trial_id} could not write its checkpoint to storage: {m.storage_failure}")
+
+    def actor_gone(self, msg: ActorGone) -> None:
+        """A trial's actor exited (its process died): its running run failed."""
+        trial_id = self.pool.gone(msg.handle)
+        if trial_id is None:
+            return
+        rec = self.table.get(trial_id)
+        if rec.status is TrialStatus.RUNNING:
+            self.ended(trial_id, rec.run_id, EndReason.FAILED, None, death_message(msg.code),
+                       "ChildActorExited: the process running this trial is gone\n")
+
+    def undeliverable(self, msg: Undeliverable) -> bool:
+        """A trial's actor could not handle a message: its run failed. False if no trial runs on that actor."""
+        trial_id = self.pool.trial_of.get(msg.handle)
+        if trial_id is None:
+            return False
+        rec = self.table.get(trial_id)
+        self.ended(trial_id, rec.run_id, EndReason.FAILED, None,
+                   f"the trial actor could not handle {msg.message_type}", "")
+        return True
 
     def ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
               error: str | None = None, tb: str | None = None) -> None:

@@ -1,6 +1,7 @@
 """What time and the cluster bring between a trial's messages: the periodic tick's checks (time limits,
 trials that did not halt in time, the trial processes' liveness, progress rows, members gone silent,
-a trial no member can hold) and the members' own events (joined, left, reachable again).
+a trial no member can hold), the trial processes' pids, and the members' own events (joined, left,
+reachable again).
 
 Each ends in trials stopped or runs lost; ending a run (hooks, retries, the searcher) and the experiment's
 phase stay the core's, which the tick's phase deadlines and state snapshot are part of. Separate from the
@@ -19,7 +20,7 @@ from actors._engine.signals import DRIVER, MemberJoined, MemberLeft, ProcessesCh
 from actors._engine.spec import ExperimentSpec
 from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog
-from actors.messages import ActionKind, EndReason, MemberHeartbeat, SchedulerAction
+from actors.messages import ActionKind, EndReason, MemberHeartbeat, SchedulerAction, TrialProcess
 
 
 class Upkeep:
@@ -73,6 +74,11 @@ class Upkeep:
             for trial_id in self.watch.over_time(self.table, self.ops.now, limit):
                 effects += self.table.request(SchedulerAction(ActionKind.STOP, trial_id))
         self.ops.run(effects)
+
+    def process(self, msg: TrialProcess) -> None:
+        """A trial's process is up: its pid for the liveness check and kills, its start time."""
+        self.watch.process(msg.trial_id, msg.run_id, msg.pid)
+        self.table.process_started(msg.trial_id, msg.run_id, msg.started)
 
     def checked(self, msg: ProcessesChecked) -> None:
         """Trial processes the liveness check found gone (``Cluster.processes_gone``): their runs failed."""
