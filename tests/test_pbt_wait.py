@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from actors import TuneConfig, search
-from actors._engine import core as core_module
+from actors._engine.runs import TrialRuns
+from actors._engine.scheduling import Scheduling
 from actors.schedulers import PopulationBasedTraining
 from actors.testing import simulate
 
@@ -29,7 +30,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, wait: bool, seed: int) -> tuple[list[A
     the checkpoint the target was started from, the source's newest when the target started)."""
     raced: dict[str, tuple[str, Any]] = {}
     started: list[tuple[str, Any, Any, Any]] = []
-    orig_reply, orig_start = core_module.ExperimentCore._on_reply, core_module.ExperimentCore._start_trial
+    orig_reply, orig_start = Scheduling.on_reply, TrialRuns.start_trial
 
     def on_reply(self: Any, kind: Any, trial_id: Any, run_id: int, batch: int, msg: Any) -> None:
         for a in msg.actions:
@@ -46,8 +47,8 @@ def _run(monkeypatch: pytest.MonkeyPatch, wait: bool, seed: int) -> tuple[list[A
                             newest.path if newest else None))
         orig_start(self, rec)
 
-    monkeypatch.setattr(core_module.ExperimentCore, "_on_reply", on_reply)
-    monkeypatch.setattr(core_module.ExperimentCore, "_start_trial", start)
+    monkeypatch.setattr(Scheduling, "on_reply", on_reply)
+    monkeypatch.setattr(TrialRuns, "start_trial", start)
     pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1, seed=1,
                                   hyperparam_mutations={"lr": search.uniform(0.1, 1.0)}, wait_for_checkpoint=wait)
     sim = simulate(curve, {"lr": search.uniform(0.1, 1.0)},

@@ -18,9 +18,9 @@ import pytest
 
 from actors import RunConfig, TuneConfig, search
 from actors._driver.config import CheckpointConfig, FailureConfig
-from actors._engine.core import ExperimentCore
 from actors._engine.marks import MarkKind
 from actors._engine.pool import ActorPool
+from actors._engine.scheduling import Scheduling
 from actors.messages import HookKind, SchedulerReply
 from actors.schedulers import Decision, FIFOScheduler
 from actors.testing import Faults, simulate
@@ -102,17 +102,17 @@ class PausingScheduler(FIFOScheduler):
 def _decision_before_actions(orig: Any) -> Any:
     """(C): a RESULT reply's decision is applied first, the actions recorded in the hook after."""
 
-    def _on_reply(self: ExperimentCore, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
+    def on_reply(self: Scheduling, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
                   msg: SchedulerReply) -> None:
         if kind is not HookKind.RESULT or not msg.actions:
             orig(self, kind, trial_id, run_id, batch_seq, msg)
             return
         orig(self, kind, trial_id, run_id, batch_seq, dataclasses.replace(msg, actions=()))
-        if not self.finished:  # the recorded actions, as a reply of a hook that decides nothing
+        if not self.ops.finished:  # the recorded actions, as a reply of a hook that decides nothing
             orig(self, HookKind.ADD, trial_id, run_id, batch_seq,
                  dataclasses.replace(msg, kind=HookKind.ADD, decision=Decision.CONTINUE))
 
-    return _on_reply
+    return on_reply
 
 
 def _paused_where_asked(seed: int) -> list[str]:
@@ -143,7 +143,7 @@ def _paused_where_asked(seed: int) -> list[str]:
 def test_a_decision_merged_before_its_recorded_pause_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     seeds = range(10)
     assert [s for s in seeds if _paused_where_asked(s)] == []
-    monkeypatch.setattr(ExperimentCore, "_on_reply", _decision_before_actions(ExperimentCore._on_reply))
+    monkeypatch.setattr(Scheduling, "on_reply", _decision_before_actions(Scheduling.on_reply))
     caught = [s for s in seeds if _paused_where_asked(s)]
     print(f"decision before its recorded pause: caught in {len(caught)}/{len(seeds)} seeds")
     assert caught, "the broken engine (decision before the recorded pause) passed every seed"

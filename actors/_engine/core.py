@@ -5,30 +5,34 @@ and returns the commands that carry out its consequences. It does no I/O of its 
 port (``actors._engine.store``), reads no clock (``now`` is handed in), starts no thread and knows no Thespian
 address (actors are ``Handle`` numbers). The shell (``actors._shell.controller``) and the simulator
 (``actors.testing.simulate``) drive the very same object. Its phase is one named state, ``ExperimentPhase``.
+
+The core dispatches events and owns the phase and every change of it (start, abort, drain, finish, the state
+snapshot). The work on the way is done by collaborators that own their state and reach back only through
+``CoreOps`` (``port.py``), which the core implements: ``ResultPath`` (results.py), ``Scheduling``
+(scheduling.py), ``TrialRuns`` (runs.py), ``Upkeep`` (upkeep.py) and ``RestoreSettling`` (restored.py).
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from enum import Enum
 from typing import Any
 
 from actors._engine.clones import CloneWaits
 from actors._engine.cluster import Cluster, RunLost
-from actors._engine.direct import DecisionJoin
-from actors._engine.feed import DriverFeed, progress_report
-from actors._engine.gate import Held, ResultGate
+from actors._engine.feed import DriverFeed
 from actors._engine.halt import Halts
-from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialRecord, TrialTable
+from actors._engine.lifecycle import Effect, Phase, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
 from actors._engine.orders import TrialOrders
-from actors._engine.policy import policy_line
 from actors._engine.pool import ActorPool
+from actors._engine.port import ExperimentPhase
 from actors._engine.quiet import changes_nothing
-from actors._engine.reducer import Decision
-from actors._engine.saves import SaveHooks, save_hooks
+from actors._engine.restored import RestoreSettling
+from actors._engine.results import ResultPath
+from actors._engine.runs import TrialRuns
+from actors._engine.scheduling import SCHEDULER, Scheduling
 from actors._engine.signals import (
     DRIVER,
     ActorGone,
@@ -55,11 +59,11 @@ from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
-from actors._engine.verdicts import judge, stopper_failed
-from actors._engine.watch import Watchdog, death_message
+from actors._engine.upkeep import Upkeep
+from actors._engine.verdicts import stopper_failed
+from actors._engine.watch import Watchdog
 from actors.messages import (
     AbortExperiment,
-    ActionKind,
     CallbackAnswer,
     CheckpointRef,
     ClusterStatusRequest,
@@ -69,8 +73,6 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
-    SaveKind,
-    SchedulerAction,
     SchedulerFailed,
     SchedulerReady,
     SchedulerReply,
@@ -85,15 +87,6 @@ from actors.messages import (
 ABORT_SAVE_TIMEOUT_S = 5.0  # how long an abort waits for the scheduler's state before it ends without it
 # fail_fast=True: how long a running trial may stay in its own code before its process is killed
 STOP_ALL_GRACE_S = 2.0
-SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
-
-
-class ExperimentPhase(Enum):
-    STARTING = "starting"  # waiting for the scheduler plugin to load
-    RUNNING = "running"
-    DRAINING = "draining"  # fail_fast=True: every trial is being stopped, the run ends normally
-    ABORTING = "aborting"  # stopping early, waiting for the scheduler's state to keep it resumable
-    FINISHED = "finished"
 
 
 class ExperimentCore:
@@ -111,37 +104,40 @@ class ExperimentCore:
         self.members = Membership(spec)
         self.pool = ActorPool(keep_idle=spec.max_concurrent if spec.reuse_actors else 0)
         self.feed = DriverFeed(spec.forward_events, spec.log_to_driver)
-        self.gate = ResultGate(spec.callback_gate and spec.forward_events)
         self.watch = Watchdog(spec.trial_stop_grace_s)
         self.cluster = Cluster(spec, self.table, self.members, self.pool, self.watch, controller_pid)
         self.store: ExperimentStore | None = None
         self.source = TrialSource(spec)
         self.orders = TrialOrders(spec, self.table, self.pool, self.members, self.watch)
         self.halts = Halts()
-        # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
-        self.joined = DecisionJoin()
         self.started_at = 0.0
         self.now = 0.0
         self.error: str | None = None
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
-        # batches waiting for their decision to be logged, per trial in send order (a batching
-        # scheduler can have several of a trial's batches in flight)
-        self.unlogged: dict[str, list[TrialResults]] = {}
         self.clone_waits = CloneWaits(self.table)
+        self.results = ResultPath(spec, self.table, self.link, self.orders, self.feed, self.source, self.clone_waits,
+                                  self)
+        self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
+                                     self.clone_waits, self.results, self)
+        self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self.orders,
+                              self.members, self.watch, self)
+        self.restored = RestoreSettling(spec, self.table, self)
+        self.upkeep = Upkeep(spec, self.table, self.members, self.cluster, self.watch, self.feed, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped
         self.unchanged = False
         self.out: list[Command] = []
         self.handlers: dict[type, Callable[[Any], None]] = {
             Start: self._start_experiment, TrialResults: self._trial_message, TrialSaved: self._trial_message,
-            TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self._process,
-            SchedulerReady: self._scheduler_ready, SchedulerReply: self._scheduler_reply,
-            DecidedResults: self._decided_results,
+            TrialEnded: self._trial_message, TrialOutput: self._output, TrialProcess: self.upkeep.process,
+            SchedulerReady: self._scheduler_ready, SchedulerReply: self.scheduling.reply,
+            DecidedResults: self.results.decided_results,
             SchedulerFailed: lambda m: self._abort(f"the scheduler failed: {m.error}", scheduler_alive=False),
-            CallbackAnswer: self._callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
+            CallbackAnswer: self.results.callback_answer, AbortExperiment: lambda m: self._abort(m.reason),
             ClusterStatusRequest: self._status, Wake: self._wake, ActorGone: self._actor_gone,
-            Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self._member_joined,
-            MemberLeft: self._member_left, MemberHeartbeat: self._heartbeat, ProcessesChecked: self._checked,
+            Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self.upkeep.member_joined,
+            MemberLeft: self.upkeep.member_left, MemberHeartbeat: self.upkeep.heartbeat,
+            ProcessesChecked: self.upkeep.checked,
         }
 
     @property
@@ -226,7 +222,7 @@ class ExperimentCore:
             self.out.append(WatchMembers())
         self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
         self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state()))
-        self._check_time_limits()  # a time budget counts from here
+        self.upkeep.check_time_limits()  # a time budget counts from here
         self.out.append(WakeAfter(spec.progress_interval_s, Tick.PERIODIC))
 
     def _scheduler_ready(self, msg: SchedulerReady) -> None:
@@ -237,45 +233,9 @@ class ExperimentCore:
         self.orders.pace(msg)
         for rec in self.table.trials.values():
             if not rec.status.is_finished:
-                self._call(HookKind.ADD, rec.trial_id)
-        self._settle_restored()
-        self._fill()
-
-    def _settle_restored(self) -> None:
-        """Tell the restored searcher and scheduler what the restore did. A trial it ended
-        (``resume_unfinished=False``) completes, or their saved state waits for it (a generator's
-        ``max_concurrent``, a HyperBand bracket). A trial resuming from a checkpoint committed after
-        the saved state: the stop criteria and the searcher see the rows that state never saw, as
-        they did in the run that wrote them; a trial stopped at one of them (or that said done) ends
-        there instead of running past its end. The scheduler first hears of its next result."""
-        notes = self.io.take_restored()
-        for trial_id in notes.ended:
-            last = dict(self.table.get(trial_id).last_result)
-            self._call(HookKind.COMPLETE, trial_id, (last,))
-            if self.spec.searcher is not None and not self._searcher("on_trial_complete", trial_id, last, False):
-                return
-        for trial_id, rows in notes.unseen.items():
-            found = self.table.trials.get(trial_id)
-            if found is None or found.status is not TrialStatus.PENDING or self.finished:
-                continue
-            rec = found
-            verdict = judge(self.spec, trial_id, tuple(rows))
-            if verdict.problem is not None:
-                self._abort(verdict.problem)
-                return
-            ends = next((i for i, r in enumerate(rows) if verdict.hits[i] or r.get("done")), None)
-            for r in rows[:ends]:
-                if self.spec.searcher is not None and not self._searcher("on_trial_result", trial_id, r):
-                    return
-            if ends is not None:
-                self.io.end_restored(rec)
-                self._run(self.table.end_restored(trial_id, stopped=verdict.hits[ends] and not rows[ends].get("done")))
-                self.io.dirty = True
-                if self.spec.searcher is not None and not self._searcher(
-                        "on_trial_complete", trial_id, dict(rec.last_result), False):
-                    return
-            if verdict.stop_all:
-                self._run(self._stop_every_trial())
+                self.call(HookKind.ADD, rec.trial_id)
+        self.restored.settle()
+        self.fill()
 
     # ------------------------------------------------------------------ trial messages
     def _trial_message(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
@@ -283,154 +243,17 @@ class ExperimentCore:
             if self.finished:
                 return
             if isinstance(m, TrialResults):
-                self._on_results(m)
+                self.results.on_results(m)
             elif isinstance(m, TrialSaved):
-                self._on_saved(m)
+                self.results.on_saved(m)
             else:
                 if m.output is not None:
                     self._output(m.output)
-                if m.setup_failed or m.started:  # taken once built; never came up: Ray's has the id alone
-                    self.table.process_started(m.trial_id, m.run_id, m.started)
-                self._ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
-                if m.storage_failure and not self.finished:
-                    # retrying cannot help (the storage package already retried transient errors), and
-                    # every other trial would hit the same wall: stop, keeping what was written
-                    self._abort(f"trial {m.trial_id} could not write its checkpoint to storage: {m.storage_failure}")
-
-    def _on_results(self, msg: TrialResults) -> None:
-        """A batch of results, in Ray Tune's order: the stop criteria, then the scheduler's decision
-        (a stop marks the result ``done``), then logging, the searcher and the callbacks, then a
-        checkpoint a callback asked for, and only then does the decision take effect."""
-        if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
-            return
-        verdict = judge(self.spec, msg.trial_id, msg.results)
-        if verdict.problem is not None:
-            self._abort(verdict.problem)
-            return
-        hits, stop_all = verdict.hits, verdict.stop_all
-        effects: list[Effect] = []
-        if any(hits):  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
-            self._mark_done(msg)
-            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
-        if stop_all:
-            effects += self._stop_every_trial()
-        if any(hits) or not self.link.implements(HookKind.RESULT):
-            self._log(msg, searcher=not any(hits))
-            self._decide(msg, Decision.CONTINUE)
-        elif self.orders.direct:  # the scheduler decided (or is deciding) each result with the trial itself
-            self.unlogged.setdefault(msg.trial_id, []).append(msg)
-            self._run(effects)
-            self._join(msg.trial_id)
-            return
-        else:  # logged when the decision is known: the row a scheduler stops at says done=True
-            self.unlogged.setdefault(msg.trial_id, []).append(msg)
-            self._call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
-        self._run(effects)
-
-    def _decided_results(self, msg: DecidedResults) -> None:
-        """Replies of results the scheduler decided directly: kept until their batches are here."""
-        touched: list[str] = []
-        for d in msg.decisions:
-            rec = self.table.trials.get(d.trial_id)
-            if rec is None or rec.run_id != d.run_id or rec.status is not TrialStatus.RUNNING:
-                continue  # a run that has ended: its batches were logged as they were
-            self.joined.add(d)
-            if d.trial_id not in touched:
-                touched.append(d.trial_id)
-        for trial_id in touched:
-            self._join(trial_id)
-
-    def _join(self, trial_id: str) -> None:
-        """Apply the replies of the trial's oldest batches, as far as every result of them is decided."""
-        while not self.finished:
-            queued = self.unlogged.get(trial_id)
-            if not queued:
-                return
-            batch = queued[0]
-            reply = self.joined.take(trial_id, batch.run_id, batch.results)
-            if reply is None:
-                return
-            self._on_reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
-
-    def _mark_done(self, msg: TrialResults) -> None:
-        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune); the table's
-        copy only once the trial ended at it (there ``done`` means the trainable said it had finished)."""
-        msg.results[-1]["done"] = True
-        self.table.get(msg.trial_id).stop_row = int(msg.results[-1].get("training_iteration") or 0)
-
-    def _log(self, msg: TrialResults, searcher: bool = True) -> None:
-        """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""
-        rec = self.table.get(msg.trial_id)
-        err = self.io.on_results(rec, msg.results)
-        if err:
-            self._abort(err)
-            return
-        if searcher and self.source.hears_results:
-            for r in msg.results:
-                if not self._searcher("on_trial_result", msg.trial_id, r):
-                    return
-        for r in msg.results:
-            self._event(EventType.RESULT, rec, result=r)
-        for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
-            self._checkpointed(rec, c)  # batched: every checkpoint committed in the batch
-
-    def _log_unlogged(self, trial_id: str | None = None) -> None:
-        """Batches whose decision never came (the run ended, the experiment is ending): logged as they are."""
-        for t in [trial_id] if trial_id is not None else list(self.unlogged):
-            for msg in self.unlogged.pop(t, []):
-                self._log(msg)
-
-    def _decide(self, msg: TrialResults, decision: Decision) -> None:
-        """Apply a batch's decision, after the driver's callbacks if one may ask for a checkpoint."""
-        if self.gate.on and self.feed.ask_answer(msg.trial_id, msg.run_id, msg.seq):
-            self.gate.hold(msg, decision)  # waits for CallbackAnswer (and the save it may ask for)
-            self._emit(self.feed.flush())
-        else:
-            self._run(self.table.decided(msg.trial_id, msg.run_id, msg.seq, decision))
+                self.runs.on_ended(m)
 
     def _stop_every_trial(self) -> list[Effect]:
         self.source.close()
         return self.halts.stop_all(self.table)  # ended without hooks, as Ray (actors._engine.halt)
-
-    def _on_saved(self, msg: TrialSaved) -> None:
-        if msg.checkpoint is not None and msg.trial_id in self.table.trials:
-            rec = self.table.get(msg.trial_id)
-            hooks = save_hooks(rec.checkpoint, rec.iteration, msg.checkpoint, msg.kind)
-            if hooks is SaveHooks.CHECKPOINT:  # (a checkpoint announced again is counted once by retention)
-                self._checkpointed(rec, msg.checkpoint)
-            elif hooks is SaveHooks.SAVED:
-                self._event(EventType.SAVED, rec)
-        self._run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
-        self._source_saved(msg.trial_id, msg.checkpoint)
-        held = self.gate.saved(msg.trial_id)
-        if held is not None:
-            self._release_decision(held)
-
-    def _source_saved(self, source_id: str, ckpt: CheckpointRef | None, fill: bool = True) -> None:
-        """A save (or the end) of a clone source: the clones waiting for it take its checkpoint."""
-        if self.clone_waits.landed(source_id, ckpt) and fill:
-            self._fill()
-
-    def _callback_answer(self, msg: CallbackAnswer) -> None:
-        entry = self.gate.answer_for(msg)
-        if entry is None:
-            return
-        if msg.checkpoint:
-            effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id, save=SaveKind.CALLBACK))
-            if effects:  # a save is on its way: the batch's decision waits until it landed
-                entry.awaiting_save = True
-                self._run(effects)
-                return
-        self._release_decision(self.gate.release(msg.trial_id))
-
-    def _release_decision(self, held: Held) -> None:
-        """A decision the driver's callbacks held takes effect."""
-        self._run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
-
-    def _checkpointed(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
-        """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
-        self.io.on_checkpoint(rec, ckpt)
-        self._event(EventType.CHECKPOINT, rec, checkpoint=self.io.checkpoint_uri(ckpt))
 
     def _event(self, kind: EventType, rec: TrialRecord, result: dict[str, Any] | None = None,
                checkpoint: str | None = None) -> None:
@@ -440,84 +263,14 @@ class ExperimentCore:
     def _output(self, msg: TrialOutput) -> None:
         self._emit(self.feed.output(msg))
 
-    def _process(self, msg: TrialProcess) -> None:
-        self.watch.process(msg.trial_id, msg.run_id, msg.pid)
-        self.table.process_started(msg.trial_id, msg.run_id, msg.started)
-
-    def _ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
-               error: str | None = None, tb: str | None = None) -> None:
-        rec = self.table.trials.get(trial_id)
-        if rec is None:
-            return
-        self._log_unlogged(trial_id)
-        self.joined.forget(trial_id)
-        known = rec.checkpoint.path if rec.checkpoint is not None else None
-        effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
-        if effects:
-            self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
-            self.gate.drop(trial_id)
-            if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
-                self._checkpointed(rec, ckpt)
-        if effects and reason is EndReason.FAILED:
-            self.io.on_error(rec, error or "", tb or "")
-            self._recover(rec)
-            if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
-                self._requeue(rec)
-                self._event(EventType.RECOVER, rec)
-        if effects:
-            self._source_saved(trial_id, ckpt if ckpt is not None else rec.checkpoint, fill=False)
-        self._run(effects)
-        if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
-            self.io.dirty = True
-            if self.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.io.state_due():
-                self._save_state()
-        if rec.status.is_finished and self.spec.searcher is not None and self.halts.told(trial_id) and not \
-                self._searcher("on_trial_complete", trial_id, dict(rec.last_result), rec.status is TrialStatus.ERROR):
-            return
-        if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
-            if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
-                self._abort(f"trial {trial_id} failed and fail_fast is set: {error}")
-                return
-            self._drain()  # fail_fast=True: stop the rest, fit() returns the results (Ray Tune)
-        self._fill()
-
-    def _requeue(self, rec: TrialRecord) -> None:
-        """A retried trial, as Ray Tune's ``_requeue_trial``: the scheduler hears ``on_trial_error``,
-        the trial moves to the end of the trial list (it runs after the trials already waiting, and
-        is listed last), then the scheduler hears ``on_trial_add`` (HyperBand and ASHA place it in a
-        bracket again, PBT starts its record afresh)."""
-        self._call(HookKind.ERROR, rec.trial_id)
-        self.table.requeue(rec.trial_id)
-        self._call(HookKind.ADD, rec.trial_id)
-
-    def _recover(self, rec: TrialRecord) -> None:
-        """Checkpoints the failed run committed but never sent: callbacks hear of them and of their
-        results, retention counts them."""
-        got = self.io.recover(rec)
-        for row in got.rows if got else ():
-            self._event(EventType.RESULT, rec, result=row)
-        for c in got.usable if got else ():
-            self._checkpointed(rec, c)
-
     def _actor_gone(self, msg: ActorGone) -> None:
         if msg.handle == SCHEDULER:
             self._abort("the scheduler actor exited unexpectedly", scheduler_alive=False)
-            return
-        trial_id = self.pool.gone(msg.handle)
-        if trial_id is None:
-            return
-        rec = self.table.get(trial_id)
-        if rec.status is TrialStatus.RUNNING:
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None, death_message(msg.code),
-                        "ChildActorExited: the process running this trial is gone\n")
+        else:
+            self.runs.actor_gone(msg)
 
     def _undeliverable(self, msg: Undeliverable) -> None:
-        trial_id = self.pool.trial_of.get(msg.handle)
-        if trial_id is not None:
-            rec = self.table.get(trial_id)
-            self._ended(trial_id, rec.run_id, EndReason.FAILED, None,
-                        f"the trial actor could not handle {msg.message_type}", "")
-        elif msg.handle == SCHEDULER:
+        if not self.runs.undeliverable(msg) and msg.handle == SCHEDULER:
             self._abort(f"the scheduler actor could not handle {msg.message_type}", scheduler_alive=False)
 
     def _status(self, _: ClusterStatusRequest) -> None:
@@ -542,258 +295,18 @@ class ExperimentCore:
             return
         if self.phase is ExperimentPhase.DRAINING and self.now >= self.deadline:
             for rec in self.table.with_status(TrialStatus.RUNNING):
-                self._kill_trial(rec.trial_id, rec.run_id)
-        self._check_time_limits()
-        self._emit(self.cluster.ask_processes())
-        for trial_id, run_id in self.watch.overdue(self.table, self.now):
-            self._kill_trial(trial_id, run_id)
-        if self.finished:
+                self.upkeep.kill(rec.trial_id, rec.run_id)
+        if not self.upkeep.tick(self.now - self.started_at):  # time limits, liveness, members (upkeep.py)
             return
-        if self.spec.progress_reports:
-            self._send(DRIVER, progress_report(self.spec, self.table, self.members.placement.where,
-                                               self.now - self.started_at))
-        self._emit(self.feed.flush())
-        if self.spec.multi_host:
-            for member_id in self.members.silent(self.now, self.spec.heartbeat_timeout_s):
-                self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
-            problem = self.cluster.unplaceable(self.now)
-            if problem is not None:
-                self._abort(problem)
         if self.phase is not ExperimentPhase.STARTING and self.io.state_due() and not self._state_current():
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))
-
-    def _check_time_limits(self) -> None:
-        stopper = self.spec.stopper
-        if stopper is None:
-            return
-        try:  # user code: its failure is the user's error
-            stop_all = stopper.stop_all()
-            limit = stopper.trial_time_limit() if hasattr(stopper, "trial_time_limit") else None
-        except Exception as exc:
-            self._abort(stopper_failed(stopper, "(none: the periodic time check)", exc))
-            return
-        effects: list[Effect] = []
-        if stop_all:
-            effects += self._stop_every_trial()
-        elif limit is not None:
-            for trial_id in self.watch.over_time(self.table, self.now, limit):
-                effects += self.table.request(SchedulerAction(ActionKind.STOP, trial_id))
-        self._run(effects)
-
-    def _checked(self, msg: ProcessesChecked) -> None:
-        """Trial processes the liveness check found gone (``Cluster.processes_gone``): their runs failed."""
-        for lost in self.cluster.processes_gone(msg):
-            self._ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
-
-    def _kill_trial(self, trial_id: str, run_id: int) -> None:
-        """End a trial that did not halt in time: kill its process, end it as the stop asked."""
-        self._emit(self.cluster.kill(trial_id, run_id))
-        self._ended(trial_id, run_id, EndReason.STOPPED)
-
-    # ------------------------------------------------------------------ the cluster
-    def _member_joined(self, msg: MemberJoined) -> None:
-        if not self.spec.multi_host:
-            return
-        if self.members.replaced(msg.member_id, msg.address):
-            # restarted under the same id before its heartbeats timed out: its trials died with it
-            self._member_gone(msg.member_id, "it joined again from a new address")
-        self._emit(self.cluster.join(msg, self.now))
-        self._fill()
-
-    def _member_left(self, msg: MemberLeft) -> None:
-        if self.spec.multi_host and self.cluster.left(msg):
-            self._member_gone(msg.member_id, "it left the convention")
-
-    def _heartbeat(self, msg: MemberHeartbeat) -> None:
-        if self.cluster.heartbeat(msg, self.now):
-            self._fill()
-
-    def _member_gone(self, member_id: str, why: str) -> None:
-        lost = self.cluster.lose(member_id, why)
-        if lost is None:
-            return
-        for item in lost:
-            if isinstance(item, RunLost):
-                self._host_lost(item)
-            else:
-                self.out.append(item)
-        self._fill()
-
-    def _host_lost(self, lost: RunLost) -> None:
-        """The member running the trial is unreachable: the trial fails and restarts elsewhere."""
-        # what the lost run committed before now counts, even unreported; only its later commits
-        # are fenced off (fencing first hid them all). A batch waiting for its decision is logged
-        # first, so recovery does not log its rows a second time.
-        rec = self.table.get(lost.trial_id)
-        self._log_unlogged(lost.trial_id)
-        self._recover(rec)
-        self.io.fence(lost.trial_id)
-        self._ended(lost.trial_id, rec.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
-
-    # ------------------------------------------------------------------ effects
-    def _run(self, effects: list[Effect]) -> None:
-        for e in effects:
-            kind = e.kind
-            if kind is EffectKind.START:
-                self._start_trial(self.table.get(e.trial_id))
-            elif kind is EffectKind.RELEASE:
-                self._emit(self.orders.release(e.trial_id, e.flag))
-            elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
-                rec = self.table.get(e.trial_id)
-                self.orders.declare_horizon(e.trial_id, None)
-                self.io.on_finished(rec)  # the controller's loggers close its files, halted or not
-                if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
-                    self._event(EventType.HALT, rec)
-                    continue
-                self._event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
-                self._call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
-                if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
-                    # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
-                    self._searcher("on_trial_complete", e.trial_id, None, False)
-            else:  # PROCEED, HOLD, SAVE, STOP: a message to the trial's actor
-                order = self.orders.order(e, self.now)
-                if order is not None:
-                    self.out.append(order)
-
-    def _start_trial(self, rec: TrialRecord) -> None:
-        member = self.members.choose()
-        if member is None or rec.trial_id in self.clone_waits:
-            # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
-            # source's checkpoint is still being saved: it starts when that landed
-            self.table.unstart(rec.trial_id)
-            return
-        self.io.on_start(rec)
-        spawn, handle = self.orders.place(rec, member)
-        if spawn is not None:
-            self.out.append(spawn)
-        self._event(EventType.START, rec)
-        self._send(handle, self.orders.run_trial(rec, member, self.io.next_checkpoint_index(rec)))
-        self.watch.started(rec.trial_id, rec.run_id, self.now, rec.time_total_s)
-
-    # ------------------------------------------------------------------ the scheduler link
-    def _call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
-              run_id: int = 0, batch_seq: int = 0) -> int | None:
-        """Send one hook call; its number, or None when the core answered it itself."""
-        if not self.link.implements(kind):
-            # the plugin does not implement this hook: CONTINUE with no requests, without a round trip
-            if kind is HookKind.RESULT and trial_id is not None:
-                self._run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
-            return None
-        changed = self.table.changed
-        updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
-        changed.clear()
-        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
-        self._send(SCHEDULER, call)
-        return call.seq
-
-    def _scheduler_reply(self, msg: SchedulerReply) -> None:
-        for call, reply in self.link.answered(msg):
-            if self.finished:
-                return
-            self._on_reply(call.kind, call.trial_id, call.run_id, call.batch_seq, reply)
-
-    def _on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
-                  msg: SchedulerReply) -> None:
-        effects: list[Effect] = []
-        if self.orders.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
-            # (before the batch's decision below, whose TrialProceed carries it)
-            self.orders.declare_horizon(trial_id, msg.horizon)
-        # requests made inside the hook merge first, then the hook's own return value settles the
-        # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
-        for action in msg.actions:
-            if action.kind is ActionKind.LOG_POLICY:  # PBT's log_config: files to write, not a request
-                self.io.log_policy(action.trial_id, action.source_id or "", policy_line(action, self.spec.tag_paths))
-                continue
-            source = None
-            if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
-                source = self.table.exploit_source(action.source_id)
-            effects += self.table.request(action, source)
-            self.clone_waits.note(action)
-        if kind is HookKind.RESULT and trial_id is not None:
-            decision = Decision(msg.decision)
-            queued = self.unlogged.get(trial_id) or []
-            batch = queued[0] if queued else None
-            if batch is not None and (batch.run_id, batch.seq) == (run_id, batch_seq):
-                queued.pop(0)
-                if not queued:
-                    del self.unlogged[trial_id]
-                if decision is Decision.STOP:
-                    self._mark_done(batch)
-                self._log(batch, searcher=decision is not Decision.STOP)
-                if self.finished or self.phase is ExperimentPhase.ABORTING:
-                    return
-                self._run(effects)
-                effects = []
-                self._decide(batch, decision)
-            else:
-                effects += self.table.decided(trial_id, run_id, batch_seq, decision)
-        if kind is HookKind.SAVE and msg.state is not None:
-            self.io.scheduler_saved(msg.state, msg.seq)
-        if msg.seq == self.abort_save:
-            self._finish(self.error)
-            return
-        self._run(effects)
-        if kind is HookKind.CHOOSE:
-            self.link.choosing = False
-            if msg.chosen is not None and msg.chosen not in self.clone_waits:
-                self._run(self.table.start(msg.chosen))
-            elif (self.table.running == 0 and not self.link.busy() and not msg.actions
-                  and self.table.version == self.link.choose_version):
-                waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
-                if waiting:
-                    self._abort(
-                        f"the scheduler chose no trial to run although nothing is running and {len(waiting)} "
-                        f"trial(s) wait ({', '.join(t.trial_id for t in waiting[:5])}); its choose_trial_to_run "
-                        "must return a PENDING or PAUSED trial eventually")
-                    return
-        self._fill()
-
-    # ------------------------------------------------------------------ the scheduling loop
-    def _fill(self) -> None:
-        """Start trials while resources allow; finish when everything is done."""
-        if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
-            return
-        self._top_up()
-        if self.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
-            return
-        waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
-        blocked = self.clone_waits.blocked()
-        # (free room is counted only when a trial could take it and the concurrency cap leaves
-        # room: this runs after every decision)
-        if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
-                and self.members.free_slots() > 0):
-            self.link.choosing = True
-            self.link.choose_version = self.table.version
-            self._call(HookKind.CHOOSE, None)
-            return
-        if self.source.done and self.table.all_finished() and not self.link.pending():
-            self._finish(None)
-        elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
-            self._abort("the search algorithm suggested no configuration while no trial was running; "
-                        "it would wait forever (check its max_concurrent / suggest())")
-
-    def _top_up(self) -> None:
-        """Add the trials the search algorithm gives while it should give more (Ray's rule)."""
-        while not self.source.done:  # (done: it gives no more, and the free room need not be counted)
-            room = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
-            drawn = self.source.draw(self.table, room, self.io.trial_prefix)
-            if drawn is None:
-                return
-            if drawn.record is None:
-                assert drawn.problem is not None, "a Drawn holds a record or a problem"
-                self._abort(drawn.problem)
-                return
-            self.io.on_add(drawn.record)
-            # callbacks' trials list holds pending trials too (Ray's add_trial)
-            self._event(EventType.ADD, drawn.record)
-            self._call(HookKind.ADD, drawn.record.trial_id)
 
     # ------------------------------------------------------------------ the end
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
         self.unchanged = True
-        self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested, self._call(HookKind.SAVE, None))
+        self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested, self.call(HookKind.SAVE, None))
 
     def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
         """End the experiment early, keeping it resumable.
@@ -809,10 +322,10 @@ class ExperimentCore:
         tag = None
         if self.store is not None:
             ready = self.phase is not ExperimentPhase.STARTING
-            tag = self._call(HookKind.SAVE, None) if ready and scheduler_alive else None
+            tag = self.call(HookKind.SAVE, None) if ready and scheduler_alive else None
             self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
         self.phase = ExperimentPhase.ABORTING
-        self._run(self.halts.abort_all(self.table))  # no hook hears of their end, as Ray
+        self.run(self.halts.abort_all(self.table))  # no hook hears of their end, as Ray
         if tag is None:
             self._finish(reason)
         else:
@@ -826,7 +339,7 @@ class ExperimentCore:
             return
         self.phase = ExperimentPhase.DRAINING
         self.deadline = self.now + STOP_ALL_GRACE_S
-        self._run(self._stop_every_trial())
+        self.run(self._stop_every_trial())
 
     def _finish(self, error: str | None) -> None:
         if self.finished:
@@ -835,7 +348,7 @@ class ExperimentCore:
         summaries: tuple[Any, ...] = ()
         try:
             if self.store is not None:
-                self._log_unlogged()
+                self.results.log_unlogged()
                 self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested)
                 self.io.close(final=True)
                 summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
@@ -850,8 +363,40 @@ class ExperimentCore:
             self.out.append(ShutdownSystem(self.spec.admin_port))
         self.out.append(Finish(error))
 
+    # ------------------------------------------------------------------ the port (CoreOps, port.py)
+    def run(self, effects: list[Effect]) -> None:
+        self.runs.run(effects)
 
-_HOOK_OF = {EffectKind.COMPLETE: HookKind.COMPLETE, EffectKind.ERROR: HookKind.ERROR,
-            EffectKind.REMOVE: HookKind.REMOVE}
+    def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
+             run_id: int = 0, batch_seq: int = 0) -> int | None:
+        return self.scheduling.call(kind, trial_id, results, run_id, batch_seq)
 
-__all__ = ["ABORT_SAVE_TIMEOUT_S", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase", "stopper_failed"]
+    def reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int, msg: SchedulerReply) -> None:
+        self.scheduling.on_reply(kind, trial_id, run_id, batch_seq, msg)
+
+    def fill(self) -> None:
+        self.scheduling.fill()
+
+    def ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
+              error: str | None = None, tb: str | None = None) -> None:
+        self.runs.ended(trial_id, run_id, reason, ckpt, error, tb)
+
+    def host_lost(self, lost: RunLost) -> None:
+        self.runs.host_lost(lost)
+
+    def put(self, command: Command) -> None:
+        self.out.append(command)
+
+    def save_answered(self, seq: int) -> bool:
+        if seq != self.abort_save:
+            return False
+        self._finish(self.error)
+        return True
+
+    # the rest of the port: the core's own methods under the port's names
+    emit, send, event, searcher, stop_every_trial = _emit, _send, _event, _searcher, _stop_every_trial
+    abort, finish, save_state, drain = _abort, _finish, _save_state, _drain
+
+
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase",
+           "stopper_failed"]

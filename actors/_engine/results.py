@@ -1,0 +1,220 @@
+"""The path of a trial's results and saves, in Ray Tune's order: the stop criteria, the scheduler's
+decision, logging (the searcher, the callbacks), a checkpoint a callback asked for, the decision.
+
+Owns what waits on that path: the batches whose decision is not known yet (``unlogged``: logged when it
+arrives, so the row a scheduler stops at says ``done=True``), the replies trials got from the scheduler
+directly (``DecisionJoin``, joined per batch) and the decisions held for the driver's callbacks
+(``ResultGate``). It is separate from the core because it is the hot path, with its own state and its own
+order; it reaches the core (running effects, hook calls, ending the run) only through ``CoreOps``.
+"""
+
+from __future__ import annotations
+
+from actors._engine.clones import CloneWaits
+from actors._engine.direct import DecisionJoin
+from actors._engine.feed import DriverFeed
+from actors._engine.gate import Held, ResultGate
+from actors._engine.lifecycle import Effect, TrialRecord, TrialTable
+from actors._engine.link import SchedulerLink
+from actors._engine.orders import TrialOrders
+from actors._engine.port import CoreOps, ExperimentPhase
+from actors._engine.reducer import Decision
+from actors._engine.saves import SaveHooks, save_hooks
+from actors._engine.spec import ExperimentSpec
+from actors._engine.suggest import TrialSource
+from actors._engine.trial import TrialStatus
+from actors._engine.verdicts import judge
+from actors.messages import (
+    ActionKind,
+    CallbackAnswer,
+    CheckpointRef,
+    DecidedResults,
+    EventType,
+    HookKind,
+    SaveKind,
+    SchedulerAction,
+    TrialResults,
+    TrialSaved,
+)
+
+
+class ResultPath:
+    """A trial's batches of results and its saves, from arrival to the decision taking effect."""
+
+    def __init__(self, spec: ExperimentSpec, table: TrialTable, link: SchedulerLink, orders: TrialOrders,
+                 feed: DriverFeed, source: TrialSource, clone_waits: CloneWaits, ops: CoreOps) -> None:
+        self.spec = spec
+        self.table = table
+        self.link = link
+        self.orders = orders
+        self.feed = feed
+        self.source = source
+        self.clone_waits = clone_waits
+        self.ops = ops
+        # batches waiting for their decision to be logged, per trial in send order (a batching
+        # scheduler can have several of a trial's batches in flight)
+        self.unlogged: dict[str, list[TrialResults]] = {}
+        # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
+        self.joined = DecisionJoin()
+        self.gate = ResultGate(spec.callback_gate and spec.forward_events)
+
+    def on_results(self, msg: TrialResults) -> None:
+        """A batch of results, in Ray Tune's order: the stop criteria, then the scheduler's decision
+        (a stop marks the result ``done``), then logging, the searcher and the callbacks, then a
+        checkpoint a callback asked for, and only then does the decision take effect."""
+        if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
+            return
+        verdict = judge(self.spec, msg.trial_id, msg.results)
+        if verdict.problem is not None:
+            self.ops.abort(verdict.problem)
+            return
+        hits, stop_all = verdict.hits, verdict.stop_all
+        effects: list[Effect] = []
+        if any(hits):  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
+            self._mark_done(msg)
+            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
+        if stop_all:
+            effects += self.ops.stop_every_trial()
+        if any(hits) or not self.link.implements(HookKind.RESULT):
+            self._log(msg, searcher=not any(hits))
+            self._decide(msg, Decision.CONTINUE)
+        elif self.orders.direct:  # the scheduler decided (or is deciding) each result with the trial itself
+            self.unlogged.setdefault(msg.trial_id, []).append(msg)
+            self.ops.run(effects)
+            self._join(msg.trial_id)
+            return
+        else:  # logged when the decision is known: the row a scheduler stops at says done=True
+            self.unlogged.setdefault(msg.trial_id, []).append(msg)
+            self.ops.call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
+        self.ops.run(effects)
+
+    def decided_results(self, msg: DecidedResults) -> None:
+        """Replies of results the scheduler decided directly: kept until their batches are here."""
+        touched: list[str] = []
+        for d in msg.decisions:
+            rec = self.table.trials.get(d.trial_id)
+            if rec is None or rec.run_id != d.run_id or rec.status is not TrialStatus.RUNNING:
+                continue  # a run that has ended: its batches were logged as they were
+            self.joined.add(d)
+            if d.trial_id not in touched:
+                touched.append(d.trial_id)
+        for trial_id in touched:
+            self._join(trial_id)
+
+    def _join(self, trial_id: str) -> None:
+        """Apply the replies of the trial's oldest batches, as far as every result of them is decided."""
+        while not self.ops.finished:
+            queued = self.unlogged.get(trial_id)
+            if not queued:
+                return
+            batch = queued[0]
+            reply = self.joined.take(trial_id, batch.run_id, batch.results)
+            if reply is None:
+                return
+            self.ops.reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
+
+    def decided(self, trial_id: str, run_id: int, batch_seq: int, decision: Decision,
+                effects: list[Effect]) -> list[Effect] | None:
+        """The scheduler's decision on a batch, after the requests its hook recorded (``effects``, not run
+        yet): the batch waiting for it is logged (a STOP marks its last row done), those requests run, then
+        the decision. The effects still to run; None once the experiment is ending (nothing more to do)."""
+        queued = self.unlogged.get(trial_id) or []
+        batch = queued[0] if queued else None
+        if batch is not None and (batch.run_id, batch.seq) == (run_id, batch_seq):
+            queued.pop(0)
+            if not queued:
+                del self.unlogged[trial_id]
+            if decision is Decision.STOP:
+                self._mark_done(batch)
+            self._log(batch, searcher=decision is not Decision.STOP)
+            if self.ops.finished or self.ops.phase is ExperimentPhase.ABORTING:
+                return None
+            self.ops.run(effects)
+            effects = []
+            self._decide(batch, decision)
+        else:
+            effects += self.table.decided(trial_id, run_id, batch_seq, decision)
+        return effects
+
+    def _mark_done(self, msg: TrialResults) -> None:
+        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune); the table's
+        copy only once the trial ended at it (there ``done`` means the trainable said it had finished)."""
+        msg.results[-1]["done"] = True
+        self.table.get(msg.trial_id).stop_row = int(msg.results[-1].get("training_iteration") or 0)
+
+    def _log(self, msg: TrialResults, searcher: bool = True) -> None:
+        """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""
+        rec = self.table.get(msg.trial_id)
+        err = self.ops.io.on_results(rec, msg.results)
+        if err:
+            self.ops.abort(err)
+            return
+        if searcher and self.source.hears_results:
+            for r in msg.results:
+                if not self.ops.searcher("on_trial_result", msg.trial_id, r):
+                    return
+        for r in msg.results:
+            self.ops.event(EventType.RESULT, rec, result=r)
+        for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
+            self.checkpointed(rec, c)  # batched: every checkpoint committed in the batch
+
+    def log_unlogged(self, trial_id: str | None = None) -> None:
+        """Batches whose decision never came (the run ended, the experiment is ending): logged as they are."""
+        for t in [trial_id] if trial_id is not None else list(self.unlogged):
+            for msg in self.unlogged.pop(t, []):
+                self._log(msg)
+
+    def forget(self, trial_id: str) -> None:
+        """A run of the trial ended: the direct replies kept for it belong to no batch any more."""
+        self.joined.forget(trial_id)
+
+    def drop_held(self, trial_id: str) -> None:
+        """A run of the trial ended: the decision held for the callbacks is needed no more."""
+        self.gate.drop(trial_id)
+
+    def _decide(self, msg: TrialResults, decision: Decision) -> None:
+        """Apply a batch's decision, after the driver's callbacks if one may ask for a checkpoint."""
+        if self.gate.on and self.feed.ask_answer(msg.trial_id, msg.run_id, msg.seq):
+            self.gate.hold(msg, decision)  # waits for CallbackAnswer (and the save it may ask for)
+            self.ops.emit(self.feed.flush())
+        else:
+            self.ops.run(self.table.decided(msg.trial_id, msg.run_id, msg.seq, decision))
+
+    def on_saved(self, msg: TrialSaved) -> None:
+        if msg.checkpoint is not None and msg.trial_id in self.table.trials:
+            rec = self.table.get(msg.trial_id)
+            hooks = save_hooks(rec.checkpoint, rec.iteration, msg.checkpoint, msg.kind)
+            if hooks is SaveHooks.CHECKPOINT:  # (a checkpoint announced again is counted once by retention)
+                self.checkpointed(rec, msg.checkpoint)
+            elif hooks is SaveHooks.SAVED:
+                self.ops.event(EventType.SAVED, rec)
+        self.ops.run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
+        if self.clone_waits.landed(msg.trial_id, msg.checkpoint):  # its clones take that checkpoint
+            self.ops.fill()
+        held = self.gate.saved(msg.trial_id)
+        if held is not None:
+            self._release_decision(held)
+
+    def callback_answer(self, msg: CallbackAnswer) -> None:
+        entry = self.gate.answer_for(msg)
+        if entry is None:
+            return
+        if msg.checkpoint:
+            effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id, save=SaveKind.CALLBACK))
+            if effects:  # a save is on its way: the batch's decision waits until it landed
+                entry.awaiting_save = True
+                self.ops.run(effects)
+                return
+        self._release_decision(self.gate.release(msg.trial_id))
+
+    def _release_decision(self, held: Held) -> None:
+        """A decision the driver's callbacks held takes effect."""
+        self.ops.run(self.table.decided(held.batch.trial_id, held.batch.run_id, held.batch.seq, held.decision))
+
+    def checkpointed(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
+        """A checkpoint was committed: retention and numbering count it, callbacks hear of it."""
+        self.ops.io.on_checkpoint(rec, ckpt)
+        self.ops.event(EventType.CHECKPOINT, rec, checkpoint=self.ops.io.checkpoint_uri(ckpt))
+
+
+__all__ = ["ResultPath"]

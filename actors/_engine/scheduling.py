@@ -1,0 +1,156 @@
+"""The scheduler's side of the experiment: hook calls out, replies applied in call order, and the
+scheduling loop (draw trials from the search algorithm, ask the scheduler which one to start).
+
+A reply applies in Ray Tune's order: the requests the hook recorded merge into the trials' slots first,
+then the hook's own return value (a RESULT's decision goes to the result path, ``ResultPath.decided``),
+so ``pause_trial()`` + NOOP pauses at that very result. Separate from the core because it owns the
+conversation with the plugin (``SchedulerLink``, whose ``choosing`` flag it keeps) and the loop that keeps
+trials running; it reaches the core (effects, ending the run) only through ``CoreOps``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors._engine.clones import CloneWaits
+from actors._engine.lifecycle import Effect, TrialTable
+from actors._engine.link import SchedulerLink
+from actors._engine.members import Membership
+from actors._engine.orders import TrialOrders
+from actors._engine.policy import policy_line
+from actors._engine.port import CoreOps, ExperimentPhase
+from actors._engine.reducer import Decision
+from actors._engine.results import ResultPath
+from actors._engine.signals import Handle
+from actors._engine.spec import ExperimentSpec
+from actors._engine.suggest import TrialSource
+from actors._engine.trial import TrialStatus
+from actors.messages import ActionKind, EventType, HookKind, SchedulerReply
+
+SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
+
+
+class Scheduling:
+    """Hook calls and their replies, and the loop that starts trials while there is room."""
+
+    def __init__(self, spec: ExperimentSpec, table: TrialTable, link: SchedulerLink, orders: TrialOrders,
+                 members: Membership, source: TrialSource, clone_waits: CloneWaits, results: ResultPath,
+                 ops: CoreOps) -> None:
+        self.spec = spec
+        self.table = table
+        self.link = link
+        self.orders = orders
+        self.members = members
+        self.source = source
+        self.clone_waits = clone_waits
+        self.results = results
+        self.ops = ops
+
+    # ------------------------------------------------------------------ the scheduler link
+    def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
+             run_id: int = 0, batch_seq: int = 0) -> int | None:
+        """Send one hook call; its number, or None when the core answered it itself."""
+        if not self.link.implements(kind):
+            # the plugin does not implement this hook: CONTINUE with no requests, without a round trip
+            if kind is HookKind.RESULT and trial_id is not None:
+                self.ops.run(self.table.decided(trial_id, run_id, batch_seq, Decision.CONTINUE))
+            return None
+        changed = self.table.changed
+        updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
+        changed.clear()
+        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
+        self.ops.send(SCHEDULER, call)
+        return call.seq
+
+    def reply(self, msg: SchedulerReply) -> None:
+        for call, reply in self.link.answered(msg):
+            if self.ops.finished:
+                return
+            self.on_reply(call.kind, call.trial_id, call.run_id, call.batch_seq, reply)
+
+    def on_reply(self, kind: HookKind, trial_id: str | None, run_id: int, batch_seq: int,
+                 msg: SchedulerReply) -> None:
+        effects: list[Effect] = []
+        if self.orders.horizon_attr and trial_id is not None and kind in (HookKind.RESULT, HookKind.ADD):
+            # (before the batch's decision below, whose TrialProceed carries it)
+            self.orders.declare_horizon(trial_id, msg.horizon)
+        # requests made inside the hook merge first, then the hook's own return value settles the
+        # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
+        for action in msg.actions:
+            if action.kind is ActionKind.LOG_POLICY:  # PBT's log_config: files to write, not a request
+                self.ops.io.log_policy(action.trial_id, action.source_id or "",
+                                       policy_line(action, self.spec.tag_paths))
+                continue
+            source = None
+            if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
+                source = self.table.exploit_source(action.source_id)
+            effects += self.table.request(action, source)
+            self.clone_waits.note(action)
+        if kind is HookKind.RESULT and trial_id is not None:
+            rest = self.results.decided(trial_id, run_id, batch_seq, Decision(msg.decision), effects)
+            if rest is None:
+                return
+            effects = rest
+        if kind is HookKind.SAVE:  # (only a SAVE call's reply can be the one an abort waits for)
+            if msg.state is not None:
+                self.ops.io.scheduler_saved(msg.state, msg.seq)
+            if self.ops.save_answered(msg.seq):
+                return
+        self.ops.run(effects)
+        if kind is HookKind.CHOOSE:
+            self.link.choosing = False
+            if msg.chosen is not None and msg.chosen not in self.clone_waits:
+                self.ops.run(self.table.start(msg.chosen))
+            elif (self.table.running == 0 and not self.link.busy() and not msg.actions
+                  and self.table.version == self.link.choose_version):
+                waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+                if waiting:
+                    self.ops.abort(
+                        f"the scheduler chose no trial to run although nothing is running and {len(waiting)} "
+                        f"trial(s) wait ({', '.join(t.trial_id for t in waiting[:5])}); its choose_trial_to_run "
+                        "must return a PENDING or PAUSED trial eventually")
+                    return
+        self.fill()
+
+    # ------------------------------------------------------------------ the scheduling loop
+    def fill(self) -> None:
+        """Start trials while resources allow; finish when everything is done."""
+        if self.ops.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
+            return
+        self._top_up()
+        if self.ops.phase not in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING):
+            return
+        waiting = self.table.count(TrialStatus.PENDING) + self.table.count(TrialStatus.PAUSED)
+        blocked = self.clone_waits.blocked()
+        # (free room is counted only when a trial could take it and the concurrency cap leaves
+        # room: this runs after every decision)
+        if (waiting > blocked and not self.link.choosing and self.spec.max_concurrent > self.table.running
+                and self.members.free_slots() > 0):
+            self.link.choosing = True
+            self.link.choose_version = self.table.version
+            self.call(HookKind.CHOOSE, None)
+            return
+        if self.source.done and self.table.all_finished() and not self.link.pending():
+            self.ops.finish(None)
+        elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
+            self.ops.abort("the search algorithm suggested no configuration while no trial was running; "
+                           "it would wait forever (check its max_concurrent / suggest())")
+
+    def _top_up(self) -> None:
+        """Add the trials the search algorithm gives while it should give more (Ray's rule)."""
+        while not self.source.done:  # (done: it gives no more, and the free room need not be counted)
+            room = min(self.members.free_slots(), self.spec.max_concurrent - self.table.running)
+            drawn = self.source.draw(self.table, room, self.ops.io.trial_prefix)
+            if drawn is None:
+                return
+            if drawn.record is None:
+                assert drawn.problem is not None, "a Drawn holds a record or a problem"
+                self.ops.abort(drawn.problem)
+                return
+            self.ops.io.on_add(drawn.record)
+            # callbacks' trials list holds pending trials too (Ray's add_trial)
+            self.ops.event(EventType.ADD, drawn.record)
+            self.call(HookKind.ADD, drawn.record.trial_id)
+
+
+__all__ = ["SCHEDULER", "Scheduling"]
