@@ -13,11 +13,12 @@ trial waits there for each result's decision when results are not batched) ends 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import time
 from typing import Any
 
-from actors import Checkpoint, get_checkpoint, report
+from actors import Checkpoint, get_checkpoint, get_context, report
 from actors.schedulers import Decision, FIFOScheduler
 
 STUCK_STEPS = 4
@@ -47,6 +48,21 @@ def _wait_file(path: str, timeout_s: float) -> bool:
     return True
 
 
+def _wait_logged(step: int, timeout_s: float) -> bool:
+    """Wait until this trial's ``result.json`` (in its directory: local storage) holds ``step``."""
+    path = os.path.join(get_context().get_trial_dir(), "result.json")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as f:
+                if any(json.loads(line).get("step") == step for line in f if line.strip()):
+                    return True
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.02)
+    return False
+
+
 def stuck_or_working(config: dict[str, Any]) -> None:
     """Role ``stuck``: checkpoints steps 0 and 1, then (first run only) blocks in a C call that
     holds the GIL, so its actor cannot even handle an exit request: only a kill ends it; a resumed
@@ -67,8 +83,10 @@ def stuck_or_working(config: dict[str, Any]) -> None:
         report({"role": role, "step": step, "restored_from": start - 1},
                checkpoint=Checkpoint.from_dict({"step": step}))
         if step == 1 and ckpt is None:
-            # the GIL held by the C call would keep this result in the process: wait until it is out
-            if _wait_file(os.path.join(d, "seen"), 60):
+            # the GIL held by the C call would keep this result in the process: wait until it is out,
+            # at the scheduler ("seen"); with "wait_logged" also in the controller's log of the trial
+            # (a scheduler deciding each result with the trial itself sees it before the controller)
+            if _wait_file(os.path.join(d, "seen"), 60) and (not config.get("wait_logged") or _wait_logged(step, 60)):
                 open(os.path.join(d, "blocked"), "w").close()
                 ctypes.PyDLL(None).sleep(3600)
 

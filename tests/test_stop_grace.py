@@ -95,7 +95,10 @@ def test_a_pause_from_another_trials_hook_of_a_trial_stuck_in_c_ends_paused_then
     decided: no decision point is coming, so the pause is sent at once (as Ray's pause_trial) and
     the grace clock starts; the trial ends PAUSED at its checkpoint, then resumes."""
     d = str(tmp_path)
-    tuner = Tuner(S.stuck_or_working, param_space={"role": grid_search(["stuck", "work"]), "dir": d},
+    # (wait_logged: the stuck trial blocks only once the controller logged its step-1 result, which this
+    # scheduler, deciding each result with the trial itself, sees first; the pause then lands at its checkpoint)
+    tuner = Tuner(S.stuck_or_working,
+                  param_space={"role": grid_search(["stuck", "work"]), "dir": d, "wait_logged": True},
                   tune_config=TuneConfig(scheduler=S.PauseTheStuckFromAnother()),
                   run_config=RunConfig(name="pause-other", storage=storage_dir, verbose=0,
                                        trial_stop_grace_s=GRACE_S))
