@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import check_mode
 from actors._driver.errors import ConfigError
-from actors._driver.result_grid import Result, ResultGrid, metric_statistics
+from actors._driver.result_grid import UNANALYSED, Result, ResultGrid, metric_statistics
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import TrialSnapshot
 
@@ -40,12 +41,17 @@ class Trial(TrialSnapshot):
 
     @property
     def metric_analysis(self) -> dict[str, dict[str, float]]:
-        """Ray's ``Trial.metric_analysis``: for each numeric result key (nested ones as ``a/b``) its
-        max, min, avg, last, last-5-avg and last-10-avg over the trial's history."""
+        """Ray's ``Trial.metric_analysis``: for each numeric result key (bools too; nested ones as
+        ``a/b``; not ``config``, ``trial_id``, ``date``, ``timestamp``, ``pid``, ``hostname``,
+        ``node_ip``) its max, min, avg, last, last-5-avg and last-10-avg over the trial's history,
+        keys in the order Ray's ``flatten_dict`` first met them."""
         if self.result is None:
             return {}
-        keys = {k for row in self.result.metrics_history for k, v in flatten(row).items() if _number(v)}
-        out = {k: metric_statistics(self.result, k) for k in sorted(keys)}
+        keys: dict[str, None] = {}
+        for row in self.result.metrics_history:
+            kept = {k: v for k, v in row.items() if k not in UNANALYSED}
+            keys.update((k, None) for k, v in flatten(kept).items() if isinstance(v, numbers.Real))
+        out = {k: metric_statistics(self.result, k) for k in keys}
         return {k: v for k, v in out.items() if v is not None}
 
     @property
@@ -237,7 +243,7 @@ class ExperimentAnalysis:
         best_score = 0.0
         for t in self.trials:
             last = lookup(t.last_result, metric)
-            if scope == "last" and _number(last):
+            if scope == "last" and _number(last) and metric.split("/", 1)[0] not in UNANALYSED:
                 score = float(last)  # settled by the last result: no history read
             else:
                 stats = metric_statistics(t.result, metric) if t.result is not None else None

@@ -187,7 +187,7 @@ class ResultGrid:
         seen_metric = False
         for r in self._results:
             last = lookup(r.metrics, metric)
-            if scope == "last" and _is_number(last):
+            if scope == "last" and _is_number(last) and metric.split("/", 1)[0] not in UNANALYSED:
                 score = float(last)  # the last result has it: no need to read the history
             else:
                 stats = metric_statistics(r, metric)
@@ -269,23 +269,36 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real)
 
 
+UNANALYSED = frozenset({"trial_id", "experiment_id", "date", "timestamp", "pid", "hostname", "node_ip", "config"})
+"""Result keys Ray 2.60 keeps out of ``metric_analysis`` (its ``DEBUG_METRICS``)."""
+
+
 def metric_statistics(r: Result, metric: str) -> dict[str, float] | None:
     """Ray Tune's per-trial ``metric_analysis`` of ``metric`` over the trial's results: max, min,
-    avg (weighted by ``training_iteration``, as Ray's), last, last-5-avg, last-10-avg; None if no
-    result holds a number there. The history is read only when the last result does not settle it."""
-    values: list[tuple[float, int]] = []
+    avg (weighted by ``training_iteration``), last, last-5-avg, last-10-avg; None if no result holds a
+    number there. Updated result by result with Ray 2.60's arithmetic (``update_metric``), so a NaN
+    gives Ray's values: ``max(value, best)`` keeps a new NaN and drops it at the next number."""
+    if metric.split("/", 1)[0] in UNANALYSED:
+        return None  # Ray leaves these keys out of its analysis: no trial is best by them
+    stats: dict[str, Any] | None = None
+    window: list[Any] = []
     for row in r.metrics_history:
-        v = lookup(row, metric)
-        if _is_number(v):
-            values.append((float(v), int(row.get("training_iteration") or 1)))
-    if not values:
-        return None
-    avg = values[0][0]
-    for v, step in values[1:]:
-        avg = (v + (step - 1) * avg) / step
-    only = [v for v, _ in values]
-    return {"max": max(only), "min": min(only), "avg": avg, "last": only[-1],
-            "last-5-avg": sum(only[-5:]) / len(only[-5:]), "last-10-avg": sum(only[-10:]) / len(only[-10:])}
+        value = lookup(row, metric)
+        if not _is_number(value):
+            continue
+        window.append(value)
+        if stats is None:
+            stats = {"max": value, "min": value, "avg": value, "last": value,
+                     "last-5-avg": value, "last-10-avg": value}
+            continue
+        step = row.get("training_iteration") or 1
+        stats["max"] = max(value, stats["max"])
+        stats["min"] = min(value, stats["min"])
+        stats["avg"] = 1 / step * (value + (step - 1) * stats["avg"])
+        stats["last"] = value
+        stats["last-5-avg"] = sum(window[-5:]) / len(window[-5:])
+        stats["last-10-avg"] = sum(window[-10:]) / len(window[-10:])
+    return stats
 
 
 def grid_of(trials: Iterable[TrialSummary], ctx: Any, name: str, metric: str | None, mode: str | None,

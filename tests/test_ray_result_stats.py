@@ -1,0 +1,89 @@
+"""Ray Tune 2.60's per-trial metric statistics (``Trial.metric_analysis``, which
+``get_best_result``/``get_best_trial`` compare), NaN included.
+
+Recorded from Ray 2.60 (``/work/rayvenv``) with a function trainable reporting the sequences in
+``SEQ`` (one trial per key, ``grid_search``, ``max_concurrent_trials=1``), then
+``get_best_result(metric, mode, scope, filter_nan_and_inf)`` and ``tune.run(...)``'s
+``trials[i].metric_analysis``. Ray updates max/min result by result as ``max(value, best)``: a NaN
+replaces the best so far and is replaced by the next number, so ``[3.0, 0.5, nan]`` has min NaN
+and ``[1.0, nan, 2.0]`` has min and max 2.0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+import actors
+from actors import RunConfig, TuneConfig, Tuner, report
+from actors.search import grid_search
+
+NAN, INF = float("nan"), float("inf")
+SEQ: dict[str, list[Any]] = {
+    "a": [1.0, NAN, 2.0],
+    "b": [3.0, 0.5, NAN],
+    "c": [2.0, 2.0, 2.0],
+    "d": [INF, 1.0, 1.5],
+    "e": [True, False, True],
+}
+
+
+def _train(config: dict[str, Any]) -> None:
+    for i, v in enumerate(SEQ[config["k"]]):
+        report({"m": v, "nest": {"v": i}, "s": "text"})
+
+
+@pytest.fixture
+def grid(storage_dir: str) -> Any:
+    return Tuner(_train, param_space={"k": grid_search(list(SEQ))},
+                 tune_config=TuneConfig(max_concurrent_trials=1),
+                 run_config=RunConfig(name="stats", storage=storage_dir, verbose=0, system="simple")).fit()
+
+
+# recorded from Ray 2.60: (mode, scope, filter_nan_and_inf) -> the best trial's "k"
+RAY_BEST = {
+    ("min", "all", True): "e", ("min", "all", False): "e", ("max", "all", True): "a", ("max", "all", False): "d",
+    ("min", "last", True): "e", ("min", "last", False): "e", ("max", "last", True): "a", ("max", "last", False): "a",
+    ("min", "avg", True): "e", ("min", "avg", False): "a", ("max", "avg", True): "c", ("max", "avg", False): "a",
+    ("min", "last-5-avg", True): "e", ("min", "last-5-avg", False): "a",
+    ("max", "last-5-avg", True): "c", ("max", "last-5-avg", False): "a",
+    ("min", "last-10-avg", True): "e", ("max", "last-10-avg", False): "a",
+}
+
+
+def test_best_result_by_rays_running_statistics(grid: Any) -> None:
+    got = {key: grid.get_best_result("m", key[0], scope=key[1], filter_nan_and_inf=key[2]).config["k"]
+           for key in RAY_BEST}
+    assert got == RAY_BEST
+
+
+def test_keys_ray_leaves_out_of_its_analysis_name_no_best_trial(grid: Any) -> None:
+    # recorded from Ray 2.60: get_best_result("timestamp", "max") and ("config/k", "min") raise
+    # RuntimeError("No best trial found for the given metric: ...")
+    for metric in ("timestamp", "config/k", "pid"):
+        with pytest.raises(RuntimeError):
+            grid.get_best_result(metric, "max")
+
+
+def test_metric_analysis_is_rays(grid: Any) -> None:
+    analysis = actors.ExperimentAnalysis(grid)
+    by_k = {t.config["k"]: t.metric_analysis for t in analysis.trials}
+    # recorded from Ray 2.60 (tune.run, the same trainable): the keys in the order Ray met them,
+    # bools counted, strings, config and the debug keys left out, nested keys last
+    assert list(by_k["e"]) == ["m", "done", "training_iteration", "time_this_iter_s", "time_total_s",
+                               "time_since_restore", "iterations_since_restore", "nest/v"]
+    assert by_k["e"]["m"] == {"max": True, "min": False, "avg": 0.6666666666666666, "last": True,
+                              "last-5-avg": 0.6666666666666666, "last-10-avg": 0.6666666666666666}
+    assert by_k["e"]["done"]["max"] is False and by_k["e"]["done"]["last"] is False
+    assert all(math.isnan(v) for v in by_k["b"]["m"].values())  # [3.0, 0.5, nan]: every statistic NaN
+    a = by_k["a"]["m"]  # [1.0, nan, 2.0]
+    assert (a["max"], a["min"], a["last"]) == (2.0, 2.0, 2.0) and math.isnan(a["avg"])
+    d = by_k["d"]["m"]
+    assert (d["max"], d["min"], d["last"], d["avg"], d["last-5-avg"]) == (INF, 1.0, 1.5, INF, INF)
+    c = by_k["c"]["m"]
+    assert c == {"max": 2.0, "min": 2.0, "avg": 2.0, "last": 2.0, "last-5-avg": 2.0, "last-10-avg": 2.0}
+    # Ray's avg is 1 / step * (value + (step - 1) * avg), which is not always value / step bit for bit
+    assert by_k["c"]["nest/v"] == {"max": 2, "min": 0, "avg": 1.0, "last": 2, "last-5-avg": 1.0,
+                                   "last-10-avg": 1.0}
