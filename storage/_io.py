@@ -53,6 +53,19 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(obj, indent=indent, default=json_default, sort_keys=False)
 
 
+def result_default(value: Any) -> Any:
+    """``json_default`` for a ``result.json`` row: a set is written as its ``str`` (``"{1, 2}"``),
+    as Ray 2.60's ``SafeFallbackEncoder`` writes it, so histories and dataframes read the same."""
+    if isinstance(value, (set, frozenset)):
+        return str(value)
+    return json_default(value)
+
+
+def dumps_result(row: Any) -> str:
+    """One ``result.json`` line (no newline)."""
+    return json.dumps(row, default=result_default, sort_keys=False)
+
+
 def parallel_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int = MAX_PARALLEL) -> list[R]:
     """Run ``fn`` over ``items`` with a few threads (object stores are latency-bound)."""
     todo = list(items)

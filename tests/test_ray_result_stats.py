@@ -87,3 +87,43 @@ def test_metric_analysis_is_rays(grid: Any) -> None:
     # Ray's avg is 1 / step * (value + (step - 1) * avg), which is not always value / step bit for bit
     assert by_k["c"]["nest/v"] == {"max": 2, "min": 0, "avg": 1.0, "last": 2, "last-5-avg": 1.0,
                                    "last-10-avg": 1.0}
+
+
+class _Obj:
+    def __repr__(self) -> str:
+        return "Obj()"
+
+
+def _odd_values(config: dict[str, Any]) -> None:
+    import numpy as np
+
+    report({"top": 1, "n": {"a": 0, "d": {"x": 1}, "b": 2}, "empty": {}, "ls": ["a", "b"], "tp": (1, "c"),
+            "arr": np.arange(3), "f32": np.float32(0.1), "o": _Obj(), "st": {1}, "none": None, "comma": "a,b"})
+
+
+def test_progress_csv_and_result_json_hold_values_as_rays(storage_dir: str) -> None:
+    """Recorded from Ray 2.60: one report of these values, then ``progress.csv`` (read with
+    ``csv.reader``) and ``result.json``. Ray writes the CSV with ``csv.DictWriter`` over its
+    ``flatten_dict`` of the result (nested keys after the flat ones, level by level; an empty dict
+    makes no column), so each cell is ``str(value)``; ``result.json`` writes a set as its ``str``."""
+    import csv
+    import json
+    import os
+
+    pytest.importorskip("numpy")
+    r = Tuner(_odd_values, param_space={"x": 1},
+              run_config=RunConfig(name="odd", storage=storage_dir, verbose=0, system="simple")).fit()[0]
+    with open(os.path.join(r.path, "progress.csv"), newline="") as handle:
+        header, row = list(csv.reader(handle))
+    cells = dict(zip(header, row, strict=True))
+    ray_columns = ["top", "ls", "tp", "arr", "f32", "o", "st", "none", "comma", "checkpoint_dir_name", "done",
+                   "training_iteration", "iterations_since_restore", "n/a", "n/b", "n/d/x"]
+    assert [c for c in header if c in ray_columns or c.startswith(("n/", "empty"))] == ray_columns
+    assert {c: cells[c] for c in ray_columns[:9]} == {
+        "top": "1", "ls": "['a', 'b']", "tp": "(1, 'c')", "arr": "[0 1 2]", "f32": "0.1", "o": "Obj()",
+        "st": "{1}", "none": "", "comma": "a,b"}
+    with open(os.path.join(r.path, "result.json")) as handle:
+        line = json.loads(handle.readline())
+    assert (line["st"], line["ls"], line["tp"], line["arr"], line["o"], line["empty"]) == (
+        "{1}", ["a", "b"], [1, "c"], [0, 1, 2], "Obj()", {})
+    assert r.metrics_dataframe["st"].tolist() == ["{1}"]
