@@ -25,6 +25,7 @@ from storage._errors import StorageError
 from storage._io import (
     download_file,
     exists,
+    key_sorted,
     read_bytes,
     read_json,
     upload_file,
@@ -105,6 +106,7 @@ __all__ = [
     "upload_file",
     "write_bytes",
     "write_experiment_state",
+    "key_sorted",
     "write_json",
     "write_text",
     "write_user_metadata",

@@ -29,6 +29,7 @@ from storage import (
     StorageError,
     committed_after,
     delete_checkpoint,
+    key_sorted,
     log_pbt_exploit,
     ray_keep_order,
     write_json,
@@ -117,7 +118,7 @@ class ExperimentIO:
 
     def write_params(self, rec: TrialRecord) -> None:
         """The trial's ``params.json`` (the simulator's store encodes it when it is first read)."""
-        write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+        write_json(self.ctx, self.layout.params_file(rec.trial_id), key_sorted(rec.config))  # Ray's sort_keys
 
     def on_start(self, rec: TrialRecord) -> None:
         """A (re)start from ``rec.checkpoint``: drop logged iterations after it (a PBT clone's are kept,
