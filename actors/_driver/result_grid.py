@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from actors._driver.checkpoint import Checkpoint
+from actors._driver.checkpoint import Checkpoint, filesystem_name
 from actors._driver.config import CheckpointConfig, check_mode
 from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, trial_error
 from actors._engine.flat import flatten, lookup
@@ -23,6 +23,12 @@ from actors.messages import TrialSummary
 from actors.result import EXPERIMENT_TAG
 
 log = logging.getLogger("audition")
+# what Ray 2.60's Result repr leaves out of the metrics (its AUTO_RESULT_KEYS and BLACKLISTED_KEYS)
+_REPR_HIDDEN = frozenset({
+    "training_iteration", "time_total_s", "episodes_total", "timesteps_total", "node_ip", "hostname", "pid",
+    "time_this_iter_s", "timestamp", "date", "time_since_restore", "timesteps_since_restore",
+    "iterations_since_restore", "config", "checkpoint_dir_name", "done", "trial_id", "experiment_tag",
+    "should_checkpoint", "_report_on"})
 
 
 class Result:
@@ -132,8 +138,23 @@ class Result:
         choose = max if mode == "max" else min
         return choose(valued, key=lambda pair: pair[1])[0]
 
+    def _repr(self, indent: int = 0) -> str:
+        """Ray 2.60's ``Result`` repr: the error's type, the metrics without Ray's automatic and
+        bookkeeping keys, path, filesystem and checkpoint, one per line."""
+        shown: dict[str, Any] = {}
+        if self.error is not None:
+            shown["error"] = type(self.error).__name__
+        shown["metrics"] = ({k: v for k, v in self.metrics.items() if k not in _REPR_HIDDEN}
+                            if self.metrics else self.metrics)
+        shown["path"] = self.path
+        shown["filesystem"] = filesystem_name(self._url)
+        shown["checkpoint"] = self.checkpoint
+        pad, inner = " " * indent, " " * (indent + 2)
+        body = ",\n".join(f"{inner}{key}={value!r}" for key, value in shown.items())
+        return f"{pad}Result(\n{body}\n{pad})"
+
     def __repr__(self) -> str:
-        return f"Result(trial_id={self.trial_id!r}, status={self.status.value}, metrics={self.metrics!r})"
+        return self._repr()
 
 
 class ResultGrid:
@@ -239,7 +260,8 @@ class ResultGrid:
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
-        return f"ResultGrid({len(self._results)} trials, {self.num_errors} errors)"
+        body = ",\n".join(r._repr(indent=2) for r in self._results)
+        return f"ResultGrid<[\n{body}\n]>"
 
 
 def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
