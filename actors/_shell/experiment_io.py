@@ -32,6 +32,7 @@ from storage import (
     key_sorted,
     log_pbt_exploit,
     ray_keep_order,
+    ray_unregistered,
     write_json,
     write_text,
 )
@@ -152,6 +153,9 @@ class ExperimentIO:
                               self.spec.checkpoint_score_order, keep)
         # never delete the checkpoint a pause or retry resumes from (the latest)
         survivors = {c.path for c, _ in best} | {ckpt.path}
+        # a checkpoint whose score is not a number Ray never registers, so never deletes
+        survivors.update(c.path for c in ray_unregistered([(c, c.metrics) for c in kept],
+                                                          self.spec.checkpoint_score_attribute))
         if rec.checkpoint is not None:
             survivors.add(rec.checkpoint.path)
         self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
