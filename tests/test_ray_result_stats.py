@@ -127,3 +127,20 @@ def test_progress_csv_and_result_json_hold_values_as_rays(storage_dir: str) -> N
     assert (line["st"], line["ls"], line["tp"], line["arr"], line["o"], line["empty"]) == (
         "{1}", ["a", "b"], [1, "c"], [0, 1, 2], "Obj()", {})
     assert r.metrics_dataframe["st"].tolist() == ["{1}"]
+
+
+def _mixed(config: dict[str, Any]) -> None:
+    for v in ([None, "x", 4.0, 3.0] if config["k"] == "c" else [2.0, 1.0, 5.0]):
+        report({"m": v})
+
+
+def test_a_mixed_column_is_compared_by_its_numbers_in_both_dataframes(storage_dir: str) -> None:
+    """Ray 2.60 raises ``TypeError`` for ``get_dataframe(filter_metric="m", ...)`` when a trial reported
+    ``None``, ``"x"``, then numbers (recorded); audition compares the numbers, the same way in
+    ``get_dataframe`` and ``ExperimentAnalysis.dataframe`` (documented in coming-from-ray.md)."""
+    pytest.importorskip("pandas")
+    grid = Tuner(_mixed, param_space={"k": grid_search(["a", "c"])}, tune_config=TuneConfig(max_concurrent_trials=1),
+                 run_config=RunConfig(name="mixed", storage=storage_dir, verbose=0, system="simple")).fit()
+    for mode, want in (("min", [1.0, 3.0]), ("max", [5.0, 4.0])):
+        assert grid.get_dataframe(filter_metric="m", filter_mode=mode)["m"].tolist() == want
+        assert actors.ExperimentAnalysis(grid).dataframe("m", mode)["m"].tolist() == want

@@ -200,12 +200,12 @@ class ExperimentAnalysis:
                 continue
             at: Any = -1
             if metric in df and mode:
-                try:
-                    at = df[metric].idxmax() if mode == "max" else df[metric].idxmin()
-                    row = df.loc[at].to_dict()
-                except (TypeError, ValueError, KeyError):
+                # the numbers of a column that mixes in strings, as get_dataframe (Ray raises TypeError)
+                column = pd.to_numeric(df[metric], errors="coerce")
+                if column.isna().all():
                     log.warning("dataframe: trial %s has no numeric %r; it is left out", trial_id, metric)
                     continue
+                row = df.loc[column.idxmax() if mode == "max" else column.idxmin()].to_dict()
             else:
                 row = df.iloc[at].to_dict()
             row.update(flatten({"config": self._by_id[trial_id].config}))
