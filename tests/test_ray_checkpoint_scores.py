@@ -56,3 +56,34 @@ def test_a_non_numeric_score_is_never_registered(keep: int | None, order: str, s
             r.get_best_checkpoint("score", "max")
     else:  # recorded: get_best_checkpoint("score", "max") is the checkpoint at 4
         assert _index(r.get_best_checkpoint("score", "max")) == 4
+
+
+LOOKUPS: list[dict[str, Any]] = [{"s": 1.0, "l": [5, 1]}, {"s": float("nan"), "l": [2, 9]}, {"s": True, "l": [7, 3]},
+                                 {"l": [1, 1]}, {"s": 0.5, "l": [0, 0], "b": False}]
+
+
+def _lookups(config: dict[str, Any]) -> None:
+    for i, v in enumerate(LOOKUPS):
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "i.json"), "w") as handle:
+            json.dump(i, handle)
+        report(dict(v, i=i), checkpoint=Checkpoint.from_directory(d))
+
+
+def test_analysis_get_best_checkpoint_looks_up_as_rays(storage_dir: str) -> None:
+    """Recorded from Ray 2.60: ``tune.run`` of ``_lookups`` (a checkpoint with every result), then
+    ``analysis.get_best_checkpoint(trial, metric, mode)``: ``"l/0"`` indexes the list; a metric that a
+    kept checkpoint's result lacks raises ``KeyError`` (``Result.get_best_checkpoint`` passes such
+    checkpoints over: ``"s"`` max gives 0, min gives 4, ``"b"`` max gives 4)."""
+    import actors
+
+    analysis = actors.run(_lookups, storage_path=storage_dir, name="lookups", verbose=0, system="simple")
+    trial = analysis.trials[0]
+    assert [_index(analysis.get_best_checkpoint(trial, m, mode)) for m, mode in
+            (("l/0", "max"), ("l/1", "min"), ("i", "max"))] == [2, 4, 4]
+    for metric in ("s", "b"):
+        with pytest.raises(KeyError):
+            analysis.get_best_checkpoint(trial, metric, "max")
+    result = analysis.result_grid[0]
+    assert [_index(result.get_best_checkpoint(m, mode)) for m, mode in
+            (("s", "max"), ("s", "min"), ("b", "max"), ("l/0", "max"))] == [0, 4, 4, 2]

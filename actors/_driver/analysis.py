@@ -60,6 +60,9 @@ class Trial(TrialSnapshot):
         return None if self.result is None else self.result.error
 
 
+_ABSENT = object()
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -273,8 +276,13 @@ class ExperimentAnalysis:
         found = self._find(trial)
         scored = []
         for ckpt, metrics in (found.result.best_checkpoints if found.result is not None else []):
-            value = lookup(metrics, metric)
-            if _number(value) and not math.isnan(value):
+            value = lookup(metrics, metric, _ABSENT, sequences=True)  # "l/0" indexes a list, as Ray's
+            if value is _ABSENT:  # Ray 2.60's unflattened_lookup raises KeyError here (recorded)
+                raise KeyError(f"get_best_checkpoint: a kept checkpoint of trial {found} has no {metric!r} in "
+                               f"the result it was saved with ({sorted(metrics)}); pass a metric every "
+                               "checkpointed result reports, or use Result.get_best_checkpoint, which passes "
+                               "such checkpoints over")
+            if isinstance(value, numbers.Real) and not math.isnan(value):
                 scored.append((ckpt, float(value)))
         if not scored:
             log.error("No checkpoints have been found for trial %s.", found)
