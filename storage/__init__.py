@@ -25,6 +25,7 @@ from storage._errors import StorageError
 from storage._io import (
     download_file,
     exists,
+    key_sorted,
     read_bytes,
     read_json,
     upload_file,
@@ -46,7 +47,7 @@ from storage._layout import (
 from storage._pbt_policy import GLOBAL_POLICY_NAME, log_pbt_exploit, policy_file_name
 from storage._progress_csv import CsvWriter, flatten
 from storage._results import JsonLinesWriter, ResultWriter, read_results
-from storage._retention import checkpoint_score, checkpoints_to_delete, ray_keep_order
+from storage._retention import checkpoint_score, checkpoints_to_delete, ray_keep_order, ray_unregistered
 from storage._retry import classify, retrying
 from storage._state import (
     StateWriter,
@@ -79,6 +80,7 @@ __all__ = [
     "checkpoints_to_delete",
     "policy_file_name",
     "ray_keep_order",
+    "ray_unregistered",
     "classify",
     "cleanup_uncommitted",
     "commit_checkpoint",
@@ -105,6 +107,7 @@ __all__ = [
     "upload_file",
     "write_bytes",
     "write_experiment_state",
+    "key_sorted",
     "write_json",
     "write_text",
     "write_user_metadata",

@@ -53,6 +53,33 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(obj, indent=indent, default=json_default, sort_keys=False)
 
 
+def key_sorted(obj: Any) -> Any:
+    """``obj`` with every dict's keys sorted, as ``json.dump(..., sort_keys=True)`` writes Ray 2.60's
+    ``params.json``; a dict whose keys do not compare (``1`` and ``"a"``) keeps its order."""
+    if isinstance(obj, dict):
+        try:
+            keys = sorted(obj)
+        except TypeError:
+            keys = list(obj)
+        return {k: key_sorted(obj[k]) for k in keys}
+    if isinstance(obj, (list, tuple)):
+        return [key_sorted(v) for v in obj]
+    return obj
+
+
+def result_default(value: Any) -> Any:
+    """``json_default`` for a ``result.json`` row: a set is written as its ``str`` (``"{1, 2}"``),
+    as Ray 2.60's ``SafeFallbackEncoder`` writes it, so histories and dataframes read the same."""
+    if isinstance(value, (set, frozenset)):
+        return str(value)
+    return json_default(value)
+
+
+def dumps_result(row: Any) -> str:
+    """One ``result.json`` line (no newline)."""
+    return json.dumps(row, default=result_default, sort_keys=False)
+
+
 def parallel_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int = MAX_PARALLEL) -> list[R]:
     """Run ``fn`` over ``items`` with a few threads (object stores are latency-bound)."""
     todo = list(items)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from storage._context import StorageContext
-from storage._io import dumps, read_bytes, write_bytes
+from storage._io import read_bytes, write_bytes
 from storage._layout import ExperimentLayout
 from storage._retry import retrying
 from storage._trial_file import TrialFileWriter, rewound_length
@@ -25,33 +24,36 @@ from storage._trial_file import TrialFileWriter, rewound_length
 ITERATION_KEY = "training_iteration"
 
 
-def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts to ``a/b`` keys, for CSV columns (a row without any is returned as it is)."""
-    if not prefix and not any(isinstance(v, dict) for v in row.values()):
+def flatten(row: dict[str, Any]) -> dict[str, Any]:
+    """Nested dicts to ``a/b`` keys, as Ray 2.60's ``flatten_dict`` makes its CSV columns: the flat
+    keys first, then each level's nested keys after them (``{"n": {"d": {"x": 1}, "b": 2}}`` gives
+    ``n/b`` before ``n/d/x``); an empty nested dict makes no column. A row without any is returned as it is."""
+    if not any(isinstance(v, dict) for v in row.values()):
         return row
     flat: dict[str, Any] = {}
+    nested: list[tuple[str, dict[str, Any]]] = []
     for key, value in row.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{name}/"))
+        if isinstance(value, dict):
+            nested.append((key, value))
         else:
-            flat[name] = value
+            flat[key] = value
+    while nested:
+        level, nested = nested, []
+        for name, inner in level:
+            for key, value in inner.items():
+                if isinstance(value, dict):
+                    nested.append((f"{name}/{key}", value))
+                else:
+                    flat[f"{name}/{key}"] = value
     return flat
 
 
 def _cell(value: Any) -> str:
-    kind = type(value)  # the common exact types first: a cell per key per result adds up
-    if kind is str:
+    """A value as Ray's ``csv.DictWriter`` writes it: ``str(value)``, empty for None (an array as
+    ``[0 1 2]``, a tuple as ``(1, 'c')``, an object by its ``str``)."""
+    if type(value) is str:
         return value  # type: ignore[no-any-return]
-    if kind is float or kind is int or kind is bool:
-        return str(value)
-    if value is None:
-        return ""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, (str, int, float, bool)):
-        return str(value)
-    return dumps(value)
+    return "" if value is None else str(value)
 
 
 def columns_of(flat_rows: Iterable[dict[str, Any]], start: list[str] | None = None) -> list[str]:

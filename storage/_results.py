@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage._context import StorageContext
-from storage._io import dumps, read_bytes, write_bytes
+from storage._io import dumps_result, read_bytes, write_bytes
 from storage._layout import ExperimentLayout
 from storage._progress_csv import CsvWriter
 from storage._retry import retrying
@@ -78,7 +78,7 @@ class JsonLinesWriter(TrialFileWriter):
             return
         self._load()
         if self._append_mode:
-            lines = "".join(dumps(row) + "\n" for row in rows)
+            lines = "".join(dumps_result(row) + "\n" for row in rows)
             path = self._path
 
             def append_lines() -> None:
@@ -123,7 +123,7 @@ class JsonLinesWriter(TrialFileWriter):
         write_bytes(self._ctx, self._path, "".join(self._lines).encode("utf-8"), what="writing results")
 
     def _keep(self, rows: list[dict[str, Any]]) -> None:
-        self._lines.extend(dumps(row) + "\n" for row in rows)
+        self._lines.extend(dumps_result(row) + "\n" for row in rows)
         self._iterations.extend(row.get(ITERATION_KEY) for row in rows)
 
     def _load(self) -> None:
@@ -142,7 +142,7 @@ class JsonLinesWriter(TrialFileWriter):
             self._rewrite(rows)
 
     def _rewrite(self, rows: list[dict[str, Any]]) -> None:
-        body = "".join(dumps(row) + "\n" for row in rows).encode("utf-8")
+        body = "".join(dumps_result(row) + "\n" for row in rows).encode("utf-8")
         write_bytes(self._ctx, self._path, body, what="writing results")
 
 

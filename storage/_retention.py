@@ -56,9 +56,16 @@ def checkpoints_to_delete(
     if num_to_keep is None or not committed:
         return []
     pairs = [(info, info.metadata.get("metrics") or {}) for info in committed]
-    keep = {committed[-1].path, *protected}
+    keep = {committed[-1].path, *protected, *(info.path for info in ray_unregistered(pairs, score_attribute))}
     keep.update(info.path for info, _ in ray_keep_order(pairs, score_attribute, score_order, num_to_keep))
     return [info for info in committed if info.path not in keep]
+
+
+class _Unscorable(Exception):
+    """Ray's ``order_factor * value`` raised ``TypeError``: the checkpoint is never registered."""
+
+
+_ABSENT = object()
 
 
 def ray_keep_order(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: str | None,
@@ -67,25 +74,52 @@ def ray_keep_order(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: s
     ``(checkpoint, metrics)`` pairs in commit order: worst first, best last; the last
     ``num_to_keep`` are the ones Ray keeps. A pair whose metrics have the score attribute as a key is
     inserted after every entry whose score is not higher (so among equal scores the newer is better;
-    NaN is lowest, a missing or non-numeric value counts as -inf; ``min`` negates); one without that
-    key (also a nested ``a/b`` attribute, which Ray looks for among the top-level keys) is appended,
-    as if the newest were best."""
+    NaN is lowest, a missing value counts as -inf; ``min`` negates); one without that key (also a
+    nested ``a/b`` attribute, which Ray looks for among the top-level keys) is appended, as if the
+    newest were best. A score that is not a number (a string, ``None``, a list) makes Ray's insertion
+    raise, so that checkpoint is left out (recorded: never listed, and its directory never deleted).
+    (Ray lists it when it is the trial's first checkpoint, inserted without a comparison, and then
+    fails every later scored insertion; that is not replayed.)"""
     sign = 1.0 if score_order == "max" else -1.0
 
     def score(metrics: dict[str, Any]) -> tuple[bool, float]:
-        value = _lookup(metrics, score_attribute or "")
+        value = _lookup_present(metrics, score_attribute or "")
         try:
-            s = sign * float(value if value is not None else float("-inf"))
-        except (TypeError, ValueError):
-            s = float("-inf")
+            s = sign * (float("-inf") if value is _ABSENT else value)
+        except TypeError:
+            raise _Unscorable from None
+        s = float(s)
         return (False, float("-inf")) if math.isnan(s) else (True, s)
 
     out: list[tuple[T, dict[str, Any]]] = []
     for item in items:
         if score_attribute is not None and score_attribute in item[1]:
-            key = score(item[1])
+            try:
+                key = score(item[1])
+            except _Unscorable:
+                continue
             at = next((i for i, other in enumerate(out) if score(other[1]) > key), len(out))
             out.insert(at, item)
         else:
             out.append(item)
     return out if num_to_keep is None else out[-num_to_keep:]
+
+
+def ray_unregistered(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: str | None) -> list[T]:
+    """The checkpoints Ray's bookkeeping never registered (``ray_keep_order`` leaves them out): Ray
+    never deletes them."""
+    pairs = list(items)
+    listed = {id(item[0]) for item in ray_keep_order(pairs, score_attribute)}
+    return [item[0] for item in pairs if id(item[0]) not in listed]
+
+
+def _lookup_present(mapping: dict[str, Any], key: str) -> Any:
+    """Ray's ``flatten_dict(metrics)[key]``: the value (``None`` included), or ``_ABSENT``."""
+    if key in mapping:
+        return mapping[key]
+    value: Any = mapping
+    for part in key.split("/"):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value

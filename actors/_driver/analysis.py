@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import check_mode
 from actors._driver.errors import ConfigError
-from actors._driver.result_grid import Result, ResultGrid, metric_statistics
+from actors._driver.result_grid import UNANALYSED, Result, ResultGrid, metric_statistics
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import TrialSnapshot
 
@@ -40,18 +41,26 @@ class Trial(TrialSnapshot):
 
     @property
     def metric_analysis(self) -> dict[str, dict[str, float]]:
-        """Ray's ``Trial.metric_analysis``: for each numeric result key (nested ones as ``a/b``) its
-        max, min, avg, last, last-5-avg and last-10-avg over the trial's history."""
+        """Ray's ``Trial.metric_analysis``: for each numeric result key (bools too; nested ones as
+        ``a/b``; not ``config``, ``trial_id``, ``date``, ``timestamp``, ``pid``, ``hostname``,
+        ``node_ip``) its max, min, avg, last, last-5-avg and last-10-avg over the trial's history,
+        keys in the order Ray's ``flatten_dict`` first met them."""
         if self.result is None:
             return {}
-        keys = {k for row in self.result.metrics_history for k, v in flatten(row).items() if _number(v)}
-        out = {k: metric_statistics(self.result, k) for k in sorted(keys)}
+        keys: dict[str, None] = {}
+        for row in self.result.metrics_history:
+            kept = {k: v for k, v in row.items() if k not in UNANALYSED}
+            keys.update((k, None) for k, v in flatten(kept).items() if isinstance(v, numbers.Real))
+        out = {k: metric_statistics(self.result, k) for k in keys}
         return {k: v for k, v in out.items() if v is not None}
 
     @property
     def error(self) -> Exception | None:
         """The trial's error (an ``actors.TrialError``) if it ended in ERROR (Ray keeps a file)."""
         return None if self.result is None else self.result.error
+
+
+_ABSENT = object()
 
 
 def _number(v: Any) -> bool:
@@ -194,12 +203,12 @@ class ExperimentAnalysis:
                 continue
             at: Any = -1
             if metric in df and mode:
-                try:
-                    at = df[metric].idxmax() if mode == "max" else df[metric].idxmin()
-                    row = df.loc[at].to_dict()
-                except (TypeError, ValueError, KeyError):
+                # the numbers of a column that mixes in strings, as get_dataframe (Ray raises TypeError)
+                column = pd.to_numeric(df[metric], errors="coerce")
+                if column.isna().all():
                     log.warning("dataframe: trial %s has no numeric %r; it is left out", trial_id, metric)
                     continue
+                row = df.loc[column.idxmax() if mode == "max" else column.idxmin()].to_dict()
             else:
                 row = df.iloc[at].to_dict()
             row.update(flatten({"config": self._by_id[trial_id].config}))
@@ -237,7 +246,7 @@ class ExperimentAnalysis:
         best_score = 0.0
         for t in self.trials:
             last = lookup(t.last_result, metric)
-            if scope == "last" and _number(last):
+            if scope == "last" and _number(last) and metric.split("/", 1)[0] not in UNANALYSED:
                 score = float(last)  # settled by the last result: no history read
             else:
                 stats = metric_statistics(t.result, metric) if t.result is not None else None
@@ -267,8 +276,13 @@ class ExperimentAnalysis:
         found = self._find(trial)
         scored = []
         for ckpt, metrics in (found.result.best_checkpoints if found.result is not None else []):
-            value = lookup(metrics, metric)
-            if _number(value) and not math.isnan(value):
+            value = lookup(metrics, metric, _ABSENT, sequences=True)  # "l/0" indexes a list, as Ray's
+            if value is _ABSENT:  # Ray 2.60's unflattened_lookup raises KeyError here (recorded)
+                raise KeyError(f"get_best_checkpoint: a kept checkpoint of trial {found} has no {metric!r} in "
+                               f"the result it was saved with ({sorted(metrics)}); pass a metric every "
+                               "checkpointed result reports, or use Result.get_best_checkpoint, which passes "
+                               "such checkpoints over")
+            if isinstance(value, numbers.Real) and not math.isnan(value):
                 scored.append((ckpt, float(value)))
         if not scored:
             log.error("No checkpoints have been found for trial %s.", found)

@@ -147,7 +147,8 @@ class Checkpoint:
         self._owned_tmp = None
 
     def __repr__(self) -> str:
-        return f"Checkpoint(path={self.path!r})"
+        """Ray 2.60's: ``Checkpoint(filesystem=local, path=/abs/dir)`` (a URL's scheme as the filesystem)."""
+        return f"Checkpoint(filesystem={filesystem_name(self.path)}, path={self.path.partition('://')[2] or self.path})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Checkpoint) and other.path == self.path
@@ -172,3 +173,9 @@ def committed_at(trial_url: str, options: dict[str, Any], iteration: int) -> str
 
 
 __all__ = ["Checkpoint", "committed_at"]
+
+
+def filesystem_name(url: str) -> str:
+    """What Ray's reprs call the filesystem of ``url``: ``local``, or the scheme (``s3``)."""
+    scheme, sep, _ = url.partition("://")
+    return scheme if sep and scheme != "file" else "local"

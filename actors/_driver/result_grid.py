@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from actors._driver.checkpoint import Checkpoint
+from actors._driver.checkpoint import Checkpoint, filesystem_name
 from actors._driver.config import CheckpointConfig, check_mode
 from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, trial_error
 from actors._engine.flat import flatten, lookup
@@ -23,6 +23,12 @@ from actors.messages import TrialSummary
 from actors.result import EXPERIMENT_TAG
 
 log = logging.getLogger("audition")
+# what Ray 2.60's Result repr leaves out of the metrics (its AUTO_RESULT_KEYS and BLACKLISTED_KEYS)
+_REPR_HIDDEN = frozenset({
+    "training_iteration", "time_total_s", "episodes_total", "timesteps_total", "node_ip", "hostname", "pid",
+    "time_this_iter_s", "timestamp", "date", "time_since_restore", "timesteps_since_restore",
+    "iterations_since_restore", "config", "checkpoint_dir_name", "done", "trial_id", "experiment_tag",
+    "should_checkpoint", "_report_on"})
 
 
 class Result:
@@ -132,8 +138,23 @@ class Result:
         choose = max if mode == "max" else min
         return choose(valued, key=lambda pair: pair[1])[0]
 
+    def _repr(self, indent: int = 0) -> str:
+        """Ray 2.60's ``Result`` repr: the error's type, the metrics without Ray's automatic and
+        bookkeeping keys, path, filesystem and checkpoint, one per line."""
+        shown: dict[str, Any] = {}
+        if self.error is not None:
+            shown["error"] = type(self.error).__name__
+        shown["metrics"] = ({k: v for k, v in self.metrics.items() if k not in _REPR_HIDDEN}
+                            if self.metrics else self.metrics)
+        shown["path"] = self.path
+        shown["filesystem"] = filesystem_name(self._url)
+        shown["checkpoint"] = self.checkpoint
+        pad, inner = " " * indent, " " * (indent + 2)
+        body = ",\n".join(f"{inner}{key}={value!r}" for key, value in shown.items())
+        return f"{pad}Result(\n{body}\n{pad})"
+
     def __repr__(self) -> str:
-        return f"Result(trial_id={self.trial_id!r}, status={self.status.value}, metrics={self.metrics!r})"
+        return self._repr()
 
 
 class ResultGrid:
@@ -187,7 +208,7 @@ class ResultGrid:
         seen_metric = False
         for r in self._results:
             last = lookup(r.metrics, metric)
-            if scope == "last" and _is_number(last):
+            if scope == "last" and _is_number(last) and metric.split("/", 1)[0] not in UNANALYSED:
                 score = float(last)  # the last result has it: no need to read the history
             else:
                 stats = metric_statistics(r, metric)
@@ -239,7 +260,8 @@ class ResultGrid:
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
-        return f"ResultGrid({len(self._results)} trials, {self.num_errors} errors)"
+        body = ",\n".join(r._repr(indent=2) for r in self._results)
+        return f"ResultGrid<[\n{body}\n]>"
 
 
 def ray_checkpoint_order(found: list[tuple[Any, dict[str, Any]]],
@@ -269,23 +291,36 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real)
 
 
+UNANALYSED = frozenset({"trial_id", "experiment_id", "date", "timestamp", "pid", "hostname", "node_ip", "config"})
+"""Result keys Ray 2.60 keeps out of ``metric_analysis`` (its ``DEBUG_METRICS``)."""
+
+
 def metric_statistics(r: Result, metric: str) -> dict[str, float] | None:
     """Ray Tune's per-trial ``metric_analysis`` of ``metric`` over the trial's results: max, min,
-    avg (weighted by ``training_iteration``, as Ray's), last, last-5-avg, last-10-avg; None if no
-    result holds a number there. The history is read only when the last result does not settle it."""
-    values: list[tuple[float, int]] = []
+    avg (weighted by ``training_iteration``), last, last-5-avg, last-10-avg; None if no result holds a
+    number there. Updated result by result with Ray 2.60's arithmetic (``update_metric``), so a NaN
+    gives Ray's values: ``max(value, best)`` keeps a new NaN and drops it at the next number."""
+    if metric.split("/", 1)[0] in UNANALYSED:
+        return None  # Ray leaves these keys out of its analysis: no trial is best by them
+    stats: dict[str, Any] | None = None
+    window: list[Any] = []
     for row in r.metrics_history:
-        v = lookup(row, metric)
-        if _is_number(v):
-            values.append((float(v), int(row.get("training_iteration") or 1)))
-    if not values:
-        return None
-    avg = values[0][0]
-    for v, step in values[1:]:
-        avg = (v + (step - 1) * avg) / step
-    only = [v for v, _ in values]
-    return {"max": max(only), "min": min(only), "avg": avg, "last": only[-1],
-            "last-5-avg": sum(only[-5:]) / len(only[-5:]), "last-10-avg": sum(only[-10:]) / len(only[-10:])}
+        value = lookup(row, metric)
+        if not _is_number(value):
+            continue
+        window.append(value)
+        if stats is None:
+            stats = {"max": value, "min": value, "avg": value, "last": value,
+                     "last-5-avg": value, "last-10-avg": value}
+            continue
+        step = row.get("training_iteration") or 1
+        stats["max"] = max(value, stats["max"])
+        stats["min"] = min(value, stats["min"])
+        stats["avg"] = 1 / step * (value + (step - 1) * stats["avg"])
+        stats["last"] = value
+        stats["last-5-avg"] = sum(window[-5:]) / len(window[-5:])
+        stats["last-10-avg"] = sum(window[-10:]) / len(window[-10:])
+    return stats
 
 
 def grid_of(trials: Iterable[TrialSummary], ctx: Any, name: str, metric: str | None, mode: str | None,

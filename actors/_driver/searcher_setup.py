@@ -111,6 +111,29 @@ def domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...
     return ()
 
 
+def tagged_paths(space: Any) -> tuple[tuple[Any, ...], ...]:
+    """The paths Ray 2.60's variant generator lists in a trial's ``experiment_tag`` and
+    ``evaluated_params`` (recorded): its drawn domains in the space's order, then its grids sorted by
+    path; never a ``sample_from`` (``Function``), whose value is in the config only."""
+    from actors.search._domain import Function, GridSearch
+
+    def at(path: tuple[Any, ...]) -> Any:
+        value = space
+        for part in path:
+            value = value[part]
+        return value
+
+    drawn: list[tuple[Any, ...]] = []
+    grids: list[tuple[Any, ...]] = []
+    for path in domain_paths(space):
+        value = at(path)
+        if isinstance(value, Function):
+            continue
+        (grids if isinstance(value, (dict, GridSearch)) else drawn).append(path)
+    return (*drawn, *sorted(grids, key=lambda p: tuple((0, x, "") if isinstance(x, int) else (1, 0, str(x))
+                                                        for x in p)))
+
+
 def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
     """What the default generator's trials are tagged by (``experiment_tag``): the space's domain
     paths, or with ``points_to_evaluate`` a ``TagPaths`` that leaves each point's own values out."""
@@ -120,12 +143,12 @@ def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
     from actors.search._points import apply_point
     from actors.search._space import find_grids, normalize
 
-    paths = domain_paths(space)
+    paths = tagged_paths(space)
     points = getattr(searcher, "points_to_evaluate", None)
     if not points or not space:  # (a generator given its own space tags by the Tuner's, as before)
         return paths
     applied = [apply_point(normalize(space), p, i) for i, p in enumerate(points)]
-    return TagPaths(paths, tuple((math.prod(len(g.values) for _, g in find_grids(a)), domain_paths(a))
+    return TagPaths(paths, tuple((math.prod(len(g.values) for _, g in find_grids(a)), tagged_paths(a))
                                  for a in applied))
 
 

@@ -99,6 +99,27 @@ def _leaves(config: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], An
     return {path: config}
 
 
+_MISSING = object()
+
+
+def _at(config: Any, path: tuple[Any, ...]) -> Any:
+    """The value at ``path`` in a config of dicts, lists and tuples; ``_MISSING`` if there is none."""
+    for part in path:
+        if isinstance(config, dict) and part in config:
+            config = config[part]
+        elif isinstance(config, (list, tuple)) and isinstance(part, int) and 0 <= part < len(config):
+            config = config[part]
+        else:
+            return _MISSING
+    return config
+
+
+def _path_order(item: tuple[tuple[Any, ...], Any]) -> tuple[Any, ...]:
+    """Ray sorts tag entries by their path tuples (list indices as numbers: ``2`` before ``10``); a
+    path part that is neither compares as its ``str``, after the numbers."""
+    return tuple((0, part, "") if isinstance(part, int) else (1, 0, str(part)) for part in item[0])
+
+
 Paths = tuple[tuple[Any, ...], ...]
 
 
@@ -125,14 +146,15 @@ def experiment_tag(index: int, config: dict[str, Any],
     (``searched`` = the paths of the space's domains and grids) ``"<index>_<k=v,...>"`` over the
     drawn values; for another searcher (``searched=None``) ``"<index + 1>_..."`` over the whole
     config, as Ray's ``SearchGenerator`` counts from 1. Keys are the last path part, sorted."""
-    leaves = _leaves(config)
     if isinstance(searched, TagPaths):
         searched = searched.of(index)
     if searched is not None:
-        leaves = {p: leaves[p] for p in searched if p in leaves}
+        # the value at each searched path, through lists too (``a/0``), a dict-valued one whole
+        leaves = {p: v for p in searched if (v := _at(config, p)) is not _MISSING}
     else:
+        leaves = _leaves(config)
         index += 1
-    ordered = sorted(leaves.items(), key=lambda kv: tuple(map(str, kv[0])))
+    ordered = sorted(leaves.items(), key=_path_order)
     body = ",".join(f"{_clean(p[-1])}={_clean(v)}" for p, v in ordered if p)
     params = {"/".join(str(x) for x in p): v for p, v in leaves.items()}
     return (f"{index}_{body}" if body else str(index)), params

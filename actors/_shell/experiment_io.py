@@ -29,8 +29,10 @@ from storage import (
     StorageError,
     committed_after,
     delete_checkpoint,
+    key_sorted,
     log_pbt_exploit,
     ray_keep_order,
+    ray_unregistered,
     write_json,
     write_text,
 )
@@ -117,7 +119,7 @@ class ExperimentIO:
 
     def write_params(self, rec: TrialRecord) -> None:
         """The trial's ``params.json`` (the simulator's store encodes it when it is first read)."""
-        write_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config)
+        write_json(self.ctx, self.layout.params_file(rec.trial_id), key_sorted(rec.config))  # Ray's sort_keys
 
     def on_start(self, rec: TrialRecord) -> None:
         """A (re)start from ``rec.checkpoint``: drop logged iterations after it (a PBT clone's are kept,
@@ -151,6 +153,9 @@ class ExperimentIO:
                               self.spec.checkpoint_score_order, keep)
         # never delete the checkpoint a pause or retry resumes from (the latest)
         survivors = {c.path for c, _ in best} | {ckpt.path}
+        # a checkpoint whose score is not a number Ray never registers, so never deletes
+        survivors.update(c.path for c in ray_unregistered([(c, c.metrics) for c in kept],
+                                                          self.spec.checkpoint_score_attribute))
         if rec.checkpoint is not None:
             survivors.add(rec.checkpoint.path)
         self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]

@@ -92,10 +92,10 @@ class CheckpointCommits:
         Acknowledged results were logged; those up to the previous checkpoint are in that
         checkpoint's manifest, or the controller logged them when it heard of that checkpoint.
         """
-        from storage._io import dumps
+        from storage._io import dumps_result
 
         rows = window.unconfirmed(self.committed_iteration, iteration)
-        out: list[dict[str, Any]] = json.loads(dumps(rows))
+        out: list[dict[str, Any]] = json.loads(dumps_result(rows))
         return out
 
 

@@ -35,7 +35,7 @@ from actors._engine.lifecycle import TrialRecord
 from actors._shell.experiment_io import ExperimentIO
 from storage import ExperimentLayout, StateWriter, StorageContext, commit_checkpoint
 from storage._checkpoint import write_manifest
-from storage._io import dumps
+from storage._io import dumps, key_sorted
 from storage._retry import retrying
 
 
@@ -227,7 +227,8 @@ class SimExperimentIO(ExperimentIO):
         return row
 
     def write_params(self, rec: TrialRecord) -> None:
-        if not put_json(self.ctx, self.layout.params_file(rec.trial_id), rec.config, 2, "writing JSON"):
+        if not put_json(self.ctx, self.layout.params_file(rec.trial_id), key_sorted(rec.config), 2,
+                        "writing JSON"):
             super().write_params(rec)
 
 
