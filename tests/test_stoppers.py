@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import pickle
 from typing import Any
 
@@ -31,11 +32,12 @@ def _roundtrip(stopper: Stopper, fresh: Stopper) -> Stopper:
 # ---------------------------------------------------------------- iterations
 
 
-def test_maximum_iteration_uses_training_iteration() -> None:
+def test_maximum_iteration_counts_results_not_training_iteration() -> None:
+    # Recorded from Ray 2.60: MaximumIterationStopper(3) fed training_iteration 1, 2, 1, 2, 3 for
+    # trial "a" (a retry from scratch), then 5 for "b": [False, False, True, True, True] and False.
     s = MaximumIterationStopper(3)
-    assert [s("a", {"training_iteration": i}) for i in (1, 2, 3)] == [False, False, True]
-    assert s("b", {"training_iteration": 1}) is False  # per trial
-    assert s("b", {"training_iteration": 5}) is True  # resumed past the limit
+    assert [s("a", {"training_iteration": i}) for i in (1, 2, 1, 2, 3)] == [False, False, True, True, True]
+    assert s("b", {"training_iteration": 5}) is False  # its first result, per trial
 
 
 def test_maximum_iteration_counts_results_without_training_iteration() -> None:
@@ -103,6 +105,22 @@ def test_trial_plateau() -> None:
     assert s("b", {"loss": 0.5}) is False  # other trials keep their own window
 
 
+def test_trial_plateau_decides_as_ray() -> None:
+    # Recorded from Ray 2.60 (TrialPlateauStopper fed these values for one trial, printing each
+    # answer): numpy's std must be strictly below std (std([0, .01]) is exactly .005), a NaN in the
+    # window stops nothing (no error), std=0 never stops, the threshold compares negative values.
+    nan = float("nan")
+    s = TrialPlateauStopper("m", std=0.005, num_results=2, grace_period=1)
+    assert [s("a", {"m": v}) for v in [0, 0.01, 0, 0.01, 0.01]] == [False, False, False, False, True]
+    s = TrialPlateauStopper("m", std=0.01, num_results=3, grace_period=0)
+    assert [s("a", {"m": v}) for v in [1, nan, 1, 1, 1, 1]] == [False, False, False, False, True, True]
+    s = TrialPlateauStopper("m", std=0.0, num_results=2, grace_period=0)
+    assert [s("a", {"m": v}) for v in [3, 3, 3]] == [False, False, False]
+    s = TrialPlateauStopper("m", std=0.1, num_results=2, grace_period=0, metric_threshold=-1.0, mode="min")
+    assert [s("a", {"m": v}) for v in [-0.5, -0.5, -2, -2, nan, -2, -2]] == [
+        False, False, False, True, False, False, True]
+
+
 def test_trial_plateau_grace_period_and_threshold() -> None:
     s = TrialPlateauStopper("loss", num_results=2, grace_period=4)
     assert [s("a", {"loss": 1.0}) for _ in range(4)] == [False, False, False, True]
@@ -135,10 +153,24 @@ def test_experiment_plateau_with_patience() -> None:
     assert s("a", {"loss": 1.0}) is False
     assert s("b", {"loss": 0.5}) is False
     assert s("a", {"loss": 0.5}) is False  # top 3 = [.5, .5, 1.0]: spread
-    assert s("c", {"loss": 0.5}) is False  # top 3 = [.5, .5, .5]: plateau #1, patience 1 not yet used up
-    assert s.stop_all() is False
+    # Recorded from Ray 2.60 (this sequence): [False, False, False, True, True], stop_all() True.
+    assert s("c", {"loss": 0.5}) is True  # top 3 = [.5, .5, .5]: plateau #1 >= patience 1
+    assert s.stop_all() is True
     assert s("b", {"loss": 0.7}) is True  # still [.5, .5, .5]: plateau #2
     assert s.stop_all() is True
+
+
+def test_experiment_plateau_patience_and_nan_as_ray() -> None:
+    # Recorded from Ray 2.60 (ExperimentPlateauStopper fed these values for one trial, printing each
+    # answer): patience=2 stops at the second plateaued result; a NaN sorts where Python's sorted()
+    # puts it and, kept among the top values, ends the plateau (numpy's std of it is NaN).
+    nan = float("nan")
+    s = ExperimentPlateauStopper("m", std=0.01, top=3, mode="max", patience=2)
+    got = [s("a", {"m": v}) for v in [1, 2, 2, 2, 2, 2, nan, 2, 2, 3, 3, 3, 3]]
+    assert got == [False, False, False, False, True, True, False, False, False, False, False, False, True]
+    t = ExperimentPlateauStopper("m", std=0.01, top=3, mode="min", patience=0)
+    assert [t("a", {"m": v}) for v in [nan, 1, 1, 1, 1, nan, 1]] == [False] * 7
+    assert math.isnan(t._best[0]) and t._best[1:] == [1.0, 1.0]  # Ray's top values: [nan, 1, 1]
 
 
 def test_experiment_plateau_max_mode_resets_on_change() -> None:
