@@ -69,3 +69,23 @@ def test_experiment_plateau_patience_ends_the_run_where_ray_does(storage_dir: st
     grid = _fit(_sequences, {"x": grid_search(["a", "b"])}, storage_dir + "2",
                 ExperimentPlateauStopper("m", top=2, patience=3, std=0.5, mode="max"))
     assert _ends(grid) == {"a": (4, TrialStatus.TERMINATED, 0)}
+
+
+_PLATEAUS = {"a": [1, 5, 5, 5, 5], "b": [3, 5, 5, 5, 5], "c": [4, 4, 6, 6, 6], "d": [5, 5, 5, 5, 5],
+             "e": [5, 5, 5, 5, 5]}
+
+
+def _plateaus(config: dict[str, Any]) -> None:
+    for v in _PLATEAUS[config["x"]]:
+        report({"m": v})
+
+
+def test_combined_stopper_hides_a_stopped_result_from_the_stoppers_after(storage_dir: str) -> None:
+    # Probe: trials a..e one after another, CombinedStopper(MaximumIterationStopper(2),
+    # ExperimentPlateauStopper("m", top=2, std=0.001, mode="max")). Ray 2.60: a, b, c, d end at
+    # iteration 2 and e at 1 (the plateau stopper never saw the 5s that ended a, b and d: its top
+    # values first read [5, 5] at e's first result).
+    grid = _fit(_plateaus, {"x": grid_search(list(_PLATEAUS))}, storage_dir,
+                CombinedStopper(MaximumIterationStopper(2),
+                                ExperimentPlateauStopper("m", top=2, std=0.001, mode="max")))
+    assert {x: end[0] for x, end in _ends(grid).items()} == {"a": 2, "b": 2, "c": 2, "d": 2, "e": 1}
