@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from numbers import Real
 from typing import Any
 
-from actors.schedulers._common import Mode, check_number, lookup, parse_mode
+from actors.schedulers._common import MissingResultKeyError, Mode, check_number, lookup, parse_mode
 from actors.schedulers._numeric import np_std
 from actors.stoppers._base import Stopper
 
@@ -60,13 +61,22 @@ class TrialPlateauStopper(Stopper):
         self._counts: dict[str, int] = {}
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        value = _metric_value(result, self.metric, type(self).__name__)
+        # A result without the metric counts and holds its place in the window, which then stops
+        # nothing (Ray 2.60, recorded: a metric reported every other result never raises)
+        missing = self.metric not in result
+        value = math.nan if missing else _metric_value(result, self.metric, type(self).__name__)
         window = self._windows.setdefault(trial_id, deque(maxlen=self.num_results))
         window.append(value)
         self._counts[trial_id] = count = self._counts.get(trial_id, 0) + 1
         if count < self.grace_period or len(window) < self.num_results:
             return False
         if self.metric_threshold is not None:
+            if missing:  # Ray fails here too (a TypeError comparing None with the threshold)
+                raise MissingResultKeyError(
+                    f"{type(self).__name__}: trial {trial_id}'s result has no {self.metric!r} to compare "
+                    f"with metric_threshold={self.metric_threshold} (keys present: {sorted(result)}); "
+                    f"report {self.metric!r} in every result or drop metric_threshold"
+                )
             if self.mode is Mode.MIN and value > self.metric_threshold:
                 return False
             if self.mode is Mode.MAX and value < self.metric_threshold:
