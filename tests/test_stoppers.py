@@ -121,6 +121,16 @@ def test_trial_plateau_decides_as_ray() -> None:
         False, False, False, True, False, False, True]
 
 
+def test_trial_plateau_zero_threshold_without_mode_is_ignored_as_ray(caplog: Any) -> None:
+    # Recorded from Ray 2.60: TrialPlateauStopper("m", metric_threshold=0.0) (no mode) is accepted
+    # (Ray checks `if metric_threshold:`) and never compares it: 5, 5, 5, 5, 5 -> stops at the 4th.
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        s = TrialPlateauStopper("m", metric_threshold=0.0)
+    assert "metric_threshold=0 without mode is ignored" in caplog.text
+    assert [s("a", {"m": 5}) for _ in range(5)] == [False, False, False, True, True]
+    assert [s("b", {}) for _ in range(4)] == [False] * 4  # nothing to compare: no error either
+
+
 def test_trial_plateau_grace_period_and_threshold() -> None:
     s = TrialPlateauStopper("loss", num_results=2, grace_period=4)
     assert [s("a", {"loss": 1.0}) for _ in range(4)] == [False, False, False, True]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 from numbers import Real
@@ -10,6 +11,8 @@ from typing import Any
 from actors.schedulers._common import MissingResultKeyError, Mode, check_number, lookup, parse_mode
 from actors.schedulers._numeric import np_std
 from actors.stoppers._base import Stopper
+
+log = logging.getLogger("audition")
 
 
 def _metric_value(result: dict[str, Any], metric: str, owner: str) -> float:
@@ -52,7 +55,10 @@ class TrialPlateauStopper(Stopper):
         self.metric_threshold = None
         if metric_threshold is not None:
             self.metric_threshold = float(check_number(name, "metric_threshold", metric_threshold))
-            if self.mode is None:
+            if self.mode is None and self.metric_threshold == 0:  # Ray 2.60 (recorded) accepts it, unused
+                log.warning("%s: metric_threshold=0 without mode is ignored, as in Ray Tune; pass "
+                            "mode='min' or mode='max' to use it", name)
+            elif self.mode is None:
                 raise ValueError(
                     f"{name}: metric_threshold needs mode='min' or mode='max' "
                     "to know which side of it is good enough"
@@ -70,7 +76,7 @@ class TrialPlateauStopper(Stopper):
         self._counts[trial_id] = count = self._counts.get(trial_id, 0) + 1
         if count < self.grace_period or len(window) < self.num_results:
             return False
-        if self.metric_threshold is not None:
+        if self.metric_threshold is not None and self.mode is not None:
             if missing:  # Ray fails here too (a TypeError comparing None with the threshold)
                 raise MissingResultKeyError(
                     f"{type(self).__name__}: trial {trial_id}'s result has no {self.metric!r} to compare "
