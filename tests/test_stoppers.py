@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import pickle
 from typing import Any
 
@@ -31,11 +32,12 @@ def _roundtrip(stopper: Stopper, fresh: Stopper) -> Stopper:
 # ---------------------------------------------------------------- iterations
 
 
-def test_maximum_iteration_uses_training_iteration() -> None:
+def test_maximum_iteration_counts_results_not_training_iteration() -> None:
+    # Recorded from Ray 2.60: MaximumIterationStopper(3) fed training_iteration 1, 2, 1, 2, 3 for
+    # trial "a" (a retry from scratch), then 5 for "b": [False, False, True, True, True] and False.
     s = MaximumIterationStopper(3)
-    assert [s("a", {"training_iteration": i}) for i in (1, 2, 3)] == [False, False, True]
-    assert s("b", {"training_iteration": 1}) is False  # per trial
-    assert s("b", {"training_iteration": 5}) is True  # resumed past the limit
+    assert [s("a", {"training_iteration": i}) for i in (1, 2, 1, 2, 3)] == [False, False, True, True, True]
+    assert s("b", {"training_iteration": 5}) is False  # its first result, per trial
 
 
 def test_maximum_iteration_counts_results_without_training_iteration() -> None:
@@ -103,6 +105,32 @@ def test_trial_plateau() -> None:
     assert s("b", {"loss": 0.5}) is False  # other trials keep their own window
 
 
+def test_trial_plateau_decides_as_ray() -> None:
+    # Recorded from Ray 2.60 (TrialPlateauStopper fed these values for one trial, printing each
+    # answer): numpy's std must be strictly below std (std([0, .01]) is exactly .005), a NaN in the
+    # window stops nothing (no error), std=0 never stops, the threshold compares negative values.
+    nan = float("nan")
+    s = TrialPlateauStopper("m", std=0.005, num_results=2, grace_period=1)
+    assert [s("a", {"m": v}) for v in [0, 0.01, 0, 0.01, 0.01]] == [False, False, False, False, True]
+    s = TrialPlateauStopper("m", std=0.01, num_results=3, grace_period=0)
+    assert [s("a", {"m": v}) for v in [1, nan, 1, 1, 1, 1]] == [False, False, False, False, True, True]
+    s = TrialPlateauStopper("m", std=0.0, num_results=2, grace_period=0)
+    assert [s("a", {"m": v}) for v in [3, 3, 3]] == [False, False, False]
+    s = TrialPlateauStopper("m", std=0.1, num_results=2, grace_period=0, metric_threshold=-1.0, mode="min")
+    assert [s("a", {"m": v}) for v in [-0.5, -0.5, -2, -2, nan, -2, -2]] == [
+        False, False, False, True, False, False, True]
+
+
+def test_trial_plateau_zero_threshold_without_mode_is_ignored_as_ray(caplog: Any) -> None:
+    # Recorded from Ray 2.60: TrialPlateauStopper("m", metric_threshold=0.0) (no mode) is accepted
+    # (Ray checks `if metric_threshold:`) and never compares it: 5, 5, 5, 5, 5 -> stops at the 4th.
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        s = TrialPlateauStopper("m", metric_threshold=0.0)
+    assert "metric_threshold=0 without mode is ignored" in caplog.text
+    assert [s("a", {"m": 5}) for _ in range(5)] == [False, False, False, True, True]
+    assert [s("b", {}) for _ in range(4)] == [False] * 4  # nothing to compare: no error either
+
+
 def test_trial_plateau_grace_period_and_threshold() -> None:
     s = TrialPlateauStopper("loss", num_results=2, grace_period=4)
     assert [s("a", {"loss": 1.0}) for _ in range(4)] == [False, False, False, True]
@@ -120,11 +148,22 @@ def test_trial_plateau_errors_and_restore() -> None:
     with pytest.raises(ValueError, match="mode must be 'min' or 'max'"):
         TrialPlateauStopper("loss", mode="lowest")
     s = TrialPlateauStopper("loss", num_results=2, grace_period=2)
-    with pytest.raises(MissingResultKeyError, match=r"no 'loss' entry \(keys present: \['acc'\]\)"):
-        s("a", {"acc": 1})
     s("a", {"loss": 0.3})
     r = _roundtrip(s, TrialPlateauStopper("loss", num_results=2, grace_period=2))
     assert r("a", {"loss": 0.3}) is True
+
+
+def test_trial_plateau_result_without_the_metric_as_ray() -> None:
+    # Recorded from Ray 2.60 (TrialPlateauStopper fed results with and without "m", printing each
+    # answer): a missing value counts and holds its window place, so that window stops nothing;
+    # with metric_threshold, Ray fails once the threshold is compared (TypeError), audition too.
+    s = TrialPlateauStopper("m", std=0.1, num_results=2, grace_period=1)
+    got = [s("a", {} if v is None else {"m": v}) for v in [1, None, 1, 1, None, 1, 1]]
+    assert got == [False, False, False, True, False, False, True]
+    t = TrialPlateauStopper("m", std=0.1, num_results=2, grace_period=3, metric_threshold=2.0, mode="min")
+    assert [t("a", {} if v is None else {"m": v}) for v in [1, None, 1, 1]] == [False, False, False, True]
+    with pytest.raises(MissingResultKeyError, match=r"no 'm' to compare with metric_threshold=2\.0 \(keys present"):
+        t("a", {"acc": 1})
 
 
 # ---------------------------------------------------------------- experiment plateau
@@ -135,10 +174,24 @@ def test_experiment_plateau_with_patience() -> None:
     assert s("a", {"loss": 1.0}) is False
     assert s("b", {"loss": 0.5}) is False
     assert s("a", {"loss": 0.5}) is False  # top 3 = [.5, .5, 1.0]: spread
-    assert s("c", {"loss": 0.5}) is False  # top 3 = [.5, .5, .5]: plateau #1, patience 1 not yet used up
-    assert s.stop_all() is False
+    # Recorded from Ray 2.60 (this sequence): [False, False, False, True, True], stop_all() True.
+    assert s("c", {"loss": 0.5}) is True  # top 3 = [.5, .5, .5]: plateau #1 >= patience 1
+    assert s.stop_all() is True
     assert s("b", {"loss": 0.7}) is True  # still [.5, .5, .5]: plateau #2
     assert s.stop_all() is True
+
+
+def test_experiment_plateau_patience_and_nan_as_ray() -> None:
+    # Recorded from Ray 2.60 (ExperimentPlateauStopper fed these values for one trial, printing each
+    # answer): patience=2 stops at the second plateaued result; a NaN sorts where Python's sorted()
+    # puts it and, kept among the top values, ends the plateau (numpy's std of it is NaN).
+    nan = float("nan")
+    s = ExperimentPlateauStopper("m", std=0.01, top=3, mode="max", patience=2)
+    got = [s("a", {"m": v}) for v in [1, 2, 2, 2, 2, 2, nan, 2, 2, 3, 3, 3, 3]]
+    assert got == [False, False, False, False, True, True, False, False, False, False, False, False, True]
+    t = ExperimentPlateauStopper("m", std=0.01, top=3, mode="min", patience=0)
+    assert [t("a", {"m": v}) for v in [nan, 1, 1, 1, 1, nan, 1]] == [False] * 7
+    assert math.isnan(t._best[0]) and t._best[1:] == [1.0, 1.0]  # Ray's top values: [nan, 1, 1]
 
 
 def test_experiment_plateau_max_mode_resets_on_change() -> None:
@@ -177,15 +230,26 @@ class Recorder(Stopper):
         self.seen = list(state["seen"])
 
 
-def test_combined_stopper_feeds_every_stopper() -> None:
+def test_combined_stopper_asks_in_order_until_one_stops() -> None:
     first, second = Recorder(1), Recorder(3)
     c = CombinedStopper(first, second)
     assert [c("a", {"i": i}) for i in range(3)] == [True, True, True]
-    assert second.seen == [0, 1, 2]  # not short-circuited by the first one's "stop"
+    assert second.seen == []  # short-circuited by the first one's "stop", as Ray's any(...)
     assert c.stop_all() is False
     assert CombinedStopper(Recorder(9), Recorder(9, stop_everything=True)).stop_all() is True
     r = _roundtrip(c, CombinedStopper(Recorder(1), Recorder(3)))
-    assert [s.seen for s in r.stoppers] == [[0, 1, 2], [0, 1, 2]]  # type: ignore[attr-defined]
+    assert [s.seen for s in r.stoppers] == [[0, 1, 2], []]  # type: ignore[attr-defined]
+
+
+def test_combined_stopper_decides_as_ray() -> None:
+    # Recorded from Ray 2.60 (CombinedStopper fed these results directly, printing each answer): the
+    # stoppers after one that said stop do not see that result.
+    c = CombinedStopper(MaximumIterationStopper(2), ExperimentPlateauStopper("m", top=2, std=0.001, mode="max"))
+    seq = [("a", 1), ("a", 5), ("b", 3), ("b", 5), ("c", 4), ("c", 4), ("d", 5)]
+    assert [c(t, {"m": v}) for t, v in seq] == [False, True, False, True, False, True, False]
+    assert c.stop_all() is False
+    c = CombinedStopper(TrialPlateauStopper("m", std=0.5, num_results=2, grace_period=1), MaximumIterationStopper(3))
+    assert [c("a", {"m": v}) for v in [1, 1, 5, 9, 9]] == [False, True, False, True, True]
     with pytest.raises(ValueError, match="holds 2 stoppers but this one has 1"):
         CombinedStopper(Recorder(1)).restore(c.save())
     with pytest.raises(TypeError, match="argument 1 is dict, not a Stopper"):

@@ -53,6 +53,15 @@ def np_mean(values: Sequence[float]) -> float:
     return np_sum(values) / len(values)
 
 
+def np_std(values: Sequence[float]) -> float:
+    """``numpy.std`` (population) of a non-empty float64 vector: the mean, the squared
+    deviations, their pairwise sum over ``n``, its square root; NaN in, NaN out."""
+    a = [float(v) for v in values]
+    mean = np_sum(a) / len(a)
+    sq = [(v - mean) * (v - mean) for v in a]
+    return math.sqrt(_pairwise_sum(sq, 0, len(sq)) / len(sq))
+
+
 def np_median(values: Sequence[float]) -> float:
     """``numpy.median`` of a non-empty vector of finite floats."""
     s = sorted(float(v) for v in values)
@@ -114,4 +123,4 @@ def numpy_choice(rng: random.Random, p: Sequence[float]) -> int:
     return bisect.bisect_right(cdf, rng.random())
 
 
-__all__ = ["nanpercentile", "np_mean", "np_median", "np_sum", "numpy_choice", "numpy_legacy_rng"]
+__all__ = ["nanpercentile", "np_mean", "np_median", "np_std", "np_sum", "numpy_choice", "numpy_legacy_rng"]

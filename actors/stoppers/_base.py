@@ -55,8 +55,10 @@ class NoopStopper(Stopper):
 class CombinedStopper(Stopper):
     """Stops a trial (or the experiment) when any of ``stoppers`` says so.
 
-    Every stopper sees every result, even after an earlier one said stop, so
-    stateful stoppers (plateau detectors) never miss a result.
+    Asked in order, as Ray's ``any(...)`` asks them: once one says stop, the ones
+    after it do not see that result (recorded from Ray 2.60: a plateau stopper
+    after ``MaximumIterationStopper`` misses each trial's last result, which
+    changes when it finds a plateau).
     """
 
     def __init__(self, *stoppers: Stopper) -> None:
@@ -69,12 +71,10 @@ class CombinedStopper(Stopper):
         self.stoppers = tuple(stoppers)
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        votes = [s(trial_id, result) for s in self.stoppers]
-        return any(votes)
+        return any(s(trial_id, result) for s in self.stoppers)
 
     def stop_all(self) -> bool:
-        votes = [s.stop_all() for s in self.stoppers]
-        return any(votes)
+        return any(s.stop_all() for s in self.stoppers)
 
     def trial_time_limit(self) -> float | None:
         limits = [x for x in (s.trial_time_limit() for s in self.stoppers) if x is not None]

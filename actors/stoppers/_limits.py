@@ -12,11 +12,12 @@ from actors.stoppers._base import CombinedStopper, Stopper
 
 
 class MaximumIterationStopper(Stopper):
-    """Stops each trial after ``max_iter`` results.
+    """Stops each trial at the ``max_iter``-th result this stopper sees of it.
 
-    The count is the result's ``training_iteration`` when present (so it stays
-    right across pause, resume and retries that replay iterations), otherwise
-    the number of results this stopper has seen for the trial.
+    As in Ray, it counts results, not ``training_iteration``: a trial retried
+    from scratch after failing at its third result is stopped by
+    ``MaximumIterationStopper(5)`` at its third iteration (recorded from Ray 2.60).
+    Use ``stop={"training_iteration": n}`` to stop at an iteration.
     """
 
     def __init__(self, max_iter: int) -> None:
@@ -24,11 +25,7 @@ class MaximumIterationStopper(Stopper):
         self._iter: dict[str, int] = {}
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        it = result.get("training_iteration")
-        if isinstance(it, int) and not isinstance(it, bool):
-            self._iter[trial_id] = it
-        else:
-            self._iter[trial_id] = self._iter.get(trial_id, 0) + 1
+        self._iter[trial_id] = self._iter.get(trial_id, 0) + 1
         return self._iter[trial_id] >= self.max_iter
 
     def save(self) -> dict[str, Any]:
