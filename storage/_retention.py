@@ -12,13 +12,15 @@ from storage._io import is_finite_number
 T = TypeVar("T")
 
 
-def _lookup(mapping: dict[str, Any], key: str) -> Any:
+def _lookup(mapping: dict[str, Any], key: str, missing: Any = None) -> Any:
+    """``mapping[key]``, or for ``a/b`` the nested value, as Ray's ``flatten_dict(metrics)[key]``; ``missing``
+    when it is not there (a value of ``None`` is returned as it is)."""
     if key in mapping:
         return mapping[key]
     value: Any = mapping
     for part in key.split("/"):
         if not isinstance(value, dict) or part not in value:
-            return None
+            return missing
         value = value[part]
     return value
 
@@ -83,7 +85,7 @@ def ray_keep_order(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: s
     sign = 1.0 if score_order == "max" else -1.0
 
     def score(metrics: dict[str, Any]) -> tuple[bool, float]:
-        value = _lookup_present(metrics, score_attribute or "")
+        value = _lookup(metrics, score_attribute or "", _ABSENT)
         try:
             s = sign * (float("-inf") if value is _ABSENT else value)
         except TypeError:
@@ -111,15 +113,3 @@ def ray_unregistered(items: Iterable[tuple[T, dict[str, Any]]], score_attribute:
     pairs = list(items)
     listed = {id(item[0]) for item in ray_keep_order(pairs, score_attribute)}
     return [item[0] for item in pairs if id(item[0]) not in listed]
-
-
-def _lookup_present(mapping: dict[str, Any], key: str) -> Any:
-    """Ray's ``flatten_dict(metrics)[key]``: the value (``None`` included), or ``_ABSENT``."""
-    if key in mapping:
-        return mapping[key]
-    value: Any = mapping
-    for part in key.split("/"):
-        if not isinstance(value, dict) or part not in value:
-            return _ABSENT
-        value = value[part]
-    return value

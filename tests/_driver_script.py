@@ -187,6 +187,17 @@ def run_processes(storage: str) -> list[psutil.Process]:
     return processes_with(SCRIPT, storage)
 
 
+def end_driver(proc: subprocess.Popen[str], script: str, storage: str) -> None:
+    """Kill what is left of a driver run of ``script`` on ``storage`` (its processes, then itself)."""
+    for p in [*processes_with(script, storage)]:
+        try:
+            p.kill()
+        except Exception:
+            pass
+    proc.kill()
+    proc.communicate(timeout=10)
+
+
 def processes_with(script: str, storage: str) -> list[psutil.Process]:
     """Live processes whose command line names both ``script`` and ``storage``."""
     out = []

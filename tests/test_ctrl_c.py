@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests._cluster import wait_for
-from tests._driver_script import processes_with
+from tests._driver_script import end_driver, processes_with
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "_ctrl_c_driver.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,16 +37,6 @@ def _lines(path: str) -> list[dict[str, Any]]:
 def _start(where: str, storage: str, mode: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, SCRIPT, where, storage, mode], env=dict(os.environ, PYTHONPATH=ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _end(proc: subprocess.Popen[str], storage: str) -> None:
-    for p in [*processes_with(SCRIPT, storage)]:
-        try:
-            p.kill()
-        except Exception:
-            pass
-    proc.kill()
-    proc.communicate(timeout=10)
 
 
 @pytest.mark.slow
@@ -63,7 +53,7 @@ def test_ctrl_c_ends_the_run_as_ray_then_restore_resumes_it(tmp_path: Any) -> No
         assert "interrupted (Ctrl-C)" in err and "Tuner.restore(" in err, err[-3000:]
         wait_for(lambda: not processes_with(SCRIPT, storage), 20, "every process of the run to end")
     finally:
-        _end(proc, storage)
+        end_driver(proc, SCRIPT, storage)
     log = _lines(os.path.join(where, "log_fresh.jsonl"))
     hooks = [line["hook"] for line in log]
     # as Ray 2.60: no hook hears of the interrupted trials' end
@@ -87,7 +77,7 @@ def test_ctrl_c_ends_the_run_as_ray_then_restore_resumes_it(tmp_path: Any) -> No
         assert proc.returncode == 0, err[-3000:]
         wait_for(lambda: not processes_with(SCRIPT, storage), 20, "every process of the run to end")
     finally:
-        _end(proc, storage)
+        end_driver(proc, SCRIPT, storage)
     log = _lines(os.path.join(where, "log_restore.jsonl"))
     first = {}
     for line in log:

@@ -21,7 +21,7 @@ from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from actors.stoppers import TimeoutStopper
 from tests._cluster import wait_for
-from tests._driver_script import processes_with
+from tests._driver_script import end_driver, processes_with
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "_blocking_driver.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,16 +70,6 @@ def start_driver(storage: str, mode: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def end_all(proc: subprocess.Popen, storage: str) -> None:
-    for p in [*processes_with(SCRIPT, storage)]:
-        try:
-            p.kill()
-        except Exception:
-            pass
-    proc.kill()
-    proc.communicate(timeout=10)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "sigterm", "sigkill"])
@@ -99,4 +89,4 @@ def test_driver_signal_ends_every_process_with_a_stuck_trial(sig, tmp_path):
         wait_for(lambda: not processes_with(SCRIPT, storage), 30, "every process of the run to end")
         print(f"{signal.Signals(sig).name}: all gone {time.monotonic() - sent:.1f}s after the signal")
     finally:
-        end_all(proc, storage)
+        end_driver(proc, SCRIPT, storage)
