@@ -203,8 +203,16 @@ def test_experiment_plateau_max_mode_resets_on_change() -> None:
     assert r.stop_all() is True
     with pytest.raises(ValueError, match="mode is required"):
         ExperimentPlateauStopper("acc", mode=None)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="top must be >= 1"):
-        ExperimentPlateauStopper("acc", top=0)
+    # Ray 2.60 (recorded) refuses top=0, 1, 2.5 ("Top results to consider must be a positive integer greater
+    # than one.") and std=0, -1 ("The standard deviation must be a strictly positive float number.")
+    for top in (0, 1):
+        with pytest.raises(ValueError, match=f"top must be > 1, got {top}"):
+            ExperimentPlateauStopper("acc", top=top)
+    with pytest.raises(ValueError, match="top must be a whole number"):
+        ExperimentPlateauStopper("acc", top=2.5)  # type: ignore[arg-type]
+    for std in (0, 0.0, -1):
+        with pytest.raises(ValueError, match="std must be > 0"):
+            ExperimentPlateauStopper("acc", std=std)
 
 
 # ---------------------------------------------------------------- combined / function / dict

@@ -110,8 +110,9 @@ class ExperimentPlateauStopper(Stopper):
     ) -> None:
         name = type(self).__name__
         self.metric = _check_metric(name, metric)
-        self.std = float(check_number(name, "std", std, minimum=0))
-        self.top = check_number(name, "top", top, minimum=1, integer=True)
+        # as Ray 2.60 (recorded): top > 1 and std > 0, else ValueError (a single value plateaus at once)
+        self.std = float(check_number(name, "std", std, minimum=0, strict=True))
+        self.top = check_number(name, "top", top, minimum=1, strict=True, integer=True)
         self.patience = check_number(name, "patience", patience, minimum=0, integer=True)
         parsed = parse_mode(mode, name, allow_none=False)
         assert parsed is not None
