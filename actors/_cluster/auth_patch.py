@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from actors._cluster.auth_codec import KIND_ACK
-from actors._cluster.auth_reader import AuthFrameReader, Dropped, Installed, peer_of
+from actors._cluster.auth_reader import AuthFrameReader, Dropped, Installed, address_pair, peer_of
 from actors._driver.errors import ConfigError
 
 log = logging.getLogger("audition.auth")
@@ -20,15 +20,6 @@ log = logging.getLogger("audition.auth")
 PATCHED = ("TCPTransport.serializer", "TCPTransport._check_XMIT_4_done", "TCPTransport._processReceivedEnvelope",
            "TCPTransport._addedDataToIncoming", "TCPIncoming_Common.__init__", "ReceiveBuffer", "ackMsg",
            "ackDataErrMsg", "ackPacket", "toSendBuffer", "get_multiproc_context")
-
-
-def _recipient_of(intent: Any) -> tuple[str, int] | None:
-    """The (IP, port) the transport will dial for ``intent`` (resolved by Thespian when the address was made)."""
-    try:
-        host, port = intent.targetAddr.addressDetails.sockname[:2]
-        return str(host), int(port)
-    except (AttributeError, TypeError, ValueError):
-        return None
 
 
 def patch_thespian(st: Installed) -> None:
@@ -57,7 +48,7 @@ def patch_thespian(st: Installed) -> None:
                   {"__module__": AuthFrameReader.__module__})
 
     def serializer(self: Any, intent: Any) -> bytes:
-        recipient = _recipient_of(intent)
+        recipient = address_pair(getattr(intent, "targetAddr", None))  # the (IP, port) it will dial
         return bytes(to_send((self.myAddress, intent.message), lambda obj: auth.seal(dumps(obj), recipient=recipient)))
 
     incoming_init = tt.TCPIncoming_Common.__init__

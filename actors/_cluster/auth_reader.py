@@ -124,9 +124,10 @@ def peer_of(sock: Any) -> str:
         return "unknown peer"
 
 
-def _own_address(transport: Any) -> tuple[str, int] | None:
+def address_pair(address: Any) -> tuple[str, int] | None:
+    """The (IP, port) of a Thespian TCP address (resolved by Thespian when the address was made)."""
     try:
-        host, port = transport.myAddress.addressDetails.sockname[:2]
+        host, port = address.addressDetails.sockname[:2]
         return str(host), int(port)
     except (AttributeError, TypeError, ValueError):
         return None
@@ -241,7 +242,8 @@ class AuthFrameReader:
         if self._refused or self._size is None or self._blen != self._size:
             return None
         if self._opened is _UNSET:  # memoized: the ACK path calls completed() twice on one buffer
-            self._opened = _decode(self._body, self.peer, self._deserialize, _own_address(self.transport))
+            own = address_pair(getattr(self.transport, "myAddress", None))
+            self._opened = _decode(self._body, self.peer, self._deserialize, own)
             self._body = bytearray()
             self._release()
         if self._opened is _REJECTED:
