@@ -157,7 +157,8 @@ class ExperimentCore:
     def _searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> bool:
         """Tell the search algorithm (user code) of a result, flattened as Ray Tune hands it over;
         False after ending the run naming it if it raised."""
-        problem = self.source.tell(hook, trial_id, result, *rest)[1]
+        rec = self.table.trials.get(trial_id)
+        problem = self.source.tell(hook, trial_id, result, *rest, tag=rec.tag if rec is not None else "")[1]
         if problem is not None:
             self._abort(problem)
         return problem is None

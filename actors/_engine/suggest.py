@@ -43,7 +43,6 @@ class TrialSource:
         self.hears_results = spec.searcher is not None and (
             type(spec.searcher).on_trial_result is not Searcher.on_trial_result)
         self._namer: TrialNamer | None = None
-        self.records: dict[str, TrialRecord] = {}  # trial id -> its row (its tag: Ray's experiment_tag)
 
     def restored(self, suggested: int, trials: Iterable[TrialRecord]) -> None:
         """The store was opened: ``suggested`` trials were drawn before (0 on a first run)."""
@@ -57,7 +56,6 @@ class TrialSource:
     def _tag(self, rec: TrialRecord) -> None:
         """Ray's ``experiment_tag``, from the config the trial was drawn with (the driver's callbacks
         work out the same one), unless restored with one (a PBT exploit's, ``TrialRecord.tag``)."""
-        self.records[rec.trial_id] = rec
         if not rec.tag:
             rec.tag = tag_of(rec.trial_id, rec.config, self.spec.tag_paths)[0]
 
@@ -72,13 +70,13 @@ class TrialSource:
         except Exception as exc:
             return None, searcher_failed(self.spec.searcher, hook, exc)
 
-    def tell(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> tuple[Any, str | None]:
+    def tell(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any,
+             tag: str = "") -> tuple[Any, str | None]:
         """Tell the search algorithm of a trial's result, flattened as Ray Tune hands it over (``ask``'s
         answer). As Ray 2.60's (recorded): ``on_trial_complete`` gets the trial's last result ending with
-        its ``experiment_tag``, and ``None`` for a trial in error (``error=True``)."""
+        its ``experiment_tag`` (``tag``), and ``None`` for a trial in error (``error=True``)."""
         if hook == "on_trial_complete" and result is not None:
-            rec = self.records.get(trial_id)
-            result = None if rest and rest[0] else tagged(result, rec.tag if rec is not None else "")
+            result = None if rest and rest[0] else tagged(result, tag)
         return self.ask(hook, trial_id, None if result is None else flatten(result), *rest)
 
     def draw(self, table: TrialTable, room: int, trial_prefix: str) -> Drawn | None:
