@@ -47,7 +47,7 @@ from storage._layout import (
 from storage._pbt_policy import GLOBAL_POLICY_NAME, log_pbt_exploit, policy_file_name
 from storage._progress_csv import CsvWriter, flatten
 from storage._results import JsonLinesWriter, ResultWriter, read_results
-from storage._retention import checkpoint_score, checkpoints_to_delete, ray_keep_order, ray_unregistered
+from storage._retention import checkpoint_score, checkpoints_to_delete, ray_keep_order, ray_survivors
 from storage._retry import classify, retrying
 from storage._state import (
     StateWriter,
@@ -80,7 +80,7 @@ __all__ = [
     "checkpoints_to_delete",
     "policy_file_name",
     "ray_keep_order",
-    "ray_unregistered",
+    "ray_survivors",
     "classify",
     "cleanup_uncommitted",
     "commit_checkpoint",

@@ -58,8 +58,8 @@ def checkpoints_to_delete(
     if num_to_keep is None or not committed:
         return []
     pairs = [(info, info.metadata.get("metrics") or {}) for info in committed]
-    keep = {committed[-1].path, *protected, *(info.path for info in ray_unregistered(pairs, score_attribute))}
-    keep.update(info.path for info, _ in ray_keep_order(pairs, score_attribute, score_order, num_to_keep))
+    keep = {committed[-1].path, *protected,
+            *(info.path for info in ray_survivors(pairs, score_attribute, score_order, num_to_keep))}
     return [info for info in committed if info.path not in keep]
 
 
@@ -107,9 +107,12 @@ def ray_keep_order(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: s
     return out if num_to_keep is None else out[-num_to_keep:]
 
 
-def ray_unregistered(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: str | None) -> list[T]:
-    """The checkpoints Ray's bookkeeping never registered (``ray_keep_order`` leaves them out): Ray
-    never deletes them."""
+def ray_survivors(items: Iterable[tuple[T, dict[str, Any]]], score_attribute: str | None,
+                  score_order: str = "max", num_to_keep: int | None = None) -> list[T]:
+    """The checkpoints Ray's bookkeeping keeps: the ``num_to_keep`` best it registered (``ray_keep_order``),
+    then the ones it never registered (a score that is not a number), which Ray never deletes."""
     pairs = list(items)
-    listed = {id(item[0]) for item in ray_keep_order(pairs, score_attribute)}
-    return [item[0] for item in pairs if id(item[0]) not in listed]
+    ordered = ray_keep_order(pairs, score_attribute, score_order)
+    listed = {id(item[0]) for item in ordered}
+    best = ordered if num_to_keep is None else ordered[-num_to_keep:]
+    return [item[0] for item in best] + [item[0] for item in pairs if id(item[0]) not in listed]

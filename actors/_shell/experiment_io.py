@@ -31,8 +31,7 @@ from storage import (
     delete_checkpoint,
     key_sorted,
     log_pbt_exploit,
-    ray_keep_order,
-    ray_unregistered,
+    ray_survivors,
     write_json,
     write_text,
 )
@@ -148,14 +147,12 @@ class ExperimentIO:
         if keep is None:
             return
         kept = [c for c in self.ckpts.get(rec.trial_id, []) if c.path != ckpt.path] + [ckpt]
-        # the ones Ray keeps (ties: the newer; no score attribute in the result: as if the best)
-        best = ray_keep_order([(c, c.metrics) for c in kept], self.spec.checkpoint_score_attribute,
-                              self.spec.checkpoint_score_order, keep)
+        # the ones Ray keeps (ties: the newer; no score attribute in the result: as if the best; a score
+        # that is not a number: never registered, so never deleted)
+        best = ray_survivors([(c, c.metrics) for c in kept], self.spec.checkpoint_score_attribute,
+                             self.spec.checkpoint_score_order, keep)
         # never delete the checkpoint a pause or retry resumes from (the latest)
-        survivors = {c.path for c, _ in best} | {ckpt.path}
-        # a checkpoint whose score is not a number Ray never registers, so never deletes
-        survivors.update(c.path for c in ray_unregistered([(c, c.metrics) for c in kept],
-                                                          self.spec.checkpoint_score_attribute))
+        survivors = {c.path for c in best} | {ckpt.path}
         if rec.checkpoint is not None:
             survivors.add(rec.checkpoint.path)
         self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
