@@ -78,3 +78,28 @@ def test_wakeup_writes_for_urgent_events_and_for_the_first_other_one_only() -> N
     finally:
         os.close(rfd)
         os.close(wfd)
+
+
+def test_a_dict_checkpoints_temp_dir_goes_when_committed_failed_or_dropped(tmp_path: Any, monkeypatch: Any) -> None:
+    # from_dict writes a temp dir the user never sees: committed, it is removed at once; not committed (a
+    # failed commit, a report() cut short by a stop), it goes with the object (else one leaks per such report)
+    committed = Checkpoint.from_dict({"w": 1})
+    _commits(tmp_path / "a").commit(committed, _row(3), 3, 1.0, ResultWindow(1))
+    assert not os.path.exists(committed.path) and committed.to_dict() == {"w": 1}
+    failed = Checkpoint.from_dict({"w": 2})
+    path = failed.path
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(storage, "commit_checkpoint", fail)
+    with pytest.raises(StorageError):
+        _commits(tmp_path / "b").commit(failed, _row(3), 3, 1.0, ResultWindow(1))
+    assert os.path.isdir(path)  # still the user's while the object lives
+    del failed
+    assert not os.path.exists(path)
+    never_reported = Checkpoint.from_dict({"w": 3})
+    path = never_reported.path
+    del never_reported
+    assert not os.path.exists(path)
+

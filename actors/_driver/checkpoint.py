@@ -13,6 +13,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ class Checkpoint:
         self.path = path
         self.storage_options = dict(storage_options or {})
         self._dict: dict[str, Any] | None = None
-        self._owned_tmp: str | None = None
+        self._owned_tmp: weakref.finalize[Any, Any] | None = None
 
     # -- constructors -------------------------------------------------------------
     @classmethod
@@ -50,7 +51,9 @@ class Checkpoint:
             raise TypeError(f"Checkpoint.from_dict: the dict cannot be pickled ({exc}); store plain data") from exc
         ckpt = cls(tmp)
         ckpt._dict = dict(data)
-        ckpt._owned_tmp = tmp
+        # removed once committed (_release), or when the object is gone or the process exits: a
+        # report() cut short by a stop, a failed commit or a checkpoint never reported leaves no temp dir
+        ckpt._owned_tmp = weakref.finalize(ckpt, shutil.rmtree, tmp, True)
         return ckpt
 
     # -- readers --------------------------------------------------------------------
@@ -133,8 +136,8 @@ class Checkpoint:
 
     def _release(self) -> None:
         """Remove the temp dir made by from_dict once the files were committed."""
-        if self._owned_tmp:
-            shutil.rmtree(self._owned_tmp, ignore_errors=True)
+        if self._owned_tmp is not None:
+            self._owned_tmp()
             self._owned_tmp = None
 
     def __getstate__(self) -> dict[str, Any]:
