@@ -101,3 +101,57 @@ def test_process_exit_reads_how_an_unreaped_child_died():
             os.waitpid(pid, 0)
         assert process_exit(pid) == (True, None)  # reaped: gone, how unknown
     assert process_exit(os.getpid()) == (False, None)
+
+
+def _sleep_then_exit(seconds: float) -> None:
+    time.sleep(seconds)
+    os._exit(0)
+
+
+def test_a_child_found_dead_while_another_ones_exit_is_handled_is_reported_too():
+    """Thespian 4.0.1: two trial processes dying together. Handling the first one's ChildActorExited,
+    ``_childExited`` dropped every dead child from its list, so the second one's SIGCHLD found
+    nobody to report: its run was found 2 s later by the liveness check, and the controller's exit
+    (so the whole shutdown) waited 10 s for a child it still counted. ``record_child_exits``
+    reports the dropped ones."""
+    import multiprocessing
+
+    from thespian.actors import ChildActorExited
+    from thespian.system.multiprocCommon import ChildInfo, MultiProcReplicator
+
+    from actors._shell.proc import exit_status_of, record_child_exits
+
+    record_child_exits()
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_sleep_then_exit, args=(s,)) for s in (0.0, 0.0, 30.0)]
+    for p in procs:
+        p.start()
+    try:
+        deadline = time.monotonic() + 10
+        while any(p.exitcode is None for p in procs[:2]) and time.monotonic() < deadline:
+            for p in procs[:2]:
+                p.join(0.05)
+        # the first two are dead: "a" is the one whose ChildActorExited is being handled, "b" died meanwhile
+
+        class Transport:
+            myAddress = "controller"
+            sent: list = []
+
+            def scheduleTransmit(self, _addr, intent):
+                self.sent.append(intent)
+
+        class Replicator:
+            transport = Transport()
+            _checkChildLiveness = staticmethod(MultiProcReplicator._checkChildLiveness)
+            _child_procs = [ChildInfo(name, "TrialActor", p, i) for i, (name, p) in enumerate(zip("abc", procs))]
+
+        rep = Replicator()
+        MultiProcReplicator._childExited(rep, "a")
+        assert [c.childAddr for c in rep._child_procs] == ["c"]  # the live one is kept
+        notices = [(i.targetAddr, i.message) for i in rep.transport.sent]
+        assert len(notices) == 1 and notices[0][0] == "controller"
+        assert isinstance(notices[0][1], ChildActorExited) and notices[0][1].childAddress == "b"
+        assert exit_status_of("b") == 0
+    finally:
+        procs[2].kill()
+        procs[2].join(5)

@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any
 
+from thespian.actors import ChildActorExited
+
 from actors._engine.watch import describe_exit
 
 _PR_SET_PDEATHSIG = 1
@@ -85,12 +87,22 @@ _exits: list[tuple[Any, int | None]] = []  # (child address, exit code), newest 
 
 
 def record_child_exits() -> None:
-    """In this actor's process, keep the exit status of each child actor Thespian reaps.
+    """In this actor's process, keep the exit status of each child actor Thespian reaps, and hear of
+    every child that dies.
 
     ``ChildActorExited`` carries only the address; the status (a signal, an exit code) is what
     tells a segfault from the OOM killer.  Called by the controller as it starts.
+
+    Thespian 4.0.1 loses a notice when two children die close together: handling the first one's
+    ``ChildActorExited``, ``_childExited`` drops *every* child found dead from its list, and the
+    second one's SIGCHLD then finds nobody to report.  Its run was found only by the liveness check
+    two seconds later, and the actor, still counting the child, kept its exit (and the system's
+    shutdown) waiting 10 s.  Here the children that call drops are reported as ``childDied`` reports
+    them.
     """
     from thespian.system import multiprocCommon
+    from thespian.system.addressManager import CannotPickleAddress
+    from thespian.system.transport import TransmitIntent
 
     cls: Any = multiprocCommon.MultiProcReplicator
     if getattr(cls, "_audition_exits", False):
@@ -105,7 +117,23 @@ def record_child_exits() -> None:
             del _exits[:-200]
         return alive
 
+    def child_exited(self: Any, child_addr: Any) -> None:
+        alive: list[Any] = []
+        dead: list[Any] = []
+        for child in getattr(self, "_child_procs", []):
+            (alive if checked(child) else dead).append(child)
+        self._child_procs = alive
+        for child in dead:
+            addr = getattr(child, "childRealAddr", child.childAddr)
+            if addr == child_addr:
+                continue
+            try:
+                self.transport.scheduleTransmit(None, TransmitIntent(self.transport.myAddress, ChildActorExited(addr)))
+            except CannotPickleAddress:  # not started far enough to have an address: nothing waits for it
+                pass
+
     cls._checkChildLiveness = staticmethod(checked)
+    cls._childExited = child_exited
     cls._audition_exits = True
 
 
