@@ -270,9 +270,8 @@ def test_without_a_deciding_scheduler_the_searcher_is_not_told_of_a_done_result(
 def test_a_direct_reply_is_awaited_only_for_the_results_before_a_done_one() -> None:
     path, ops, store = _path()
     path.orders.direct = "/tmp/scheduler.sock"  # the trial asks the scheduler itself, except for done
-    head, last = _rows(1, 1, 2), _rows(2, 3, done_at=3)
-    path.on_results(head)
-    path.on_results(last)
+    batch = _rows(1, 1, 2, 3, done_at=3)
+    path.on_results(batch)
     assert ops.asked == [] and store.logged == []
     ops.log.clear()
     replies = tuple(DirectDecision("a", 1, i, SchedulerReply(0, HookKind.RESULT, "a", Decision.CONTINUE, ()))
@@ -281,7 +280,7 @@ def test_a_direct_reply_is_awaited_only_for_the_results_before_a_done_one() -> N
     assert ops.log == [("reply", HookKind.RESULT, "a", 1)], "joined without a reply for the done result"
     ops.log.clear()
     assert path.decided("a", 1, 1, Decision.CONTINUE, []) == []
-    assert store.logged == [("a", head.results), ("a", last.results)] and path.unlogged == {}
+    assert store.logged == [("a", batch.results)] and path.unlogged == {}
     assert [e for e in ops.log if e[0] == "searcher"] == [("searcher", "on_trial_result", 1),
                                                           ("searcher", "on_trial_result", 2)]
 
