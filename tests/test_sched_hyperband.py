@@ -277,6 +277,26 @@ def test_a_trial_resumed_past_two_milestones_is_halved_on_not_parked() -> None:
     assert sim.report("t0", acc=0.5, t=4) is C  # milestones 1 and 3 are behind it: keep going to 9
 
 
+def test_a_halving_on_a_trial_leaving_halves_again_when_the_rest_are_past_the_new_milestone() -> None:
+    """t0, resumed from a later checkpoint, waits at time 3 for t1 in the s=2 bracket (milestone 1);
+    t1 completes without a result the scheduler saw (its one result said done), so the halving comes
+    from on_trial_remove with no trial being decided: the new milestone 3 is behind t0 as well. Ray
+    leaves t0 paused with nothing to resume it (it waits forever); audition halves again."""
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3,
+                                       time_attr="time_total_s"))
+    for i in range(8):  # brackets s=0 and s=1, never run
+        sim.add(f"f{i}")
+        sim.ctl.set_status(f"f{i}", TrialStatus.TERMINATED)
+    for i in range(9):
+        sim.add(f"t{i}")
+    for i in range(2, 9):
+        sim.complete(f"t{i}")  # they leave before running: t0 and t1 share the s=2 bracket
+    sim.start("t0")
+    assert sim.report("t0", acc=0.5, t=3) is P and sim.ctl.status("t0") is TrialStatus.PAUSED
+    sim.complete("t1")
+    assert sim.choose() == "t0"
+
+
 def test_a_trial_leaving_after_the_first_halving_does_not_strand_the_paused_ones() -> None:
     """After the first halving, the survivors t6 and t8 wait at milestone 3 for t7, which fails and
     is retried elsewhere: Ray no longer processes a bracket once halved, so they would wait forever;

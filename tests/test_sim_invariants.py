@@ -21,9 +21,13 @@ from actors.testing.invariants import violations
 from tests._sim_scenarios import FAULTS, LONG_STEPS, SCHEDULERS, Scenario, check, run, scenario
 
 SEEDS = int(os.environ.get("AUDITION_SIM_SEEDS", "2000"))
-# Known engine issues the sweep tolerates; each has a strict xfail reproduction below. (None: the last,
-# HyperBand's restore after an abort mid-decision, was fixed on 2026-12-04; its seed is a test below.)
-KNOWN: tuple[str, ...] = ()
+# Known engine issues the sweep tolerates, as (scheduler, fault kind, problem text); each has a strict
+# xfail reproduction below. (HyperBand's restore after an abort mid-decision was fixed on 2026-12-04; its
+# seed is a test below.) PBT with poisoned messages: a trial whose exploit (clone) is pending fails (its
+# TrialStop is undeliverable) and is retried; the source's save then lands while it is PENDING, so the retry
+# starts from the source's checkpoint without the clone's EXPLOIT mark, config or pbt_exploit row. Found on
+# 7 of the 603 pbt/poison seeds in 2000-40000 before 2026-12-04 as well (2412, 3546, 3924, ...).
+KNOWN: tuple[tuple[str, str, str], ...] = (("pbt", "poison", "history not contiguous from 1"),)
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +45,7 @@ def _problems(sc: Scenario, space: dict[str, Any] | None = None) -> list[str]:
         found = check(sc, space=space)
     except Exception as exc:  # the simulator or a check itself crashed: as much a failure
         return [f"raised {exc!r}"]
-    return [p for p in found if not any(k in p for k in KNOWN)]
+    return [p for p in found if not any(sc.scheduler == s and sc.faults == f and k in p for s, f, k in KNOWN)]
 
 
 def _sweep(seeds: range, space: dict[str, Any] | None = None) -> list[str]:
@@ -158,3 +162,11 @@ def test_hyperband_restores_after_a_storage_failure_during_a_decision() -> None:
     from tests._sim_scenarios import check
 
     assert check(Scenario(1867, "hyperband", "storage", 4, 5, 3, True, 3)) == []
+
+
+@pytest.mark.xfail(strict=True, reason="KNOWN: a PBT clone pending when its trial fails is half applied on retry")
+def test_a_pbt_clone_pending_when_its_trial_fails_is_applied_whole_or_not_at_all() -> None:
+    """Seed 1467 (pbt, poison): trial 2's exploit at iteration 6 is pending when its TrialStop cannot be
+    delivered; the retry restarts from the source's checkpoint at 7 with neither an EXPLOIT mark nor a
+    pbt_exploit row, so its history jumps from 6 to 8 with no lineage to account for it."""
+    assert check(scenario(1467)) == []

@@ -10,6 +10,8 @@ order; it reaches the core (running effects, hook calls, ending the run) only th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from actors._engine.clones import CloneWaits
 from actors._engine.direct import DecisionJoin
 from actors._engine.feed import DriverFeed
@@ -38,6 +40,16 @@ from actors.messages import (
 )
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """A batch on its way to the log: the scheduler decides its first ``asked`` results; the rest were
+    decided STOP without it (``hit``: a stop criterion was met; else the trainable said ``done``)."""
+
+    batch: TrialResults
+    asked: int
+    hit: bool
+
+
 class ResultPath:
     """A trial's batches of results and its saves, from arrival to the decision taking effect."""
 
@@ -53,7 +65,7 @@ class ResultPath:
         self.ops = ops
         # batches waiting for their decision to be logged, per trial in send order (a batching
         # scheduler can have several of a trial's batches in flight)
-        self.unlogged: dict[str, list[TrialResults]] = {}
+        self.unlogged: dict[str, list[Waiting]] = {}
         # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
         self.joined = DecisionJoin()
         self.gate = ResultGate(spec.callback_gate and spec.forward_events)
@@ -61,32 +73,30 @@ class ResultPath:
     def on_results(self, msg: TrialResults) -> None:
         """A batch of results, in Ray Tune's order: the stop criteria, then the scheduler's decision
         (a stop marks the result ``done``), then logging, the searcher and the callbacks, then a
-        checkpoint a callback asked for, and only then does the decision take effect."""
+        checkpoint a callback asked for, and only then does the decision take effect. A result that
+        meets a stop criterion or that the trainable reported ``done`` is decided STOP without the
+        scheduler (Ray's ``Trial.should_stop``), after the trial's results before it."""
         if not self.table.results(msg.trial_id, msg.run_id, msg.seq, msg.results, msg.checkpoint):
             return
         verdict = judge(self.spec, msg.trial_id, msg.results)
         if verdict.problem is not None:
             self.ops.abort(verdict.problem)
             return
-        hits, stop_all = verdict.hits, verdict.stop_all
-        effects: list[Effect] = []
-        if any(hits):  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
-            self._mark_done(msg)
-            effects += self.table.request(SchedulerAction(ActionKind.STOP, msg.trial_id))
-        if stop_all:
-            effects += self.ops.stop_every_trial()
-        if any(hits) or not self.link.implements(HookKind.RESULT):
-            self._log(msg, searcher=not any(hits))
-            self._decide(msg, Decision.CONTINUE)
+        entry = Waiting(msg, verdict.asked, any(verdict.hits))
+        effects = self.ops.stop_every_trial() if verdict.stop_all else []
+        queued = self.unlogged.get(msg.trial_id)
+        if not self.link.implements(HookKind.RESULT) or (not entry.asked and not queued):
+            self._settle(entry, Decision.CONTINUE, effects)  # nothing to wait for
+            return
+        self.unlogged.setdefault(msg.trial_id, []).append(entry)  # logged in order, once decided
+        if not entry.asked:  # decided already: settled when the batches before it are
+            self.ops.run(effects)
         elif self.orders.direct:  # the scheduler decided (or is deciding) each result with the trial itself
-            self.unlogged.setdefault(msg.trial_id, []).append(msg)
             self.ops.run(effects)
             self._join(msg.trial_id)
-            return
         else:  # logged when the decision is known: the row a scheduler stops at says done=True
-            self.unlogged.setdefault(msg.trial_id, []).append(msg)
-            self.ops.call(HookKind.RESULT, msg.trial_id, msg.results, msg.run_id, msg.seq)
-        self.ops.run(effects)
+            self.ops.call(HookKind.RESULT, msg.trial_id, msg.results[:entry.asked], msg.run_id, msg.seq)
+            self.ops.run(effects)
 
     def decided_results(self, msg: DecidedResults) -> None:
         """Replies of results the scheduler decided directly: kept until their batches are here."""
@@ -102,13 +112,14 @@ class ResultPath:
             self._join(trial_id)
 
     def _join(self, trial_id: str) -> None:
-        """Apply the replies of the trial's oldest batches, as far as every result of them is decided."""
+        """Apply the replies of the trial's oldest batches, as far as every result asked about is decided."""
         while not self.ops.finished:
             queued = self.unlogged.get(trial_id)
             if not queued:
                 return
-            batch = queued[0]
-            reply = self.joined.take(trial_id, batch.run_id, batch.results)
+            entry = queued[0]
+            batch = entry.batch
+            reply = self.joined.take(trial_id, batch.run_id, batch.results[:entry.asked])
             if reply is None:
                 return
             self.ops.reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
@@ -117,40 +128,57 @@ class ResultPath:
                 effects: list[Effect]) -> list[Effect] | None:
         """The scheduler's decision on a batch, after the requests its hook recorded (``effects``, not run
         yet): the batch waiting for it is logged (a STOP marks its last row done), those requests run, then
-        the decision. The effects still to run; None once the experiment is ending (nothing more to do)."""
+        the decision; then the batches behind it that were decided without the scheduler. The effects
+        still to run; None once the experiment is ending (nothing more to do)."""
         queued = self.unlogged.get(trial_id) or []
-        batch = queued[0] if queued else None
-        if batch is not None and (batch.run_id, batch.seq) == (run_id, batch_seq):
-            queued.pop(0)
-            if not queued:
-                del self.unlogged[trial_id]
-            if decision is Decision.STOP:
-                self._mark_done(batch)
-            self._log(batch, searcher=decision is not Decision.STOP)
-            if self.ops.finished or self.ops.phase is ExperimentPhase.ABORTING:
+        entry = queued[0] if queued else None
+        if entry is None or (entry.batch.run_id, entry.batch.seq) != (run_id, batch_seq) or not entry.asked:
+            return effects + self.table.decided(trial_id, run_id, batch_seq, decision)
+        queued.pop(0)
+        if not self._settle(entry, decision, effects):
+            return None
+        while queued and not queued[0].asked:  # decided without the scheduler: next in line now
+            if not self._settle(queued.pop(0), Decision.CONTINUE, []):
                 return None
-            self.ops.run(effects)
-            effects = []
-            self._decide(batch, decision)
-        else:
-            effects += self.table.decided(trial_id, run_id, batch_seq, decision)
-        return effects
+        if not queued:
+            self.unlogged.pop(trial_id, None)
+        return []
 
-    def _mark_done(self, msg: TrialResults) -> None:
-        """The batch's last result is the trial's last: its row says ``done=True`` (Ray Tune); the table's
-        copy only once the trial ended at it (there ``done`` means the trainable said it had finished)."""
-        msg.results[-1]["done"] = True
-        self.table.get(msg.trial_id).stop_row = int(msg.results[-1].get("training_iteration") or 0)
+    def _settle(self, entry: Waiting, decision: Decision, effects: list[Effect]) -> bool:
+        """Log a batch whose decision is known and apply it: ``decision`` is the scheduler's on the
+        results it was asked about; a stop criterion met after them asks the trial to stop (a result
+        the trainable said was its last needs nothing: the trainable returns). False once the
+        experiment is ending."""
+        batch, asked = entry.batch, entry.asked
+        if decision is Decision.STOP and asked:
+            self._mark_done(batch, asked - 1)
+        if entry.hit:
+            self._mark_done(batch, len(batch.results) - 1)
+        self._log(batch, told=0 if decision is Decision.STOP else asked)
+        if self.ops.finished or self.ops.phase is ExperimentPhase.ABORTING:
+            return False
+        if entry.hit:  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
+            effects = [*self.table.request(SchedulerAction(ActionKind.STOP, batch.trial_id)), *effects]
+        self.ops.run(effects)
+        self._decide(batch, decision)
+        return True
 
-    def _log(self, msg: TrialResults, searcher: bool = True) -> None:
-        """Write the batch, tell the searcher (not of a stopping result, as Ray) and the callbacks."""
+    def _mark_done(self, msg: TrialResults, index: int) -> None:
+        """The batch's result at ``index`` is the trial's last: its row says ``done=True`` (Ray Tune); the
+        table's copy only once the trial ended at it (there ``done`` means the trainable said it had finished)."""
+        msg.results[index]["done"] = True
+        self.table.get(msg.trial_id).stop_row = int(msg.results[index].get("training_iteration") or 0)
+
+    def _log(self, msg: TrialResults, told: int) -> None:
+        """Write the batch, tell the searcher of its first ``told`` results (not of a stopping one, as
+        Ray) and the callbacks of all."""
         rec = self.table.get(msg.trial_id)
         err = self.ops.io.on_results(rec, msg.results)
         if err:
             self.ops.abort(err)
             return
-        if searcher and self.source.hears_results:
-            for r in msg.results:
+        if told and self.source.hears_results:
+            for r in msg.results[:told]:
                 if not self.ops.searcher("on_trial_result", msg.trial_id, r):
                     return
         for r in msg.results:
@@ -161,8 +189,10 @@ class ResultPath:
     def log_unlogged(self, trial_id: str | None = None) -> None:
         """Batches whose decision never came (the run ended, the experiment is ending): logged as they are."""
         for t in [trial_id] if trial_id is not None else list(self.unlogged):
-            for msg in self.unlogged.pop(t, []):
-                self._log(msg)
+            for entry in self.unlogged.pop(t, []):
+                if entry.hit:
+                    self._mark_done(entry.batch, len(entry.batch.results) - 1)
+                self._log(entry.batch, told=entry.asked)
 
     def forget(self, trial_id: str) -> None:
         """A run of the trial ended: the direct replies kept for it belong to no batch any more."""
@@ -217,4 +247,4 @@ class ResultPath:
         self.ops.event(EventType.CHECKPOINT, rec, checkpoint=self.ops.io.checkpoint_uri(ckpt))
 
 
-__all__ = ["ResultPath"]
+__all__ = ["ResultPath", "Waiting"]

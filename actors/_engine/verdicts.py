@@ -17,24 +17,36 @@ from actors.result import ENGINE_RESULT_KEYS
 @dataclass(frozen=True)
 class Verdict:
     """A batch judged: the stop criterion's answer per result, whether it stops every trial, or why
-    the experiment must stop (``problem``)."""
+    the experiment must stop (``problem``); ``done``: which results the trainable itself reported
+    with ``done=True``."""
 
     hits: tuple[bool, ...]
     stop_all: bool = False
     problem: str | None = None
+    done: tuple[bool, ...] = ()
+
+    @property
+    def asked(self) -> int:
+        """How many of the batch's results the scheduler decides: those before the first that meets a
+        stop criterion or says ``done``. Ray Tune decides that one STOP without the scheduler
+        (``stopper(...) or trial.should_stop(result)``) and never tells the searcher of it."""
+        return next((i for i, hit in enumerate(self.hits) if hit or (i < len(self.done) and self.done[i])),
+                    len(self.hits))
 
 
 def judge(spec: ExperimentSpec, trial_id: str, results: tuple[dict[str, Any], ...]) -> Verdict:
-    """Check a batch's metrics, then ask the stopper about every result (no short-circuit)."""
+    """Check a batch's metrics, then ask the stopper about every result (no short-circuit), and note
+    the results the trainable said were its last."""
     problem = missing_metric(spec, trial_id, results)
     if problem is not None:
         return Verdict((False,) * len(results), problem=problem)
+    done = tuple(bool(r.get("done")) for r in results)
     stopper = spec.stopper
     if stopper is None:
-        return Verdict((False,) * len(results))
+        return Verdict((False,) * len(results), done=done)
     try:  # user code: its failure is the user's error, reported as such (not "internal error")
-        hits = tuple(bool(stopper(trial_id, r)) for r in results)
-        return Verdict(hits, bool(stopper.stop_all()))
+        hits = tuple(bool(stopper(trial_id, r)) for r in results)  # (Ray asks it about a done result too)
+        return Verdict(hits, bool(stopper.stop_all()), done=done)
     except Exception as exc:
         return Verdict((False,) * len(results), problem=stopper_failed(stopper, trial_id, exc))
 

@@ -292,7 +292,7 @@ class TrialRunner:
         if ref is not None:
             self.checkpoint_sent.clear()
         self.events.put(Event(EventKind.RESULT, result=result, checkpoint=ref))
-        if self.decider is not None:
+        if self.decider is not None and not result.get(DONE):  # done: decided STOP without the scheduler (Ray)
             if ref is not None:  # the controller must hold a checkpoint the scheduler decides on, even if
                 self.wakeup.event(urgent=True)  # this process dies (or hogs the GIL) right after the answer
                 while not self.checkpoint_sent.wait(0.5) and not self.stop_requested:

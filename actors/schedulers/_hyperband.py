@@ -263,10 +263,12 @@ class HyperBandScheduler(MetricScheduler):
                     b.to_unpause.add(tid)
             elif b.finished() and b.stop_last_trials and stop(tid):
                 action = Decision.STOP
-        if action is Decision.PAUSE and current in good and b.cur_iter_done():
+        stuck = bool(b.live) and b.cur_iter_done() and not any(b.continue_trial(t) for t in b.live)
+        if action is Decision.PAUSE and (current is None or current in good) and stuck:
             # every live trial is already past the new milestone (a retried trial resumed from a later
-            # checkpoint, placed in a new bracket as Ray places it): halve again now. Ray leaves it
-            # paused with nothing to resume it, and waits forever
+            # checkpoint, placed in a new bracket as Ray places it), also when the halving came from a
+            # trial leaving (``current`` None): halve again now. Ray leaves it paused with nothing to
+            # resume it, and waits forever
             return self._process(controller, b, current)
         return action
 

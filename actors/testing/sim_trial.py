@@ -239,7 +239,7 @@ class SimTrial:
             return []
         out = self._flush() if len(self.held) >= MAX_BATCH else []
         self.done = bool(metrics.get("done"))
-        if self.msg is not None and self.msg.decide_at:  # TrialRunner: DecisionClient.ask, then serve
+        if self.msg is not None and self.msg.decide_at and not self.done:  # TrialRunner: DecisionClient.ask
             self.asking = True
             return [*out, DecideResult(self.trial_id, self._run_id, result), *self._pump(now, idle=False)]
         return out + self._serve(now, block=self.window.full)
