@@ -373,3 +373,16 @@ def test_optuna_with_its_own_space_and_no_metric_says_where_the_metric_goes(stor
     with pytest.raises(TuneError, match=says) as info:
         tuner.fit()
     assert "internal error" not in str(info.value) and "Traceback" not in str(info.value)
+
+
+def test_a_searcher_without_on_trial_complete_is_refused_when_built() -> None:
+    # Ray 2.60 builds it and fit() raises TuneError(NotImplementedError) once the first trial completes
+    # (recorded); audition's Searcher declares both hooks abstract, so the class is refused at once
+    from actors.search import Searcher
+
+    class OnlySuggests(Searcher):
+        def suggest(self, trial_id: str) -> dict[str, Any] | None:
+            return {"x": 1}
+
+    with pytest.raises(TypeError, match="abstract method on_trial_complete"):
+        OnlySuggests()  # type: ignore[abstract]
