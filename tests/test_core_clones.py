@@ -1,12 +1,16 @@
 """``CloneWaits`` (actors/_engine/clones.py) alone, on a real TrialTable: a clone asked to wait for its
-source's save in flight waits only while that save is in flight, and takes the checkpoint it commits."""
+source's save in flight waits only while that save is in flight, and takes the checkpoint it commits; a
+run failing while its exploit is pending ends with the clone applied whole, or (on a done result) not at all."""
 
 from __future__ import annotations
 
 from actors._engine.clones import CloneWaits
+from actors._engine.effects import Phase
 from actors._engine.lifecycle import TrialTable
+from actors._engine.marks import MarkKind
+from actors._engine.reducer import Decision
 from actors._engine.trial import TrialStatus
-from actors.messages import ActionKind, CheckpointRef, SchedulerAction
+from actors.messages import ActionKind, CheckpointRef, EndReason, SchedulerAction
 
 
 def _clone(target: str, source: str, wait: bool = True) -> SchedulerAction:
@@ -35,8 +39,65 @@ def test_the_clone_takes_the_checkpoint_its_source_s_save_commits() -> None:
     table.start("src")
     table.get("src").saves_inflight = 1
     waits = CloneWaits(table)
+    table.request(_clone("clone", "src"))  # as the core does: the table takes the CLONE, then the wait
     waits.note(_clone("clone", "src"))
     assert not waits.landed("other", None), "another trial's save frees nobody"
     ckpt = CheckpointRef("mem://src/checkpoint_000003", 3, 3)
     assert waits.landed("src", ckpt) and "clone" not in waits and waits.blocked() == 0
     assert table.get("clone").status is TrialStatus.PENDING and table.get("clone").checkpoint == ckpt
+
+
+def _exploited_while_running(done: bool = False) -> tuple[TrialTable, CloneWaits]:
+    """``clone`` at iteration 6 (its own checkpoint at 6), exploiting ``src`` whose save is in flight: the
+    CLONE is taken as the core takes it (the table, then the wait), so the exploit's pause is pending."""
+    table = TrialTable(max_failures=3)
+    table.add("src", {"lr": 5})
+    table.add("clone", {"lr": 1})
+    table.start("src")
+    table.start("clone")
+    own = CheckpointRef("mem://clone/checkpoint_000001", 1, 6)
+    row = {"training_iteration": 6, **({"done": True} if done else {})}
+    assert table.results("clone", 1, 1, (row,), own)
+    table.get("src").saves_inflight = 1
+    waits = CloneWaits(table)
+    clone = SchedulerAction(ActionKind.CLONE, "clone", source_id="src", new_config={"lr": 4}, info={"k": 1},
+                            wait_for_source=True, experiment_tag="1_lr=1@perturbed[lr=4]")
+    table.request(clone, CheckpointRef("mem://src/checkpoint_000000", 0, 3))
+    waits.note(clone)
+    table.decided("clone", 1, 1, Decision.CONTINUE)  # the exploit's result: the pause acts (STOP sent)
+    assert table.get("clone").phase is Phase.STOPPING and "clone" in waits
+    return table, waits
+
+
+def test_a_run_failing_while_its_exploit_is_pending_ends_as_the_exploit_s_pause() -> None:
+    """Its TrialStop undeliverable (seed 1467 of the fault sweep), the run fails: it ends as the exploit's
+    pause, whole, as Ray 2.60's PBT sets config, tag and checkpoint at once and drops what the trial's
+    actor does after (``_schedule_trial_stop``): no failure counted, and the source's save landing later
+    is the checkpoint the clone restarts from (before: a retry with the old config and no EXPLOIT mark
+    from that checkpoint)."""
+    table, waits = _exploited_while_running()
+    table.ended("clone", 1, EndReason.FAILED, None, "could not handle TrialStop", "")
+    rec = table.get("clone")
+    assert rec.status is TrialStatus.PENDING, "the clone's resume goes on to PENDING"
+    assert (rec.config, rec.tag, rec.extra_result) == ({"lr": 4}, "1_lr=1@perturbed[lr=4]", {"pbt_exploit": {"k": 1}})
+    assert [(m.kind, m.source) for m in rec.marks] == [(MarkKind.EXPLOIT, "src")]
+    assert (rec.num_failures, rec.error) == (0, None)
+    saved = CheckpointRef("mem://src/checkpoint_000001", 1, 7)
+    assert waits.landed("src", saved) and rec.checkpoint == saved
+    table.start("clone")
+    assert rec.cloned and rec.iteration == 7 and rec.config == {"lr": 4}
+
+
+def test_a_clone_decided_on_a_done_result_is_dropped_when_the_run_fails() -> None:
+    """A clone decided on the result that said done never parks the trial; if its run then fails, the retry
+    is the trial's own, from its own checkpoint: the clone is not applied, not even its source's checkpoint
+    when that save lands (before: the landing save replaced the retry's checkpoint)."""
+    table, waits = _exploited_while_running(done=True)
+    table.ended("clone", 1, EndReason.FAILED, None, "boom", "")
+    rec = table.get("clone")
+    assert rec.status is TrialStatus.PENDING and rec.num_failures == 1 and rec.config == {"lr": 1}
+    assert [m.kind for m in rec.marks] == [MarkKind.FAIL]
+    assert waits.landed("src", CheckpointRef("mem://src/checkpoint_000001", 1, 7))
+    assert rec.checkpoint is not None and rec.checkpoint.path == "mem://clone/checkpoint_000001"
+    table.start("clone")
+    assert not rec.cloned and rec.iteration == 6

@@ -22,12 +22,9 @@ from tests._sim_scenarios import FAULTS, LONG_STEPS, SCHEDULERS, Scenario, check
 
 SEEDS = int(os.environ.get("AUDITION_SIM_SEEDS", "2000"))
 # Known engine issues the sweep tolerates, as (scheduler, fault kind, problem text); each has a strict
-# xfail reproduction below. (HyperBand's restore after an abort mid-decision was fixed on 2026-12-04; its
-# seed is a test below.) PBT with poisoned messages: a trial whose exploit (clone) is pending fails (its
-# TrialStop is undeliverable) and is retried; the source's save then lands while it is PENDING, so the retry
-# starts from the source's checkpoint without the clone's EXPLOIT mark, config or pbt_exploit row. Found on
-# 7 of the 603 pbt/poison seeds in 2000-40000 before 2026-12-04 as well (2412, 3546, 3924, ...).
-KNOWN: tuple[tuple[str, str, str], ...] = (("pbt", "poison", "history not contiguous from 1"),)
+# xfail reproduction below. (HyperBand's restore after an abort mid-decision and a PBT clone pending when its
+# trial fails were fixed on 2026-12-04; their seeds are tests below.)
+KNOWN: tuple[tuple[str, str, str], ...] = ()
 
 
 @pytest.fixture(autouse=True)
@@ -164,9 +161,14 @@ def test_hyperband_restores_after_a_storage_failure_during_a_decision() -> None:
     assert check(Scenario(1867, "hyperband", "storage", 4, 5, 3, True, 3)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="KNOWN: a PBT clone pending when its trial fails is half applied on retry")
-def test_a_pbt_clone_pending_when_its_trial_fails_is_applied_whole_or_not_at_all() -> None:
-    """Seed 1467 (pbt, poison): trial 2's exploit at iteration 6 is pending when its TrialStop cannot be
-    delivered; the retry restarts from the source's checkpoint at 7 with neither an EXPLOIT mark nor a
-    pbt_exploit row, so its history jumps from 6 to 8 with no lineage to account for it."""
-    assert check(scenario(1467)) == []
+@pytest.mark.parametrize("seed", [1467, 2412, 3546, 3924, 30384, 31329, 32337, 39204])
+def test_a_pbt_clone_pending_when_its_trial_fails_is_applied_whole(seed: int) -> None:
+    """PBT with poisoned messages (found by the sweep, an xfail until 2026-12-04; the seeds are the ones
+    that failed in 2000-40000). Seed 1467: trial 2's exploit at iteration 6 is pending when its TrialStop
+    cannot be delivered. The run's failure now ends it as the exploit's pause, as Ray 2.60's PBT applies
+    the exploit at once and drops what the trial's actor does after: the clone's config, EXPLOIT mark and
+    pbt_exploit row with the source's checkpoint (before: a retry from the source's checkpoint with the
+    old config and no lineage, so the history jumped from 6 to 8)."""
+    sc = scenario(seed)
+    assert (sc.scheduler, sc.faults) == ("pbt", "poison")
+    assert check(sc) == []

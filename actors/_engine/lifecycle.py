@@ -271,7 +271,11 @@ class TrialTable:
         # A trainable whose last result said done has finished: a PAUSE (or clone) decided on that
         # result must not park it, or it is resumed past its own end (paused every result: forever).
         finished = bool(rec.last_result.get("done"))
-        parked = reason is EndReason.STOPPED and pending is Decision.PAUSE and not finished
+        # A run failing while its exploit's pause is pending ends as that pause: Ray 2.60's PBT applies the
+        # exploit (config, tag, checkpoint) and pauses the trial at once, dropping whatever its actor does
+        # after (``_schedule_trial_stop``): the clone is applied whole, and no failure is counted.
+        exploited = reason is EndReason.FAILED and rec.clone is not None and pending is Decision.PAUSE
+        parked = (reason is EndReason.STOPPED or exploited) and pending is Decision.PAUSE and not finished
         if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
             if reason is EndReason.STOPPED and pending is Decision.STOP and not finished:
                 self._mark(rec, MarkKind.STOP)
@@ -279,7 +283,7 @@ class TrialTable:
                 rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]
-        if reason is EndReason.STOPPED:  # a PAUSE took effect
+        if parked:  # a PAUSE took effect
             resume = rec.resume_requested
             self._transition(rec, TrialStatus.PAUSED)
             if rec.clone is not None:
@@ -289,6 +293,7 @@ class TrialTable:
             if resume:
                 self._transition(rec, TrialStatus.PENDING)
             return out
+        rec.clone = None  # a clone decided on a done result is dropped, not half applied by the retry
         rec.num_failures += 1
         rec.error, rec.traceback = error, traceback
         if pending is Decision.STOP:  # failed while being stopped: the stop is what ended it
@@ -338,11 +343,11 @@ class TrialTable:
     def source_saved(self, trial_id: str, source_id: str, checkpoint: CheckpointRef) -> None:
         """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it."""
         rec = self.trials.get(trial_id)
-        if rec is None:
+        # the clone is kept until the trial's next start (which waits for this save): none, it was dropped
+        if rec is None or rec.clone is None or rec.clone.source_id != source_id:
             return
         if rec.status is TrialStatus.RUNNING:  # still pausing: the clone applies it when the pause ends
-            if rec.clone is not None and rec.clone.source_id == source_id:
-                rec.clone_checkpoint = checkpoint
+            rec.clone_checkpoint = checkpoint
         elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # the clone was applied already
             rec.checkpoint = checkpoint
             self.changed.add(trial_id)

@@ -125,13 +125,16 @@ class TrialRuns:
         self.results.log_unlogged(trial_id)
         self.results.forget(trial_id)
         known = rec.checkpoint.path if rec.checkpoint is not None else None
+        failures = rec.num_failures
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
             self.results.drop_held(trial_id)
             if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
                 self.results.checkpointed(rec, ckpt)
-        if effects and reason is EndReason.FAILED:
+        # a failure counted (not a run failing while its PBT exploit's pause is pending: that ends as the
+        # pause, the clone's checkpoint kept, and what the run did after the exploit dropped, as in Ray)
+        if effects and rec.num_failures > failures:
             self.ops.io.on_error(rec, error or "", tb or "")
             self._recover(rec)
             if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
