@@ -35,8 +35,12 @@ def _see_the_stuck_trial_killed(d: str, fit: threading.Thread) -> float:
     ``fit`` still runs (the working trial only ends on ``release``); seconds from one to the other."""
     wait_for(lambda: os.path.exists(os.path.join(d, "stop-sent")), 60, "the stuck trial to be stopped")
     asked = time.monotonic()
-    pid, work_pid = S.read_pid(d, "stuck"), S.read_pid(d, "work")
-    assert pid is not None and work_pid is not None
+    pid = S.read_pid(d, "stuck")
+    assert pid is not None
+    # the working trial may start after the stuck one was asked to halt (its actor placed late under load)
+    wait_for(lambda: S.read_pid(d, "work") is not None, 60, "the working trial to start")
+    work_pid = S.read_pid(d, "work")
+    assert work_pid is not None
     wait_for(lambda: not pid_alive(pid), 30, f"the stuck trial's process {pid} to be killed")
     took = time.monotonic() - asked
     assert fit.is_alive() and pid_alive(work_pid), "the experiment ended before the kill was seen"
