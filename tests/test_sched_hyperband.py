@@ -260,19 +260,26 @@ def test_a_retried_trial_rejoins_a_bracket_and_runs_again() -> None:
     assert sim.choose() == "t0"  # the bracket's only trial waiting to run
 
 
-def test_a_trial_resumed_past_two_milestones_is_halved_on_not_parked() -> None:
-    """Alone in its bracket and resumed from a later checkpoint, the trial reports past the next
-    milestone too: Ray pauses it there with no trial left to complete the rung (it waits forever);
-    audition halves again at once."""
+def _s2_bracket(kept: int) -> Simulator:
+    """Brackets s=0 and s=1 filled with trials that never run, then the nine trials of the s=2 bracket
+    (max_t 9, reduction factor 3, on time_total_s), of which all but the first ``kept`` leave before running."""
     sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3,
                                        time_attr="time_total_s"))
-    for i in range(8):  # brackets s=0 and s=1, never run
+    for i in range(8):
         sim.add(f"f{i}")
         sim.ctl.set_status(f"f{i}", TrialStatus.TERMINATED)
     for i in range(9):
         sim.add(f"t{i}")
-    for i in range(1, 9):
-        sim.complete(f"t{i}")  # they leave before running: t0 is alone in the s=2 bracket
+    for i in range(kept, 9):
+        sim.complete(f"t{i}")
+    return sim
+
+
+def test_a_trial_resumed_past_two_milestones_is_halved_on_not_parked() -> None:
+    """Alone in its bracket and resumed from a later checkpoint, the trial reports past the next
+    milestone too: Ray pauses it there with no trial left to complete the rung (it waits forever);
+    audition halves again at once."""
+    sim = _s2_bracket(kept=1)  # t0 is alone in the s=2 bracket
     sim.start("t0")
     assert sim.report("t0", acc=0.5, t=4) is C  # milestones 1 and 3 are behind it: keep going to 9
 
@@ -282,15 +289,7 @@ def test_a_halving_on_a_trial_leaving_halves_again_when_the_rest_are_past_the_ne
     t1 completes without a result the scheduler saw (its one result said done), so the halving comes
     from on_trial_remove with no trial being decided: the new milestone 3 is behind t0 as well. Ray
     leaves t0 paused with nothing to resume it (it waits forever); audition halves again."""
-    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3,
-                                       time_attr="time_total_s"))
-    for i in range(8):  # brackets s=0 and s=1, never run
-        sim.add(f"f{i}")
-        sim.ctl.set_status(f"f{i}", TrialStatus.TERMINATED)
-    for i in range(9):
-        sim.add(f"t{i}")
-    for i in range(2, 9):
-        sim.complete(f"t{i}")  # they leave before running: t0 and t1 share the s=2 bracket
+    sim = _s2_bracket(kept=2)  # t0 and t1 share the s=2 bracket
     sim.start("t0")
     assert sim.report("t0", acc=0.5, t=3) is P and sim.ctl.status("t0") is TrialStatus.PAUSED
     sim.complete("t1")
