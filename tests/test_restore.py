@@ -57,8 +57,10 @@ def checkpoint_dirs(storage: str) -> list[tuple[str, bool]]:
     return sorted(out)
 
 
-def result_lines(run: D.Run, trial_id: str) -> list[dict[str, Any]]:
-    return read_results(run.ctx, run.layout, trial_id)
+def result_lines(run: D.Run, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a trial of the saved state (in the directory its row names; none before it started)."""
+    run.layout.set_dirname(row["trial_id"], row.get("dirname"))
+    return read_results(run.ctx, run.layout, row["trial_id"])
 
 
 def restore_and_fit(run: D.Run, trainable: Any = D.counter, **flags: Any) -> Any:
@@ -68,7 +70,7 @@ def restore_and_fit(run: D.Run, trainable: Any = D.counter, **flags: Any) -> Any
 
 # ---------------------------------------------------------------------------------- (a) kills
 def _first_result(run: D.Run) -> Callable[[], Any]:
-    return D.when_state(run, lambda st: any(result_lines(run, row["trial_id"]) for row in st["trials"]))
+    return D.when_state(run, lambda st: any(result_lines(run, row) for row in st["trials"]))
 
 
 def _mid_trial(run: D.Run) -> Callable[[], Any]:
@@ -97,7 +99,7 @@ def test_driver_killed_then_restored_fifo(point, tmp_path, no_leaks):
         run.kill()
     state = run.state()
     assert state is not None
-    finished = {r["trial_id"]: result_lines(run, r["trial_id"]) for r in state["trials"]
+    finished = {r["trial_id"]: result_lines(run, r) for r in state["trials"]
                 if r["status"] == TERMINATED}
     grid = restore_and_fit(run)
     assert_contiguous(grid, 6, steps=10)
@@ -165,7 +167,7 @@ def test_driver_killed_during_checkpoint_upload(store, tmp_path, request, no_lea
     if store == "local":
         assert all(committed for _, committed in checkpoint_dirs(run.storage))  # no empty dir left either
     for r in grid:  # num_to_keep=2 still holds after the restore
-        mine = [d for d in stored if f"/{r.trial_id}/" in d + "/"]
+        mine = [d for d in stored if f"/{os.path.basename(r.path)}/" in d + "/"]
         assert 1 <= len(mine) <= 2, mine
         with r.checkpoint.as_directory() as d, open(os.path.join(d, "step.txt")) as f:
             assert int(f.read()) == 3
@@ -251,7 +253,7 @@ def test_driver_killed_then_restored_asha_keeps_its_rungs(tmp_path, no_leaks):
     assert before is not None
     rungs_before = _asha_rungs(before)
     assert len(rungs_before[2.0]) >= 2, rungs_before
-    finished = {r["trial_id"]: result_lines(run, r["trial_id"]) for r in before["trials"]
+    finished = {r["trial_id"]: result_lines(run, r) for r in before["trials"]
                 if r["status"] == TERMINATED}
     grid = restore_and_fit(run)
     assert_contiguous(grid, 8, steps=None)
@@ -308,7 +310,7 @@ def test_driver_killed_then_restored_hyperband_keeps_its_brackets(tmp_path, no_l
     rows = {r["trial_id"]: r for r in before["trials"]}
     parked = _waiting(before)[1]
     assert sorted(rows[t]["config"]["x"] for t in parked) == [3.0, 4.0], parked
-    history_before = {t: result_lines(run, t) for t in parked}
+    history_before = {t: result_lines(run, rows[t]) for t in parked}
     assert all(len(h) == 1 for h in history_before.values()), history_before
 
     grid = restore_and_fit(run)

@@ -221,5 +221,18 @@ def check_result(metrics: dict[str, Any]) -> None:
             _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles
 
 
+
+
+def max_len_identifier() -> int:
+    """``TUNE_MAX_LEN_IDENTIFIER``: where Ray cuts ``<trial name>_<experiment_tag>`` in a trial's
+    default directory name (130 unless set); read here, in the driver, as Ray's driver reads it."""
+    raw = os.environ.get("TUNE_MAX_LEN_IDENTIFIER", "130")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"TUNE_MAX_LEN_IDENTIFIER={raw!r} is not an integer: set it to the number of "
+                          "characters a trial directory's name keeps before its date (Ray's default: 130)") from None
+
+
 __all__ = ["check_callbacks", "check_result", "check_scheduler_objective", "check_trainable", "claim_name",
-           "make_run_stopper", "pickled", "required_metrics"]
+           "make_run_stopper", "max_len_identifier", "pickled", "required_metrics"]

@@ -41,7 +41,10 @@ class Tick(Enum):
 
 @dataclass(frozen=True)
 class Start:
-    """The experiment begins: open storage, restore, spawn the scheduler."""
+    """The experiment begins: open storage, restore, spawn the scheduler. ``wall``: the wall clock
+    (epoch seconds) at this event, which dates trial directories (the core reads no clock)."""
+
+    wall: float = 0.0
 
 
 @dataclass(frozen=True)

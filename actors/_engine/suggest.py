@@ -43,13 +43,17 @@ class TrialSource:
         self.hears_results = spec.searcher is not None and (
             type(spec.searcher).on_trial_result is not Searcher.on_trial_result)
         self._namer: TrialNamer | None = None
+        self.wall_origin = 0.0  # the wall clock (epoch seconds) at the core's time 0
 
-    def restored(self, suggested: int, trials: Iterable[TrialRecord]) -> None:
-        """The store was opened: ``suggested`` trials were drawn before (0 on a first run)."""
+    def restored(self, suggested: int, trials: Iterable[TrialRecord], wall_origin: float = 0.0) -> None:
+        """The store was opened: ``suggested`` trials were drawn before (0 on a first run); ``wall_origin``
+        turns the core's times into wall-clock ones (for directory names)."""
         s = self.spec
         self.suggested = suggested
+        self.wall_origin = wall_origin
         trials = list(trials)
-        self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials)
+        self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials,
+                                 s.max_len_identifier)
         for rec in trials:
             self._tag(rec)
 
@@ -58,6 +62,12 @@ class TrialSource:
         work out the same one), unless restored with one (a PBT exploit's, ``TrialRecord.tag``)."""
         if not rec.tag:
             rec.tag = tag_of(rec.trial_id, rec.config, self.spec.tag_paths)[0]
+
+    def first_start(self, rec: TrialRecord, now: float) -> str | None:
+        """Name the directory of a trial starting for the first time at the core's ``now`` (Ray names it
+        then, with the date); the reason the experiment must stop, or None."""
+        assert self._namer is not None, "restored() names trials: the store is opened first"
+        return self._namer.first_start(rec, self.wall_origin + now)
 
     def close(self) -> None:
         """No more trials: every trial is being stopped, or the run is ending."""

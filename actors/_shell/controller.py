@@ -108,7 +108,7 @@ class ControllerActor(ActorTypeDispatcher):
                                                  f"{traceback.format_exc()}", 0.0, 0, 0))
             return
         self.core = ExperimentCore(spec, ExperimentIO, explain, os.getpid())
-        self._handle(Start(), sender)
+        self._handle(Start(time.time()), sender)  # the wall clock dates trial directories
 
     def _event(self, msg: Any, sender: Any) -> Any:
         """The core's event for a Thespian message (None: nothing for the core)."""
