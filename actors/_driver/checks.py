@@ -69,7 +69,8 @@ def check_trainable(trainable: Any) -> str:
                               "does not call; give the resources with with_resources("
                               f"{trainable.__name__}, {{'cpu': N}}) instead")
         return trainable.__name__
-    name = str(getattr(trainable, "__name__", type(trainable).__name__))
+    raw = str(getattr(trainable, "__name__", type(trainable).__name__))
+    name = "lambda" if raw == "<lambda>" else raw  # Ray's Experiment.get_trainable_name
     if not callable(trainable):
         raise ConfigError(f"trainable must be a function taking a config dict or a Trainable subclass, "
                           f"got {type(trainable).__name__}")
@@ -80,8 +81,8 @@ def check_trainable(trainable: Any) -> str:
     try:
         sig.bind({})
     except TypeError:
-        shown = name if name.isidentifier() else "train_fn"
-        raise ConfigError(f"trainable {name!r} must take one argument, the config dict (it takes {sig}); "
+        shown = raw if raw.isidentifier() else "train_fn"
+        raise ConfigError(f"trainable {raw!r} must take one argument, the config dict (it takes {sig}); "
                           f"define it as def {shown}(config): ... and read the hyperparameters from config, "
                           "as Ray Tune requires") from None
     return name
