@@ -533,6 +533,40 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     assert table.get(done).last_result == {"training_iteration": 2}
 
 
+@pytest.mark.parametrize("any_ran", [True, False])
+def test_restore_keeps_the_directories_its_state_names_and_removes_later_ones(storage_dir, any_ran):
+    """Directories named as Ray names them (a state with ``trial_dirs``): a row's ``dirname`` is its
+    directory; one of a trial first started after the state was saved (not in its rows) is removed,
+    and a trial the state saw pending starts in a directory named then."""
+    from actors._driver.restore import _rewind
+    from actors._shell.experiment_state import TRIAL_DIRS_NAMED
+    from storage import ResultWriter, write_json
+
+    io, _ = _io(storage_dir)
+    pre = io.trial_prefix
+    ran, pending, late = (f"{pre}_{i:05d}" for i in range(3))
+    dirs = {ran: f"t_{ran}_0_x=1_2026-12-04_21-34-30", late: f"t_{late}_2_x=3_2026-12-04_21-34-40"}
+    if not any_ran:  # no row names a directory: the state's trial_dirs alone says they are named
+        del dirs[ran]
+    for tid, dirname in dirs.items():
+        io.layout.set_dirname(tid, dirname)
+        write_json(io.ctx, io.layout.params_file(tid), {})
+        w = ResultWriter(io.ctx, io.layout, tid)
+        w.append([{"training_iteration": 1}])
+        w.close()
+    rows = [{**_row(ran, "TERMINATED", None, -1, 1), "dirname": dirs[ran], "opened": True}] if any_ran else []
+    state = {"version": 1, "trial_prefix": pre, "suggested": 2, "trial_dirs": TRIAL_DIRS_NAMED, "trials": [
+        *rows, _row(pending, "PENDING", None, -1, 0)]}
+    io2, table = _io(storage_dir, _rewind(state, True, False, False))
+    exp = os.path.join(storage_dir, NAME)
+    left = sorted(d for d in os.listdir(exp) if not d.startswith(".") and os.path.isdir(os.path.join(exp, d)))
+    assert left == ([dirs[ran]] if any_ran else [])
+    if any_ran:
+        assert [r["training_iteration"] for r in read_results(io2.ctx, io2.layout, ran)] == [1]
+        assert (table.get(ran).dirname, table.get(ran).opened) == (dirs[ran], True)
+    assert (table.get(pending).dirname, table.get(pending).opened) == (None, False)  # named at its first start
+
+
 def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):
     from storage import is_committed
 
