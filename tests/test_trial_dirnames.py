@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import calendar
 import os
+import random
 import re
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import pytest
 import actors as tune
 from actors import ExperimentAnalysis, RunConfig, TuneConfig, Tuner
 from actors._driver.errors import ConfigError
-from actors._engine.naming import ray_dirname
+from actors._engine.naming import ray_dirname, stamp
 from actors.testing import simulate
 from actors.testing.simulate import SIM_WALL_START
 
@@ -125,18 +126,22 @@ def new_york() -> Iterator[None]:
     time.tzset()
 
 
-def test_the_date_is_the_local_time(new_york: None) -> None:
+def test_the_stamp_is_the_calendars() -> None:
+    edges = [0, 951782400, 951868799, 4107542400, 1796427230, 253402300799]  # 2000-02-29, 2100-03-01, 9999
+    rng = random.Random(7)
+    for s in edges + [rng.randrange(0, 253402300800) for _ in range(2000)]:
+        assert stamp(s) == time.strftime(STAMP, time.gmtime(s)), s
+
+
+def test_the_date_is_the_local_time(tmp_path: Any, new_york: None) -> None:
     at = calendar.timegm((2026, 12, 4, 23, 33, 50)) + 0.7  # recorded with TZ=America/New_York at this UTC time
-    assert ray_dirname("slow_28eff_00000", "0_x=1", at) == "slow_28eff_00000_0_x=1_2026-12-04_18-33-50"
-
-
-def test_a_run_dates_each_trial_when_it_first_starts(tmp_path: Any) -> None:
+    assert ray_dirname("slow_28eff_00000", "0_x=1", at, -5 * 3600) == "slow_28eff_00000_0_x=1_2026-12-04_18-33-50"
     before = int(time.time())
     (r,) = Tuner(train, run_config=RunConfig(name="e", storage_path=str(tmp_path), verbose=0, system="simple")).fit()
     after = time.time()
     match = DATE.search(os.path.basename(r.path))
     assert match is not None
-    assert before <= time.mktime(time.strptime(match.group(0), STAMP)) <= after
+    assert before <= time.mktime(time.strptime(match.group(0), STAMP)) <= after  # New York's time
 
 
 def _curve(config: dict[str, Any], i: int) -> dict[str, Any]:
@@ -152,7 +157,7 @@ def _sim_dates(**kw: Any) -> dict[str, float]:
         match = DATE.search(os.path.basename(r.path))
         x = r.config["x"]
         assert match is not None and _masked(r) == f"_curve_<id>_{x - 1}_x={x}_<date>", r.path
-        out[r.config["x"]] = time.mktime(time.strptime(match.group(0), STAMP))
+        out[r.config["x"]] = calendar.timegm(time.strptime(match.group(0), STAMP))  # the simulation's: UTC
     return out
 
 

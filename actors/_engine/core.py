@@ -215,7 +215,7 @@ class ExperimentCore:
         self.started_at = self.now
         try:
             self.store, table, src = self.open_store(spec), self.table, self.source
-            src.restored(self.io.restore_into(table, spec.searcher), table.trials.values(), start.wall - self.now)
+            src.restored(self.io.restore_into(table, spec.searcher), table.trials.values(), start, self.now)
         except Exception as exc:
             self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
             return

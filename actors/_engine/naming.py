@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,12 +28,27 @@ DEFAULT_MAX_LEN_IDENTIFIER = 130  # Ray's TUNE_MAX_LEN_IDENTIFIER default
 _STRIPPED = re.compile(r'[/()<>:"\\|?*]')  # Ray's: rsync's and Windows' reserved characters
 
 
-def ray_dirname(name: str, tag: str, wall: float, max_len: int = DEFAULT_MAX_LEN_IDENTIFIER) -> str:
+def ray_dirname(name: str, tag: str, wall: float, utc_offset_s: int = 0,
+                max_len: int = DEFAULT_MAX_LEN_IDENTIFIER) -> str:
     """Ray's default trial directory name for a trial named ``name`` (``str(trial)``) with
-    ``experiment_tag`` ``tag``, first started at ``wall`` (epoch seconds; shown in local time, as
-    Ray's ``date_str`` shows ``datetime.today()``)."""
-    stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(wall))
-    return _STRIPPED.sub("_", f"{f'{name}_{tag}'[:max_len]}_{stamp}")
+    ``experiment_tag`` ``tag``, first started at ``wall`` (epoch seconds), shown in local time
+    (``utc_offset_s`` ahead of UTC) as Ray's ``date_str`` shows ``datetime.today()``."""
+    return _STRIPPED.sub("_", f"{f'{name}_{tag}'[:max_len]}_{stamp(int(wall // 1) + utc_offset_s)}")
+
+
+def stamp(seconds: int) -> str:
+    """``%Y-%m-%d_%H-%M-%S`` of ``seconds`` after 1970-01-01 00:00:00, by arithmetic (the core reads
+    no clock and imports no time module): Hinnant's ``civil_from_days``."""
+    days, rem = divmod(seconds, 86400)
+    hh, rem = divmod(rem, 3600)
+    mm, ss = divmod(rem, 60)
+    era, doe = divmod(days + 719468, 146097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d, m = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (m <= 2)
+    return f"{y:04d}-{m:02d}-{d:02d}_{hh:02d}-{mm:02d}-{ss:02d}"
 
 
 class TrialNamer:
@@ -85,15 +99,15 @@ class TrialNamer:
         rec.dirname = dirname
         return None
 
-    def first_start(self, rec: TrialRecord, wall: float) -> str | None:
-        """Name the directory of a trial starting for the first time at ``wall`` (epoch seconds) unless
-        it has a name; the reason the experiment must stop, or None."""
+    def first_start(self, rec: TrialRecord, wall: float, utc_offset_s: int = 0) -> str | None:
+        """Name the directory of a trial starting for the first time at ``wall`` (epoch seconds; local
+        time ``utc_offset_s`` ahead of UTC) unless it has a name; the reason the experiment must stop, or None."""
         from storage._layout import check_dirname
 
         if rec.dirname:
             return None
         name = ray_dirname(trial_name(rec.trial_id, self.trainable_name, rec.config, rec.name), rec.tag, wall,
-                           self.max_len)
+                           utc_offset_s, self.max_len)
         if self.owner.get(name, rec.trial_id) != rec.trial_id:  # a name cut short to another's: Ray adds
             name += "_" + hashlib.sha1(rec.trial_id.encode()).hexdigest()[:4]  # 4 hex digits (uuid4's there)
         try:

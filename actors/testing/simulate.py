@@ -42,7 +42,7 @@ from actors.testing.world import SimWorld
 
 _names = itertools.count()
 SIM_WRITE_COST_S = 0.0005
-# the wall clock (epoch seconds) at a simulation's start: trial directories are dated from it
+# the wall clock (epoch seconds) at a simulation's start: trial directories are dated from it, in UTC
 SIM_WALL_START = 1_796_428_800.0
 
 
