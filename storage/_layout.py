@@ -5,9 +5,12 @@ Layout below the storage root::
     <name>/experiment_state.json              pointer to the newest complete state version
     <name>/tuner.pkl                          what Tuner.restore needs (written by the engine)
     <name>/.state/experiment_state-<seq>-<token>.json
-    <name>/<trial_id>/params.json | result.json | progress.csv | error.txt | stdout.txt | stderr.txt
-    <name>/<trial_id>/checkpoint_000003/...   the user's files only
-    <name>/<trial_id>/.checkpoint_000003.audition_manifest.json   written last: the commit
+    <name>/<trial>/params.json | result.json | progress.csv | error.txt | stdout.txt | stderr.txt
+    <name>/<trial>/checkpoint_000003/...   the user's files only
+    <name>/<trial>/.checkpoint_000003.audition_manifest.json   written last: the commit
+
+``<trial>`` is the name the engine gives the trial's directory (``set_dirname``: Ray's
+``<trainable>_<trial id>_<tag>_<date>``, or the user's), else the trial id.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class ExperimentLayout:
         self.state_dir = posixpath.join(self.experiment_dir, STATE_DIR_NAME)
         self.state_pointer = posixpath.join(self.experiment_dir, STATE_POINTER_NAME)
         self.tuner_file = posixpath.join(self.experiment_dir, TUNER_NAME)
-        # trial id -> its directory's name where it is not the id (TuneConfig(trial_dirname_creator=))
+        # trial id -> its directory's name (named trials; the others' is their id)
         self.dirnames: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -97,7 +100,7 @@ class ExperimentLayout:
         return posixpath.join(self.experiment_dir, _check_component(trial_id, "trial id"))
 
     def set_dirname(self, trial_id: str, dirname: str | None) -> None:
-        """Name ``trial_id``'s directory ``dirname`` (None or "": the trial id, the default)."""
+        """Name ``trial_id``'s directory ``dirname`` (None or "": the trial id, as earlier versions named it)."""
         if dirname:
             self.dirnames[trial_id] = check_dirname(dirname, "trial directory name")
         else:

@@ -63,6 +63,7 @@ class FakeStore:
         self.saved: list[tuple[bytes, int | None]] = []
         self.closed = False
         self.policy: list[tuple[str, str, str]] = []  # log_policy calls
+        self.first_started: list[tuple[str, str | None]] = []  # on_first_start calls: (trial id, dirname)
 
     def restore_into(self, table: TrialTable, searcher: Any) -> int:
         return 0
@@ -78,6 +79,9 @@ class FakeStore:
 
     def on_add(self, rec: TrialRecord) -> None:
         pass
+
+    def on_first_start(self, rec: TrialRecord) -> None:
+        self.first_started.append((rec.trial_id, rec.dirname))
 
     def on_start(self, rec: TrialRecord) -> None:
         pass

@@ -283,7 +283,11 @@ class Run:
         return self.ctx.uri(self.layout.experiment_dir)
 
     def state(self) -> dict[str, Any] | None:
-        return read_experiment_state(self.ctx, self.layout)
+        """The newest saved state; its trials' directory names are registered on ``layout``."""
+        state = read_experiment_state(self.ctx, self.layout)
+        for row in (state or {}).get("trials", []):
+            self.layout.set_dirname(row["trial_id"], row.get("dirname"))
+        return state
 
     def wait_for(self, what: str, cond: Callable[[], Any], timeout: float = 30.0) -> Any:
         deadline = time.monotonic() + timeout

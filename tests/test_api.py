@@ -94,7 +94,7 @@ def test_checkpoint_at_end_of_a_pause_is_never_overwritten(system, storage_dir, 
     r = grid[0]
     assert [h["training_iteration"] for h in r.metrics_history] == list(range(1, T.STEPS + 1))
     assert r.metrics_history[2]["restored_from"] == 1  # resumed from the iteration-2 save
-    committed = _manifest_iterations(os.path.join(storage_dir, "atend", r.trial_id))
+    committed = _manifest_iterations(r.path)
     # (audition saved iteration 2 three times: by checkpoint_frequency, by the pause, and by the end
     # checkpoint at the pause's stop; and iteration 6 twice)
     assert [it for _, it in committed] == [1, 2, 3, 4, 5, 6], committed
@@ -110,7 +110,7 @@ def test_num_to_keep_keeps_the_best_by_score(storage_dir, no_leaks) -> None:
                                           num_to_keep=2, checkpoint_score_attribute="step",
                                           checkpoint_score_order="min"))).fit()
     r = grid[0]
-    kept = _manifest_iterations(os.path.join(storage_dir, "keep", r.trial_id))
+    kept = _manifest_iterations(r.path)
     # the two lowest "step" values, plus the latest (which a resume would need)
     assert [it for _, it in kept] == [1, 2, 6], kept
 
@@ -129,7 +129,7 @@ def test_a_class_trainables_checkpoint_at_end_carries_its_last_metrics(storage_d
                                           checkpoint_score_attribute="loss", checkpoint_score_order="min"))).fit()
     r = grid[0]
     ctx = StorageContext(storage_dir)
-    infos = list_checkpoints(ctx, os.path.join(storage_dir, "endmetrics", r.trial_id))
+    infos = list_checkpoints(ctx, r.path)
     last = infos[-1].metadata
     assert last["iteration"] == 4 and last["metrics"]["loss"] == pytest.approx(0.25), last
     # the lowest loss is the last one, saved twice (iteration 4, then at the end): of equal scores Ray
@@ -147,7 +147,7 @@ def test_num_to_keep_holds_when_results_arrive_in_batches(storage_dir, no_leaks)
                  run_config=RunConfig(name="batched", storage=storage_dir, verbose=0,
                                       checkpoint_config=CheckpointConfig(num_to_keep=2))).fit()
     r = grid[0]
-    kept = _manifest_iterations(os.path.join(storage_dir, "batched", r.trial_id))
+    kept = _manifest_iterations(r.path)
     assert [it for _, it in kept] == [59, 60], kept
 
 

@@ -273,7 +273,7 @@ def test_bad_locations(experiment, tmp_path):
     (tmp_path / "other" / "notes.md").write_text("x")
     bad(cli("status", str(tmp_path / "other")), "status", "is not an audition experiment", "notes.md")
     bad(cli("status", os.path.dirname(experiment)), "status", "storage root holding experiments (exp)")
-    trial = next(n for n in os.listdir(experiment) if n.endswith("_00000"))
+    trial = next(n for n in os.listdir(experiment) if "_00000_" in n)
     bad(cli("status", f"file://{experiment}/{trial}"), "status", f"one trial's directory, not an experiment; "
         f"pass the experiment that holds it: {experiment}")
     bad(cli("status", "nope://bucket/exp"), "status", "unknown storage protocol 'nope'")
@@ -328,7 +328,10 @@ def test_resume_errored_trial_with_a_fixed_trainable(tmp_path):
     assert doc["counts"] == {"TERMINATED": 2}
     healed = next(t for t in doc["trials"] if t["config"]["fail"])
     assert healed["last_result"]["training_iteration"] == 4 and healed["error"] is None
-    with open(os.path.join(path, healed["trial_id"], "result.json")) as f:
+    from actors import ExperimentAnalysis
+
+    trial_dir = {t.trial_id: t.path for t in ExperimentAnalysis(path).trials}[healed["trial_id"]]
+    with open(os.path.join(trial_dir, "result.json")) as f:
         history = [json.loads(line) for line in f]
     assert [h["training_iteration"] for h in history] == [1, 2, 3, 4]
     assert [h["restored_from"] for h in history] == [-1, -1, 1, 1]  # resumed from its checkpoint

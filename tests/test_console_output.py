@@ -71,7 +71,7 @@ def test_trial_output_reaches_the_driver_prefixed_and_live(storage_dir, no_leaks
         out = _lines(seen.out, r.trial_id, pid)
         assert out == [f"py-line {tag}", f"thread-line {tag}", f"fd-line {tag}", f"last-line {tag}"], seen.out
         assert _lines(seen.err, r.trial_id, pid) == [f"err-line {tag}"], seen.err
-        trial_dir = os.path.join(storage_dir, "echo", r.trial_id)  # and saved per trial as before
+        trial_dir = r.path  # and saved per trial as before
         with open(os.path.join(trial_dir, "stdout.txt"), encoding="utf-8") as f:
             assert f.read() == f"py-line {tag}\nthread-line {tag}\nfd-line {tag}\nlast-line {tag}"
 
@@ -84,7 +84,7 @@ def test_log_to_driver_false_echoes_nothing_but_saves_everything(storage_dir, no
     r = grid[0]
     assert r.status is TrialStatus.TERMINATED
     assert "-line q" not in seen.out + seen.err, seen
-    with open(os.path.join(storage_dir, "quiet", r.trial_id, "stdout.txt"), encoding="utf-8") as f:
+    with open(os.path.join(r.path, "stdout.txt"), encoding="utf-8") as f:
         assert "fd-line q" in f.read()
 
 
@@ -112,7 +112,7 @@ def test_a_flooding_trial_is_cut_to_a_bounded_echo_with_a_dropped_marker(storage
     elapsed = grid[0].metrics["time_total_s"]
     assert 0 < len(echoed) <= BURST_LINES + 100 * (elapsed + 1), len(echoed)
     assert len(echoed) + dropped == 500_000  # every line is either shown or counted
-    with open(os.path.join(storage_dir, "flood", grid[0].trial_id, "stdout.txt"), "rb") as f:
+    with open(os.path.join(grid[0].path, "stdout.txt"), "rb") as f:
         assert f.read().count(b"\n") == 500_000  # the file keeps them all
 
 

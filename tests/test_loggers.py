@@ -121,8 +121,9 @@ def test_controller_and_driver_loggers_see_every_event_in_order_across_a_retry(
         # the built-in loggers are still on, next to the custom ones, and were rewound too
         ctx = StorageContext(storage_dir)
         layout = ExperimentLayout(ctx, "lg")
+        layout.set_dirname(tid, os.path.basename(r.path))
         assert [x["training_iteration"] for x in read_results(ctx, layout, tid)] == [1, 2, 3, 4]
-        with open(os.path.join(storage_dir, "lg", tid, "progress.csv")) as f:
+        with open(os.path.join(r.path, "progress.csv")) as f:
             assert len(f.read().splitlines()) == 1 + 4
     assert driver.events[-1] == ("close",)
 

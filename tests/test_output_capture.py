@@ -69,7 +69,7 @@ def test_function_trial_output_is_captured_and_appended_by_the_retry(storage_dir
                                       failure_config=FailureConfig(max_failures=1))).fit()
     r = grid[0]
     assert r.status is TrialStatus.TERMINATED and r.num_failures == 1
-    trial_dir = os.path.join(storage_dir, "out_fn", r.trial_id)
+    trial_dir = r.path
     out, err = _read(trial_dir, "stdout.txt"), _read(trial_dir, "stderr.txt")
     assert out.splitlines() == ["fn-out first start=0", "fn-out step=0",
                                 "fn-out retry start=1", "fn-out step=1", "fn-out step=2"], out
@@ -89,7 +89,7 @@ def test_class_trial_output_is_appended_across_pause_and_resume(system, storage_
     r = grid[0]
     assert r.status is TrialStatus.TERMINATED
     assert r.metrics_history[2]["restored_from"] == 1  # it really paused and resumed
-    trial_dir = os.path.join(storage_dir, "out_cls", r.trial_id)
+    trial_dir = r.path
     assert _read(trial_dir, "stdout.txt").splitlines() == [
         "cls-out setup", "cls-out step=1 restored_from=-1", "cls-out step=2 restored_from=-1",
         "cls-out setup", "cls-out step=3 restored_from=1", "cls-out step=4 restored_from=1",
@@ -166,7 +166,7 @@ def test_fd_level_output_of_concurrent_trials_lands_in_each_trials_files(storage
     assert len({r.metrics["pid"] for r in grid}) == 2  # two actor processes side by side
     for r in grid:
         tag = r.config["tag"]
-        trial_dir = os.path.join(storage_dir, "out_fd", r.trial_id)
+        trial_dir = r.path
         assert _read(trial_dir, "stdout.txt").splitlines() == _expected_out(tag)
         assert _read(trial_dir, "stderr.txt").splitlines() == [f"fd-two-{tag}-{s}" for s in range(3)]
     seen = capfd.readouterr()
@@ -179,7 +179,7 @@ def test_a_reused_actor_process_gives_each_trial_only_its_own_fd_output(storage_
     assert len({r.metrics["pid"] for r in grid}) == 1  # one process ran them all, one after the other
     assert by_tag["fails"].status is TrialStatus.ERROR and grid.num_errors == 1
     for tag, r in by_tag.items():
-        trial_dir = os.path.join(storage_dir, "out_fd_reuse", r.trial_id)
+        trial_dir = r.path
         assert _read(trial_dir, "stdout.txt").splitlines() == _expected_out(tag)
         err = _read(trial_dir, "stderr.txt")
         assert err.splitlines()[:3] == [f"fd-two-{tag}-{s}" for s in range(3)]

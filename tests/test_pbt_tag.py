@@ -118,12 +118,17 @@ def test_an_exploited_trial_is_tagged_as_in_ray(tmp_path: Any) -> None:
     assert cb.ended == final
     assert {tid: tag for hook, tid, tag, _ in cb.rows if hook == "complete"} == final
     assert {r.trial_id: r.metrics["experiment_tag"] for r in grid} == final
+    # its directory keeps the name it was given at its first start, with its first tag (Ray 2.60's did:
+    # pbt_train_2d96d_00000_0_lr=0.0100_<date> stayed after its exploit to lr=1.08)
+    named = {r.trial_id: os.path.basename(r.path) for r in grid}
+    assert all(named[t].startswith(f"Step_{t}_{orig[t]}_") for t in ids), named
     assert "experiment_tag" not in grid.get_dataframe().columns  # as Ray's
     with open(tmp_path / "e" / "pbt_global.txt") as f:
         logged = [json.loads(line)[:2] for line in f]
     assert logged and all(tag in RAY_ORIG for pair in logged for tag in pair)  # tags when added
     restored = Tuner.restore(str(tmp_path / "e"), Step).get_results()
     assert {r.trial_id: r.metrics["experiment_tag"] for r in restored} == final
+    assert {r.trial_id: os.path.basename(r.path) for r in restored} == named
 
 
 def _snap(tid: str, config: dict[str, Any], tag: str) -> TrialSnapshot:

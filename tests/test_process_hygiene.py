@@ -33,7 +33,9 @@ def running_driver(tmp_path):
     proc = subprocess.Popen([sys.executable, SCRIPT, storage], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: glob.glob(f"{storage}/long/*/result.json"), 30, "the first results")
+        # (result.json is created empty when a trial starts, as Ray's: wait for a row)
+        wait_for(lambda: any(os.path.getsize(p) for p in glob.glob(f"{storage}/long/*/result.json")), 30,
+                 "the first results")
         yield proc, storage
     finally:
         for p in [proc, *_family(storage)]:

@@ -57,8 +57,10 @@ def checkpoint_dirs(storage: str) -> list[tuple[str, bool]]:
     return sorted(out)
 
 
-def result_lines(run: D.Run, trial_id: str) -> list[dict[str, Any]]:
-    return read_results(run.ctx, run.layout, trial_id)
+def result_lines(run: D.Run, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a trial of the saved state (in the directory its row names; none before it started)."""
+    run.layout.set_dirname(row["trial_id"], row.get("dirname"))
+    return read_results(run.ctx, run.layout, row["trial_id"])
 
 
 def restore_and_fit(run: D.Run, trainable: Any = D.counter, **flags: Any) -> Any:
@@ -68,7 +70,7 @@ def restore_and_fit(run: D.Run, trainable: Any = D.counter, **flags: Any) -> Any
 
 # ---------------------------------------------------------------------------------- (a) kills
 def _first_result(run: D.Run) -> Callable[[], Any]:
-    return D.when_state(run, lambda st: any(result_lines(run, row["trial_id"]) for row in st["trials"]))
+    return D.when_state(run, lambda st: any(result_lines(run, row) for row in st["trials"]))
 
 
 def _mid_trial(run: D.Run) -> Callable[[], Any]:
@@ -97,7 +99,7 @@ def test_driver_killed_then_restored_fifo(point, tmp_path, no_leaks):
         run.kill()
     state = run.state()
     assert state is not None
-    finished = {r["trial_id"]: result_lines(run, r["trial_id"]) for r in state["trials"]
+    finished = {r["trial_id"]: result_lines(run, r) for r in state["trials"]
                 if r["status"] == TERMINATED}
     grid = restore_and_fit(run)
     assert_contiguous(grid, 6, steps=10)
@@ -165,7 +167,7 @@ def test_driver_killed_during_checkpoint_upload(store, tmp_path, request, no_lea
     if store == "local":
         assert all(committed for _, committed in checkpoint_dirs(run.storage))  # no empty dir left either
     for r in grid:  # num_to_keep=2 still holds after the restore
-        mine = [d for d in stored if f"/{r.trial_id}/" in d + "/"]
+        mine = [d for d in stored if f"/{os.path.basename(r.path)}/" in d + "/"]
         assert 1 <= len(mine) <= 2, mine
         with r.checkpoint.as_directory() as d, open(os.path.join(d, "step.txt")) as f:
             assert int(f.read()) == 3
@@ -251,7 +253,7 @@ def test_driver_killed_then_restored_asha_keeps_its_rungs(tmp_path, no_leaks):
     assert before is not None
     rungs_before = _asha_rungs(before)
     assert len(rungs_before[2.0]) >= 2, rungs_before
-    finished = {r["trial_id"]: result_lines(run, r["trial_id"]) for r in before["trials"]
+    finished = {r["trial_id"]: result_lines(run, r) for r in before["trials"]
                 if r["status"] == TERMINATED}
     grid = restore_and_fit(run)
     assert_contiguous(grid, 8, steps=None)
@@ -308,7 +310,7 @@ def test_driver_killed_then_restored_hyperband_keeps_its_brackets(tmp_path, no_l
     rows = {r["trial_id"]: r for r in before["trials"]}
     parked = _waiting(before)[1]
     assert sorted(rows[t]["config"]["x"] for t in parked) == [3.0, 4.0], parked
-    history_before = {t: result_lines(run, t) for t in parked}
+    history_before = {t: result_lines(run, rows[t]) for t in parked}
     assert all(len(h) == 1 for h in history_before.values()), history_before
 
     grid = restore_and_fit(run)
@@ -529,6 +531,40 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     assert table.get(a).last_result == {"training_iteration": 3, "step": 2}
     assert table.get(gone).last_result == {"training_iteration": 1, "step": 0}
     assert table.get(done).last_result == {"training_iteration": 2}
+
+
+@pytest.mark.parametrize("any_ran", [True, False])
+def test_restore_keeps_the_directories_its_state_names_and_removes_later_ones(storage_dir, any_ran):
+    """Directories named as Ray names them (a state with ``trial_dirs``): a row's ``dirname`` is its
+    directory; one of a trial first started after the state was saved (not in its rows) is removed,
+    and a trial the state saw pending starts in a directory named then."""
+    from actors._driver.restore import _rewind
+    from actors._shell.experiment_state import TRIAL_DIRS_NAMED
+    from storage import ResultWriter, write_json
+
+    io, _ = _io(storage_dir)
+    pre = io.trial_prefix
+    ran, pending, late = (f"{pre}_{i:05d}" for i in range(3))
+    dirs = {ran: f"t_{ran}_0_x=1_2026-12-04_21-34-30", late: f"t_{late}_2_x=3_2026-12-04_21-34-40"}
+    if not any_ran:  # no row names a directory: the state's trial_dirs alone says they are named
+        del dirs[ran]
+    for tid, dirname in dirs.items():
+        io.layout.set_dirname(tid, dirname)
+        write_json(io.ctx, io.layout.params_file(tid), {})
+        w = ResultWriter(io.ctx, io.layout, tid)
+        w.append([{"training_iteration": 1}])
+        w.close()
+    rows = [{**_row(ran, "TERMINATED", None, -1, 1), "dirname": dirs[ran], "opened": True}] if any_ran else []
+    state = {"version": 1, "trial_prefix": pre, "suggested": 2, "trial_dirs": TRIAL_DIRS_NAMED, "trials": [
+        *rows, _row(pending, "PENDING", None, -1, 0)]}
+    io2, table = _io(storage_dir, _rewind(state, True, False, False))
+    exp = os.path.join(storage_dir, NAME)
+    left = sorted(d for d in os.listdir(exp) if not d.startswith(".") and os.path.isdir(os.path.join(exp, d)))
+    assert left == ([dirs[ran]] if any_ran else [])
+    if any_ran:
+        assert [r["training_iteration"] for r in read_results(io2.ctx, io2.layout, ran)] == [1]
+        assert (table.get(ran).dirname, table.get(ran).opened) == (dirs[ran], True)
+    assert (table.get(pending).dirname, table.get(pending).opened) == (None, False)  # named at its first start
 
 
 def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):

@@ -72,7 +72,7 @@ def test_restore_checks_the_trainable_as_ray(start: str, storage_dir: str) -> No
         if name in RAY_ACCEPTS[start]:
             Tuner.restore(path, trainable)
             continue
-        saved, got = (n if n != "lambda" else "<lambda>" for n in (RAY_NAME[start], RAY_NAME[name]))
+        saved, got = RAY_NAME[start], RAY_NAME[name]
         want = (rf"Invalid `trainable` input to `Tuner.restore\(\)`: the experiment was started with '{saved}', "
                 rf"got '{got}'; pass the trainable it was started with")
         with pytest.raises(ValueError, match=want):

@@ -22,7 +22,17 @@ from typing import Any
 
 import pytest
 
-from actors import Callback, Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_trial_id, report
+from actors import (
+    Callback,
+    Checkpoint,
+    FailureConfig,
+    RunConfig,
+    TuneConfig,
+    Tuner,
+    get_context,
+    get_trial_id,
+    report,
+)
 from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 
@@ -41,7 +51,7 @@ def _rows(path: str) -> int:
 def slow_steps(config: dict[str, Any]) -> None:
     """At the start of each step, counts the rows its result.json holds and the checkpoints the
     driver's callback has heard of (no waiting: what is there is what it reports)."""
-    trial_dir = os.path.join(config["root"], NAME, get_trial_id())
+    trial_dir = get_context().get_trial_dir()
     for i in range(config["steps"]):
         seen = _rows(os.path.join(trial_dir, "result.json"))
         heard = _rows(os.path.join(config["heard"], get_trial_id()))

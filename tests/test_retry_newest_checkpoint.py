@@ -101,7 +101,7 @@ def _newer_than_state(run: D.Run) -> dict[str, int]:
     """RUNNING trials in the saved state -> the iteration of the newest checkpoint committed in
     storage above the state's ``max_index`` for them (the state never heard of it). A trial whose
     newest is its last iteration's is left out: it has no resumed row to check."""
-    state = read_experiment_state(run.ctx, run.layout)
+    state = run.state()
     out: dict[str, int] = {}
     for row in (state or {}).get("trials", []):
         if row["status"] == "RUNNING":
@@ -260,6 +260,7 @@ def _state_back_at(storage: str, iteration: int, decided: bool) -> None:
     state = read_experiment_state(ctx, layout)
     assert state is not None
     row = state["trials"][0]
+    layout.set_dirname(row["trial_id"], row.get("dirname"))
     found = list_checkpoints(ctx, layout.trial_dir(row["trial_id"]))
     (ck,) = [c for c in found if c.metadata["iteration"] == iteration]
     row.update(status="RUNNING", max_index=ck.index, logged_iteration=iteration,

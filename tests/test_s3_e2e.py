@@ -36,6 +36,11 @@ def _credentials_only_from_options(monkeypatch: pytest.MonkeyPatch, tmp_path: An
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
+def _dir(r: Any) -> str:
+    """The trial's directory name in the experiment (named as Ray names it)."""
+    return str(r.path).rstrip("/").rpartition("/")[2]
+
+
 def _fit(url: str, options: dict[str, Any], trainable: Any = T.fn_trainable, **tune: Any) -> Any:
     return Tuner(
         trainable, param_space={"x": grid_search([1.0, 2.0])},
@@ -72,15 +77,15 @@ def test_fit_on_s3_writes_every_file_and_resumes_from_s3(s3_location, no_leaks):
         assert _iterations(r) == list(range(1, T.STEPS + 1))
         # paused at iteration 2, resumed in a new run from the checkpoint it committed to S3
         assert [h["restored_from"] for h in r.metrics_history][1:3] == [-1, 1]
-        mine = {k for k in keys if k.startswith(f"exp/{r.trial_id}/")}
+        mine = {k for k in keys if k.startswith(f"exp/{_dir(r)}/")}
         for name in ("params.json", "result.json", "progress.csv"):
-            assert f"exp/{r.trial_id}/{name}" in mine
+            assert f"exp/{_dir(r)}/{name}" in mine
         ckpts = {k.split("/")[2] for k in mine if "/checkpoint_" in k}
         assert len(ckpts) == T.STEPS  # one per report, all kept
-        assert all(manifest_path(f"exp/{r.trial_id}/{c}") in mine for c in ckpts)
+        assert all(manifest_path(f"exp/{_dir(r)}/{c}") in mine for c in ckpts)
         # the user's files alone inside, as in Ray: the manifest is beside the directory
         assert not any(k.endswith(MANIFEST_NAME) for k in mine if "/checkpoint_" in k), mine
-        assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{r.trial_id}/")
+        assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{_dir(r)}/")
         assert r.checkpoint.to_dict() == {"step": T.STEPS - 1}
     assert not _uncommitted(keys)
 
@@ -208,20 +213,21 @@ def test_transient_stall_during_the_run_is_survived_with_nothing_lost(
     layout = ExperimentLayout(direct, "exp")
     for r in grid:
         assert r.status is TrialStatus.TERMINATED
+        layout.set_dirname(r.trial_id, _dir(r))
         rows = read_results(direct, layout, r.trial_id)
         assert [row["training_iteration"] for row in rows] == list(range(1, steps + 1)), r.trial_id
         assert [row["step"] for row in rows] == list(range(steps))
         assert _iterations(r) == list(range(1, steps + 1))
         # the checkpointed report sent out into the stall returned only after it was lifted
         blocked.append(rows[STALL_AT + 1]["prev_returned"] >= timeline["lifted"])
-        assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{r.trial_id}/")
+        assert r.checkpoint is not None and r.checkpoint.path.startswith(f"{url}/exp/{_dir(r)}/")
         assert is_committed(direct, direct.fs._strip_protocol(r.checkpoint.path))
         assert r.checkpoint.to_dict() == {"step": steps - 1}
     assert any(blocked)
     keys = _keys(url, moto_server.storage_options())
     assert not _uncommitted(keys)
     for r in grid:
-        ckpts = {k.split("/")[2] for k in keys if k.startswith(f"exp/{r.trial_id}/checkpoint_")}
+        ckpts = {k.split("/")[2] for k in keys if k.startswith(f"exp/{_dir(r)}/checkpoint_")}
         assert len(ckpts) == steps  # one per report, every one committed
 
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_trial_id, report
+from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_context, report
 from actors._driver.errors import TuneError
 from actors.search import grid_search
 
 
 def blocked(config: dict[str, Any]) -> None:
     # put a plain file where this trial's first checkpoint directory must go
-    trial_dir = os.path.join(config["root"], "fatal", get_trial_id())
+    trial_dir = get_context().get_trial_dir()  # its directory in the experiment (local storage)
     os.makedirs(trial_dir, exist_ok=True)
     with open(os.path.join(trial_dir, "checkpoint_000000"), "w") as f:
         f.write("in the way")

@@ -43,7 +43,7 @@ def test_event_files_hold_every_result(storage_dir: str, no_leaks: Any) -> None:
                  run_config=RunConfig(name="tb", storage=storage_dir, verbose=0,
                                       callbacks=[TBXLoggerCallback()])).fit()
     for r in grid:
-        files = glob.glob(os.path.join(storage_dir, "tb", r.trial_id, "events.out.tfevents.*"))
+        files = glob.glob(os.path.join(r.path, "events.out.tfevents.*"))
         assert len(files) == 1, files
         scalars = _scalars(files[0])
         assert [s for s, _ in scalars["loss"]] == [1, 2, 3, 4]
@@ -70,4 +70,6 @@ def test_event_files_go_into_a_named_trial_directory(storage_dir: str) -> None:
                                       callbacks=[TBXLoggerCallback()])).fit()
     files = glob.glob(os.path.join(storage_dir, "tbn", "named", "events.out.tfevents.*"))
     assert len(files) == 1 and [s for s, _ in _scalars(files[0])["loss"]] == [1, 2]
-    assert not os.path.exists(os.path.join(storage_dir, "tbn", grid[0].trial_id))
+    assert grid[0].path == os.path.join(storage_dir, "tbn", "named")
+    exp = os.path.join(storage_dir, "tbn")  # nothing written anywhere else
+    assert [d for d in os.listdir(exp) if os.path.isdir(os.path.join(exp, d)) and not d.startswith(".")] == ["named"]

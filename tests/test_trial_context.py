@@ -56,7 +56,7 @@ def test_a_class_trainable_sees_its_trial(tmp_path: Any) -> None:
 def test_remote_storage_gives_a_local_scratch_directory() -> None:
     (r,) = Tuner(f, run_config=RunConfig(storage="memory://ctx-test", name="e3", verbose=0, system="simple")).fit()
     assert r.metrics["isdir"] and not r.metrics["dir"].startswith("memory://")
-    assert r.metrics["dir"].endswith(os.path.join("e3", r.trial_id))
+    assert r.metrics["dir"].endswith(os.path.join("e3", os.path.basename(r.path)))
 
 
 def test_outside_a_trial(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

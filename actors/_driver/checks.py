@@ -69,7 +69,8 @@ def check_trainable(trainable: Any) -> str:
                               "does not call; give the resources with with_resources("
                               f"{trainable.__name__}, {{'cpu': N}}) instead")
         return trainable.__name__
-    name = str(getattr(trainable, "__name__", type(trainable).__name__))
+    raw = str(getattr(trainable, "__name__", type(trainable).__name__))
+    name = "lambda" if raw == "<lambda>" else raw  # Ray's Experiment.get_trainable_name
     if not callable(trainable):
         raise ConfigError(f"trainable must be a function taking a config dict or a Trainable subclass, "
                           f"got {type(trainable).__name__}")
@@ -80,8 +81,8 @@ def check_trainable(trainable: Any) -> str:
     try:
         sig.bind({})
     except TypeError:
-        shown = name if name.isidentifier() else "train_fn"
-        raise ConfigError(f"trainable {name!r} must take one argument, the config dict (it takes {sig}); "
+        shown = raw if raw.isidentifier() else "train_fn"
+        raise ConfigError(f"trainable {raw!r} must take one argument, the config dict (it takes {sig}); "
                           f"define it as def {shown}(config): ... and read the hyperparameters from config, "
                           "as Ray Tune requires") from None
     return name
@@ -221,5 +222,18 @@ def check_result(metrics: dict[str, Any]) -> None:
             _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles
 
 
+
+
+def max_len_identifier() -> int:
+    """``TUNE_MAX_LEN_IDENTIFIER``: where Ray cuts ``<trial name>_<experiment_tag>`` in a trial's
+    default directory name (130 unless set); read here, in the driver, as Ray's driver reads it."""
+    raw = os.environ.get("TUNE_MAX_LEN_IDENTIFIER", "130")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"TUNE_MAX_LEN_IDENTIFIER={raw!r} is not an integer: set it to the number of "
+                          "characters a trial directory's name keeps before its date (Ray's default: 130)") from None
+
+
 __all__ = ["check_callbacks", "check_result", "check_scheduler_objective", "check_trainable", "claim_name",
-           "make_run_stopper", "pickled", "required_metrics"]
+           "make_run_stopper", "max_len_identifier", "pickled", "required_metrics"]

@@ -67,7 +67,9 @@ def resolve_on_restore(trainable: Any, spec: Any) -> tuple[Any, str]:
     wrapper has its function's), any lambda's, or a registered name (which needs registering again)."""
     obj, name, _ = resolve_trainable(trainable)
     saved_name, saved_registered = spec.trainable_name, getattr(spec, "trainable_registered", False)  # (older specs)
-    if name != saved_name:  # (any lambda is '<lambda>' here, as any is 'lambda' in Ray)
+    if saved_name == "<lambda>":  # saved before lambdas were named 'lambda', as in Ray
+        saved_name = "lambda"
+    if name != saved_name:
         hint = (f"pass the name it was started with, Tuner.restore(path, {saved_name!r}), after "
                 f"tune.register_trainable({saved_name!r}, ...)") if saved_registered else (
                 f"pass the trainable it was started with ({saved_name}; the same function or class, "

@@ -21,6 +21,7 @@ from actors._driver.checks import (
     check_scheduler_objective,
     claim_name,
     make_run_stopper,
+    max_len_identifier,
     pickled,
     required_metrics,
     resolve_checkpoint_at_end,
@@ -185,7 +186,7 @@ class Tuner:
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
             max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
             trial_name_creator=tc.trial_name_creator, trial_dirname_creator=tc.trial_dirname_creator,
-            trainable_registered=self._registered, tag_paths=self._searched,
+            max_len_identifier=max_len_identifier(), trainable_registered=self._registered, tag_paths=self._searched,
             trial_stop_grace_s=float(rc.trial_stop_grace_s),
             log_to_driver=bool(getattr(rc, "log_to_driver", True)),  # absent from older saved run configs
         )

@@ -210,12 +210,12 @@ class ExperimentCore:
         return self.store
 
     # ------------------------------------------------------------------ set-up
-    def _start_experiment(self, _: Start) -> None:
+    def _start_experiment(self, start: Start) -> None:
         spec = self.spec
         self.started_at = self.now
         try:
-            self.store = self.open_store(spec)
-            self.source.restored(self.io.restore_into(self.table, spec.searcher), self.table.trials.values())
+            self.store, table, src = self.open_store(spec), self.table, self.source
+            src.restored(self.io.restore_into(table, spec.searcher), table.trials.values(), start, self.now)
         except Exception as exc:
             self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
             return

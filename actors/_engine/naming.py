@@ -1,4 +1,4 @@
-"""``TuneConfig(trial_name_creator=, trial_dirname_creator=)``: the user's names for trials.
+"""Trials' names: ``TuneConfig(trial_name_creator=, trial_dirname_creator=)`` and Ray's default directory.
 
 Each creator is called once per trial, in the controller when the trial is created, with the
 trial as Ray Tune passes it (``trial_id``, ``config``, ``trainable_name``, ``status``...).
@@ -6,25 +6,63 @@ A name is for display (``str(trial)``): any non-empty string, shared names allow
 A directory name must be one plain path component and unique in the experiment: Ray refuses
 only a ``/`` and lets two trials given the same directory overwrite each other's results and
 checkpoints; here the experiment stops with an error naming both trials instead.
+
+Without a directory creator, a trial's directory is named at its first start, as Ray 2.60's
+``Trial._generate_dirname`` names it then: ``f"{str(trial)}_{experiment_tag}"`` cut to
+``TUNE_MAX_LEN_IDENTIFIER`` (130) characters, ``_<local date and time>`` appended, the characters
+Ray strips replaced by ``_`` (``train_36f01_00000_0_x=1_2026-12-04_21-34-30``). The name is kept
+for good: a PBT exploit's new tag does not rename it, and a restore reuses it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from actors._engine.lifecycle import TrialRecord
+from actors._engine.trial import trial_name
+
+DEFAULT_MAX_LEN_IDENTIFIER = 130  # Ray's TUNE_MAX_LEN_IDENTIFIER default
+_STRIPPED = re.compile(r'[/()<>:"\\|?*]')  # Ray's: rsync's and Windows' reserved characters
+
+
+def ray_dirname(name: str, tag: str, wall: float, utc_offset_s: int = 0,
+                max_len: int = DEFAULT_MAX_LEN_IDENTIFIER) -> str:
+    """Ray's default trial directory name for a trial named ``name`` (``str(trial)``) with
+    ``experiment_tag`` ``tag``, first started at ``wall`` (epoch seconds), shown in local time
+    (``utc_offset_s`` ahead of UTC) as Ray's ``date_str`` shows ``datetime.today()``."""
+    return _STRIPPED.sub("_", f"{f'{name}_{tag}'[:max_len]}_{stamp(int(wall // 1) + utc_offset_s)}")
+
+
+def stamp(seconds: int) -> str:
+    """``%Y-%m-%d_%H-%M-%S`` of ``seconds`` after 1970-01-01 00:00:00, by arithmetic (the core reads
+    no clock and imports no time module): Hinnant's ``civil_from_days``."""
+    days, rem = divmod(seconds, 86400)
+    hh, rem = divmod(rem, 3600)
+    mm, ss = divmod(rem, 60)
+    era, doe = divmod(days + 719468, 146097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d, m = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (m <= 2)
+    return f"{y:04d}-{m:02d}-{d:02d}_{hh:02d}-{mm:02d}-{ss:02d}"
 
 
 class TrialNamer:
     def __init__(self, name_creator: Callable[[Any], Any] | None, dirname_creator: Callable[[Any], Any] | None,
-                 trainable_name: str, existing: Iterable[TrialRecord] = ()) -> None:
+                 trainable_name: str, existing: Iterable[TrialRecord] = (),
+                 max_len: int = DEFAULT_MAX_LEN_IDENTIFIER) -> None:
         self.name_creator = name_creator
         self.dirname_creator = dirname_creator
         self.trainable_name = trainable_name
+        self.max_len = max_len
         self.owner: dict[str, str] = {}  # directory name -> trial id
         for rec in existing:  # a restored table keeps its names
-            self.owner[rec.dirname or rec.trial_id] = rec.trial_id
+            if rec.dirname:
+                self.owner[rec.dirname] = rec.trial_id
 
     def apply(self, rec: TrialRecord) -> str | None:
         """Name ``rec`` (sets ``name``/``dirname``); the reason the experiment must stop, or None."""
@@ -42,24 +80,44 @@ class TrialNamer:
                         "return a non-empty string, e.g. f'{trial.trainable_name}_{trial.trial_id}'")
             rec.name = name
             trial = replace(trial, custom_trial_name=name)
-        dirname = rec.trial_id
-        if self.dirname_creator is not None:
-            made = _call(self.dirname_creator, trial, "trial_dirname_creator")
-            if isinstance(made, _Failed):
-                return made.why
-            try:
-                dirname = check_dirname(made, "the trial directory name")
-            except ValueError as exc:
-                return (f"TuneConfig(trial_dirname_creator=...) returned {made!r} for trial {rec.trial_id}: {exc}. "
-                        "Return one plain name (no '/'), unique to the trial, e.g. f'trial_{trial.trial_id}'")
+        if self.dirname_creator is None:
+            return None  # named at its first start (first_start)
+        made = _call(self.dirname_creator, trial, "trial_dirname_creator")
+        if isinstance(made, _Failed):
+            return made.why
+        try:
+            dirname = check_dirname(made, "the trial directory name")
+        except ValueError as exc:
+            return (f"TuneConfig(trial_dirname_creator=...) returned {made!r} for trial {rec.trial_id}: {exc}. "
+                    "Return one plain name (no '/'), unique to the trial, e.g. f'trial_{trial.trial_id}'")
         other = self.owner.get(dirname)
         if other is not None and other != rec.trial_id:
             return (f"TuneConfig(trial_dirname_creator=...) gave trial {rec.trial_id} the directory {dirname!r}, "
                     f"which is already trial {other}'s: two trials would overwrite each other's results and "
                     "checkpoints (Ray Tune lets them). Put something unique in it, such as trial.trial_id")
         self.owner[dirname] = rec.trial_id
-        if dirname != rec.trial_id:
-            rec.dirname = dirname
+        rec.dirname = dirname
+        return None
+
+    def first_start(self, rec: TrialRecord, wall: float, utc_offset_s: int = 0) -> str | None:
+        """Name the directory of a trial starting for the first time at ``wall`` (epoch seconds; local
+        time ``utc_offset_s`` ahead of UTC) unless it has a name; the reason the experiment must stop, or None."""
+        from storage._layout import check_dirname
+
+        if rec.dirname:
+            return None
+        name = ray_dirname(trial_name(rec.trial_id, self.trainable_name, rec.config, rec.name), rec.tag, wall,
+                           utc_offset_s, self.max_len)
+        if self.owner.get(name, rec.trial_id) != rec.trial_id:  # a name cut short to another's: Ray adds
+            name += "_" + hashlib.sha1(rec.trial_id.encode()).hexdigest()[:4]  # 4 hex digits (uuid4's there)
+        try:
+            check_dirname(name, "the trial directory name")
+        except ValueError as exc:
+            return (f"trial {rec.trial_id}'s directory would be named {name!r} (its name, its experiment_tag and "
+                    f"the date, as Ray Tune names it): {exc}. Give TuneConfig(trial_dirname_creator=...) or a "
+                    "trial_name_creator whose names do not start with '.'")
+        self.owner[name] = rec.trial_id
+        rec.dirname = name
         return None
 
 

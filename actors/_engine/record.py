@@ -43,7 +43,10 @@ class TrialRecord:
     extra_result: dict[str, Any] = field(default_factory=dict)
     marks: list[Mark] = field(default_factory=list)
     name: str | None = None  # TuneConfig(trial_name_creator=...)
-    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
+    # its directory's name: TuneConfig(trial_dirname_creator=...)'s, else Ray's, given at its first start
+    # (naming.py); None: not named yet (its paths are then the trial id's)
+    dirname: str | None = None
+    opened: bool = False  # started once: its directory's params.json and empty result.json are written
     # the current run's auto-filled keys from its process (TrialProcess.started): its Result.metrics,
     # with the config, should it end before reporting; empty: it never came up
     started: dict[str, Any] = field(default_factory=dict)

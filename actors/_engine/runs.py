@@ -79,6 +79,14 @@ class TrialRuns:
             # source's checkpoint is still being saved: it starts when that landed
             self.table.unstart(rec.trial_id)
             return
+        if not rec.opened:  # its first start: Ray names its directory now (with the date) and writes
+            problem = self.results.source.first_start(rec, self.ops.now)  # params.json, an empty result.json
+            if problem is not None:
+                self.table.unstart(rec.trial_id)
+                self.ops.abort(problem)
+                return
+            self.ops.io.on_first_start(rec)
+            rec.opened = True
         self.ops.io.on_start(rec)
         spawn, handle = self.orders.place(rec, member)
         if spawn is not None:

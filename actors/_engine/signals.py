@@ -41,7 +41,12 @@ class Tick(Enum):
 
 @dataclass(frozen=True)
 class Start:
-    """The experiment begins: open storage, restore, spawn the scheduler."""
+    """The experiment begins: open storage, restore, spawn the scheduler. ``wall``: the wall clock
+    (epoch seconds) at this event and ``utc_offset_s`` local time's offset then, which date trial
+    directories (the core reads no clock)."""
+
+    wall: float = 0.0
+    utc_offset_s: int = 0
 
 
 @dataclass(frozen=True)

@@ -81,3 +81,5 @@ class ExperimentSpec:
     # TuneConfig(trial_name_creator=, trial_dirname_creator=): called in the controller per new trial
     trial_name_creator: Any = None
     trial_dirname_creator: Any = None
+    # TUNE_MAX_LEN_IDENTIFIER (read by the driver, as Ray's is): the default directory name's cut
+    max_len_identifier: int = 130

@@ -71,6 +71,10 @@ class ExperimentStore(Protocol):
 
     def on_add(self, rec: TrialRecord) -> None: ...
 
+    def on_first_start(self, rec: TrialRecord) -> None:
+        """The trial starts for the first time (its directory is named): its first files."""
+        ...
+
     def on_start(self, rec: TrialRecord) -> None: ...
 
     def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:

@@ -16,6 +16,7 @@ from actors._engine.flat import flatten
 from actors._engine.hook_view import tagged
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.naming import TrialNamer
+from actors._engine.signals import Start
 from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus, tag_of
 from actors._engine.verdicts import searcher_failed
@@ -43,13 +44,20 @@ class TrialSource:
         self.hears_results = spec.searcher is not None and (
             type(spec.searcher).on_trial_result is not Searcher.on_trial_result)
         self._namer: TrialNamer | None = None
+        self.wall_origin = 0.0  # the wall clock (epoch seconds) at the core's time 0
+        self.utc_offset_s = 0  # local time's, when the experiment started
 
-    def restored(self, suggested: int, trials: Iterable[TrialRecord]) -> None:
-        """The store was opened: ``suggested`` trials were drawn before (0 on a first run)."""
+    def restored(self, suggested: int, trials: Iterable[TrialRecord], start: Start | None = None,
+                 now: float = 0.0) -> None:
+        """The store was opened: ``suggested`` trials were drawn before (0 on a first run). ``start``
+        (handled at ``now``) has the wall clock, which dates trial directories."""
         s = self.spec
         self.suggested = suggested
+        if start is not None:
+            self.wall_origin, self.utc_offset_s = start.wall - now, start.utc_offset_s
         trials = list(trials)
-        self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials)
+        self._namer = TrialNamer(s.trial_name_creator, s.trial_dirname_creator, s.trainable_name, trials,
+                                 s.max_len_identifier)
         for rec in trials:
             self._tag(rec)
 
@@ -58,6 +66,12 @@ class TrialSource:
         work out the same one), unless restored with one (a PBT exploit's, ``TrialRecord.tag``)."""
         if not rec.tag:
             rec.tag = tag_of(rec.trial_id, rec.config, self.spec.tag_paths)[0]
+
+    def first_start(self, rec: TrialRecord, now: float) -> str | None:
+        """Name the directory of a trial starting for the first time at the core's ``now`` (Ray names it
+        then, with the date); the reason the experiment must stop, or None."""
+        assert self._namer is not None, "restored() names trials: the store is opened first"
+        return self._namer.first_start(rec, self.wall_origin + now, self.utc_offset_s)
 
     def close(self) -> None:
         """No more trials: every trial is being stopped, or the run is ending."""

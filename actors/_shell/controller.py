@@ -108,7 +108,8 @@ class ControllerActor(ActorTypeDispatcher):
                                                  f"{traceback.format_exc()}", 0.0, 0, 0))
             return
         self.core = ExperimentCore(spec, ExperimentIO, explain, os.getpid())
-        self._handle(Start(), sender)
+        wall = time.time()  # the wall clock and local time date trial directories, as Ray's
+        self._handle(Start(wall, time.localtime(wall).tm_gmtoff), sender)
 
     def _event(self, msg: Any, sender: Any) -> Any:
         """The core's event for a Thespian message (None: nothing for the core)."""

@@ -18,7 +18,7 @@ from actors._engine.spec import ExperimentSpec
 from actors._engine.store import RestoreNotes
 from actors._engine.trial import TrialStatus
 from actors._shell.experiment_restore import restore_table
-from actors._shell.experiment_state import STATE_VERSION, SavedStates, b64, trial_row
+from actors._shell.experiment_state import STATE_VERSION, TRIAL_DIRS_NAMED, SavedStates, b64, trial_row
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
 from actors.messages import CheckpointRef, TrialSummary
@@ -32,6 +32,7 @@ from storage import (
     key_sorted,
     log_pbt_exploit,
     ray_survivors,
+    write_bytes,
     write_json,
     write_text,
 )
@@ -114,7 +115,13 @@ class ExperimentIO:
     # ------------------------------------------------------------------ trial events
     def on_add(self, rec: TrialRecord) -> None:
         self.layout.set_dirname(rec.trial_id, rec.dirname)
+
+    def on_first_start(self, rec: TrialRecord) -> None:
+        """As Ray's JSON logger at a trial's start: ``params.json``, and ``result.json`` created empty
+        (a trial that never reports has one)."""
+        self.layout.set_dirname(rec.trial_id, rec.dirname)
         self.write_params(rec)
+        write_bytes(self.ctx, self.layout.result_file(rec.trial_id), b"", what="creating result.json")
 
     def write_params(self, rec: TrialRecord) -> None:
         """The trial's ``params.json`` (the simulator's store encodes it when it is first read)."""
@@ -262,6 +269,8 @@ class ExperimentIO:
             # plain JSON for readers that never unpickle tuner.pkl (audition dashboard, status)
             "metric": self.spec.metric, "mode": self.spec.mode,
             "trial_prefix": self.trial_prefix,
+            # rows name their directory once started (as Ray); absent (older states): the trial id's
+            "trial_dirs": TRIAL_DIRS_NAMED,
             "suggested": suggested,
             # cloudpickle: saved searcher state may hold the user's sample_from functions
             "searcher": self.saved_states.searcher(searcher),

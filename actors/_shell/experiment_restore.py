@@ -38,10 +38,14 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     """Add the trials of ``saved`` to ``table`` and restore the searcher's and stopper's states."""
     from actors._engine.marks import marks_from_rows
     from actors._engine.store import RestoreMark
+    from actors._shell.experiment_state import TRIAL_DIRS_NAMED
     from actors._shell.restore_storage import prepare_storage
 
     state = copy.deepcopy(saved)
+    named = state.get("trial_dirs") == TRIAL_DIRS_NAMED
     for row in state["trials"]:
+        if not named:  # saved by an older audition: every trial's files are in its trial id's directory
+            row["dirname"], row["opened"] = row.get("dirname") or row["trial_id"], True
         layout.set_dirname(row["trial_id"], row.get("dirname"))
     kept = prepare_storage(ctx, layout, state)
     scheduler = unb64(state.get("scheduler"))
@@ -57,7 +61,8 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     for row in state["trials"]:
         rec = table.add(row["trial_id"], row["config"])
         table.set_status(rec, TrialStatus(row["status"]))
-        rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no creators were given
+        rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no name creator; not started
+        rec.opened = bool(row.get("opened"))
         rec.tag = str(row.get("experiment_tag") or "")  # absent: worked out from the config (TrialSource)
         rec.last_result = row["last_result"]
         rec.num_failures = row["num_failures"]

@@ -18,6 +18,9 @@ from actors._engine.lifecycle import TrialRecord
 from actors._engine.store import STATE_VERSION
 
 log = logging.getLogger("audition")
+# the state's "trial_dirs": each row has its "dirname" once the trial started, and "opened" (its first
+# files written); a state without it (older audition) has every trial's directory at its trial id
+TRIAL_DIRS_NAMED = "named"
 
 
 class SavedStates:
@@ -80,6 +83,8 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
         row["name"] = r.name
     if r.dirname:
         row["dirname"] = r.dirname
+    if r.opened:
+        row["opened"] = True
     if "@" in r.tag:  # a PBT exploit's (Ray's restored Trial keeps it); the others are worked out again
         row["experiment_tag"] = r.tag
     return row
@@ -93,4 +98,4 @@ def unb64(data: str | None) -> bytes | None:
     return None if data is None else base64.b64decode(data)
 
 
-__all__ = ["STATE_VERSION", "SavedStates", "b64", "trial_row", "unb64"]
+__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "b64", "trial_row", "unb64"]

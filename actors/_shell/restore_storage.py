@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from actors._engine.store import RestoreMark
+from actors._shell.experiment_state import TRIAL_DIRS_NAMED
 
 log = logging.getLogger("audition")
 
@@ -39,7 +40,8 @@ def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, l
     rows = {r["trial_id"]: r for r in state["trials"]}
     own = re.compile(rf"{re.escape(str(state['trial_prefix']))}_\d{{5,}}")
     taken = {posixpath.basename(layout.trial_dir(tid)) for tid in rows}
-    named = any(r.get("dirname") for r in rows.values())  # trial_dirname_creator: any name may be a trial's
+    # named as Ray names them, or by trial_dirname_creator: any directory may be a trial's
+    named = state.get("trial_dirs") == TRIAL_DIRS_NAMED or any(r.get("dirname", t) != t for t, r in rows.items())
     stale = [e["name"] for e in list_dir(ctx, layout.experiment_dir)
              if e.get("type") == "directory" and posixpath.basename(e["name"].rstrip("/")) not in taken
              and (own.fullmatch(posixpath.basename(e["name"].rstrip("/")))

@@ -79,8 +79,8 @@ class Faults:
 
 
 # the ExperimentStore calls that write to storage (the ones a storage failure can hit)
-WRITE_CALLS = frozenset({"on_add", "on_start", "on_results", "on_checkpoint", "on_error", "on_finished", "fence",
-                         "freeze", "snapshot_table", "scheduler_saved", "close"})
+WRITE_CALLS = frozenset({"on_add", "on_first_start", "on_start", "on_results", "on_checkpoint", "on_error",
+                         "on_finished", "fence", "freeze", "snapshot_table", "scheduler_saved", "close"})
 
 
 class FaultyStore:

@@ -42,6 +42,8 @@ from actors.testing.world import SimWorld
 
 _names = itertools.count()
 SIM_WRITE_COST_S = 0.0005
+# the wall clock (epoch seconds) at a simulation's start: trial directories are dated from it, in UTC
+SIM_WALL_START = 1_796_428_800.0
 
 
 class CurveTrainable(Trainable):
@@ -175,7 +177,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         return FaultyStore(io, faults, world.rng)
 
     world.core = ExperimentCore(spec, open_store, explain, controller_pid=1)
-    world.run(Start())
+    world.run(Start(SIM_WALL_START))  # simulated wall clock: trial directories' dates are deterministic
     fin = world.finished
     grid = None
     if fin is not None:
