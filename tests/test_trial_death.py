@@ -155,3 +155,50 @@ def test_a_child_found_dead_while_another_ones_exit_is_handled_is_reported_too()
     finally:
         procs[2].kill()
         procs[2].join(5)
+
+
+class _Started(Exception):
+    pass
+
+
+@pytest.mark.parametrize("where", ["driver", "worker", "leader"])
+def test_the_admin_of_every_multi_process_system_forks_with_child_deaths_reported(where, monkeypatch):
+    """The admin forks from the process that starts the system, and a member's admin reaps the trial
+    processes it runs (the controller cannot): ``record_child_exits`` must be in place before it forks,
+    in the driver and in ``audition worker``."""
+    import thespian.actors
+    from thespian.system.multiprocCommon import MultiProcReplicator
+
+    import actors._cluster.member as member
+    import actors._driver.system as system
+    import actors._shell.proc as proc
+
+    def unpatched(self, child_addr):
+        raise AssertionError("Thespian's own _childExited")
+
+    monkeypatch.setattr(MultiProcReplicator, "_audition_exits", False, raising=False)
+    monkeypatch.setattr(MultiProcReplicator, "_childExited", unpatched)
+    monkeypatch.setattr(MultiProcReplicator, "_checkChildLiveness",
+                        staticmethod(MultiProcReplicator._checkChildLiveness))
+    seen: list[bool] = []
+
+    def actor_system(*args, **kwargs):
+        seen.append(MultiProcReplicator._childExited is not unpatched)
+        raise _Started
+
+    monkeypatch.setattr(thespian.actors, "ActorSystem", actor_system)
+    for module in (system, member):
+        for name in ("_bind_loopback", "_start_authentication", "watch_owner"):
+            monkeypatch.setattr(module, name, lambda *a, **k: None)
+    monkeypatch.setattr(proc, "watch_owner", lambda *a, **k: None)
+    monkeypatch.setattr(member, "_authenticate", lambda *a, **k: None)
+    monkeypatch.setattr(member, "_listen_and_advertise", lambda *a, **k: "127.0.0.1")
+    monkeypatch.setattr("actors._cluster.join.check_leader", lambda *a, **k: None)
+    with pytest.raises((_Started, system.ConfigError)):
+        if where == "driver":
+            system._start("multiproc", None)
+        elif where == "leader":
+            system._start("tcp://127.0.0.1:1", None)
+        else:
+            member.run_worker("127.0.0.1:1")
+    assert seen == [True]

@@ -17,7 +17,7 @@ from typing import Any
 from actors._driver.errors import ConfigError
 from actors._driver.system import _bind_loopback, _log_defs, _start_authentication, free_port, parse_host_port
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
-from actors._shell.proc import watch_owner
+from actors._shell.proc import record_child_exits, watch_owner
 
 
 def _route_addr(host: str) -> str:
@@ -127,6 +127,7 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
         signal.signal(signal.SIGTERM, on_signal)
     # whatever ends this command (even SIGKILL), its admin leaves the convention and every process
     # it started ends within seconds: the admin is detached, so it watches this process itself
+    record_child_exits()  # the admin reaps this member's trial processes: it must hear each one's death
     watch_owner(shutdown_after_s=0.0, kill_after_s=WORKER_ORPHAN_KILL_S)
     asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
     try:

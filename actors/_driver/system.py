@@ -21,7 +21,7 @@ from typing import Any
 from actors._driver.errors import ConfigError
 from actors._driver.interrupt import Interrupted
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
-from actors._shell.proc import pid_alive, watch_owner
+from actors._shell.proc import pid_alive, record_child_exits, watch_owner
 
 _patched = False
 log = logging.getLogger("audition")
@@ -156,6 +156,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         _start_authentication(os.environ["THESPIAN_BASE_IPADDR"])
         port = free_port()
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
+        record_child_exits()  # before the admin forks: every process of the system hears each child's death
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
         asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
         asys.audition_admin_port = port
@@ -168,6 +169,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         _start_authentication(host)
         caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
                 RESOURCES_CAP: dict(leader_resources or {})}
+        record_child_exits()  # before the admin forks: every process of the system hears each child's death
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
         try:
             asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)

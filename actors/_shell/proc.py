@@ -87,11 +87,13 @@ _exits: list[tuple[Any, int | None]] = []  # (child address, exit code), newest 
 
 
 def record_child_exits() -> None:
-    """In this actor's process, keep the exit status of each child actor Thespian reaps, and hear of
-    every child that dies.
+    """In this process and those it forks, keep the exit status of each child actor Thespian reaps,
+    and hear of every child that dies.
 
     ``ChildActorExited`` carries only the address; the status (a signal, an exit code) is what
-    tells a segfault from the OOM killer.  Called by the controller as it starts.
+    tells a segfault from the OOM killer.  Called before a multi-process system starts (in the
+    driver, in ``audition worker``: the admins fork from there and reap a member's trials) and by the
+    controller as it starts.
 
     Thespian 4.0.1 loses a notice when two children die close together: handling the first one's
     ``ChildActorExited``, ``_childExited`` drops *every* child found dead from its list, and the
