@@ -101,6 +101,9 @@ def test_status_json(experiment):
     assert by_status["ERROR"]["error"] == "ValueError: broken until healed"
     assert by_status["ERROR"]["last_result"]["training_iteration"] == 2
     assert by_status["ERROR"]["checkpoint_iteration"] == 2
+    for t in doc["trials"]:  # the trial's directory (named as Ray names it): its files are there
+        assert os.path.basename(t["path"]).startswith(f"healing_{t['trial_id']}_"), t["path"]
+        assert os.path.isfile(os.path.join(t["path"], "result.json")), t["path"]
 
 
 def test_status_metric_and_mode_override(experiment):
@@ -471,3 +474,17 @@ def test_resume_multi_host_experiment_with_key_file(tmp_path, no_leaks):
     assert json.loads(res.stdout)["counts"] == {"TERMINATED": 1}
     key.chmod(0o644)
     bad(cli(*resume, "--key-file", str(key)), "resume", "chmod 600")
+
+
+def test_status_gives_each_trials_directory_or_none_before_its_first_start(tmp_path):
+    from actors._cli.inspect import Experiment
+    from storage import ExperimentLayout, StorageContext
+
+    ctx = StorageContext(str(tmp_path))
+    layout = ExperimentLayout(ctx, "exp")
+    rows = [{"trial_id": "a_00000", "dirname": "train_a_00000_0_x=1_2026-12-04_21-34-30"}, {"trial_id": "a_00001"}]
+    named = Experiment("exp", str(tmp_path / "exp"), ctx, layout, {"trials": rows, "trial_dirs": "named"})
+    assert [named.trial_path(r) for r in rows] == [
+        str(tmp_path / "exp" / "train_a_00000_0_x=1_2026-12-04_21-34-30"), None]  # the second never started
+    older = Experiment("exp", str(tmp_path / "exp"), ctx, layout, {"trials": rows})  # saved before names
+    assert older.trial_path(rows[1]) == str(tmp_path / "exp" / "a_00001")

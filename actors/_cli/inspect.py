@@ -57,6 +57,16 @@ class Experiment:
         """Every trial's recorded marks, oldest first (none for states written before marks existed)."""
         return {t["trial_id"]: marks_from_rows(t.get("marks")) for t in self.trials}
 
+    def trial_path(self, row: dict[str, Any]) -> str | None:
+        """The URL of the trial's directory; None for a trial that never started (named at its first
+        start, as Ray's, it has none yet). States written before that name every trial's by its id."""
+        from actors._shell.experiment_state import TRIAL_DIRS_NAMED
+
+        name = row.get("dirname") if isinstance(row.get("dirname"), str) else None
+        if name is None and self.state.get("trial_dirs") != TRIAL_DIRS_NAMED:
+            name = str(row["trial_id"])
+        return None if name is None else self.ctx.uri(posixpath.join(self.layout.experiment_dir, name))
+
     def histories(self) -> dict[str, list[dict[str, Any]]]:
         """Every trial's result rows (read in parallel: object stores are latency-bound)."""
         from concurrent.futures import ThreadPoolExecutor
