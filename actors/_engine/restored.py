@@ -47,8 +47,8 @@ class RestoreSettling:
             if verdict.problem is not None:
                 self.ops.abort(verdict.problem)
                 return
-            ends = next((i for i, r in enumerate(rows) if verdict.hits[i] or r.get("done")), None)
-            for r in rows[:ends]:
+            ends = verdict.asked if verdict.asked < len(rows) else None  # the first hit or done row
+            for r in rows[:verdict.asked]:
                 if self.spec.searcher is not None and not self.ops.searcher("on_trial_result", trial_id, r):
                     return
             if ends is not None:
