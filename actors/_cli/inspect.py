@@ -60,11 +60,9 @@ class Experiment:
     def trial_path(self, row: dict[str, Any]) -> str | None:
         """The URL of the trial's directory; None for a trial that never started (named at its first
         start, as Ray's, it has none yet). States written before that name every trial's by its id."""
-        from actors._shell.experiment_state import TRIAL_DIRS_NAMED
+        from actors._shell.experiment_state import saved_dirname
 
-        name = row.get("dirname") if isinstance(row.get("dirname"), str) else None
-        if name is None and self.state.get("trial_dirs") != TRIAL_DIRS_NAMED:
-            name = str(row["trial_id"])
+        name = saved_dirname(self.state, row)
         return None if name is None else self.ctx.uri(posixpath.join(self.layout.experiment_dir, name))
 
     def histories(self) -> dict[str, list[dict[str, Any]]]:

@@ -38,14 +38,15 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     """Add the trials of ``saved`` to ``table`` and restore the searcher's and stopper's states."""
     from actors._engine.marks import marks_from_rows
     from actors._engine.store import RestoreMark
-    from actors._shell.experiment_state import TRIAL_DIRS_NAMED
+    from actors._shell.experiment_state import TRIAL_DIRS_NAMED, saved_dirname
     from actors._shell.restore_storage import prepare_storage
 
     state = copy.deepcopy(saved)
-    named = state.get("trial_dirs") == TRIAL_DIRS_NAMED
+    older = state.get("trial_dirs") != TRIAL_DIRS_NAMED
     for row in state["trials"]:
-        if not named:  # saved by an older audition: every trial's files are in its trial id's directory
-            row["dirname"], row["opened"] = row.get("dirname") or row["trial_id"], True
+        row["dirname"] = saved_dirname(state, row)
+        if older:  # saved by an older audition: every trial's files are in its trial id's directory already
+            row["opened"] = True
         layout.set_dirname(row["trial_id"], row.get("dirname"))
     kept = prepare_storage(ctx, layout, state)
     scheduler = unb64(state.get("scheduler"))

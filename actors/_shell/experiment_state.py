@@ -94,8 +94,17 @@ def b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
+def saved_dirname(state: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """The directory name of the trial saved as ``row`` in ``state``: its ``dirname``; in a state written
+    before trials were named as Ray names them, its trial id; None for a trial that never started."""
+    name = row.get("dirname")
+    if isinstance(name, str) and name:
+        return name
+    return None if state.get("trial_dirs") == TRIAL_DIRS_NAMED else str(row["trial_id"])
+
+
 def unb64(data: str | None) -> bytes | None:
     return None if data is None else base64.b64decode(data)
 
 
-__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "b64", "trial_row", "unb64"]
+__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "b64", "saved_dirname", "trial_row", "unb64"]
