@@ -120,8 +120,8 @@ class ExperimentCore:
                                   self)
         self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
                                      self.clone_waits, self.results, self)
-        self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self.orders,
-                              self.members, self.watch, self)
+        self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self.source,
+                              self.orders, self.members, self.watch, self)
         self.restored = RestoreSettling(spec, self.table, self)
         self.upkeep = Upkeep(spec, self.table, self.members, self.cluster, self.watch, self.feed, self)
         # nothing a state holds can have changed since the last snapshot: the periodic write is skipped

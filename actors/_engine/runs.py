@@ -23,6 +23,7 @@ from actors._engine.port import CoreOps, ExperimentPhase
 from actors._engine.results import ResultPath
 from actors._engine.signals import ActorGone, Undeliverable
 from actors._engine.spec import ExperimentSpec
+from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
 from actors._engine.watch import Watchdog, death_message
 from actors.messages import CheckpointRef, EndReason, EventType, HookKind, TrialEnded
@@ -32,14 +33,15 @@ class TrialRuns:
     """Trials' runs started, ordered and ended."""
 
     def __init__(self, spec: ExperimentSpec, table: TrialTable, pool: ActorPool, halts: Halts,
-                 clone_waits: CloneWaits, results: ResultPath, orders: TrialOrders, members: Membership,
-                 watch: Watchdog, ops: CoreOps) -> None:
+                 clone_waits: CloneWaits, results: ResultPath, source: TrialSource, orders: TrialOrders,
+                 members: Membership, watch: Watchdog, ops: CoreOps) -> None:
         self.spec = spec
         self.table = table
         self.pool = pool
         self.halts = halts
         self.clone_waits = clone_waits
         self.results = results
+        self.source = source  # names a trial's directory at its first start
         self.orders = orders
         self.members = members
         self.watch = watch
@@ -80,7 +82,7 @@ class TrialRuns:
             self.table.unstart(rec.trial_id)
             return
         if not rec.opened:  # its first start: Ray names its directory now (with the date) and writes
-            problem = self.results.source.first_start(rec, self.ops.now)  # params.json, an empty result.json
+            problem = self.source.first_start(rec, self.ops.now)  # params.json, an empty result.json
             if problem is not None:
                 self.table.unstart(rec.trial_id)
                 self.ops.abort(problem)
