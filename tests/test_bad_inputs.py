@@ -386,3 +386,8 @@ def test_a_searcher_without_on_trial_complete_is_refused_when_built() -> None:
 
     with pytest.raises(TypeError, match="abstract method on_trial_complete"):
         OnlySuggests()  # type: ignore[abstract]
+
+
+def test_an_unknown_system_names_every_kind_it_takes() -> None:
+    with pytest.raises(ConfigError, match=r"system='multiprocess'\).*'multiproc'.*'simple'.*'tcp://HOST:PORT'"):
+        RunConfig(system="multiprocess")

@@ -205,7 +205,8 @@ class RunConfig:
             self.storage = self.storage_path
         if self.system not in SYSTEMS and not str(self.system).startswith("tcp://"):
             raise ConfigError(
-                f"RunConfig(system={self.system!r}): use 'multiproc' (default) or 'simple' (in-process)"
+                f"RunConfig(system={self.system!r}): use 'multiproc' (default), 'simple' (in-process) or "
+                "'tcp://HOST:PORT' (a cluster's head, see docs/multi-host.md)"
             )
         if self.name is not None and (not self.name or "/" in self.name or self.name in (".", "..")):
             raise ConfigError(f"RunConfig(name={self.name!r}): use a non-empty name without '/'")
