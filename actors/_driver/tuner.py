@@ -47,6 +47,7 @@ from actors._driver.trainable import Trainable
 from actors._engine.flat import flatten
 from actors._engine.naming import saved_dirname_custom
 from actors._engine.spec import ExperimentSpec
+from actors._tempdirs import sweep
 from actors.messages import ExperimentFinished
 from actors.stoppers import with_time_budget
 
@@ -263,6 +264,7 @@ class Tuner:
                 finished = client.run(asys, spec, self._system, self._ctx.uri(exp_dir))
             self._interrupted = client.interrupted  # (read by `audition resume`, which then exits 130)
         finally:
+            sweep()  # temp dirs left by this machine's killed trial processes (the actor system is down now)
             self._reporter.close()
             self._states.maybe_save(force=True)  # Ray: the final save comes before on_experiment_end
             # also when interrupted or the controller went silent
