@@ -123,8 +123,9 @@ class TrialSummary:
     num_failures: int
     path: str
     name: str | None = None  # TuneConfig(trial_name_creator=...)
-    dirname: str | None = None  # TuneConfig(trial_dirname_creator=...); None: the trial id
+    dirname: str | None = None  # its directory's name (trial_dirname_creator's or Ray's); None: the trial id
     experiment_tag: str = ""  # Ray's, as the trial ends (a PBT exploit's perturbed one); "": work it out
+    dirname_custom: bool = False  # trial_dirname_creator named it (Ray's Trial.custom_dirname; else None)
 
 
 @dataclass(frozen=True)
@@ -321,8 +322,7 @@ class RunTrial(_Message):
     capture_fds: bool = False
     # RunConfig(log_to_driver): also send what the trial prints for the driver's console (TrialOutput)
     echo_output: bool = False
-    # the trial's directory in the experiment when not its id (TuneConfig(trial_dirname_creator=...))
-    trial_dirname: str = ""
+    trial_dirname: str = ""  # its directory's name in the experiment (naming.py); "": its trial id
     # Ray Tune's str(trial), for the prefix of the trial's echoed output lines
     trial_name: str = ""
     # decision horizons (actors/_engine/horizon.py): a result whose ``horizon_attr`` value is below

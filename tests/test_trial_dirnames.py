@@ -190,3 +190,96 @@ def test_a_trial_that_never_reported_has_an_empty_result_json(tmp_path: Any) -> 
     assert t.path == r.path
     restored = Tuner.restore(str(tmp_path / "e"), silent).get_results()
     assert [x.path for x in restored] == [r.path] and restored[0].metrics_history == []
+
+
+# trial.custom_dirname, recorded from Ray 2.60 (/work/rayvenv, 2026-12-05) by a Callback printing
+# trial.custom_dirname and os.path.basename(trial.path) in on_trial_start and on_trial_result, for
+# Tuner(f, param_space={"x": grid_search([1, 2])}).fit() without and with
+# TuneConfig(trial_dirname_creator=lambda t: f"mydir_{t.trial_id}"): without, None at both hooks with the
+# path's name f_<id>_0_x=1_<date> (the directory holding params.json and result.json); with, "mydir_<id>"
+# and the path's name the same. A run whose trials failed, restored with Tuner.restore(path, f,
+# resume_errored=True), showed the same at the restarted trials' hooks (None; "mydir_<id>"), as did the finished trial
+# in their ``trials`` list.
+
+
+class _Seen(tune.Callback):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str | None, str, bool]] = []
+
+    def _note(self, hook: str, trial: Any) -> None:
+        self.seen.append((hook, trial.trial_id, trial.custom_dirname, os.path.basename(trial.path),
+                          os.path.isfile(os.path.join(trial.path, "params.json"))))
+
+    def on_trial_start(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+        self._note("start", trial)
+        for other in trials:  # (after a restore, a finished trial's is the saved state's)
+            self._note("listed", other)
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: Any, **info: Any) -> None:
+        self._note("result", trial)
+
+
+def _mydir(trial: Any) -> str:
+    return f"mydir_{trial.trial_id}"
+
+
+def _fails_first(config: dict[str, Any]) -> None:
+    if config["flag"] and not os.path.exists(config["flag"]):
+        raise RuntimeError("the first run fails")
+    tune.report({"x": 1})
+
+
+def _expect(seen: list[tuple[str, str, str | None, str, bool]], paths: dict[str, str], creator: bool) -> None:
+    assert {h for h, *_ in seen} == {"start", "result", "listed"}
+    for hook, tid, custom, base, has_params in seen:
+        assert custom == (f"mydir_{tid}" if creator else None)  # Ray's
+        if hook != "listed" or has_params:  # (a listed trial may not have started yet)
+            assert base == os.path.basename(paths[tid]) and has_params  # trial.path: where its files are
+            assert creator or DATE.search(base)
+
+
+@pytest.mark.parametrize("creator", [False, True])
+def test_custom_dirname_is_only_the_creators_as_in_ray(creator: bool, tmp_path: Any) -> None:
+    seen = _Seen()
+    grid = Tuner(train, param_space={"x": tune.grid_search([1, 2])},
+                 tune_config=TuneConfig(trial_dirname_creator=_mydir if creator else None),
+                 run_config=RunConfig(name="e", storage_path=str(tmp_path), verbose=0, system="simple",
+                                      callbacks=[seen])).fit()
+    _expect(seen.seen, {r.trial_id: r.path for r in grid}, creator)
+    assert len([h for h, *_ in seen.seen if h != "listed"]) == 4
+    trials = ExperimentAnalysis(str(tmp_path / "e")).trials
+    assert [t.custom_dirname for t in trials] == [f"mydir_{t.trial_id}" if creator else None for t in trials]
+
+
+@pytest.mark.parametrize("creator", [False, True])
+def test_a_restored_trial_keeps_showing_the_creators_name_or_none(creator: bool, tmp_path: Any) -> None:
+    flag = tmp_path / "flag"
+    Tuner(_fails_first, param_space={"flag": tune.grid_search([str(flag), ""])},
+          tune_config=TuneConfig(trial_dirname_creator=_mydir if creator else None),
+          run_config=RunConfig(name="e", storage_path=str(tmp_path), verbose=0, system="simple")).fit()
+    flag.touch()
+    seen = _Seen()
+    grid = Tuner.restore(str(tmp_path / "e"), _fails_first, resume_errored=True, callbacks=[seen]).fit()
+    assert not grid.errors
+    _expect(seen.seen, {r.trial_id: r.path for r in grid}, creator)
+    assert [h for h, *_ in seen.seen] == ["start", "listed", "listed", "result"]  # the failed one's second run
+    trials = ExperimentAnalysis(str(tmp_path / "e")).trials
+    assert [t.custom_dirname for t in trials] == [f"mydir_{t.trial_id}" if creator else None for t in trials]
+
+
+def test_states_saved_before_the_flag_tell_the_creators_names() -> None:
+    from actors._engine.naming import saved_dirname_custom
+    from actors._engine.store import TRIAL_DIRS_NAMED
+
+    ray_default = "train_a_00000_0_x=1_2026-12-04_21-34-30"
+    now = {"trial_dirs": TRIAL_DIRS_NAMED}
+    assert saved_dirname_custom(now, {"dirname": "mine_2026-12-04_21-34-30", "dirname_custom": True})
+    assert not saved_dirname_custom(now, {"dirname": "mine", "dirname_custom": False})
+    assert not saved_dirname_custom(now, {"trial_id": "a_00000"})  # never started
+    # rows named as Ray names them, written before rows said whose name it was: Ray's ends in its date
+    assert not saved_dirname_custom(now, {"dirname": ray_default})
+    assert not saved_dirname_custom(now, {"dirname": ray_default + "_0a1f"})
+    assert saved_dirname_custom(now, {"dirname": "mydir_a_00000"})
+    # older still: a row had a name only from trial_dirname_creator
+    assert saved_dirname_custom({}, {"dirname": ray_default})
+    assert not saved_dirname_custom({}, {"trial_id": "a_00000"})

@@ -18,6 +18,7 @@ from actors._driver.errors import ConfigError
 from actors._driver.system import _bind_loopback, _log_defs, _start_authentication, free_port, parse_host_port
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
 from actors._shell.proc import record_child_exits, watch_owner
+from actors._tempdirs import sweep
 
 
 def _route_addr(host: str) -> str:
@@ -139,6 +140,7 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
         print(f"audition worker {ident}: shutting down", flush=True)
     finally:
         asys.shutdown()
+        sweep()  # temp dirs of this member's trial processes killed before removing them
     return 0
 
 

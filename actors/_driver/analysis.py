@@ -71,7 +71,8 @@ def _trial(r: Result, trainable_name: str) -> Trial:
     local = r.path if r.path and "://" not in r.path else None
     return Trial(trial_id=r.trial_id, config=r.config, status=r.status, last_result=r.metrics,
                  num_failures=r.num_failures, trainable_name=trainable_name, path=r.path, local_path=local,
-                 custom_trial_name=r._summary.name, custom_dirname=r._summary.dirname,
+                 custom_trial_name=r._summary.name,
+                 custom_dirname=r._summary.dirname if r._summary.dirname_custom else None,
                  experiment_tag=str(r.metrics.get("experiment_tag", "")), checkpoint=r.checkpoint, result=r)
 
 

@@ -164,7 +164,7 @@ class CallbackDispatcher:
                        last_result=tagged(snap.last_result, now))
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
-        return f"{str(self.experiment_path).rstrip('/')}/{snap.custom_dirname or snap.trial_id}"
+        return f"{str(self.experiment_path).rstrip('/')}/{snap.dirname or snap.trial_id}"
 
     def _resumed(self, snap: TrialSnapshot) -> None:
         """A trial that starts from a checkpoint no event of this run announced (after
@@ -205,8 +205,9 @@ class CallbackDispatcher:
             ck = row.get("checkpoint") or None
             snap = TrialSnapshot(row["trial_id"], dict(row["config"]), TrialStatus(row["status"]),
                                  dict(row.get("last_result") or {}), int(row.get("num_failures") or 0),
-                                 ck["iteration"] if ck else None, row.get("name"), row.get("dirname"),
-                                 experiment_tag=str(row.get("experiment_tag") or ""))
+                                 ck["iteration"] if ck else None, row.get("name"),
+                                 row.get("dirname") if row.get("dirname_custom") else None,
+                                 experiment_tag=str(row.get("experiment_tag") or ""), dirname=row.get("dirname"))
             if ck and snap.status.is_finished and self.experiment_path is not None:
                 uri = f"{self._trial_path(snap)}/{posixpath.basename(str(ck['path']).rstrip('/'))}"
                 self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
@@ -224,7 +225,8 @@ class CallbackDispatcher:
                                                      self.storage_options)
             old = self.trials.get(t.trial_id)
             snap = TrialSnapshot(t.trial_id, dict(t.config), t.status, dict(t.last_result), t.num_failures,
-                                 ck.iteration if ck else None, t.name, t.dirname, experiment_tag=t.experiment_tag)
+                                 ck.iteration if ck else None, t.name, t.dirname if t.dirname_custom else None,
+                                 experiment_tag=t.experiment_tag, dirname=t.dirname)
             tag = t.experiment_tag or (old.experiment_tag if old is not None else "")
             self.trials[t.trial_id] = self._as_ray_trial(snap) if old is None else replace(
                 old, status=t.status, last_result=tagged(dict(t.last_result), tag), experiment_tag=tag,

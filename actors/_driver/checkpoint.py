@@ -42,7 +42,9 @@ class Checkpoint:
     def from_dict(cls, data: dict[str, Any]) -> Checkpoint:
         if not isinstance(data, dict):
             raise TypeError(f"Checkpoint.from_dict expects a dict, got {type(data).__name__}")
-        tmp = tempfile.mkdtemp(prefix="audition_ckpt_")
+        from actors._tempdirs import owned_tempdir
+
+        tmp = owned_tempdir("ckpt")  # (named for the sweep, should this process be killed before it goes)
         try:
             with open(os.path.join(tmp, _DICT_FILE), "wb") as f:
                 pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -82,7 +84,9 @@ class Checkpoint:
         if self.is_local:
             yield self.path[len("file://"):] if self.path.startswith("file://") else self.path
             return
-        tmp = self.to_directory()
+        from actors._tempdirs import owned_tempdir
+
+        tmp = self.to_directory(owned_tempdir("ckpt"))  # (swept, should this process be killed inside)
         try:
             yield tmp
         finally:

@@ -245,8 +245,8 @@ class TBXLoggerCallback(LoggerCallback):
             from tensorboardX import SummaryWriter
 
             root = self.logdir or self.experiment_dir or "."
-            # the trial's own directory (its trial_dirname_creator name, if it has one)
-            where = os.path.join(root, trial.custom_dirname or trial.trial_id)
+            # the trial's own directory (trial_dirname_creator's name or Ray's default one)
+            where = os.path.join(root, trial.dirname or trial.trial_id)
             w = self.writers[trial.trial_id] = SummaryWriter(logdir=where, flush_secs=5)
         return w
 

@@ -148,6 +148,7 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
     """The saved experiment as a ``ResultGrid``, statuses as saved; nothing runs (Ray Tune's
     ``Tuner.restore(...).get_results()``). Histories and checkpoints are read from storage on use."""
     from actors._driver.result_grid import Result, ResultGrid
+    from actors._engine.naming import saved_dirname_custom
     from actors.messages import CheckpointRef, TrialSummary
     from storage import ExperimentLayout
 
@@ -161,7 +162,8 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
         last = row["last_result"] if "training_iteration" in row["last_result"] else {"trial_id": tid}
         summary = TrialSummary(tid, row["config"], status, last, CheckpointRef(**ck) if ck else None,
                                error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
-                               row.get("dirname"), str(row.get("experiment_tag") or ""))
+                               row.get("dirname"), str(row.get("experiment_tag") or ""),
+                               dirname_custom=saved_dirname_custom(state, row))
         results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config, searched))
     return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
 

@@ -45,7 +45,9 @@ from actors._driver.searcher_setup import (
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
 from actors._engine.flat import flatten
+from actors._engine.naming import saved_dirname_custom
 from actors._engine.spec import ExperimentSpec
+from actors._tempdirs import sweep
 from actors.messages import ExperimentFinished
 from actors.stoppers import with_time_budget
 
@@ -240,7 +242,9 @@ class Tuner:
                                      self._ctx.options, getattr(self, "_searched", None))
         exp_dir = ExperimentLayout(self._ctx, self.name).experiment_dir
         if spec.restore_state:  # Ray's trials list holds the restored trials, finished ones too
-            self._dispatcher.restored(spec.restore_state["trials"])
+            state = spec.restore_state  # (whether trial_dirname_creator named each: its custom_dirname)
+            self._dispatcher.restored([{**row, "dirname_custom": saved_dirname_custom(state, row)}
+                                       for row in state["trials"]])
             restore_states(self.run_config.callbacks or [], self._ctx, exp_dir)  # before setup, as Ray
         # Ray's Callback.setup(**Experiment.public_spec, total_num_samples=): "stop" is the dict given
         # (else {}), time_budget_s as given, total_num_samples the searcher's total
@@ -260,6 +264,7 @@ class Tuner:
                 finished = client.run(asys, spec, self._system, self._ctx.uri(exp_dir))
             self._interrupted = client.interrupted  # (read by `audition resume`, which then exits 130)
         finally:
+            sweep()  # temp dirs left by this machine's killed trial processes (the actor system is down now)
             self._reporter.close()
             self._states.maybe_save(force=True)  # Ray: the final save comes before on_experiment_end
             # also when interrupted or the controller went silent

@@ -22,10 +22,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from actors._engine.lifecycle import TrialRecord
+from actors._engine.store import TRIAL_DIRS_NAMED
 from actors._engine.trial import trial_name
 
 DEFAULT_MAX_LEN_IDENTIFIER = 130  # Ray's TUNE_MAX_LEN_IDENTIFIER default
 _STRIPPED = re.compile(r'[/()<>:"\\|?*]')  # Ray's: rsync's and Windows' reserved characters
+# Ray's default directory name ends in its date, perhaps with 4 hex digits after it (first_start)
+_RAY_DEFAULT_END = re.compile(r"_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_[0-9a-f]{4})?$")
 
 
 def ray_dirname(name: str, tag: str, wall: float, utc_offset_s: int = 0,
@@ -96,7 +99,7 @@ class TrialNamer:
                     f"which is already trial {other}'s: two trials would overwrite each other's results and "
                     "checkpoints (Ray Tune lets them). Put something unique in it, such as trial.trial_id")
         self.owner[dirname] = rec.trial_id
-        rec.dirname = dirname
+        rec.dirname, rec.dirname_custom = dirname, True
         return None
 
     def first_start(self, rec: TrialRecord, wall: float, utc_offset_s: int = 0) -> str | None:
@@ -121,6 +124,20 @@ class TrialNamer:
         return None
 
 
+def saved_dirname_custom(state: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether ``TuneConfig(trial_dirname_creator=...)`` named the directory of the trial saved as ``row``
+    in the experiment state ``state`` (callbacks' ``trial.custom_dirname`` shows it; Ray's is None for a
+    default name). Rows say so (``dirname_custom``); in a state from before trials were named as Ray
+    names them, every saved name was the creator's; in one written between the two no row says, and a
+    name ending in Ray's date is taken for a default one."""
+    name = row.get("dirname")
+    if not isinstance(name, str) or not name:
+        return False
+    if "dirname_custom" in row:
+        return bool(row["dirname_custom"])
+    return state.get("trial_dirs") != TRIAL_DIRS_NAMED or not _RAY_DEFAULT_END.search(name)
+
+
 class _Failed:
     def __init__(self, why: str) -> None:
         self.why = why
@@ -134,4 +151,4 @@ def _call(creator: Callable[[Any], Any], trial: Any, what: str) -> Any:
                        f"config {trial.config!r:.200})")
 
 
-__all__ = ["TrialNamer"]
+__all__ = ["TrialNamer", "saved_dirname_custom"]

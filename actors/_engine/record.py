@@ -46,6 +46,7 @@ class TrialRecord:
     # its directory's name: TuneConfig(trial_dirname_creator=...)'s, else Ray's, given at its first start
     # (naming.py); None: not named yet (its paths are then the trial id's)
     dirname: str | None = None
+    dirname_custom: bool = False  # dirname is trial_dirname_creator's: Ray's Trial.custom_dirname
     opened: bool = False  # started once: its directory's params.json and empty result.json are written
     # the current run's auto-filled keys from its process (TrialProcess.started): its Result.metrics,
     # with the config, should it end before reporting; empty: it never came up
@@ -65,13 +66,14 @@ class TrialRecord:
             trial_id=self.trial_id, config=dict(self.config), status=self.status,
             last_result=dict(self.last_result), num_failures=self.num_failures,
             checkpoint_iteration=self.checkpoint.iteration if self.checkpoint else None,
-            custom_trial_name=self.name, custom_dirname=self.dirname, experiment_tag=self.tag,
+            custom_trial_name=self.name, custom_dirname=self.dirname if self.dirname_custom else None,
+            dirname=self.dirname, experiment_tag=self.tag,
             run_start=self.run_start)  # (never changed in place: replaced at each run's start)
         return snap
 
 
 _SNAPSHOT_SET = ("trial_id", "config", "status", "last_result", "num_failures", "checkpoint_iteration",
-                 "custom_trial_name", "custom_dirname", "experiment_tag", "run_start")
+                 "custom_trial_name", "custom_dirname", "dirname", "experiment_tag", "run_start")
 # the fields of TrialSnapshot that snapshot() leaves at their defaults, which must be plain values
 _SNAPSHOT_TEMPLATE = {f.name: None if f.name in _SNAPSHOT_SET else f.default for f in fields(TrialSnapshot)}
 assert all(v is not MISSING for v in _SNAPSHOT_TEMPLATE.values()), "TrialRecord.snapshot() must set that field"

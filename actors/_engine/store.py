@@ -19,6 +19,9 @@ from actors.messages import CheckpointRef, TrialSummary
 
 # the saved experiment state's format (its "version"): what a store writes and Tuner.restore reads
 STATE_VERSION = 1
+# the state's "trial_dirs": each row has its "dirname" once the trial started, and "opened" (its first
+# files written); a state without it (older audition) has every trial's directory at its trial id
+TRIAL_DIRS_NAMED = "named"
 
 
 class RestoreMark(StrEnum):
@@ -111,4 +114,4 @@ class ExperimentStore(Protocol):
     def summary(self, r: TrialRecord) -> TrialSummary: ...
 
 
-__all__ = ["STATE_VERSION", "ExperimentStore", "Recovered"]
+__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "ExperimentStore", "Recovered"]

@@ -43,7 +43,7 @@ class TrialSnapshot:
     num_failures: int = 0
     checkpoint_iteration: int | None = None
     custom_trial_name: str | None = None  # TuneConfig(trial_name_creator=...)
-    custom_dirname: str | None = None  # TuneConfig(trial_dirname_creator=...)
+    custom_dirname: str | None = None  # TuneConfig(trial_dirname_creator=...)'s name; None without one, as Ray
     trainable_name: str = ""
     path: str | None = None  # the trial's directory in storage (a URL, or a local path)
     local_path: str | None = None  # the same on this machine's disk; None for remote storage
@@ -55,6 +55,9 @@ class TrialSnapshot:
     # the engine's: Ray's last_result as the current run started (hook_view.before_result), before its
     # first result: the checkpoint's result it restored, else the keys it had once built (or empty)
     run_start: dict[str, Any] = field(default_factory=dict)
+    # audition's (not Ray's): the name of the trial's directory in the experiment, the creator's or Ray's
+    # default one given at its first start; None before that (its paths are then the trial id's)
+    dirname: str | None = None
 
     def __hash__(self) -> int:
         return hash(self.trial_id)

@@ -328,7 +328,8 @@ class ExperimentIO:
         # a trial that never ran (still PENDING at the end) has its id alone, as Ray's Result.metrics
         last = r.last_result or {"trial_id": r.trial_id}
         return TrialSummary(r.trial_id, r.config, r.status, last, r.checkpoint, err, r.num_failures,
-                            self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname, r.tag)
+                            self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname, r.tag,
+                            dirname_custom=r.dirname_custom)
 
 
 __all__ = ["STATE_VERSION", "ExperimentIO"]

@@ -38,12 +38,13 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     """Add the trials of ``saved`` to ``table`` and restore the searcher's and stopper's states."""
     from actors._engine.marks import marks_from_rows
     from actors._engine.store import RestoreMark
-    from actors._shell.experiment_state import TRIAL_DIRS_NAMED, saved_dirname
+    from actors._shell.experiment_state import TRIAL_DIRS_NAMED, saved_dirname, saved_dirname_custom
     from actors._shell.restore_storage import prepare_storage
 
     state = copy.deepcopy(saved)
     older = state.get("trial_dirs") != TRIAL_DIRS_NAMED
     for row in state["trials"]:
+        row["dirname_custom"] = saved_dirname_custom(state, row)  # (before an older state's trial id fills in)
         row["dirname"] = saved_dirname(state, row)
         if older:  # saved by an older audition: every trial's files are in its trial id's directory already
             row["opened"] = True
@@ -63,6 +64,7 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
         rec = table.add(row["trial_id"], row["config"])
         table.set_status(rec, TrialStatus(row["status"]))
         rec.name, rec.dirname = row.get("name"), row.get("dirname")  # absent: no name creator; not started
+        rec.dirname_custom = row["dirname_custom"]
         rec.opened = bool(row.get("opened"))
         rec.tag = str(row.get("experiment_tag") or "")  # absent: worked out from the config (TrialSource)
         rec.last_result = row["last_result"]

@@ -15,12 +15,10 @@ from typing import Any
 import cloudpickle
 
 from actors._engine.lifecycle import TrialRecord
-from actors._engine.store import STATE_VERSION
+from actors._engine.naming import saved_dirname_custom
+from actors._engine.store import STATE_VERSION, TRIAL_DIRS_NAMED
 
 log = logging.getLogger("audition")
-# the state's "trial_dirs": each row has its "dirname" once the trial started, and "opened" (its first
-# files written); a state without it (older audition) has every trial's directory at its trial id
-TRIAL_DIRS_NAMED = "named"
 
 
 class SavedStates:
@@ -81,8 +79,8 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
     }
     if r.name:  # (after the others: the same key order as always)
         row["name"] = r.name
-    if r.dirname:
-        row["dirname"] = r.dirname
+    if r.dirname:  # with whether trial_dirname_creator gave it (Ray's Trial.custom_dirname is None if not)
+        row["dirname"], row["dirname_custom"] = r.dirname, r.dirname_custom
     if r.opened:
         row["opened"] = True
     if "@" in r.tag:  # a PBT exploit's (Ray's restored Trial keeps it); the others are worked out again
@@ -107,4 +105,5 @@ def unb64(data: str | None) -> bytes | None:
     return None if data is None else base64.b64decode(data)
 
 
-__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "b64", "saved_dirname", "trial_row", "unb64"]
+__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "b64", "saved_dirname", "saved_dirname_custom",
+           "trial_row", "unb64"]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 from actors._driver.checkpoint import Checkpoint
+from actors._tempdirs import owned_tempdir
 from actors.messages import CheckpointRef
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class CheckpointCommits:
     def save(self, trainable: Trainable, result: dict[str, Any] | None, iteration: int, time_total: float,
              window: ResultWindow) -> CheckpointRef:
         """Save a class trainable (``save_checkpoint`` into a scratch directory) and commit it."""
-        tmp = tempfile.mkdtemp(prefix="audition_save_")
+        tmp = owned_tempdir("save")  # (swept, should this process be killed while saving)
         try:
             out = trainable.save_checkpoint(tmp)
             if isinstance(out, dict):
