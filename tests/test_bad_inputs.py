@@ -391,3 +391,36 @@ def test_a_searcher_without_on_trial_complete_is_refused_when_built() -> None:
 def test_an_unknown_system_names_every_kind_it_takes() -> None:
     with pytest.raises(ConfigError, match=r"system='multiprocess'\).*'multiproc'.*'simple'.*'tcp://HOST:PORT'"):
         RunConfig(system="multiprocess")
+
+
+def test_a_searcher_whose_save_raises_ends_the_run_with_its_error_and_the_results(storage_dir: str,
+                                                                                   caplog: Any) -> None:
+    """Its state is part of the experiment's, so the run stops (Ray's fit fails too), naming the searcher,
+    what it raised and the fix, with no traceback of the controller's (before: an actor failure logged
+    twice, and the error said only 'writing the final results failed: RuntimeError('cannot save')')."""
+    from actors.search import Searcher
+
+    class Unsaveable(Searcher):
+        def __init__(self) -> None:
+            super().__init__(metric="loss", mode="min")
+            self.n = 0
+
+        def suggest(self, trial_id: str) -> dict[str, Any] | None:
+            self.n += 1
+            return {"x": self.n} if self.n <= 3 else None
+
+        def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+            pass
+
+        def save(self, checkpoint_path: str = "") -> Any:
+            raise RuntimeError("cannot save")
+
+    tuner = Tuner(_reports, tune_config=TuneConfig(search_alg=Unsaveable(), num_samples=3),
+                  run_config=RunConfig(system="simple", storage=storage_dir, verbose=0))
+    with caplog.at_level(logging.ERROR), pytest.raises(TuneError) as info:
+        tuner.fit()
+    said = str(info.value)
+    assert "Unsaveable.save() raised RuntimeError: cannot save" in said
+    assert "raise NotImplementedError there to run without saving it" in said
+    assert "internal error" not in said and "writing the final results failed" not in said
+    assert not [r for r in caplog.records if "during message processing" in r.getMessage()]

@@ -172,3 +172,15 @@ def test_a_pbt_clone_pending_when_its_trial_fails_is_applied_whole(seed: int) ->
     sc = scenario(seed)
     assert (sc.scheduler, sc.faults) == ("pbt", "poison")
     assert check(sc) == []
+
+
+@pytest.mark.parametrize("seed", [2176, 10109, 11054])
+def test_a_storage_failure_while_aborting_ends_the_run_with_the_state_saved_before(seed: int) -> None:
+    """Found by the sweep over seeds 2000-40000 (2026-12-05). Seed 2176: a storage failure starting a trial
+    aborts the run, and a second one fails the abort's snapshot of the table (``freeze``). That error
+    escaped the core (before: ``simulate`` raised ``StorageError``; a real controller's handler crashed).
+    The run now ends with both errors, and no later table is written, so the trials the abort halts are
+    not saved as ended: the state saved before restores."""
+    sc = scenario(seed)
+    assert sc.faults == "storage"
+    assert check(sc) == []

@@ -114,6 +114,8 @@ class ExperimentCore:
         self.now = 0.0
         self.error: str | None = None
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
+        # the abort could not capture the table as it found it: the state written last stays the restore point
+        self.keep_written_state = False
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
         self.clone_waits = CloneWaits(self.table)
         self.results = ResultPath(spec, self.table, self.link, self.orders, self.feed, self.source, self.clone_waits,
@@ -324,7 +326,16 @@ class ExperimentCore:
         if self.store is not None:
             ready = self.phase is not ExperimentPhase.STARTING
             tag = self.call(HookKind.SAVE, None) if ready and scheduler_alive else None
-            self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
+            try:
+                self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
+            except Exception as exc:  # (a searcher's save() raising, storage): no later table may be written,
+                tag = None  # or the trials the abort halts would be saved as ended and never resumed
+                self.keep_written_state = True
+                why = self.explain(exc) or repr(exc)
+                reason = self.error = reason if why in reason else (
+                    f"{reason}\nand the experiment's state as it stopped could not be saved: {why}")
+                reason = self.error = f"{reason}\n(the experiment's state saved before this, if any, is kept for " \
+                                      "Tuner.restore)"
         self.phase = ExperimentPhase.ABORTING
         self.run(self.halts.abort_all(self.table))  # no hook hears of their end, as Ray
         if tag is None:
@@ -347,14 +358,17 @@ class ExperimentCore:
             return
         self.phase = ExperimentPhase.FINISHED
         summaries: tuple[Any, ...] = ()
-        try:
-            if self.store is not None:
-                self.results.log_unlogged()
-                self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested)
-                self.io.close(final=True)
-                summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
-        except Exception as exc:
-            error = (error + "\n" if error else "") + f"writing the final results failed: {exc!r}"
+        if self.store is not None:  # each step on its own: the results are reported whatever failed
+            steps = [self.results.log_unlogged, lambda: self.io.close(final=True)]
+            if not self.keep_written_state:
+                steps.insert(1, lambda: self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested))
+            for step in steps:
+                try:
+                    step()
+                except Exception as exc:
+                    error = (error + "\n" if error else "") + \
+                        f"writing the final results failed: {self.explain(exc) or repr(exc)}"
+            summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
         self._emit(self.feed.flush())
         self._send(DRIVER, ExperimentFinished(summaries, error, self.now - self.started_at,
                                               self.feed.event_seq, self.feed.output_batches))

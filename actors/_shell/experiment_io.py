@@ -258,6 +258,9 @@ class ExperimentIO:
         if self.frozen:
             return
         started = self.cost_clock()
+        # what may fail first (the user's save() methods, pickling): a failed snapshot changes nothing here
+        searcher_state = self.saved_states.searcher(searcher)
+        stopper_state = self.saved_states.stopper(self.spec.stopper)
         self.dirty = False
         self.table = table
         self.pending_tag = tag
@@ -273,9 +276,8 @@ class ExperimentIO:
             "trial_dirs": TRIAL_DIRS_NAMED,
             "suggested": suggested,
             # cloudpickle: saved searcher state may hold the user's sample_from functions
-            "searcher": self.saved_states.searcher(searcher),
-            "stopper": self.saved_states.encode("stopper", self.spec.stopper.save())
-            if self.spec.stopper is not None and hasattr(self.spec.stopper, "save") else None,
+            "searcher": searcher_state,
+            "stopper": stopper_state,
             "trials": rows,
             "written_at": time.time(),
         }

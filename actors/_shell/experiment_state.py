@@ -21,6 +21,11 @@ from actors._engine.store import STATE_VERSION, TRIAL_DIRS_NAMED
 log = logging.getLogger("audition")
 
 
+class StateSaveFailed(Exception):
+    """A searcher's or stopper's state could not be saved, so neither can the experiment's: the message
+    names which, what it raised and what to do (the controller ends the run with it)."""
+
+
 class SavedStates:
     """The searcher's and stopper's saved states, encoded; the last text is reused while one is unchanged."""
 
@@ -41,7 +46,23 @@ class SavedStates:
                 log.warning("%s: its state is not saved with the experiment (as in Ray Tune), so a resumed "
                             "run starts it anew", exc)
             return None
+        except Exception as exc:
+            raise StateSaveFailed(
+                f"{type(searcher).__name__}.save() raised {type(exc).__name__}: {exc} (the experiment's state holds "
+                "the searcher's; fix save(), or raise NotImplementedError there to run without saving it, as "
+                "Ray Tune allows)") from exc
         return self.encode("searcher", saved)
+
+    def stopper(self, stopper: Any) -> str | None:
+        """The stopper's saved state (None for one without ``save()``)."""
+        if stopper is None or not hasattr(stopper, "save"):
+            return None
+        try:
+            saved = stopper.save()
+        except Exception as exc:
+            raise StateSaveFailed(f"{type(stopper).__name__}.save() raised {type(exc).__name__}: {exc} (the "
+                                  "experiment's state holds the stopper's; fix save())") from exc
+        return self.encode("stopper", saved)
 
     def encode(self, what: str, saved: Any) -> str | None:
         """``saved`` cloudpickled and base64'd, reusing the last text while the state is unchanged.
@@ -57,7 +78,11 @@ class SavedStates:
         last = self.encoded.get(what)
         if key is not None and last is not None and last[0] == key:
             return last[1]
-        text = b64(cloudpickle.dumps(saved))
+        try:
+            text = b64(cloudpickle.dumps(saved))
+        except Exception as exc:
+            raise StateSaveFailed(f"the {what}'s saved state could not be pickled ({type(exc).__name__}: {exc}); "
+                                  f"make what its save() returns picklable") from exc
         if key is not None:
             self.encoded[what] = (key, text)
         return text
@@ -105,5 +130,5 @@ def unb64(data: str | None) -> bytes | None:
     return None if data is None else base64.b64decode(data)
 
 
-__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "b64", "saved_dirname", "saved_dirname_custom",
-           "trial_row", "unb64"]
+__all__ = ["STATE_VERSION", "TRIAL_DIRS_NAMED", "SavedStates", "StateSaveFailed", "b64", "saved_dirname",
+           "saved_dirname_custom", "trial_row", "unb64"]
