@@ -403,10 +403,12 @@ def test_a_snapshot_is_the_dataclass_built_from_the_record_and_a_copy() -> None:
 
     for rec in (TrialRecord("t0", {"lr": 0.1}),
                 TrialRecord("t1", {"lr": 0.2}, TrialStatus.RUNNING, checkpoint=CheckpointRef("p", 2, 7),
-                            last_result={"loss": 0.5}, num_failures=1, name="n", dirname="d")):
+                            last_result={"loss": 0.5}, num_failures=1, name="n", dirname="d", dirname_custom=True),
+                TrialRecord("t2", {"lr": 0.3}, dirname="train_t2_2_lr=0.3_2026-12-05_01-02-03")):
         snap = rec.snapshot()
         want = TrialSnapshot(rec.trial_id, {**rec.config}, rec.status, {**rec.last_result}, rec.num_failures,
-                             rec.checkpoint.iteration if rec.checkpoint else None, rec.name, rec.dirname)
+                             rec.checkpoint.iteration if rec.checkpoint else None, rec.name,
+                             rec.dirname if rec.dirname_custom else None, dirname=rec.dirname)
         assert list(vars(snap).items()) == list(vars(want).items())
         assert [f.name for f in dataclasses.fields(TrialSnapshot)] == list(vars(snap))
         assert pickle.dumps(snap) == pickle.dumps(want) and repr(snap) == repr(want)
