@@ -184,3 +184,31 @@ def test_a_storage_failure_while_aborting_ends_the_run_with_the_state_saved_befo
     sc = scenario(seed)
     assert sc.faults == "storage"
     assert check(sc) == []
+
+
+@pytest.mark.parametrize("seed", [2195, 6892, 20549])
+def test_a_pbt_clone_that_dies_keeps_the_rows_it_committed(seed: int) -> None:
+    """Found by the sweep over seeds 2000-40000 (2026-12-05). Seed 2195: trial 0 (history 1..6) clones a
+    source's checkpoint at iteration 5; the clone's process dies after committing its checkpoints at 6 and
+    7 (with their results), before its messages arrive. The rows it committed are recovered from their
+    manifests and appended as the clone's lineage, 6 then 7 (before: read against the trial's own last
+    row, 6, so only 7 was taken: the lineage lost its first row and its rows did not follow each other)."""
+    sc = scenario(seed)
+    assert sc.scheduler == "pbt"
+    assert check(sc) == []
+
+
+def test_a_retry_that_drops_all_of_a_clones_rows_keeps_the_trials_own_last_result() -> None:
+    """Found by the sweep (seed 17224): trial 2 (history 1, 2) clones trial 0's checkpoint at iteration 4,
+    reports 5 and fails; the retry restores that checkpoint and drops row 5. Its last result is its own row
+    2 again, as when the clone started (before: the checkpoint's, trial 0's result at 4 with trial 0's id and
+    config, which ``Result.metrics`` showed when the run was aborted right after)."""
+    sc = scenario(17224)
+    assert sc.scheduler == "pbt"
+    assert check(sc) == []
+    sim = run(sc)
+    try:
+        metrics = next(r.metrics for r in sim.results if r.trial_id.endswith("_00002"))
+        assert metrics["trial_id"].endswith("_00002") and metrics["training_iteration"] == 2
+    finally:
+        sim.discard()

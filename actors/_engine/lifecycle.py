@@ -112,10 +112,17 @@ class TrialTable:
         rec.iteration = rec.checkpoint.iteration if rec.checkpoint else 0
         rec.time_total_s = rec.checkpoint.time_total_s if rec.checkpoint else 0.0
         rec.cloned = rec.clone is not None
-        if not rec.cloned and int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
+        if rec.cloned:
+            rec.before_clone = dict(rec.last_result)
+        elif int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
             # the rows after the checkpoint (all, without one) are redone and dropped from the history:
-            # the last result is the checkpoint's
-            rec.last_result = dict(rec.checkpoint.metrics) if rec.checkpoint is not None else {}
+            # the last result is the checkpoint's, unless that is a PBT source's (restored by the clone
+            # whose rows are all dropped): then the trial's own last one before the clone
+            ckpt = rec.checkpoint
+            if ckpt is not None and ckpt.metrics.get("trial_id", rec.trial_id) != rec.trial_id and rec.before_clone:
+                rec.last_result = dict(rec.before_clone)
+            else:
+                rec.last_result = dict(ckpt.metrics) if ckpt is not None else {}
         rec.clone = None
         # Ray's last_result as the run starts: the restored checkpoint's result (process_started fills
         # in the keys of a run that restores none)

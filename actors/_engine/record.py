@@ -31,6 +31,9 @@ class TrialRecord:
     exploit_checkpoint: CheckpointRef | None = None
     exploit_save: bool = False
     cloned: bool = False  # this run restores a PBT source's checkpoint (its history is not rewound)
+    # the trial's own last result as its latest clone started: its last result again should a retry
+    # rewind all the clone's rows (the restored checkpoint's result is its source's)
+    before_clone: dict[str, Any] = field(default_factory=dict)
     inflight: list[int] = field(default_factory=list)
     saves_inflight: int = 0
     checkpoint: CheckpointRef | None = None

@@ -199,7 +199,10 @@ class ExperimentIO:
             return None
         if not infos:
             return None
-        got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0))
+        # a PBT clone's run goes on from its source's checkpoint, its rows after the trial's own: its lineage
+        # is logged up to the iteration it reached (its received rows are logged by now), not the trial's last row
+        logged = rec.iteration if rec.cloned else self.logged_iter.get(rec.trial_id, 0)
+        got = choose([found_from(i) for i in infos], logged)
         for c in got.unusable:  # a gap in the history before it: the results are gone
             delete_checkpoint(self.ctx, c.path)
         self.max_index[rec.trial_id] = max(known, infos[-1].index)
