@@ -16,6 +16,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from actors._engine.marks import MarkKind
 from actors._engine.store import RestoreMark
 from actors._shell.experiment_state import TRIAL_DIRS_NAMED
 
@@ -126,15 +127,8 @@ def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -
     infos = committed_after(ctx, layout.trial_dir(tid), max_index)
     if not infos:
         return max_index
-    logged = 0  # the history's gap-free prefix 1..logged
-    prefix: list[dict[str, Any]] = []
-    for r in read_results(ctx, layout, tid):
-        it = r.get("training_iteration")
-        if it == logged + 1:
-            logged += 1
-            prefix.append(r)
-        elif not isinstance(it, int) or it > logged:
-            break
+    logged, prefix = lineage_reach(read_results(ctx, layout, tid), cloned=any(
+        isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ()))
     got = choose([found_from(i) for i in infos], logged)
     c = got.checkpoint
     if c is None:
@@ -160,6 +154,30 @@ def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -
     return c.index
 
 
+def lineage_reach(rows: list[dict[str, Any]], cloned: bool) -> tuple[int, list[dict[str, Any]]]:
+    """How far a trial's history reaches without a gap, and the rows of its last lineage up to there.
+
+    A PBT clone's rows go on from its source's checkpoint after the trial's own (as in Ray), so a row whose
+    iteration does not follow the one before starts a new lineage when it is a clone's first: it says
+    ``pbt_exploit``, or (a retry redid it) it is a run's first (``iterations_since_restore`` 1) in a trial
+    that was cloned (``cloned``, or a ``pbt_exploit`` row). Anything else out of order is a gap: the
+    history reaches the row before it."""
+    cloned = cloned or any("pbt_exploit" in r for r in rows)
+    logged, lineage = 0, []
+    for r in rows:
+        it = r.get("training_iteration")
+        if not isinstance(it, int) or isinstance(it, bool):
+            break
+        if it == logged + 1:
+            logged = it
+            lineage.append(r)
+        elif cloned and ("pbt_exploit" in r or r.get("iterations_since_restore") == 1):
+            logged, lineage = it, [r]
+        elif it > logged:
+            break
+    return logged, lineage
+
+
 def mark_last_done(ctx: Any, layout: Any, trial_id: str) -> None:
     """The history's last row says ``done=True`` (a trial that ended at it)."""
     from storage import ResultWriter
@@ -180,4 +198,4 @@ def _still_there(ctx: Any, path: str, kept: list[Any]) -> bool:
     return any(c.path == path for c in kept) or is_committed(ctx, path)
 
 
-__all__ = ["mark_last_done", "prepare_storage"]
+__all__ = ["lineage_reach", "mark_last_done", "prepare_storage"]
