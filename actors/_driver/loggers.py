@@ -62,6 +62,10 @@ class LoggerCallback(Callback):
     def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
         """``trial`` reported ``result``; ``iteration`` counts results over the whole experiment."""
 
+    def log_trial_amend(self, trial: TrialSnapshot, result: dict[str, Any]) -> None:
+        """Controller-side loggers only: the trial's last logged result became ``result`` (a driver
+        callback set ``should_checkpoint`` on it, which Ray's loggers, called after the callbacks, log)."""
+
     def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
         """A batch of results of one trial, oldest first; override to write a batch at once."""
         for i, result in enumerate(results):
@@ -152,6 +156,10 @@ class _FileLogger(LoggerCallback):
 
     def log_trial_result(self, iteration: int, trial: TrialSnapshot, result: dict[str, Any]) -> None:
         self._writer(trial.trial_id).append([result])
+
+    def log_trial_amend(self, trial: TrialSnapshot, result: dict[str, Any]) -> None:
+        self._writer(trial.trial_id).truncate(int(result.get("training_iteration") or 0) - 1)
+        self.log_trial_results(0, trial, [result])
 
     def log_trial_results(self, iteration: int, trial: TrialSnapshot, results: list[dict[str, Any]]) -> None:
         self._writer(trial.trial_id).append(results)

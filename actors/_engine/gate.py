@@ -30,9 +30,13 @@ class ResultGate:
     def __init__(self, on: bool) -> None:
         self.on = on
         self.held: dict[str, Held] = {}
+        # the batch held when the trial's run ended (a stopping result): the driver's answer still
+        # marks its row should_checkpoint, as Ray logs the result after the callbacks changed it
+        self.ended: dict[str, TrialResults] = {}
 
     def hold(self, batch: TrialResults, decision: Decision) -> None:
         self.held[batch.trial_id] = Held(batch, decision)
+        self.ended.pop(batch.trial_id, None)
 
     def answer_for(self, msg: CallbackAnswer) -> Held | None:
         """The held batch this answer is for, or None (stale: another run or batch)."""
@@ -52,8 +56,18 @@ class ResultGate:
         return self.held.pop(trial_id)
 
     def drop(self, trial_id: str) -> None:
-        """The run ended: its held batch needs no decision."""
-        self.held.pop(trial_id, None)
+        """The run ended: its held batch needs no decision (its row may still be marked)."""
+        entry = self.held.pop(trial_id, None)
+        if entry is not None:
+            self.ended[trial_id] = entry.batch
+
+    def batch_for(self, msg: CallbackAnswer) -> TrialResults | None:
+        """The batch this answer is for, held or of a run that ended since; None if stale."""
+        entry = self.held.get(msg.trial_id)
+        batch = entry.batch if entry is not None else self.ended.pop(msg.trial_id, None)
+        if batch is None or (batch.run_id, batch.seq) != (msg.run_id, msg.batch):
+            return None
+        return batch
 
 
 __all__ = ["Held", "ResultGate"]

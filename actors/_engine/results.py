@@ -38,6 +38,7 @@ from actors.messages import (
     TrialResults,
     TrialSaved,
 )
+from actors.result import SHOULD_CHECKPOINT, TRAINING_ITERATION
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,11 @@ class ResultPath:
         """A run of the trial ended: the direct replies kept for it belong to no batch any more."""
         self.joined.forget(trial_id)
 
+    def answers_due(self) -> bool:
+        """Whether the driver has still to answer for the last result of a run that ended (the
+        experiment ends after it, so that row is logged as the callbacks left it)."""
+        return bool(self.gate.ended) and self.feed.driver_present
+
     def drop_held(self, trial_id: str) -> None:
         """A run of the trial ended: the decision held for the callbacks is needed no more."""
         self.gate.drop(trial_id)
@@ -226,8 +232,13 @@ class ResultPath:
             self._release_decision(held)
 
     def callback_answer(self, msg: CallbackAnswer) -> None:
+        batch = self.gate.batch_for(msg)
+        if msg.checkpoint and batch is not None:
+            self._mark_should_checkpoint(batch)
         entry = self.gate.answer_for(msg)
         if entry is None:
+            if batch is not None:  # the answer for a run that ended: the experiment may end now
+                self.ops.fill()
             return
         if msg.checkpoint:
             effects = self.table.request(SchedulerAction(ActionKind.CHECKPOINT, msg.trial_id, save=SaveKind.CALLBACK))
@@ -236,6 +247,20 @@ class ResultPath:
                 self.ops.run(effects)
                 return
         self._release_decision(self.gate.release(msg.trial_id))
+
+    def _mark_should_checkpoint(self, batch: TrialResults) -> None:
+        """A driver callback set ``should_checkpoint`` on the batch's last result: as in Ray 2.60, whose
+        loggers run after the user's callbacks, the logged row and the trial's result carry it."""
+        result = batch.results[-1]
+        rec = self.table.trials.get(batch.trial_id)
+        if rec is None or result.get(SHOULD_CHECKPOINT):
+            return
+        result[SHOULD_CHECKPOINT] = True
+        if rec.last_result.get(TRAINING_ITERATION) == result.get(TRAINING_ITERATION):
+            rec.last_result = {**rec.last_result, SHOULD_CHECKPOINT: True}
+        err = self.ops.io.amend_result(rec, result)
+        if err:
+            self.ops.abort(err)
 
     def _release_decision(self, held: Held) -> None:
         """A decision the driver's callbacks held takes effect."""

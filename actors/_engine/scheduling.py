@@ -131,7 +131,8 @@ class Scheduling:
             self.call(HookKind.CHOOSE, None)
             return
         if self.source.done and self.table.all_finished() and not self.link.pending():
-            self.ops.finish(None)
+            if not self.results.answers_due():
+                self.ops.finish(None)
         elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
             self.ops.abort("the search algorithm suggested no configuration while no trial was running; "
                            "it would wait forever (check its max_concurrent / suggest())")

@@ -83,6 +83,10 @@ class ExperimentStore(Protocol):
     def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
         """Log results; a message if they cannot be accepted (the experiment then stops)."""
 
+    def amend_result(self, rec: TrialRecord, result: dict[str, Any]) -> str | None:
+        """Rewrite the trial's last logged row as ``result`` (a callback changed it); a message if it
+        cannot be written (the experiment then stops)."""
+
     def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None: ...
 
     def checkpoint_uri(self, ckpt: CheckpointRef) -> str:

@@ -148,6 +148,13 @@ class ExperimentIO:
         self.logged_iter[rec.trial_id] = int(results[-1].get("training_iteration", 0))
         return None
 
+    def amend_result(self, rec: TrialRecord, result: dict[str, Any]) -> str | None:
+        try:
+            self.loggers.amend(rec.snapshot(), result)
+        except LoggerFailed as exc:
+            return f"{exc}; what was written before is kept"
+        return None
+
     def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
         self.max_index[rec.trial_id] = max(self.max_index.get(rec.trial_id, -1), ckpt.index)
         keep = self.spec.num_to_keep

@@ -68,6 +68,10 @@ class ControllerLoggers:
         for lg in self.loggers:
             self._call(lg, "log_trial_results", self.count, trial, results)
 
+    def amend(self, trial: TrialSnapshot, result: dict[str, Any]) -> None:
+        for lg in self.loggers:
+            self._call(lg, "log_trial_amend", trial, result)
+
     def end(self, trial: TrialSnapshot, failed: bool) -> None:
         for lg in self.loggers:
             self._call(lg, "log_trial_end", trial, failed)

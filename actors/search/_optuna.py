@@ -69,6 +69,7 @@ class OptunaSearch(Searcher):
         points_to_evaluate: list[dict[str, Any]] | None = None,
         sampler: Any = None,
         seed: int | None = None,
+        study_name: str | None = None,
     ) -> None:
         objectives = _objectives(metric, mode)
         if objectives is None:
@@ -95,6 +96,10 @@ class OptunaSearch(Searcher):
                 f"OptunaSearch: space must be a dict of parameters or a define-by-run function "
                 f"(trial) -> dict | None, got {type(space).__name__}"
             )
+        if study_name is not None and not isinstance(study_name, str):
+            raise TypeError(f"OptunaSearch: study_name must be a str, got {type(study_name).__name__}")
+        # Ray 2.60 names every study "optuna" unless given a (non-empty) name
+        self._study_name = study_name or "optuna"
         self._sampler = sampler or self._optuna.samplers.TPESampler(seed=seed)
         self._seed = seed if seed is not None else random.SystemRandom().getrandbits(63)
         self._points = [flat_point(p) for p in points_to_evaluate or []]
@@ -169,7 +174,7 @@ class OptunaSearch(Searcher):
             directions = {"directions": ["minimize" if m == "min" else "maximize" for m in self._mode]}
         else:
             directions = {"direction": "minimize" if self._mode == "min" else "maximize"}
-        self._study = self._optuna.create_study(sampler=self._sampler, **directions)
+        self._study = self._optuna.create_study(sampler=self._sampler, study_name=self._study_name, **directions)
         for point in self._points:
             self._study.enqueue_trial(point if self._define is not None else self._encode(point))
         return self._study
@@ -298,6 +303,7 @@ class OptunaSearch(Searcher):
             "seed": self._seed,
             "sampler": self._sampler,
             "study": self._study,
+            "study_name": self._study_name,
             "trials": self._trials,
             "steps": self._steps,
         }
@@ -315,4 +321,5 @@ class OptunaSearch(Searcher):
         else:
             self._space = None
         self._sampler, self._study = payload["sampler"], payload["study"]
+        self._study_name = payload.get("study_name", self._study_name)  # (not in states saved before)
         self._trials, self._steps = payload["trials"], payload["steps"]
