@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from actors import (
     with_resources,
 )
 from actors._driver.config import default_cpus
+from actors._tempdirs import owned_tempdir
 from actors.search import grid_search
 from storage import ExperimentLayout, StorageContext, read_experiment_state
 
@@ -70,7 +70,7 @@ def shards(config: dict[str, Any]) -> None:
             start = int(f.read()) + 1
     for step in range(start, config["steps"]):
         time.sleep(config.get("sleep", 0.0))
-        d = tempfile.mkdtemp(prefix="audition_shards_")
+        d = owned_tempdir("shards")  # (the tests kill this process inside uploads: fit()'s end sweeps it)
         try:
             for i in range(config["files"]):
                 with open(os.path.join(d, f"shard_{i:05d}.bin"), "wb") as f:

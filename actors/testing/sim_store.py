@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import marshal
 import shutil
-import tempfile
 from io import BytesIO
 from typing import Any
 
@@ -33,6 +32,7 @@ from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from actors._engine.lifecycle import TrialRecord
 from actors._shell.experiment_io import ExperimentIO
+from actors._tempdirs import owned_tempdir
 from storage import ExperimentLayout, StateWriter, StorageContext, commit_checkpoint
 from storage._checkpoint import write_manifest
 from storage._io import dumps, key_sorted
@@ -239,7 +239,8 @@ def _empty() -> str:
     """One empty local directory per process: what a simulated checkpoint uploads (only its manifest)."""
     global _empty_dir
     if _empty_dir is None:
-        _empty_dir = tempfile.mkdtemp(prefix="audition_sim_")
+        # (named for actors._tempdirs.sweep: a pool worker's process ends without running atexit)
+        _empty_dir = owned_tempdir("sim")
         atexit.register(shutil.rmtree, _empty_dir, True)
     return _empty_dir
 
