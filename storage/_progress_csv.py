@@ -138,7 +138,7 @@ class CsvWriter(TrialFileWriter):
         retrying(append_lines, what="appending progress", url=self.url)
         self._count += len(records)
 
-    def truncate(self, max_iteration: int) -> None:
+    def truncate(self, max_iteration: int, lineage_only: bool = False) -> None:
         """Forget the last rows with ``training_iteration > max_iteration`` (the trial was rewound; a PBT
         clone's earlier rows past it are kept, see ``JsonLinesWriter.truncate``)."""
         self._check_open()
@@ -152,7 +152,7 @@ class CsvWriter(TrialFileWriter):
             except (IndexError, ValueError):
                 return None
 
-        kept = records[:rewound_length([iteration(r) for r in records], max_iteration)]  # the trailing ones
+        kept = records[:rewound_length([iteration(r) for r in records], max_iteration, lineage_only)]
         if len(kept) == len(records):
             return
         if self._append_mode:

@@ -99,20 +99,21 @@ class JsonLinesWriter(TrialFileWriter):
             return read_results(self._ctx, self._layout, self._trial_id)
         return _parse_lines("".join(self._lines).encode("utf-8"), self.url)
 
-    def truncate(self, max_iteration: int) -> None:
+    def truncate(self, max_iteration: int, lineage_only: bool = False) -> None:
         """Forget the last rows with ``training_iteration > max_iteration``, in storage too (trial rewound).
 
-        Only the trailing ones: a PBT clone's rows go on from its source's checkpoint after its own
-        higher iterations (as in Ray), and a rewind of the clone's run keeps those earlier rows."""
+        Only the trailing ones of the last lineage: a PBT clone's rows go on from its source's checkpoint
+        after its own higher iterations (as in Ray), and a rewind of the clone's run keeps those earlier
+        rows (``storage._trial_file.rewound_length``, also for ``lineage_only``)."""
         self._check_open()
         self._load()
         if self._append_mode:
             rows = read_results(self._ctx, self._layout, self._trial_id)
-            n = rewound_length([row.get(ITERATION_KEY) for row in rows], max_iteration)
+            n = rewound_length([row.get(ITERATION_KEY) for row in rows], max_iteration, lineage_only)
             if n != len(rows):
                 self._rewrite(rows[:n])
         else:
-            n = rewound_length(self._iterations, max_iteration)
+            n = rewound_length(self._iterations, max_iteration, lineage_only)
             if n != len(self._lines):
                 self._lines, self._iterations = self._lines[:n], self._iterations[:n]
                 self._dirty = True
@@ -181,10 +182,10 @@ class ResultWriter:
         self.json.maybe_flush()
         self.csv.maybe_flush()
 
-    def truncate(self, max_iteration: int) -> None:
+    def truncate(self, max_iteration: int, lineage_only: bool = False) -> None:
         self._reconcile()
-        self.json.truncate(max_iteration)
-        self.csv.truncate(max_iteration)
+        self.json.truncate(max_iteration, lineage_only)
+        self.csv.truncate(max_iteration, lineage_only)
 
     def flush(self) -> None:
         self.json.flush()

@@ -77,12 +77,19 @@ class TrialFileWriter:
         return rows
 
 
-def rewound_length(iterations: list[Any], max_iteration: int) -> int:
-    """How many rows a rewind to ``max_iteration`` keeps: all but the trailing ones past it."""
+def rewound_length(iterations: list[Any], max_iteration: int, lineage_only: bool = False) -> int:
+    """How many rows a rewind to ``max_iteration`` keeps: all but the trailing ones past it, back to the
+    first row of their lineage at most. A PBT clone's rows go on from its source's checkpoint after the
+    trial's own (a row whose iteration does not follow the one before begins the clone's lineage), and
+    rewinding the clone's run never drops the trial's own rows. ``lineage_only``: the rows past it are
+    dropped only if they begin a lineage of their own (else they are the trial's own, kept)."""
     n = len(iterations)
     while n and isinstance(iterations[n - 1], (int, float)) and iterations[n - 1] > max_iteration:
         n -= 1
-    return n
+        before = iterations[n - 1] if n else None
+        if isinstance(before, (int, float)) and before != iterations[n] - 1:
+            return n  # the row just dropped began its lineage
+    return len(iterations) if lineage_only else n
 
 
 __all__ = ["TrialFileWriter", "rewound_length"]

@@ -68,3 +68,65 @@ def _restore_log_level() -> Any:
     level = logger.level
     yield
     logger.setLevel(level)
+
+
+# ---------------------------------------------------------------- rewinds of a clone's run (storage's rule)
+
+def test_a_rewind_drops_a_clones_rows_back_to_its_lineage_start_at_most() -> None:
+    from storage._trial_file import rewound_length
+
+    assert rewound_length([1, 2, 3, 4], 2) == 2  # no clone: the trailing rows past the checkpoint
+    # own 1..5, a clone of a source's checkpoint at 3 reported 4, 5: a retry from that checkpoint (3) drops
+    # the clone's rows, never the trial's own 4, 5 (before: 4 rows dropped)
+    assert rewound_length([1, 2, 3, 4, 5, 4, 5], 3) == 5
+    assert rewound_length([1, 2, 3, 4, 5, 4, 5], 4) == 6
+    # the source's checkpoint ahead of the trial (at 6 after its own 2): rows past 7 only
+    assert rewound_length([1, 2, 7, 8, 9], 7) == 3
+    # lineage_only: trailing rows past the point are dropped only when they begin a lineage of their own
+    assert rewound_length([1, 2, 3, 4, 5], 3, lineage_only=True) == 5
+    assert rewound_length([1, 2, 3, 4, 5, 4], 3, lineage_only=True) == 5
+
+
+def test_a_retry_of_a_clone_that_reported_nothing_keeps_the_trials_own_rows() -> None:
+    """Seed 49417 (the sweep over seeds 40000-80000): trial 2 reports 3 from its own checkpoint at 2, clones
+    a source's checkpoint at 2, and that run fails before reporting; its retry restores the same
+    checkpoint. Nothing of the clone's lineage is rewound (before: the trial's own row 3 was dropped and its
+    last result was a row the history no longer had)."""
+    sc = scenario(49417)
+    assert sc.scheduler == "pbt"
+    assert check(sc) == []
+
+
+def test_a_restore_keeps_the_trials_own_rows_behind_a_clone_that_had_logged_none(tmp_path: Any) -> None:
+    """A state saved while a PBT clone of the source's checkpoint at 2 had reported nothing (the trial's own
+    history 1..4 and last result 4): the restore resumes from that checkpoint and keeps rows 1..4; rows the
+    clone wrote after the state (3 and 4 again) are dropped. Before: every row past 2 was dropped."""
+    from actors._engine.store import RestoreMark
+    from actors._shell.restore_storage import _prepare_trial
+    from storage import ExperimentLayout, ResultWriter, StorageContext, commit_checkpoint, read_results
+
+    ctx = StorageContext(str(tmp_path))
+    layout = ExperimentLayout(ctx, "exp")
+    source_ckpt = {"path": f"{tmp_path}/exp/t0/checkpoint_000001", "index": 1, "iteration": 2,
+                   "time_total_s": 2.0, "metrics": {"training_iteration": 2, "trial_id": "t0"}}
+
+    (tmp_path / "empty").mkdir()
+    commit_checkpoint(ctx, source_ckpt["path"], str(tmp_path / "empty"), {"iteration": 2, "index": 1})
+
+    def row(logged: int) -> dict[str, Any]:
+        return {"trial_id": "t1", "config": {}, "status": "PENDING", "restore": RestoreMark.RESUME,
+                "last_result": {"training_iteration": 4, "trial_id": "t1"}, "num_failures": 0,
+                "checkpoint": dict(source_ckpt), "max_index": -1, "saved_logged_iteration": logged,
+                "logged_iteration": 10**12}
+
+    def history(*its: int) -> list[int]:
+        w = ResultWriter(ctx, layout, "t1")
+        w.truncate(0)
+        w.append([{"training_iteration": i, "trial_id": "t1"} for i in its])
+        w.close()
+        r = row(2)
+        _prepare_trial(ctx, layout, r)
+        return [x["training_iteration"] for x in read_results(ctx, layout, "t1")]
+
+    assert history(1, 2, 3, 4) == [1, 2, 3, 4]
+    assert history(1, 2, 3, 4, 3, 4) == [1, 2, 3, 4]

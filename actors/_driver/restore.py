@@ -237,7 +237,9 @@ def _rewind(state: dict[str, Any], resume_unfinished: bool, resume_errored: bool
                 row["status"] = TrialStatus.TERMINATED.value
             row["restore"] = RestoreMark.RESUME if resume_unfinished else RestoreMark.END
         if row.get("restore") in (RestoreMark.RESUME, RestoreMark.RESTART):
-            # the state may be older than the result log: drop everything after the checkpoint
+            # the state may be older than the result log: drop everything after the checkpoint (the saved
+            # value still tells the storage side whether a PBT clone had logged a row: restore_storage.py)
+            row["saved_logged_iteration"] = row.get("logged_iteration")
             row["logged_iteration"] = FORCE_TRUNCATE
     state["restored"] = True
     return state

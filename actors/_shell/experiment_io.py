@@ -133,7 +133,9 @@ class ExperimentIO:
         logged = self.logged_iter.get(rec.trial_id, 0)
         rewind = rec.iteration if logged > rec.iteration and not rec.cloned else None
         self.loggers.start(rec.snapshot(), rewind)
-        if rewind is not None:
+        if rewind is not None or rec.cloned:
+            # (a clone's lineage starts at its source's checkpoint with no row logged: what a dead clone
+            # committed is recovered from there, and a retry that rewinds none of its rows rewinds nothing)
             self.logged_iter[rec.trial_id] = rec.iteration
         if rec.clone is None and rec.extra_result.get("pbt_exploit"):
             self.write_params(rec)
@@ -206,10 +208,7 @@ class ExperimentIO:
             return None
         if not infos:
             return None
-        # a PBT clone's run goes on from its source's checkpoint, its rows after the trial's own: its lineage
-        # is logged up to the iteration it reached (its received rows are logged by now), not the trial's last row
-        logged = rec.iteration if rec.cloned else self.logged_iter.get(rec.trial_id, 0)
-        got = choose([found_from(i) for i in infos], logged)
+        got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0))
         for c in got.unusable:  # a gap in the history before it: the results are gone
             delete_checkpoint(self.ctx, c.path)
         self.max_index[rec.trial_id] = max(known, infos[-1].index)

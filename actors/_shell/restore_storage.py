@@ -105,7 +105,14 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
     else:
         upto = 0
     writer = ResultWriter(ctx, layout, tid)
-    writer.truncate(upto)
+    # a PBT clone's checkpoint (its source's) with none of the clone's rows logged when the state was saved,
+    # behind the trial's own last row: only rows of the clone's lineage (written after the state) go
+    ck = row.get("checkpoint")
+    empty_clone = (row["restore"] == RestoreMark.RESUME and ck is not None
+                   and (ck.get("metrics") or {}).get("trial_id", tid) != tid
+                   and int(row.get("saved_logged_iteration") or upto) <= upto
+                   and int(row["last_result"].get("training_iteration", 0)) > upto)
+    writer.truncate(upto, lineage_only=empty_clone)
     if row["restore"] == RestoreMark.RESUME:
         # the history now ends where the trial continues from, and so does its last result until it
         # reports again (a trial stopped before that, by its scheduler or another abort, keeps it)
