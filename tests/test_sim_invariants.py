@@ -86,6 +86,36 @@ def test_seeded_simulations_with_long_steps_keep_every_invariant() -> None:
     _sweep_all(max(1, SEEDS // 4), LONG_STEPS)
 
 
+def _sweep_callbacks(seeds: range) -> list[str]:
+    logging.getLogger("audition").setLevel(logging.ERROR)
+    failures = []
+    for seed in seeds:
+        sc = scenario(seed)
+        try:
+            found = check(sc, callback_checkpoint_p=CALLBACK_CHECKPOINT_P)
+        except Exception as exc:
+            found = [f"raised {exc!r}"]
+        if found:
+            failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
+    return failures
+
+
+CALLBACK_CHECKPOINT_P = 0.3
+
+
+@pytest.mark.slow
+def test_seeded_simulations_with_driver_callbacks_keep_every_invariant() -> None:
+    """The scenarios with a driver ``Callback`` (a quarter as many seeds): the controller holds each result
+    batch's decision for the driver's answer, and the callback asks for a checkpoint 30% of the time."""
+    seeds = max(1, SEEDS // 4)
+    workers = max(1, min(2, os.cpu_count() or 1))
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        failures = [f for part in pool.map(_sweep_callbacks, [range(i, seeds, workers) for i in range(workers)])
+                    for f in part]
+    assert not failures, f"{len(failures)} of {seeds} seeds broke an invariant (reproduce with tests/" \
+        "_sim_scenarios.check(scenario(seed), callback_checkpoint_p=0.3)):\n" + "\n".join(failures[:20])
+
+
 def test_every_scheduler_and_fault_kind_is_in_the_sweep() -> None:
     """The sweep's seeds cover every (scheduler, fault kind) pair many times over."""
     pairs = Counter((scenario(s).scheduler, scenario(s).faults) for s in range(SEEDS))
@@ -210,5 +240,20 @@ def test_a_retry_that_drops_all_of_a_clones_rows_keeps_the_trials_own_last_resul
     try:
         metrics = next(r.metrics for r in sim.results if r.trial_id.endswith("_00002"))
         assert metrics["trial_id"].endswith("_00002") and metrics["training_iteration"] == 2
+    finally:
+        sim.discard()
+
+
+@pytest.mark.parametrize("seed", [1378, 1514])
+def test_a_trial_stopped_while_saving_for_a_callback_does_not_hold_up_the_end(seed: int) -> None:
+    """Found by the first sweep with driver callbacks (2026-12-05). Seed 1378: trial 4's callback asks for a
+    checkpoint at its result 3, and while that save is on its way another trial's result makes the scheduler
+    stop trial 4. Its held batch, already answered, was kept as waiting for the driver's answer, and the
+    experiment never ended (a real ``fit()`` would hang the same way)."""
+    sc = scenario(seed)
+    sim = run(sc, callback_checkpoint_p=CALLBACK_CHECKPOINT_P)
+    try:
+        assert not sim.hung, sim.hang_reason
+        assert violations(sim, num_samples=sc.num_samples, may_abort=sc.may_abort) == []
     finally:
         sim.discard()

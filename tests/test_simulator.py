@@ -348,3 +348,38 @@ def test_a_tick_due_to_kill_a_trial_that_did_not_halt_is_not_skipped() -> None:
     finally:
         for sim in sims:
             sim.discard()
+
+
+def test_driver_callbacks_hold_each_batch_and_their_checkpoints_are_saved_and_logged() -> None:
+    """simulate(callback_checkpoint_p=...): a driver Callback answers every held result batch (the core's
+    gate, as fit() with a Callback); each answer asking a checkpoint gives a save at that result and the
+    row says should_checkpoint, as Ray logs the result after its callbacks changed it."""
+    def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+        return {"loss": config["lr"] / i, "time_this_iter_s": 1.0}
+
+    answers: list[bool] = []
+    orig = SimWorld._answer
+
+    def spy(self: SimWorld, msg: Any) -> None:
+        answers.extend(True for ev in msg.events if ev.answer_batch)
+        orig(self, msg)
+
+    SimWorld._answer = spy  # type: ignore[method-assign]
+    try:
+        sim = simulate(curve, {"lr": search.uniform(0.1, 1.0)}, TuneConfig(num_samples=3), max_iterations=6,
+                       seed=4, callback_checkpoint_p=0.5)
+    finally:
+        SimWorld._answer = orig  # type: ignore[method-assign]
+    try:
+        assert not sim.hung and sim.results is not None
+        rows = [h for r in sim.results for h in r.metrics_history]
+        assert len(answers) == len(rows) == 18  # every result batch (one result each) was held and answered
+        asked = [h["training_iteration"] for h in rows if h.get("should_checkpoint")]
+        assert 0 < len(asked) < 18
+        saved = {(r.trial_id, m["training_iteration"]) for r in sim.results for _, m in r.best_checkpoints}
+        assert {(r.trial_id, h["training_iteration"]) for r in sim.results for h in r.metrics_history
+                if h.get("should_checkpoint")} <= saved
+    finally:
+        sim.discard()
+    with pytest.raises(ValueError, match="a probability"):
+        simulate(curve, {"lr": 0.5}, callback_checkpoint_p=1.5)

@@ -56,9 +56,10 @@ class ResultGate:
         return self.held.pop(trial_id)
 
     def drop(self, trial_id: str) -> None:
-        """The run ended: its held batch needs no decision (its row may still be marked)."""
+        """The run ended: its held batch needs no decision (its row may still be marked, unless the answer
+        came already: one waiting for the save it asked for must not be waited for again)."""
         entry = self.held.pop(trial_id, None)
-        if entry is not None:
+        if entry is not None and not entry.awaiting_save:
             self.ended[trial_id] = entry.batch
 
     def batch_for(self, msg: CallbackAnswer) -> TrialResults | None:

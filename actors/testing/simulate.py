@@ -107,7 +107,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
              max_iterations: int | None = None, cpus: float | None = None,
              members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
              max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None,
-             direct_decisions: bool = True, skip_idle_ticks: bool = True) -> Simulation:
+             direct_decisions: bool = True, skip_idle_ticks: bool = True,
+             callback_checkpoint_p: float | None = None) -> Simulation:
     """Run one experiment in simulated time and return its results (see the module's docstring).
 
     ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
@@ -122,6 +123,10 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     ``skip_idle_ticks``: the controller's once-a-second tick is not delivered while it can do
     nothing (``ExperimentCore.tick_idle``: a long training step, no stopper, nothing due); the
     outcome is the same either way, only ``deliveries`` differs. False delivers every tick.
+    ``callback_checkpoint_p``: None, no driver callbacks (the default); a probability: the run has a driver
+    ``Callback``, so the controller holds each result batch's decision for the driver's answer, as
+    ``fit()`` does, and the callback asks for a checkpoint (``result["should_checkpoint"] = True``) with
+    that probability.
     """
     from actors._driver.loggers import controller_loggers
     from actors._driver.tuner import Tuner
@@ -149,7 +154,10 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     spec = tuner._spec()
     spec.loggers = controller_loggers(rc.callbacks)
     spec.actor_processes = True  # each simulated trial has a process: liveness checks and kills apply
-    spec.log_to_driver = spec.forward_events = spec.callback_gate = False
+    spec.log_to_driver = False
+    spec.forward_events = spec.callback_gate = callback_checkpoint_p is not None
+    if callback_checkpoint_p is not None and not 0.0 <= callback_checkpoint_p <= 1.0:
+        raise ValueError(f"simulate(callback_checkpoint_p={callback_checkpoint_p!r}): a probability, 0 to 1")
     need = float(spec.resources_per_trial.get("cpu", 1))
     if members:
         spec.multi_host, spec.leader_resources = True, {}
@@ -163,7 +171,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
 
     world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
                      max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s,
-                     direct=direct_decisions, skip_idle_ticks=skip_idle_ticks)
+                     direct=direct_decisions, skip_idle_ticks=skip_idle_ticks,
+                     callback_checkpoint_p=callback_checkpoint_p)
 
     def open_store(s: Any) -> Any:
         # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically

@@ -43,6 +43,7 @@ from actors._engine.signals import (
 )
 from actors.messages import (
     AbortExperiment,
+    CallbackAnswer,
     DecidedResults,
     DecideResult,
     ExperimentFinished,
@@ -54,6 +55,7 @@ from actors.messages import (
     SchedulerFailed,
     SchedulerReady,
     SchedulerSetup,
+    TrialEvents,
 )
 from actors.testing._sim_actors import SchedulerAsk, SimActor, SimMember
 from actors.testing._sim_events import EventKind, EventQueue
@@ -71,8 +73,11 @@ class SimWorld:
     def __init__(self, core: Any, curve: Curve, *, seed: int = 0, faults: Faults | None = None,
                  max_iterations: int | None = None, members: dict[str, dict[str, float]] | None = None,
                  max_deliveries: int = 1_000_000, max_time_s: float = 1e7, idle_limit_s: float = 120.0,
-                 commit: Commit = commit_empty, direct: bool = False, skip_idle_ticks: bool = True) -> None:
+                 commit: Commit = commit_empty, direct: bool = False, skip_idle_ticks: bool = True,
+                 callback_checkpoint_p: float | None = None) -> None:
         self.core = core
+        # the driver's callbacks answer each held result batch, asking a checkpoint with this chance
+        self.callback_checkpoint_p = callback_checkpoint_p
         self.skip_idle_ticks = skip_idle_ticks
         # the scheduler offers direct decisions where the real actor would (a multi-process run)
         self.direct = direct
@@ -176,6 +181,8 @@ class SimWorld:
                 self.driver.append(cmd.msg)
                 if isinstance(cmd.msg, ExperimentFinished):
                     self.finished = cmd.msg
+                elif self.callback_checkpoint_p is not None and isinstance(cmd.msg, TrialEvents):
+                    self._answer(cmd.msg)
                 return
             actor = self.actors.get(to)
             if actor is not None and actor.alive:
@@ -208,6 +215,14 @@ class SimWorld:
             self.driver.append(cmd)
         else:
             raise TypeError(f"the simulator does not know the command {cmd!r}")
+
+    def _answer(self, msg: TrialEvents) -> None:
+        """The driver's ``CallbackDispatcher``: a held batch's last result answered after its callbacks ran,
+        one of which set ``should_checkpoint`` (Ray's rule) with ``callback_checkpoint_p``."""
+        p = self.callback_checkpoint_p or 0.0
+        for ev in msg.events:
+            if ev.answer_batch:
+                self._to_core(CallbackAnswer(ev.trial.trial_id, ev.answer_run, ev.answer_batch, self._chance(p)))
 
     def _spawn(self, cmd: Spawn) -> None:
         self.spawned.append((self.now, cmd))
