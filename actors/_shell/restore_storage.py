@@ -76,7 +76,7 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
     tid = row["trial_id"]
     max_index = int(row.get("max_index", -1))
     if row["restore"] == RestoreMark.RESUME:
-        max_index = row["max_index"] = _resume_newest(ctx, layout, row, max_index)
+        max_index = row["max_index"] = _resume_newest(ctx, layout, row, _known_reached(ctx, layout, row, max_index))
     kept: list[CheckpointRef] = []
     for info in list_checkpoints(ctx, layout.trial_dir(tid)):
         if not info.committed:
@@ -121,6 +121,26 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
     writer.close()
     row["logged_iteration"] = upto
     return kept
+
+
+def _known_reached(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -> int:
+    """The highest checkpoint index the state knows whose results storage holds: ``max_index``, unless the
+    state's own checkpoint is past the history (its result was never logged: a storage failure or a kill
+    while its batch waited for a decision). Then the checkpoints from it on are looked at again, as if
+    committed after the state: the history is filled from their manifests, or the trial resumes from an
+    older one (and the newer ones are deleted), never past a gap in its history."""
+    from storage import list_checkpoints, read_results
+
+    ck = row.get("checkpoint")
+    if ck is None or (ck.get("metrics") or {}).get("trial_id", row["trial_id"]) != row["trial_id"]:
+        return max_index  # (none, or a PBT source's: its rows are that trial's)
+    reach, _ = lineage_reach(read_results(ctx, layout, row["trial_id"]), cloned=any(
+        isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ()))
+    if int(ck["iteration"]) <= reach:
+        return max_index
+    reached = [i.index for i in list_checkpoints(ctx, layout.trial_dir(row["trial_id"]))
+               if i.committed and i.index <= max_index and int(i.metadata.get("iteration", 0)) <= reach]
+    return max(reached, default=-1)
 
 
 def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -> int:
