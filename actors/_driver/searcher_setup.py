@@ -98,6 +98,35 @@ def capture_driver_stream(searcher: Any) -> None:
         generator.capture_driver_stream()
 
 
+def hand_back_driver_stream(searcher: Any, state: dict[str, Any] | None) -> None:
+    """After a new run: numpy's and Python's global ``random`` streams of the driver go on from where the
+    default generator's draws left them (it drew in the controller, from the streams taken at ``fit()``),
+    as in Ray, which draws in the driver: a second ``Tuner`` after one ``numpy.random.seed(n)`` draws
+    new configs, not the first run's again. ``state`` is the experiment's final saved state."""
+    import base64
+    import random
+
+    import cloudpickle
+
+    from actors.search._numpy_draws import numpy_or_none
+
+    generator = _default_generator(searcher)
+    text = (state or {}).get("searcher")
+    if generator is None or not text:
+        return
+    saved = cloudpickle.loads(base64.b64decode(text))
+    while isinstance(saved, dict) and saved.get("kind") != "BasicVariantGenerator" and "searcher" in saved:
+        saved = saved["searcher"]  # inside ConcurrencyLimiter / Repeater / ConstantsMerged
+    if not isinstance(saved, dict):
+        return
+    np = numpy_or_none()
+    if saved.get("global") is not None and np is not None:
+        np.random.set_state(saved["global"])
+    if saved.get("py_global") is not None:
+        version, internal, gauss = saved["py_global"]
+        random.setstate((version, tuple(internal), gauss))
+
+
 def domain_paths(space: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
     """Where ``space`` has a search domain or a grid (what Ray's variant generator "resolves")."""
     from actors.search._domain import Domain
@@ -153,6 +182,6 @@ def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
 
 
 __all__ = [
-    "capture_driver_stream", "concurrency_limited", "domain_paths", "experiment_searcher", "tag_paths",
-    "wire_global_draws",
+    "capture_driver_stream", "concurrency_limited", "domain_paths", "experiment_searcher", "hand_back_driver_stream",
+    "tag_paths", "wire_global_draws",
 ]

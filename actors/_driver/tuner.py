@@ -39,6 +39,7 @@ from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
     capture_driver_stream,
     experiment_searcher,
+    hand_back_driver_stream,
     tag_paths,
     wire_global_draws,
 )
@@ -220,9 +221,10 @@ class Tuner:
             unpublish(published)
 
     def _fit(self) -> ResultGrid:
-        from storage import ExperimentLayout
+        from storage import ExperimentLayout, StorageError, read_experiment_state
 
-        if getattr(self, "_prebuilt", None) is None:  # a new run draws from the driver's numpy stream, as Ray
+        new_run = getattr(self, "_prebuilt", None) is None
+        if new_run:  # a new run draws from the driver's numpy stream, as Ray
             capture_driver_stream(self._searcher)
         spec = self._spec()
         self._save_tuner(spec)
@@ -271,6 +273,13 @@ class Tuner:
             self._dispatcher.end(finished.trials if finished is not None else ())
         if finished is None:
             raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
+        if new_run:  # the driver's global streams go on after the draws, as Ray's
+            try:
+                saved = read_experiment_state(self._ctx, ExperimentLayout(self._ctx, self.name))
+            except StorageError as exc:
+                log.warning("numpy's global random stream stays where fit() found it: %s", exc)
+            else:
+                hand_back_driver_stream(self._searcher, saved)
         counts: dict[str, int] = {}
         for t in finished.trials:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1
