@@ -52,3 +52,19 @@ def test_what_the_table_promises_imports_from_where_it_says(name: str) -> None:
     assert hasattr(importlib.import_module(module), attr), f"{name}: {module}.{attr} does not exist"
     if status == "same":  # the same name, under the module `audition migrate` maps Ray's to
         assert attr == name.rpartition(".")[2], f"{name} is 'same' but the row names {attr}: use 'renamed'"
+
+
+def test_import_actors_as_tune_reaches_the_submodules_as_ray_tune_does() -> None:
+    """Recorded from Ray 2.60: after ``from ray import tune``, ``tune.search``, ``tune.schedulers``,
+    ``tune.stopper`` and ``tune.result`` are attributes (Ray's guides write
+    ``tune.search.BasicVariantGenerator()``). A fresh process, since an import elsewhere would set them."""
+    import subprocess
+    import sys
+
+    code = ("import actors as tune\n"
+            "print(tune.search.BasicVariantGenerator.__name__, tune.schedulers.ASHAScheduler.__name__,\n"
+            "      tune.stopper.MaximumIterationStopper.__name__, tune.result.DONE)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": ROOT}, check=False)
+    assert out.stdout.split() == ["BasicVariantGenerator", "ASHAScheduler", "MaximumIterationStopper", "done"], \
+        out.stderr
