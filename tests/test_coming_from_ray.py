@@ -68,3 +68,17 @@ def test_import_actors_as_tune_reaches_the_submodules_as_ray_tune_does() -> None
                          env={**os.environ, "PYTHONPATH": ROOT}, check=False)
     assert out.stdout.split() == ["BasicVariantGenerator", "ASHAScheduler", "MaximumIterationStopper", "done"], \
         out.stderr
+
+
+def test_with_resources_refuses_rays_per_trial_resources_function_naming_the_fix() -> None:
+    """Ray 2.60 takes ``resources=lambda config: {"CPU": config["n"]}`` and gives each trial its own
+    (recorded: ``[{'CPU': 1.0}, {'CPU': 2.0}]`` for ``n`` in ``[1, 2]``); audition's trials share one
+    dict of resources, so the function is refused, never ignored."""
+    from actors import with_resources
+    from actors._driver.errors import ConfigError
+
+    def train(config: dict[str, object]) -> None:
+        pass
+
+    with pytest.raises(ConfigError, match=r"function of the config .* pass one dict"):
+        with_resources(train, lambda config: {"CPU": config["n"]})
