@@ -98,11 +98,13 @@ def capture_driver_stream(searcher: Any) -> None:
         generator.capture_driver_stream()
 
 
-def hand_back_driver_stream(searcher: Any, state: dict[str, Any] | None) -> None:
-    """After a new run: numpy's and Python's global ``random`` streams of the driver go on from where the
-    default generator's draws left them (it drew in the controller, from the streams taken at ``fit()``),
-    as in Ray, which draws in the driver: a second ``Tuner`` after one ``numpy.random.seed(n)`` draws
-    new configs, not the first run's again. ``state`` is the experiment's final saved state."""
+def hand_back_driver_stream(searcher: Any, state: dict[str, Any] | None, *, streams: bool) -> None:
+    """After a run the searcher object the script holds takes the run's final saved state, as Ray's, which
+    ran in the driver (``search_alg.save(path)`` after ``fit()`` saves what the run learned; audition's
+    wrappers pass it on to the script's searcher). After a new run (``streams``) numpy's and Python's
+    global ``random`` streams go on from where the default generator's draws left them (it drew in the
+    controller, from the streams taken at ``fit()``), so a second ``Tuner`` after one
+    ``numpy.random.seed(n)`` draws new configs, as in Ray. ``state`` is the experiment's final state."""
     import base64
     import random
 
@@ -110,11 +112,17 @@ def hand_back_driver_stream(searcher: Any, state: dict[str, Any] | None) -> None
 
     from actors.search._numpy_draws import numpy_or_none
 
-    generator = _default_generator(searcher)
     text = (state or {}).get("searcher")
-    if generator is None or not text:
+    if searcher is None or not text:
         return
     saved = cloudpickle.loads(base64.b64decode(text))
+    try:
+        searcher.restore(saved)
+    except Exception:  # a searcher of the user's whose restore() fails: the run's results stand
+        log.warning("%s.restore() failed on the run's final state; the searcher object in this script keeps "
+                    "the state it had before fit()", type(searcher).__name__, exc_info=True)
+    if not streams or _default_generator(searcher) is None:
+        return
     while isinstance(saved, dict) and saved.get("kind") != "BasicVariantGenerator" and "searcher" in saved:
         saved = saved["searcher"]  # inside ConcurrencyLimiter / Repeater / ConstantsMerged
     if not isinstance(saved, dict):
