@@ -57,8 +57,14 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [*sorted(_EXPORTS), "__version__"]
 
+#: ``ray.tune``'s submodules a script reaches as attributes (``tune.search.BasicVariantGenerator()``,
+#: ``tune.schedulers.ASHAScheduler``), which ``from ray import tune`` has imported
+_SUBMODULES = ("result", "schedulers", "search", "stopper")
+
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"actors.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'actors' has no attribute {name!r}")

@@ -24,6 +24,7 @@ from storage._context import DEFAULT_URL, StorageContext
 from storage._errors import StorageError
 from storage._io import (
     download_file,
+    dumps_result,
     exists,
     key_sorted,
     read_bytes,
@@ -36,6 +37,7 @@ from storage._io import (
 from storage._layout import (
     MANIFEST_NAME,
     PARAMS_NAME,
+    PARAMS_PICKLE_NAME,
     RESULT_NAME,
     STATE_DIR_NAME,
     STATE_POINTER_NAME,
@@ -63,6 +65,7 @@ __all__ = [
     "GLOBAL_POLICY_NAME",
     "MANIFEST_NAME",
     "PARAMS_NAME",
+    "PARAMS_PICKLE_NAME",
     "RESULT_NAME",
     "STATE_DIR_NAME",
     "STATE_POINTER_NAME",
@@ -88,6 +91,7 @@ __all__ = [
     "delete_checkpoint",
     "download_checkpoint",
     "download_file",
+    "dumps_result",
     "encode_user_metadata",
     "exists",
     "flatten",

@@ -75,9 +75,10 @@ def result_default(value: Any) -> Any:
     return json_default(value)
 
 
-def dumps_result(row: Any) -> str:
-    """One ``result.json`` line (no newline)."""
-    return json.dumps(row, default=result_default, sort_keys=False)
+def dumps_result(row: Any, *, indent: int | None = None) -> str:
+    """One ``result.json`` line (no newline); with ``indent``, ``params.json`` (Ray's JSON logger writes
+    both with the same encoder)."""
+    return json.dumps(row, default=result_default, sort_keys=False, indent=indent)
 
 
 def parallel_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int = MAX_PARALLEL) -> list[R]:

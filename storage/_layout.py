@@ -31,6 +31,7 @@ STATE_POINTER_NAME = "experiment_state.json"
 STATE_DIR_NAME = ".state"
 TUNER_NAME = "tuner.pkl"
 PARAMS_NAME = "params.json"
+PARAMS_PICKLE_NAME = "params.pkl"  # the config cloudpickled, as Ray's JSON logger writes it
 RESULT_NAME = "result.json"
 PROGRESS_NAME = "progress.csv"
 ERROR_NAME = "error.txt"
@@ -108,6 +109,9 @@ class ExperimentLayout:
 
     def params_file(self, trial_id: str) -> str:
         return posixpath.join(self.trial_dir(trial_id), PARAMS_NAME)
+
+    def params_pickle_file(self, trial_id: str) -> str:
+        return posixpath.join(self.trial_dir(trial_id), PARAMS_PICKLE_NAME)
 
     def result_file(self, trial_id: str) -> str:
         return posixpath.join(self.trial_dir(trial_id), RESULT_NAME)

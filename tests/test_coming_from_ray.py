@@ -52,3 +52,33 @@ def test_what_the_table_promises_imports_from_where_it_says(name: str) -> None:
     assert hasattr(importlib.import_module(module), attr), f"{name}: {module}.{attr} does not exist"
     if status == "same":  # the same name, under the module `audition migrate` maps Ray's to
         assert attr == name.rpartition(".")[2], f"{name} is 'same' but the row names {attr}: use 'renamed'"
+
+
+def test_import_actors_as_tune_reaches_the_submodules_as_ray_tune_does() -> None:
+    """Recorded from Ray 2.60: after ``from ray import tune``, ``tune.search``, ``tune.schedulers``,
+    ``tune.stopper`` and ``tune.result`` are attributes (Ray's guides write
+    ``tune.search.BasicVariantGenerator()``). A fresh process, since an import elsewhere would set them."""
+    import subprocess
+    import sys
+
+    code = ("import actors as tune\n"
+            "print(tune.search.BasicVariantGenerator.__name__, tune.schedulers.ASHAScheduler.__name__,\n"
+            "      tune.stopper.MaximumIterationStopper.__name__, tune.result.DONE)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": ROOT}, check=False)
+    assert out.stdout.split() == ["BasicVariantGenerator", "ASHAScheduler", "MaximumIterationStopper", "done"], \
+        out.stderr
+
+
+def test_with_resources_refuses_rays_per_trial_resources_function_naming_the_fix() -> None:
+    """Ray 2.60 takes ``resources=lambda config: {"CPU": config["n"]}`` and gives each trial its own
+    (recorded: ``[{'CPU': 1.0}, {'CPU': 2.0}]`` for ``n`` in ``[1, 2]``); audition's trials share one
+    dict of resources, so the function is refused, never ignored."""
+    from actors import with_resources
+    from actors._driver.errors import ConfigError
+
+    def train(config: dict[str, object]) -> None:
+        pass
+
+    with pytest.raises(ConfigError, match=r"function of the config .* pass one dict"):
+        with_resources(train, lambda config: {"CPU": config["n"]})

@@ -515,3 +515,29 @@ def test_a_pause_saves_as_ray_saves(storage_dir: str) -> None:
         assert cb.seen == ray, trainable.__name__
         assert sorted(n for n in os.listdir(grid[0].path) if n.startswith("checkpoint_")) == sorted(
             {h[1] for h in ray if h[0] == "checkpoint"})
+
+
+class _ReadsLogdir(Callback):
+    """The custom logger of Ray's logging guide: ``os.path.join(trial.logdir, ...)`` in a hook."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        try:
+            self.seen.append(trial.logdir)
+        except DeprecationWarning as exc:
+            self.seen.append(str(exc))
+
+
+def _two_reports(config: dict[str, Any]) -> None:
+    report({"m": 1})
+
+
+def test_trial_logdir_raises_rays_deprecation_naming_local_path(tmp_path: Any) -> None:
+    """Recorded from Ray 2.60: reading ``trial.logdir`` in a callback raises
+    ``DeprecationWarning("Use `local_path` instead of `logdir`.")``."""
+    cb = _ReadsLogdir()
+    Tuner(_two_reports, run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0,
+                                             callbacks=[cb])).fit()
+    assert cb.seen == ["Use `local_path` instead of `logdir`."]

@@ -210,3 +210,23 @@ def test_points_trials_are_tagged_by_what_they_draw(storage_dir: str) -> None:
     assert tags[:3] == ["0_y=1", "1_y=2", "2"]  # Ray 2.60: "0_y=1", "1_y=2", "2"
     assert [t.split(",")[0][:4] for t in tags[3:]] == ["3_x=", "4_x="]  # Ray: "3_x=0.4888,y=1", ...
     assert [t.split(",")[1] for t in tags[3:]] == ["y=1", "y=2"]
+
+
+def _report_once(config: dict[str, Any]) -> None:
+    tune.report({"a": 1})
+
+
+def test_a_trials_params_pkl_and_params_json_are_rays(tmp_path: Any) -> None:
+    """Recorded from Ray 2.60 (``param_space={"t": (1, 2), "s": {1, 2}, "g": grid_search([1])}``): the
+    trial directory holds ``params.pkl``, the config cloudpickled (a tuple and a set kept), and
+    ``params.json`` writes the set as its ``str``, the tuple as a list, keys sorted."""
+    import pickle
+
+    grid = Tuner(_report_once, param_space={"t": (1, 2), "s": {1, 2}, "g": tune.grid_search([1])},
+                 run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0)).fit()
+    path = grid[0].path
+    assert {"params.json", "params.pkl", "progress.csv", "result.json"} <= set(os.listdir(path))
+    with open(os.path.join(path, "params.pkl"), "rb") as f:
+        assert pickle.load(f) == {"t": (1, 2), "s": {1, 2}, "g": 1}
+    with open(os.path.join(path, "params.json"), encoding="utf-8") as f:
+        assert json.load(f) == {"g": 1, "s": "{1, 2}", "t": [1, 2]}

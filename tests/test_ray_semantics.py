@@ -614,3 +614,41 @@ def test_a_progress_reporter_is_accepted_and_ignored_with_a_warning_as_ray(stora
     with pytest.raises(ConfigError, match="3 is accepted as 2"):
         RunConfig(verbose=4)
     assert RunConfig(verbose=False).verbose == 0  # Ray's pbt_function.py example passes verbose=False
+
+
+def _quadratic(config: dict[str, Any]) -> None:
+    from actors import report
+
+    report({"loss": (config["x"] - 0.3) ** 2})
+
+
+def _xs(grid: Any) -> list[float]:
+    return sorted(round(r.config["x"], 6) for r in grid)
+
+
+def test_a_searcher_is_saved_after_fit_and_restored_from_a_file_or_the_experiment_as_in_ray(tmp_path: Any) -> None:
+    """Ray's guide "Saving and Restoring Tune Search Algorithms", recorded from Ray 2.60 (OptunaSearch(seed=0),
+    ``x`` uniform(0, 1), loss ``(x - 0.3) ** 2``): 3 trials draw the first configs; ``search_alg.save(path)``
+    after ``fit()`` saves what the run learned, and a new ``OptunaSearch(seed=0)`` restored from that file,
+    or with ``restore_from_dir(<experiment>)``, suggests the next two configs of the same study."""
+    pytest.importorskip("optuna")
+    from actors import RunConfig, TuneConfig, Tuner
+    from actors.search import uniform
+    from actors.search.optuna import OptunaSearch
+
+    def fit(name: str, search_alg: Any, n: int, space: Any = None) -> Any:
+        return Tuner(_quadratic, param_space=space, run_config=RunConfig(storage=str(tmp_path), name=name,
+                                                                         system="simple", verbose=0),
+                     tune_config=TuneConfig(search_alg=search_alg, num_samples=n, metric="loss", mode="min")).fit()
+
+    search_alg = OptunaSearch(seed=0)
+    first = fit("first", search_alg, 3, {"x": uniform(0, 1)})
+    assert _xs(first) == [0.548814, 0.602763, 0.715189]
+    path = str(tmp_path / "my-checkpoint.pkl")
+    search_alg.save(path)
+    from_file = OptunaSearch(seed=0)
+    from_file.restore(path)
+    assert _xs(fit("second", from_file, 2)) == [0.423655, 0.544883]
+    from_dir = OptunaSearch(seed=0)
+    from_dir.restore_from_dir(first.experiment_path)
+    assert _xs(fit("third", from_dir, 2)) == [0.423655, 0.544883]

@@ -265,6 +265,10 @@ def check_resources(resources: Any, where: str) -> dict[str, float]:
 
     if isinstance(resources, PlacementGroupFactory):  # Ray's form: one bundle is one trial's dict
         resources = resources.as_resources()
+    if callable(resources) and not isinstance(resources, Mapping):  # Ray: per-trial resources from the config
+        raise ConfigError(f"{where}: resources given as a function of the config (Ray's per-trial resources) are "
+                          "not supported: every trial of an experiment gets the same resources; pass one dict "
+                          "such as {'cpu': 2}, or run the configs that need other resources as another experiment")
     if not isinstance(resources, Mapping):
         raise ConfigError(f"{where}: resources must be a dict such as {{'cpu': 2, 'gpu': 1}}, "
                           f"got {type(resources).__name__}")

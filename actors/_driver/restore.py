@@ -103,6 +103,25 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     return tuner
 
 
+def experiment_searcher_state(path: str) -> Any:
+    """The searcher state the experiment at ``path`` last saved, decoded (``Searcher.restore_from_dir``)."""
+    import base64
+
+    import cloudpickle
+
+    from storage import StorageError, read_experiment_state
+
+    ctx, layout, _ = _split(os.path.expanduser(path) if "://" not in path else path, None)
+    try:
+        state = read_experiment_state(ctx, layout)
+    except StorageError as exc:
+        raise ConfigError(f"cannot read the experiment at {path}: {exc}") from exc
+    if state is None or not state.get("searcher"):
+        raise ConfigError(f"no searcher state was saved under {path} (not an experiment directory, or its "
+                          "searcher has no save())")
+    return cloudpickle.loads(base64.b64decode(state["searcher"]))
+
+
 def _check_param_space(param_space: Any, saved_keys: list[str] | None) -> None:
     """Ray's rule for a re-specified ``param_space``: the same flattened keys as the original's (unchecked
     for an experiment saved before the keys were kept, as Ray skips it for its older ones)."""

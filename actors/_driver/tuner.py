@@ -35,10 +35,12 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
+from actors._driver.restore import experiment_searcher_state
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
     capture_driver_stream,
     experiment_searcher,
+    hand_back_driver_stream,
     tag_paths,
     wire_global_draws,
 )
@@ -49,9 +51,12 @@ from actors._engine.naming import saved_dirname_custom
 from actors._engine.spec import ExperimentSpec
 from actors._tempdirs import sweep
 from actors.messages import ExperimentFinished
+from actors.search import _searcher as _searcher_module
 from actors.stoppers import with_time_budget
 
 log = logging.getLogger("audition")
+
+_searcher_module.EXPERIMENT_STATE_READER = experiment_searcher_state  # Searcher.restore_from_dir reads with it
 
 
 class Tuner:
@@ -220,9 +225,10 @@ class Tuner:
             unpublish(published)
 
     def _fit(self) -> ResultGrid:
-        from storage import ExperimentLayout
+        from storage import ExperimentLayout, StorageError, read_experiment_state
 
-        if getattr(self, "_prebuilt", None) is None:  # a new run draws from the driver's numpy stream, as Ray
+        new_run = getattr(self, "_prebuilt", None) is None
+        if new_run:  # a new run draws from the driver's numpy stream, as Ray
             capture_driver_stream(self._searcher)
         spec = self._spec()
         self._save_tuner(spec)
@@ -271,6 +277,12 @@ class Tuner:
             self._dispatcher.end(finished.trials if finished is not None else ())
         if finished is None:
             raise TuneError(f"experiment {self.name!r}: the controller did not report the end in time")
+        try:  # the driver's searcher, and after a new run its global streams, go on from the run's, as Ray's
+            saved = read_experiment_state(self._ctx, ExperimentLayout(self._ctx, self.name))
+        except StorageError as exc:
+            log.warning("the searcher and numpy's global random stream stay where fit() found them: %s", exc)
+        else:
+            hand_back_driver_stream(getattr(self, "_searcher", None), saved, streams=new_run)
         counts: dict[str, int] = {}
         for t in finished.trials:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1

@@ -72,6 +72,11 @@ class TrialSnapshot:
     def is_finished(self) -> bool:
         return self.status.is_finished
 
+    @property
+    def logdir(self) -> str | None:
+        """Gone from Ray 2.60's ``Trial`` (older guides still read it): raises Ray's error, naming ``local_path``."""
+        raise DeprecationWarning("Use `local_path` instead of `logdir`.")
+
 
 def trial_name(trial_id: str, trainable_name: str, config: dict[str, Any], custom: str | None = None) -> str:
     """Ray Tune's ``str(trial)``: the custom name, else ``<trainable>[_<env>]_<trial_id>``."""

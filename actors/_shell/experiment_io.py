@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import cloudpickle
+
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import RestoreNotes
@@ -29,11 +31,11 @@ from storage import (
     StorageError,
     committed_after,
     delete_checkpoint,
+    dumps_result,
     key_sorted,
     log_pbt_exploit,
     ray_survivors,
     write_bytes,
-    write_json,
     write_text,
 )
 
@@ -124,8 +126,12 @@ class ExperimentIO:
         write_bytes(self.ctx, self.layout.result_file(rec.trial_id), b"", what="creating result.json")
 
     def write_params(self, rec: TrialRecord) -> None:
-        """The trial's ``params.json`` (the simulator's store encodes it when it is first read)."""
-        write_json(self.ctx, self.layout.params_file(rec.trial_id), key_sorted(rec.config))  # Ray's sort_keys
+        """The trial's ``params.json`` (the simulator's store encodes it when it is first read), and
+        ``params.pkl``, the config cloudpickled, as Ray's: it keeps what JSON cannot (tuples, sets)."""
+        params = dumps_result(key_sorted(rec.config), indent=2)  # Ray's sort_keys; a set as its str, as Ray's
+        write_bytes(self.ctx, self.layout.params_file(rec.trial_id), params.encode("utf-8"), what="writing JSON")
+        write_bytes(self.ctx, self.layout.params_pickle_file(rec.trial_id), cloudpickle.dumps(rec.config),
+                    what="writing params.pkl")
 
     def on_start(self, rec: TrialRecord) -> None:
         """A (re)start from ``rec.checkpoint``: drop logged iterations after it (a PBT clone's are kept,

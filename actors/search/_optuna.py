@@ -27,7 +27,7 @@ from actors.search._optuna_space import (
     import_optuna,
     unflatten,
 )
-from actors.search._searcher import Searcher, Suggestion, check_metric, check_state
+from actors.search._searcher import Searcher, Suggestion, check_metric, check_state, ray_restore, ray_save
 from actors.search._space import Path, format_path, normalize, resolve, validate_param_space
 
 DefineByRun = Callable[[Any], "dict[str, Any] | None"]
@@ -292,6 +292,7 @@ class OptunaSearch(Searcher):
         """The underlying ``optuna.Study`` (``None`` before the first suggestion)."""
         return self._study
 
+    @ray_save
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (cloudpickle: the space may hold sample_from callables)."""
         import cloudpickle
@@ -309,6 +310,7 @@ class OptunaSearch(Searcher):
         }
         return {"kind": "OptunaSearch", **self._base_state(), "payload": cloudpickle.dumps(payload)}
 
+    @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
 
         check_state("OptunaSearch", state, "OptunaSearch")

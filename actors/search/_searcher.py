@@ -9,7 +9,9 @@ continue exactly where the interrupted one stopped.
 from __future__ import annotations
 
 import enum
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeAlias
 
 _MODES = ("min", "max")
@@ -113,11 +115,64 @@ class Searcher(ABC):
             f"{type(self).__name__} does not implement restore(); override save/restore"
         )
 
+    def restore_from_dir(self, checkpoint_dir: str) -> None:
+        """Ray's: this searcher's state as the experiment in ``checkpoint_dir`` last saved it (the one of
+        its kind there, inside the wrappers the run used). Read by the driver's storage code, handed in
+        as ``EXPERIMENT_STATE_READER`` (this module does no I/O of its own)."""
+        if EXPERIMENT_STATE_READER is None:
+            raise NotImplementedError("restore_from_dir needs audition's driver: `from actors import Tuner` first")
+        state: Any = EXPERIMENT_STATE_READER(checkpoint_dir)
+        kind = type(self).__name__
+        while isinstance(state, dict) and state.get("kind") != kind and "searcher" in state:
+            state = state["searcher"]
+        if not isinstance(state, dict) or state.get("kind") != kind:
+            raise ValueError(f"the experiment at {checkpoint_dir} was not run with a {kind}, so there is no "
+                             f"{kind} state to restore")
+        self.restore(state)
+
     def _base_state(self) -> dict[str, Any]:
         return {"metric": self._metric, "mode": self._mode}
 
     def _restore_base(self, state: dict[str, Any]) -> None:
         self._metric, self._mode = state["metric"], state["mode"]
+
+
+#: ``path -> the searcher state an experiment saved`` (None without one), set by ``actors._driver``
+EXPERIMENT_STATE_READER: Callable[[str], Any] | None = None
+
+
+def ray_save(save: Callable[[Any], dict[str, Any]]) -> Callable[..., Any]:
+    """Ray's ``searcher.save(checkpoint_path)`` beside audition's ``save()``: given a file path, the state
+    is also written there (cloudpickled), as Ray's guide saves a searcher after ``fit()``; a file
+    ``restore(path)`` reads back. Without a path it returns the state, as before."""
+
+    @functools.wraps(save)
+    def wrapper(self: Any, checkpoint_path: Any = None) -> Any:
+        state = save(self)
+        if checkpoint_path is None:
+            return state
+        import cloudpickle
+
+        with open(checkpoint_path, "wb") as f:  # (an explicit call of the user's, not the engine's I/O)
+            cloudpickle.dump(state, f)
+        return None
+
+    return wrapper
+
+
+def ray_restore(restore: Callable[[Any, dict[str, Any]], None]) -> Callable[[Any, Any], None]:
+    """``restore(state)``, or Ray's ``restore(checkpoint_path)``: a file ``save(path)`` wrote."""
+
+    @functools.wraps(restore)
+    def wrapper(self: Any, state: Any) -> None:
+        if isinstance(state, str) or hasattr(state, "__fspath__"):
+            from actors._legacy import loads
+
+            with open(state, "rb") as f:
+                state = loads(f.read())
+        restore(self, state)
+
+    return wrapper
 
 
 def check_state(owner: str, state: Any, kind: str) -> dict[str, Any]:

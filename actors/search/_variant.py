@@ -33,7 +33,7 @@ from actors.search._numpy_draws import (
 from actors.search._points import apply_point, check_points
 from actors.search._random_state import seed_of
 from actors.search._ray_order import copy_space, park_functions, ray_sweep
-from actors.search._searcher import Searcher, Suggestion, check_state
+from actors.search._searcher import Searcher, Suggestion, check_state, ray_restore, ray_save
 from actors.search._space import Path, _evaluate, find_grids, normalize, presample, resolve, validate_param_space
 
 _KIND = "BasicVariantGenerator"
@@ -327,6 +327,7 @@ class BasicVariantGenerator(Searcher):
     def is_finished(self) -> bool:
         return self._next >= self.total_trials
 
+    @ray_save
     def save(self) -> dict[str, Any]:
         """The counter, seed, space and points (they may hold sample_from callables: pickle with cloudpickle)."""
         return {
@@ -351,6 +352,7 @@ class BasicVariantGenerator(Searcher):
             "global_draws_per_trial": self.global_draws_per_trial,
         }
 
+    @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         check_state(_KIND, state, _KIND)
         self._restore_base(state)

@@ -6,7 +6,7 @@ import copy
 import math
 from typing import Any
 
-from actors.search._searcher import Searcher, Suggestion, check_state
+from actors.search._searcher import Searcher, Suggestion, check_state, ray_restore, ray_save
 
 
 def _check_searcher(owner: str, searcher: Any) -> Searcher:
@@ -120,6 +120,7 @@ class ConcurrencyLimiter(_Wrapper):
             for held_id, held_result, held_error in held:
                 self.searcher.on_trial_complete(held_id, held_result, held_error)
 
+    @ray_save
     def save(self) -> dict[str, Any]:
         return {
             "kind": "ConcurrencyLimiter",
@@ -128,6 +129,7 @@ class ConcurrencyLimiter(_Wrapper):
             "held": copy.deepcopy(self._held),
         }
 
+    @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         check_state("ConcurrencyLimiter", state, "ConcurrencyLimiter")
         self.searcher.restore(state["searcher"])
@@ -206,6 +208,7 @@ class Repeater(_Wrapper):
         else:
             self.searcher.on_trial_complete(group_id, None, error=True)
 
+    @ray_save
     def save(self) -> dict[str, Any]:
         return {
             "kind": "Repeater",
@@ -215,6 +218,7 @@ class Repeater(_Wrapper):
             "open": self._open,
         }
 
+    @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         check_state("Repeater", state, "Repeater")
         self.searcher.restore(state["searcher"])
@@ -261,9 +265,11 @@ class ConstantsMerged(_Wrapper):
     ) -> None:
         self.searcher.on_trial_complete(trial_id, result, error)
 
+    @ray_save
     def save(self) -> dict[str, Any]:
         return {"kind": "ConstantsMerged", "searcher": self.searcher.save(), "constants": copy.deepcopy(self.constants)}
 
+    @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         check_state("ConstantsMerged", state, "ConstantsMerged")
         self.searcher.restore(state["searcher"])
