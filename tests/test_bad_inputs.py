@@ -424,3 +424,17 @@ def test_a_searcher_whose_save_raises_ends_the_run_with_its_error_and_the_result
     assert "raise NotImplementedError there to run without saving it" in said
     assert "internal error" not in said and "writing the final results failed" not in said
     assert not [r for r in caplog.records if "during message processing" in r.getMessage()]
+
+
+@pytest.mark.parametrize("wrap", ["limiter", "repeater"])
+def test_a_wrapper_around_the_default_generator_is_refused(wrap: str, storage_dir: str) -> None:
+    """Ray 2.60 refuses both (recorded: ConcurrencyLimiter(BasicVariantGenerator(), 1) raises RuntimeError
+    'only works with Searcher objects', Repeater(BasicVariantGenerator()) an AttributeError at fit); audition
+    ran 1 trial where num_samples asked for 4, saying nothing."""
+    from actors.search import BasicVariantGenerator, ConcurrencyLimiter, Repeater, uniform
+
+    alg = ConcurrencyLimiter(BasicVariantGenerator(), 1) if wrap == "limiter" else Repeater(BasicVariantGenerator())
+    with pytest.raises(ConfigError, match=r"not the default generator; for it set TuneConfig\(max_concurrent_trials"):
+        Tuner(_reports, param_space={"x": uniform(0, 1)},
+              tune_config=TuneConfig(search_alg=alg, num_samples=4, metric="loss", mode="min"),
+              run_config=RunConfig(system="simple", storage=storage_dir, verbose=0)).fit()

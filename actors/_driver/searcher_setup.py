@@ -31,6 +31,16 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
         searcher = tc.search_alg
         if not isinstance(searcher, Searcher):
             raise ConfigError("TuneConfig(search_alg=...) must be an actors.search.Searcher")
+        inner = _default_generator(searcher)
+        if inner is not None and inner is not searcher and not inner._space_set:
+            # it would take param_space through the wrapper but not num_samples, and draw 1 config; Ray 2.60
+            # refuses it too (ConcurrencyLimiter: RuntimeError; Repeater: AttributeError at fit, recorded)
+            raise ConfigError(
+                f"TuneConfig(search_alg={type(searcher).__name__}(BasicVariantGenerator(...))): the wrappers "
+                "(ConcurrencyLimiter, Repeater) work with a Searcher that suggests configs (OptunaSearch, your "
+                "own), not the default generator; for it set TuneConfig(max_concurrent_trials=N) (or "
+                "BasicVariantGenerator(max_concurrent=N)) and num_samples=N, which runs each grid_search point "
+                "N times")
         if isinstance(searcher, BasicVariantGenerator):  # as in Ray: num_samples x the grid
             searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
             num_samples = searcher.total_trials
