@@ -25,6 +25,7 @@ from typing import Any
 from thespian.actors import ChildActorExited
 
 from actors._engine.watch import describe_exit
+from actors._tempdirs import pid_runs
 
 _PR_SET_PDEATHSIG = 1
 # Thespian installs a Python-level handler for these; a real fault then re-runs the faulting
@@ -69,17 +70,7 @@ def restore_fatal_signals() -> None:
 
 def pid_alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
+    return pid_runs(pid)
 
 
 # ---------------------------------------------------------------------- how a child actor died
