@@ -101,7 +101,8 @@ import sys
 from actors import RunConfig, TuneConfig, Tuner
 from tests import _trainables as T
 from actors.search import grid_search
-Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 30, "slow_save": 0.06},
+Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": int(sys.argv[4]) if len(sys.argv) > 4 else 30,
+                                   "slow_save": 0.06},
       tune_config=TuneConfig(metric="loss", mode="min"),
       run_config=RunConfig(name="prog", storage=sys.argv[1], verbose=int(sys.argv[2]),
                            max_progress_rows=int(sys.argv[3]) if len(sys.argv) > 3 else 20)).fit()
@@ -122,7 +123,8 @@ def test_plain_progress_lines_when_not_a_terminal(tmp_path, no_leaks):
 
 @pytest.mark.parametrize("verbose", [0, 1])
 def test_verbose_levels(verbose, tmp_path, no_leaks):
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), str(verbose)], capture_output=True,
+    # (5 steps: these levels show no live rows, so the trials need not run long)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), str(verbose), "20", "5"], capture_output=True,
                          text=True, timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
     assert out.returncode == 0, out.stderr[-2000:]
     lines = [x for x in out.stdout.splitlines() if x.startswith("[prog]")]
