@@ -447,3 +447,22 @@ def test_a_clone_source_gives_the_checkpoint_its_schedulers_last_save_gave() -> 
     assert rec.status is TrialStatus.PAUSED
     assert table.request(SchedulerAction(ActionKind.CHECKPOINT, T)) == []
     assert table.exploit_source(T).path == "cb"
+
+
+def test_a_restart_from_a_pbt_sources_checkpoint_never_takes_the_sources_result_as_the_trials() -> None:
+    """A retry (or a restored run) from the checkpoint a PBT clone copied: the rows after it that the restart
+    drops are the clone's, and the last result goes back to the trial's own, never the checkpoint's (the
+    source trial's result, its id and config: what ``Result.metrics`` showed, found by the sweep, seed 17224)."""
+    source = CheckpointRef("t0/checkpoint_000002", 2, 3, 3.0, {"training_iteration": 3, "trial_id": "t0"})
+    own = {"training_iteration": 5, "trial_id": "t1", "loss": 0.5}
+    table = TrialTable(max_failures=-1)
+    rec = table.add("t1", {"lr": 0.1})
+    rec.checkpoint, rec.last_result = source, dict(own)  # after a Tuner.restore: no clone seen in this run
+    table.start("t1")
+    assert rec.last_result == own and rec.iteration == 3
+    table2 = TrialTable(max_failures=-1)
+    rec2 = table2.add("t1", {"lr": 0.1})
+    rec2.checkpoint, rec2.last_result = source, {"training_iteration": 4, "trial_id": "t1", "loss": 0.4}
+    rec2.before_clone = dict(own)  # the clone's run reported 4 and failed: its retry drops that row
+    table2.start("t1")
+    assert rec2.last_result == own

@@ -117,10 +117,11 @@ class TrialTable:
         elif int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
             # the rows after the checkpoint (all, without one) are redone and dropped from the history:
             # the last result is the checkpoint's, unless that is a PBT source's (restored by the clone
-            # whose rows are all dropped): then the trial's own last one before the clone
+            # whose rows are all dropped): then the trial's own last one before the clone (after a
+            # Tuner.restore, the one the restore left, already the history's last row)
             ckpt = rec.checkpoint
-            if ckpt is not None and ckpt.metrics.get("trial_id", rec.trial_id) != rec.trial_id and rec.before_clone:
-                rec.last_result = dict(rec.before_clone)
+            if ckpt is not None and ckpt.metrics.get("trial_id", rec.trial_id) != rec.trial_id:
+                rec.last_result = dict(rec.before_clone or rec.last_result)
             else:
                 rec.last_result = dict(ckpt.metrics) if ckpt is not None else {}
         rec.clone = None
