@@ -332,10 +332,9 @@ class ExperimentCore:
                 tag = None  # or the trials the abort halts would be saved as ended and never resumed
                 self.keep_written_state = True
                 why = self.explain(exc) or repr(exc)
-                reason = self.error = reason if why in reason else (
-                    f"{reason}\nand the experiment's state as it stopped could not be saved: {why}")
-                reason = self.error = f"{reason}\n(the experiment's state saved before this, if any, is kept for " \
-                                      "Tuner.restore)"
+                also = "" if why in reason else f"\nand the experiment's state as it stopped could not be saved: {why}"
+                reason = self.error = (f"{reason}{also}\n(the experiment's state saved before this, if any, is kept "
+                                       "for Tuner.restore)")
         self.phase = ExperimentPhase.ABORTING
         self.run(self.halts.abort_all(self.table))  # no hook hears of their end, as Ray
         if tag is None:

@@ -251,11 +251,10 @@ class ResultPath:
     def _mark_should_checkpoint(self, batch: TrialResults) -> None:
         """A driver callback set ``should_checkpoint`` on the batch's last result: as in Ray 2.60, whose
         loggers run after the user's callbacks, the logged row and the trial's result carry it."""
-        result = batch.results[-1]
         rec = self.table.trials.get(batch.trial_id)
-        if rec is None or result.get(SHOULD_CHECKPOINT):
+        if rec is None or batch.results[-1].get(SHOULD_CHECKPOINT):
             return
-        result[SHOULD_CHECKPOINT] = True
+        result = {**batch.results[-1], SHOULD_CHECKPOINT: True}  # (the message's own dict is left as it came)
         if rec.last_result.get(TRAINING_ITERATION) == result.get(TRAINING_ITERATION):
             rec.last_result = {**rec.last_result, SHOULD_CHECKPOINT: True}
         err = self.ops.io.amend_result(rec, result)

@@ -76,7 +76,9 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
     tid = row["trial_id"]
     max_index = int(row.get("max_index", -1))
     if row["restore"] == RestoreMark.RESUME:
-        max_index = row["max_index"] = _resume_newest(ctx, layout, row, _known_reached(ctx, layout, row, max_index))
+        reach = _history_reach(ctx, layout, row)  # (read once: both steps measure the same history)
+        max_index = row["max_index"] = _resume_newest(ctx, layout, row, _known_reached(ctx, layout, row, max_index,
+                                                                                      reach[0]), reach)
     kept: list[CheckpointRef] = []
     for info in list_checkpoints(ctx, layout.trial_dir(tid)):
         if not info.committed:
@@ -123,19 +125,25 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
     return kept
 
 
-def _known_reached(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -> int:
+def _history_reach(ctx: Any, layout: Any, row: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+    """``lineage_reach`` of the trial's history in storage (cloned: its saved marks hold an exploit)."""
+    from storage import read_results
+
+    return lineage_reach(read_results(ctx, layout, row["trial_id"]), cloned=any(
+        isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ()))
+
+
+def _known_reached(ctx: Any, layout: Any, row: dict[str, Any], max_index: int, reach: int) -> int:
     """The highest checkpoint index the state knows whose results storage holds: ``max_index``, unless the
     state's own checkpoint is past the history (its result was never logged: a storage failure or a kill
     while its batch waited for a decision). Then the checkpoints from it on are looked at again, as if
     committed after the state: the history is filled from their manifests, or the trial resumes from an
     older one (and the newer ones are deleted), never past a gap in its history."""
-    from storage import list_checkpoints, read_results
+    from storage import list_checkpoints
 
     ck = row.get("checkpoint")
     if ck is None or (ck.get("metrics") or {}).get("trial_id", row["trial_id"]) != row["trial_id"]:
         return max_index  # (none, or a PBT source's: its rows are that trial's)
-    reach, _ = lineage_reach(read_results(ctx, layout, row["trial_id"]), cloned=any(
-        isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ()))
     if int(ck["iteration"]) <= reach:
         return max_index
     reached = [i.index for i in list_checkpoints(ctx, layout.trial_dir(row["trial_id"]))
@@ -143,19 +151,19 @@ def _known_reached(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -
     return max(reached, default=-1)
 
 
-def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int) -> int:
+def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int,
+                   reach: tuple[int, list[dict[str, Any]]]) -> int:
     """Checkpoints committed after the state was saved: the trial resumes from the newest one its
     history reaches (``actors._shell.recovery``), the history filled from their manifests. Returns the
     highest index to keep; the ones above it are deleted as before."""
     from actors._shell.recovery import choose, found_from
-    from storage import ResultWriter, committed_after, read_results
+    from storage import ResultWriter, committed_after
 
     tid = row["trial_id"]
     infos = committed_after(ctx, layout.trial_dir(tid), max_index)
     if not infos:
         return max_index
-    logged, prefix = lineage_reach(read_results(ctx, layout, tid), cloned=any(
-        isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ()))
+    logged, prefix = reach  # the history's reach (``_history_reach``)
     got = choose([found_from(i) for i in infos], logged)
     c = got.checkpoint
     if c is None:
