@@ -222,8 +222,6 @@ def check_result(metrics: dict[str, Any]) -> None:
             _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles
 
 
-
-
 def max_len_identifier() -> int:
     """``TUNE_MAX_LEN_IDENTIFIER``: where Ray cuts ``<trial name>_<experiment_tag>`` in a trial's
     default directory name (130 unless set); read here, in the driver, as Ray's driver reads it."""

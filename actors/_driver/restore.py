@@ -103,12 +103,16 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     return tuner
 
 
-def experiment_searcher_state(path: str) -> Any:
-    """The searcher state the experiment at ``path`` last saved, decoded (``Searcher.restore_from_dir``)."""
+def saved_searcher(state: dict[str, Any] | None) -> Any:
+    """The searcher's state in a saved experiment state, decoded; None if it saved none."""
     import base64
 
-    import cloudpickle
+    text = (state or {}).get("searcher")
+    return legacy_loads(base64.b64decode(text)) if text else None
 
+
+def experiment_searcher_state(path: str) -> Any:
+    """The searcher state the experiment at ``path`` last saved, decoded (``Searcher.restore_from_dir``)."""
     from storage import StorageError, read_experiment_state
 
     ctx, layout, _ = _split(os.path.expanduser(path) if "://" not in path else path, None)
@@ -116,10 +120,11 @@ def experiment_searcher_state(path: str) -> Any:
         state = read_experiment_state(ctx, layout)
     except StorageError as exc:
         raise ConfigError(f"cannot read the experiment at {path}: {exc}") from exc
-    if state is None or not state.get("searcher"):
+    saved = saved_searcher(state)
+    if saved is None:
         raise ConfigError(f"no searcher state was saved under {path} (not an experiment directory, or its "
                           "searcher has no save())")
-    return cloudpickle.loads(base64.b64decode(state["searcher"]))
+    return saved
 
 
 def _check_param_space(param_space: Any, saved_keys: list[str] | None) -> None:

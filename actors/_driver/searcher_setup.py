@@ -108,24 +108,21 @@ def capture_driver_stream(searcher: Any) -> None:
         generator.capture_driver_stream()
 
 
-def hand_back_driver_stream(searcher: Any, state: dict[str, Any] | None, *, streams: bool) -> None:
+def hand_back_driver_stream(searcher: Any, saved: Any, *, streams: bool) -> None:
     """After a run the searcher object the script holds takes the run's final saved state, as Ray's, which
     ran in the driver (``search_alg.save(path)`` after ``fit()`` saves what the run learned; audition's
     wrappers pass it on to the script's searcher). After a new run (``streams``) numpy's and Python's
     global ``random`` streams go on from where the default generator's draws left them (it drew in the
     controller, from the streams taken at ``fit()``), so a second ``Tuner`` after one
-    ``numpy.random.seed(n)`` draws new configs, as in Ray. ``state`` is the experiment's final state."""
-    import base64
+    ``numpy.random.seed(n)`` draws new configs, as in Ray. ``saved``: the searcher's state in the
+    experiment's final state (``restore.saved_searcher``), None if it saved none."""
     import random
 
-    import cloudpickle
-
     from actors.search._numpy_draws import numpy_or_none
+    from actors.search._searcher import inner_state
 
-    text = (state or {}).get("searcher")
-    if searcher is None or not text:
+    if searcher is None or saved is None:
         return
-    saved = cloudpickle.loads(base64.b64decode(text))
     try:
         searcher.restore(saved)
     except Exception:  # a searcher of the user's whose restore() fails: the run's results stand
@@ -133,15 +130,14 @@ def hand_back_driver_stream(searcher: Any, state: dict[str, Any] | None, *, stre
                     "the state it had before fit()", type(searcher).__name__, exc_info=True)
     if not streams or _default_generator(searcher) is None:
         return
-    while isinstance(saved, dict) and saved.get("kind") != "BasicVariantGenerator" and "searcher" in saved:
-        saved = saved["searcher"]  # inside ConcurrencyLimiter / Repeater / ConstantsMerged
-    if not isinstance(saved, dict):
+    drawn = inner_state(saved, "BasicVariantGenerator")
+    if drawn is None:
         return
     np = numpy_or_none()
-    if saved.get("global") is not None and np is not None:
-        np.random.set_state(saved["global"])
-    if saved.get("py_global") is not None:
-        version, internal, gauss = saved["py_global"]
+    if drawn.get("global") is not None and np is not None:
+        np.random.set_state(drawn["global"])
+    if drawn.get("py_global") is not None:
+        version, internal, gauss = drawn["py_global"]
         random.setstate((version, tuple(internal), gauss))
 
 

@@ -35,7 +35,7 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
-from actors._driver.restore import experiment_searcher_state
+from actors._driver.restore import experiment_searcher_state, saved_searcher
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
     capture_driver_stream,
@@ -282,7 +282,7 @@ class Tuner:
         except StorageError as exc:
             log.warning("the searcher and numpy's global random stream stay where fit() found them: %s", exc)
         else:
-            hand_back_driver_stream(getattr(self, "_searcher", None), saved, streams=new_run)
+            hand_back_driver_stream(getattr(self, "_searcher", None), saved_searcher(saved), streams=new_run)
         counts: dict[str, int] = {}
         for t in finished.trials:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1

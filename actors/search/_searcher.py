@@ -121,11 +121,9 @@ class Searcher(ABC):
         as ``EXPERIMENT_STATE_READER`` (this module does no I/O of its own)."""
         if EXPERIMENT_STATE_READER is None:
             raise NotImplementedError("restore_from_dir needs audition's driver: `from actors import Tuner` first")
-        state: Any = EXPERIMENT_STATE_READER(checkpoint_dir)
         kind = type(self).__name__
-        while isinstance(state, dict) and state.get("kind") != kind and "searcher" in state:
-            state = state["searcher"]
-        if not isinstance(state, dict) or state.get("kind") != kind:
+        state = inner_state(EXPERIMENT_STATE_READER(checkpoint_dir), kind)
+        if state is None:
             raise ValueError(f"the experiment at {checkpoint_dir} was not run with a {kind}, so there is no "
                              f"{kind} state to restore")
         self.restore(state)
@@ -135,6 +133,14 @@ class Searcher(ABC):
 
     def _restore_base(self, state: dict[str, Any]) -> None:
         self._metric, self._mode = state["metric"], state["mode"]
+
+
+def inner_state(state: Any, kind: str) -> dict[str, Any] | None:
+    """The saved state of the ``kind`` searcher inside a saved state's wrappers (ConcurrencyLimiter,
+    Repeater, ConstantsMerged keep the inner one's under ``"searcher"``); None if there is none."""
+    while isinstance(state, dict) and state.get("kind") != kind and "searcher" in state:
+        state = state["searcher"]
+    return state if isinstance(state, dict) and state.get("kind") == kind else None
 
 
 #: ``path -> the searcher state an experiment saved`` (None without one), set by ``actors._driver``
