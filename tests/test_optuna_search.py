@@ -119,8 +119,6 @@ def test_unsupported_domains_are_rejected(space: dict[str, Any], fragment: str) 
 
 
 def test_argument_errors() -> None:
-    with pytest.raises(ValueError, match="pass either sampler= or seed=, not both"):
-        OptunaSearch(QUADRATIC, sampler=optuna.samplers.RandomSampler(seed=0), seed=1)
     with pytest.raises(ValueError, match="mode must be 'min' or 'max'"):
         OptunaSearch(QUADRATIC, "loss", "minimize")
     with pytest.raises(ValueError, match="not searched parameters; use names from"):

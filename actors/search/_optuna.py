@@ -11,6 +11,7 @@ multi-objective study told every metric's value of a trial's last result.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from actors._legacy import loads as legacy_loads
 from actors.search._optuna_space import (
     CategoryIndex,
     SuggestCaptor,
+    check_rewards,
     collect,
     convert,
     fill,
@@ -31,6 +33,8 @@ from actors.search._searcher import Searcher, Suggestion, check_metric, check_st
 from actors.search._space import Path, format_path, normalize, resolve, validate_param_space
 
 DefineByRun = Callable[[Any], "dict[str, Any] | None"]
+
+log = logging.getLogger(__name__)
 
 
 def _objectives(metric: Any, mode: Any) -> tuple[list[str], list[str]] | None:
@@ -68,8 +72,10 @@ class OptunaSearch(Searcher):
         mode: str | list[str] | None = None,
         points_to_evaluate: list[dict[str, Any]] | None = None,
         sampler: Any = None,
-        seed: int | None = None,
         study_name: str | None = None,
+        storage: Any = None,
+        seed: int | None = None,
+        evaluated_rewards: list[Any] | None = None,
     ) -> None:
         objectives = _objectives(metric, mode)
         if objectives is None:
@@ -78,14 +84,19 @@ class OptunaSearch(Searcher):
             super().__init__()
             self._metric, self._mode = objectives
         self._optuna = import_optuna()
-        if sampler is not None and seed is not None:
-            raise ValueError(
-                "OptunaSearch: pass either sampler= or seed=, not both; seed the sampler you pass"
-            )
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"OptunaSearch: seed must be an int or None, got {seed!r}")
         if sampler is not None and not isinstance(sampler, self._optuna.samplers.BaseSampler):
             raise TypeError(f"OptunaSearch: sampler must be an optuna sampler, got {type(sampler).__name__}")
+        if sampler is not None and seed:  # (as Ray 2.60: a warning, and seed=0 passes unremarked)
+            log.warning("OptunaSearch: seed=%d is ignored because a sampler was passed, as in Ray Tune; "
+                        "seed the sampler itself (e.g. optuna.samplers.TPESampler(seed=%d))", seed, seed)
+        if storage is not None and not isinstance(storage, self._optuna.storages.BaseStorage):
+            hint = (f" (for a URL: storage=optuna.storages.RDBStorage({storage!r}))"
+                    if isinstance(storage, str) else "")
+            raise TypeError(f"OptunaSearch: storage must be an optuna storage (optuna.storages.BaseStorage), got "
+                            f"{type(storage).__name__}{hint}")
+        self._storage = storage
         if points_to_evaluate is not None and (
             not isinstance(points_to_evaluate, list)
             or not all(isinstance(p, dict) for p in points_to_evaluate)
@@ -103,6 +114,7 @@ class OptunaSearch(Searcher):
         self._sampler = sampler or self._optuna.samplers.TPESampler(seed=seed)
         self._seed = seed if seed is not None else random.SystemRandom().getrandbits(63)
         self._points = [flat_point(p) for p in points_to_evaluate or []]
+        self._rewards = check_rewards(evaluated_rewards, self._points, callable(space))
         self._space: dict[str, Any] | None = None
         self._define: DefineByRun | None = space if callable(space) else None
         self._study: Any = None
@@ -132,6 +144,12 @@ class OptunaSearch(Searcher):
                 raise ValueError(
                     f"OptunaSearch: points_to_evaluate names {unknown}, which are not searched parameters; "
                     f"use names from {sorted(self._dists)}"
+                )
+            missing = sorted(set(self._dists) - set(point))
+            if self._rewards and missing:  # (an evaluated point is a whole trial; Ray refuses it too)
+                raise ValueError(
+                    f"OptunaSearch: with evaluated_rewards, every point of points_to_evaluate needs a value for "
+                    f"each searched parameter; {point} has none for {missing}"
                 )
 
     def set_search_properties(
@@ -174,10 +192,45 @@ class OptunaSearch(Searcher):
             directions = {"directions": ["minimize" if m == "min" else "maximize" for m in self._mode]}
         else:
             directions = {"direction": "minimize" if self._mode == "min" else "maximize"}
-        self._study = self._optuna.create_study(sampler=self._sampler, study_name=self._study_name, **directions)
-        for point in self._points:
-            self._study.enqueue_trial(point if self._define is not None else self._encode(point))
+        # as Ray 2.60: no pruner (trials end by the scheduler), and a stored study of this name is continued
+        self._study = self._optuna.create_study(
+            storage=self._storage, sampler=self._sampler, pruner=self._optuna.pruners.NopPruner(),
+            study_name=self._study_name, load_if_exists=True, **directions)
+        if self._rewards:  # already evaluated: told to the study as finished trials, never run
+            for point, reward in zip(self._points, self._rewards, strict=True):
+                self.add_evaluated_point(point, reward)
+        else:
+            for point in self._points:
+                self._study.enqueue_trial(point if self._define is not None else self._encode(point))
         return self._study
+
+    def add_evaluated_point(self, parameters: dict[str, Any], value: float | list[float], error: bool = False,
+                            pruned: bool = False, intermediate_values: list[float] | None = None) -> None:
+        """Tell the study of a configuration evaluated elsewhere, as Ray's method of this name: a finished
+        (or, with ``error``/``pruned``, failed or pruned) trial that informs later suggestions."""
+        if self._define is not None:
+            raise TypeError("OptunaSearch: a define-by-run space cannot take evaluated points (nor "
+                            "evaluated_rewards); pass a dict space, or the Tuner's param_space")
+        if self._space is None:
+            raise RuntimeError("OptunaSearch.add_evaluated_point: no search space yet; pass space= to "
+                               "OptunaSearch, or call it once the Tuner has given the searcher its param_space")
+        if self._metric is None or self._mode is None:
+            raise RuntimeError("OptunaSearch.add_evaluated_point: the searcher has no metric and mode yet; pass "
+                               "them to OptunaSearch(...)")
+        point = flat_point(parameters)
+        unknown = sorted(set(point) - set(self._dists))
+        if unknown:
+            raise ValueError(f"OptunaSearch.add_evaluated_point: {unknown} are not searched parameters; use names "
+                             f"from {sorted(self._dists)}")
+        study = self._ensure_study()
+        states = self._optuna.trial.TrialState
+        state = states.FAIL if error else states.PRUNED if pruned else states.COMPLETE
+        told: dict[str, Any] = {}
+        if state is not states.FAIL:  # (optuna refuses a value for a failed trial)
+            told = {"values": list(value)} if isinstance(value, list | tuple) else {"value": value}
+        study.add_trial(self._optuna.trial.create_trial(
+            state=state, params=self._encode(point), distributions={n: self._dists[n] for n in point},
+            intermediate_values=dict(enumerate(intermediate_values)) if intermediate_values else None, **told))
 
     def _encode(self, point: dict[str, Any]) -> dict[str, Any]:
         """Turn a user config point into Optuna params (category indices where needed)."""
@@ -305,6 +358,8 @@ class OptunaSearch(Searcher):
             "sampler": self._sampler,
             "study": self._study,
             "study_name": self._study_name,
+            "storage": self._storage,
+            "rewards": self._rewards,
             "trials": self._trials,
             "steps": self._steps,
         }
@@ -324,4 +379,5 @@ class OptunaSearch(Searcher):
             self._space = None
         self._sampler, self._study = payload["sampler"], payload["study"]
         self._study_name = payload.get("study_name", self._study_name)  # (not in states saved before)
+        self._storage, self._rewards = payload.get("storage"), payload.get("rewards")
         self._trials, self._steps = payload["trials"], payload["steps"]

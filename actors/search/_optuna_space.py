@@ -7,6 +7,7 @@ values (category objects Optuna cannot store, clean quantized floats).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,8 @@ from actors.search._domain_checks import quantized
 from actors.search._space import Path, format_path
 
 _PRIMITIVES = (type(None), bool, int, float, str)
+
+log = logging.getLogger("actors.search._optuna")  # (the searcher's logger: one name to silence)
 
 
 def import_optuna() -> Any:
@@ -147,6 +150,32 @@ def flat_point(point: Any, prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def check_rewards(rewards: Any, points: list[dict[str, Any]], define_by_run: bool) -> list[Any] | None:
+    """``evaluated_rewards`` as Ray checks it (a list, one reward per point), or None when there are none.
+    Rewards without points pair with nothing: Ray ignores them silently, audition says so."""
+    if rewards is None or (isinstance(rewards, list) and not rewards):
+        return None
+    if not isinstance(rewards, list):
+        raise TypeError(f"OptunaSearch: evaluated_rewards must be a list (one reward per point of "
+                        f"points_to_evaluate), got {type(rewards).__name__}")
+    if not points:
+        log.warning("OptunaSearch: evaluated_rewards without points_to_evaluate is ignored, as in Ray Tune; pass "
+                    "the evaluated configurations as points_to_evaluate, in the same order")
+        return None
+    if len(rewards) != len(points):
+        raise ValueError(f"OptunaSearch: evaluated_rewards has {len(rewards)} rewards for {len(points)} points of "
+                         "points_to_evaluate; give one reward per point, in the same order")
+    if define_by_run:
+        raise TypeError("OptunaSearch: a define-by-run space cannot take evaluated_rewards (as in Ray Tune); pass "
+                        "a dict space, or the search space as the Tuner's param_space")
+    for reward in rewards:
+        values = reward if isinstance(reward, list | tuple) else [reward]
+        if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"OptunaSearch: each of evaluated_rewards must be a number (a list of numbers for "
+                            f"several objectives), got {reward!r}")
+    return list(rewards)
 
 
 def unflatten(params: dict[str, Any]) -> dict[str, Any]:
