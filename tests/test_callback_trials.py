@@ -112,3 +112,32 @@ def test_an_add_event_lists_the_trial_without_calling_a_hook() -> None:
     assert cb.seen == [] and d.iteration == 0
     d.push(TrialEvents(2, (TrialEvent(EventType.START, snap(1, TrialStatus.RUNNING)),)))
     assert cb.seen == [("start", [(1, "PENDING"), (2, "PENDING")])] and d.iteration == 1
+
+
+def test_a_checkpoint_request_is_answered_with_its_batch_and_never_carried_into_another_run() -> None:
+    """A callback's should_checkpoint on any result of a held batch is answered with the batch's last
+    result; one on a result nobody holds (its run ended before the decision) dies with that run."""
+    from actors import Callback
+    from actors.messages import CallbackAnswer
+
+    class AskAtTwo(Callback):
+        def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any]) -> None:
+            if result["training_iteration"] == 2:
+                result["should_checkpoint"] = True
+
+    d = CallbackDispatcher([AskAtTwo()])
+    answers: list[CallbackAnswer] = []
+    d.answer = answers.append
+    snap = TrialSnapshot("t_00001", {"x": 1}, TrialStatus.RUNNING)
+
+    def result(i: int, batch: int = 0, run: int = 1) -> TrialEvent:
+        return TrialEvent(EventType.RESULT, snap, {"training_iteration": i}, answer_run=run if batch else 0,
+                          answer_batch=batch)
+
+    d.push(TrialEvents(1, (TrialEvent(EventType.START, snap), result(1), result(2), result(3, batch=1))))
+    assert answers == [CallbackAnswer("t_00001", 1, 1, True)], "asked at 2, answered with the batch's last"
+    d.push(TrialEvents(2, (result(4, batch=2),)))
+    assert answers[-1] == CallbackAnswer("t_00001", 1, 2, False), "answered once"
+    d.push(TrialEvents(3, (result(2), TrialEvent(EventType.ERROR, snap))))  # unheld: the run ended undecided
+    d.push(TrialEvents(4, (TrialEvent(EventType.START, snap), result(1, batch=1, run=2))))
+    assert answers[-1] == CallbackAnswer("t_00001", 2, 1, False), "not carried into the retry"

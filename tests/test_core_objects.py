@@ -244,11 +244,15 @@ def test_feed_batches_events_behind_one_wake_up() -> None:
     assert (feed.event_seq, feed.output_batches) == (1, 1)
 
 
-def test_feed_flushes_a_full_batch_at_once() -> None:
+def test_feed_sends_a_full_batch_between_messages_not_inside_one() -> None:
     feed = DriverFeed(forward_events=True, log_to_driver=False)
     for i in range(499):
         assert all(isinstance(c, WakeAfter) for c in feed.event(EventType.RESULT, _snap("a"), {"i": i}))
-    out = feed.event(EventType.RESULT, _snap("a"), {"i": 499})
+        assert feed.flush_full() == []
+    # the 500th event stays (a decision held later in the same message marks it: ask_answer) ...
+    assert feed.event(EventType.RESULT, _snap("a"), {"i": 499}) == []
+    assert feed.ask_answer("a", 1, 7) and feed.events[-1].answer_batch == 7
+    out = feed.flush_full()  # ... and the core sends the full batch once that message is handled
     assert len(out) == 1 and isinstance(out[0], Send)
     assert len(out[0].msg.events) == 500 and feed.events == []
 

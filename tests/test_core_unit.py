@@ -461,3 +461,21 @@ def test_ticks_are_idle_only_when_nothing_is_due() -> None:
     reports.handle(Wake(Tick.PERIODIC), at=1.0)
     reports.answer_all()
     assert not reports.core.tick_idle()
+
+
+def test_a_full_event_batch_goes_to_the_driver_when_the_message_that_filled_it_is_handled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not inside it (a held decision marks its result event later in the same message), and not only at
+    the events' wake-up: the batch's size still bounds how many events wait."""
+    from actors._engine import feed
+    from actors.messages import TrialEvents
+
+    monkeypatch.setattr(feed, "EVENTS_BATCH", 2)
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, forward_events=True))
+    [tid] = _running(h)
+    h.handle(Wake(Tick.EVENTS))  # the events so far (the trial's start) go out on their wake-up
+    assert h.core.feed.events == []
+    out = h.handle(_result(tid, 1, 1)) + h.handle(_result(tid, 1, 2))
+    batches = sent(out, TrialEvents, to=DRIVER)
+    assert batches and all(len(b.events) >= 2 for b in batches), "a full batch waits for no wake-up"
+    assert isinstance(out[-1], Send) and isinstance(out[-1].msg, TrialEvents), "sent last, once handled"

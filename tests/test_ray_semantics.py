@@ -229,6 +229,18 @@ def test_callback_should_checkpoint_saves_at_that_iteration(system, storage_dir,
     assert r.checkpoint is not None and r.checkpoint.to_dict() == {"n": 7}
 
 
+def test_callback_should_checkpoint_saves_at_that_iteration_when_the_event_batch_fills(
+        storage_dir, monkeypatch) -> None:
+    """A result event that fills the driver's event batch is sent at once; its decision must still wait
+    for the callbacks' answer (it used to be released unheld, and the request landed a batch late)."""
+    from actors._engine import feed
+
+    monkeypatch.setattr(feed, "EVENTS_BATCH", 1)  # every event fills a batch (the controller is in-process)
+    [r] = _fit(Counter, storage_dir, system="simple", callbacks=[CheckpointEveryThird()],
+               checkpoint_config=CheckpointConfig(checkpoint_at_end=False))
+    assert _saved(r, storage_dir) == [3, 6]
+
+
 def _saved(r: Any, storage_dir: str) -> list[int]:
     trial_dir = os.path.join(storage_dir, os.path.basename(r.path.rstrip("/")))
     if not os.path.isdir(trial_dir):

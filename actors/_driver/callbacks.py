@@ -127,7 +127,8 @@ class CallbackDispatcher:
         self.may_ask_checkpoint = any(type(cb).on_trial_result is not Callback.on_trial_result
                                       and not isinstance(cb, LoggerCallback) for cb in self.callbacks)
         self.answer: Callable[[CallbackAnswer], None] | None = None  # to the controller (set by fit())
-        self.asked: set[str] = set()  # trials whose callbacks asked for a checkpoint in the held batch
+        # trials whose callbacks asked for a checkpoint in the batch being replayed (answered with its last result)
+        self.asked: set[str] = set()
         # what Ray's Trial carries beyond the controller's snapshot (set by fit(): describe())
         self.trainable_name = ""
         self.experiment_path: str | None = None
@@ -273,6 +274,8 @@ class CallbackDispatcher:
             self.trials[ev.trial.trial_id] = self._as_ray_trial(ev.trial)
             return
         self.iteration += 1
+        if ev.kind in (EventType.START, EventType.COMPLETE, EventType.ERROR):
+            self.asked.discard(ev.trial.trial_id)  # a run began or ended: a request is never carried into another
         if ev.kind is EventType.START:
             self._resumed(ev.trial)
         prev = self.trials.get(ev.trial.trial_id)

@@ -187,6 +187,8 @@ class ExperimentCore:
                 reason = self.explain(exc) or (f"internal error in the controller handling {type(event).__name__}: "
                                                f"{exc!r}\n{traceback.format_exc()}")
                 self._fail(reason)
+        if self.feed.events:
+            self._emit(self.feed.flush_full())
         out, self.out = self.out, []
         if self.unchanged and not changes_nothing(event, out):
             self.unchanged = False

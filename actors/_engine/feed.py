@@ -114,9 +114,12 @@ class DriverFeed:
         if not self.forward_events:
             return []
         self.events.append(TrialEvent(kind, trial, result, checkpoint))
-        if len(self.events) >= EVENTS_BATCH:
-            return self.flush()
-        return self._arm()
+        return self._arm()  # (a full batch is sent once the message that filled it is handled: ``flush_full``)
+
+    def flush_full(self) -> list[Command]:
+        """Send a full batch now. Called between messages, never inside one: a result event must still be
+        here when its decision is held for the driver's answer (``ask_answer``), later in the same message."""
+        return self.flush() if len(self.events) >= EVENTS_BATCH else []
 
     def output(self, msg: TrialOutput) -> list[Command]:
         """A trial's printed lines (already rate-bounded in its process): sent on with the events."""
