@@ -243,11 +243,21 @@ def test_empty_storage_is_refused(storage) -> None:
     (lambda: RunConfig(controller_timeout_s=0), r"controller_timeout_s=0\): use seconds > 0"),
     (lambda: TuneConfig(metric=5), r"TuneConfig\(metric=5\): use the name of a reported result key"),
     (lambda: TuneConfig(num_samples=True), r"num_samples=True\): use an int >= 1"),
+    # removed from Ray Tune; recorded from Ray 2.60: DeprecationWarning (RunConfig: at once; TuneConfig: at fit())
+    (lambda: TuneConfig(chdir_to_trial_dir=False), r"chdir_to_trial_dir=\.\.\.\) was removed .*CHDIR_TO_TRIAL_DIR=0"),
+    (lambda: RunConfig(local_dir="/tmp/x"), r"local_dir='/tmp/x'\) was removed .*storage_path='/tmp/x'"),
 ], ids=["configs_swapped", "configs_swapped_2", "failure_config_dict", "callbacks_not_a_list",
-        "controller_timeout_zero", "metric_not_a_string", "num_samples_bool"])
+        "controller_timeout_zero", "metric_not_a_string", "num_samples_bool", "chdir_to_trial_dir", "local_dir"])
 def test_config_of_the_wrong_kind_is_refused(make, says) -> None:
     with pytest.raises(ConfigError, match=says):
         make()
+
+
+def test_tune_config_takes_rays_positional_order() -> None:
+    """Ray 2.60's TuneConfig(mode, metric, search_alg, scheduler, num_samples, ...): recorded,
+    TuneConfig("min", "loss").metric == "loss"."""
+    tc = TuneConfig("min", "loss", None, None, 3)
+    assert (tc.mode, tc.metric, tc.num_samples) == ("min", "loss", 3)
 
 
 # ---------------------------------------------------------------------------------------- restore

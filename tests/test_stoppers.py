@@ -271,6 +271,22 @@ def test_function_stopper() -> None:
         FunctionStopper(lambda result: True)  # type: ignore[arg-type,misc]
     with pytest.raises(TypeError, match="expected a function"):
         FunctionStopper(3)  # type: ignore[arg-type]
+    # Ray 2.60's signature: FunctionStopper(function), and its classmethod is_valid_function
+    assert FunctionStopper(function=lambda trial_id, result: True)("a", {})
+    assert FunctionStopper.is_valid_function(lambda t, r: True)
+    assert not FunctionStopper.is_valid_function(s) and not FunctionStopper.is_valid_function(3)
+
+    class HasStopAll:
+        def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            return True
+
+    with pytest.raises(ValueError, match=r"not an actors\.Stopper subclass"):
+        FunctionStopper.is_valid_function(HasStopAll())
+    with pytest.raises(ValueError, match="has stop_all but"):  # stop=: Ray 2.60 raises ValueError too (recorded)
+        make_stopper(HasStopAll())
 
 
 def test_dict_stopper_thresholds_are_reached_with_greater_or_equal() -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 from actors._driver.errors import ConfigError
 
+DEPRECATED = "DEPRECATED"  # the default of a field Ray Tune keeps only to refuse it (Ray's _DEPRECATED_VALUE)
+
 SYSTEMS = ("multiproc", "simple")
 DEFAULT_STORAGE = "~/audition_results"
 
@@ -83,23 +85,29 @@ class CheckpointConfig:
 class TuneConfig:
     """What to optimise and how to search (Ray Tune's ``TuneConfig``)."""
 
-    metric: str | None = None
+    # (Ray Tune 2.60's fields in its order, so that a positional call means the same; then audition's own)
     mode: str | None = None
-    num_samples: int = 1
-    scheduler: Any = None
+    metric: str | None = None
     search_alg: Any = None
+    scheduler: Any = None
+    num_samples: int = 1
     max_concurrent_trials: int | None = None
-    seed: int | None = None
-    reuse_actors: bool = True
     # the experiment's wall-clock budget (seconds or a timedelta), as in Ray Tune: when it is
     # spent every trial is stopped, reporting or not (a TimeoutStopper added to stop=)
     time_budget_s: float | datetime.timedelta | None = None
+    reuse_actors: bool = True
     # Ray Tune's: each called with the new trial; a display name (str(trial)) and the name of the
     # trial's directory in storage (actors/_engine/naming.py says what is refused)
     trial_name_creator: Callable[[Any], str] | None = None
     trial_dirname_creator: Callable[[Any], str] | None = None
+    chdir_to_trial_dir: Any = field(default=DEPRECATED, repr=False)  # removed from Ray Tune: refused
+    seed: int | None = None
 
     def __post_init__(self) -> None:
+        if self.chdir_to_trial_dir != DEPRECATED:  # (Ray 2.60 raises DeprecationWarning at fit())
+            raise ConfigError("TuneConfig(chdir_to_trial_dir=...) was removed from Ray Tune (2.60 refuses it too): "
+                              "leave it out; each trial runs in its own directory, and the environment variable "
+                              "RAY_CHDIR_TO_TRIAL_DIR=0 keeps the driver's working directory instead")
         check_mode(self.mode, "TuneConfig")
         for knob in ("trial_name_creator", "trial_dirname_creator"):
             value = getattr(self, knob)
@@ -196,8 +204,12 @@ class RunConfig:
     # each trial's output is saved as stdout.txt/stderr.txt in its directory whatever this says
     sync_config: SyncConfig | None = None
     log_to_file: bool | str | Sequence[str] = False
+    local_dir: str | None = field(default=None, repr=False)  # removed from Ray Tune: refused
 
     def __post_init__(self) -> None:
+        if self.local_dir is not None:  # (Ray 2.60 raises DeprecationWarning here)
+            raise ConfigError(f"RunConfig(local_dir={self.local_dir!r}) was removed from Ray Tune (2.60 refuses it "
+                              f"too): use RunConfig(storage_path={self.local_dir!r})")
         if self.storage_path is not None:
             if self.storage is not None and os.fspath(self.storage) != os.fspath(self.storage_path):
                 raise ConfigError(f"RunConfig(storage={self.storage!r}, storage_path={self.storage_path!r}): "

@@ -110,7 +110,8 @@ def _accepts_two_args(fn: Callable[..., Any]) -> bool:
 class FunctionStopper(Stopper):
     """Wraps ``fn(trial_id, result) -> bool``; never stops the whole experiment."""
 
-    def __init__(self, fn: Callable[[str, dict[str, Any]], bool]) -> None:
+    def __init__(self, function: Callable[[str, dict[str, Any]], bool]) -> None:  # (Ray's parameter name)
+        fn = function
         if not callable(fn):
             raise TypeError(f"FunctionStopper: expected a function (trial_id, result) -> bool, got {fn!r}")
         if not _accepts_two_args(fn):
@@ -122,6 +123,16 @@ class FunctionStopper(Stopper):
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         return bool(self.fn(trial_id, result))
+
+    @classmethod
+    def is_valid_function(cls, fn: Any) -> bool:
+        """Ray's check of a ``stop=`` value: a plain function (not a ``Stopper``); a callable with a
+        ``stop_all`` that is not a ``Stopper`` is refused, as Ray refuses it."""
+        ok = callable(fn) and not isinstance(fn, Stopper)
+        if ok and hasattr(fn, "stop_all"):
+            raise ValueError(f"{type(fn).__name__} has stop_all but is not an actors.Stopper subclass; subclass "
+                             "actors.Stopper so that stop_all is called")
+        return ok
 
 
 __all__ = ["CombinedStopper", "FunctionStopper", "Stopper"]

@@ -84,7 +84,7 @@ def make_stopper(
         )
     if isinstance(stop, Mapping):
         return DictStopper(stop) if stop else None
-    if callable(stop):
+    if callable(stop) and FunctionStopper.is_valid_function(stop):  # (one with stop_all is refused, as Ray)
         return FunctionStopper(stop)
     raise TypeError(
         f"stop must be a dict such as {{'training_iteration': 10}}, a function (trial_id, result) -> bool, "
