@@ -161,3 +161,60 @@ def test_a_stored_study_through_fit(tmp_path: Any) -> None:
     assert [t.value for t in study.trials[:2]] == REWARDS[:2]
     assert sorted(t.value for t in study.trials[2:]) == sorted(r.metrics["loss"] for r in grid)
     assert len(searcher.study.trials) == 5
+
+
+def warm_trainable(config: dict[str, Any]) -> None:
+    from actors import report
+
+    for i in range(3):
+        report({"loss": (config["x"] - 1) ** 2 + i})
+        if config["x"] == 3 and i == 1:
+            raise RuntimeError("boom")
+
+
+def test_add_evaluated_trials_of_an_earlier_experiment_as_in_ray(tmp_path: Any) -> None:
+    """Recorded from Ray 2.60 with the same experiment (a grid of 8, x=3 fails at its second result):
+    the finished trials are told COMPLETE with their last loss, the failed one FAIL, and the next
+    suggestions follow from them."""
+    from actors import ExperimentAnalysis, RunConfig, Tuner, grid_search
+    from actors.search import ConcurrencyLimiter, Repeater
+
+    grid = Tuner(warm_trainable, param_space={"x": grid_search([-4, -3, -2, -1, 0, 2, 3, 4])},
+                 run_config=RunConfig(storage=str(tmp_path), name="warm", system="simple", verbose=0)).fit()
+    analysis = ExperimentAnalysis(str(tmp_path / "warm"))
+    searcher = OptunaSearch({"x": uniform(-5, 5)}, metric="loss", mode="min", seed=0)
+    searcher.add_evaluated_trials(analysis, "loss")
+    assert sorted((t.state.name, t.value, t.params["x"]) for t in searcher.study.trials) == [
+        ("COMPLETE", 3, 0), ("COMPLETE", 3, 2), ("COMPLETE", 6, -1), ("COMPLETE", 11, -2), ("COMPLETE", 11, 4),
+        ("COMPLETE", 18, -3), ("COMPLETE", 27, -4), ("FAIL", None, 3)]
+    nxt = []
+    for i in range(4):
+        cfg = searcher.suggest(f"n{i}")
+        assert isinstance(cfg, dict)
+        searcher.on_trial_complete(f"n{i}", {"loss": (cfg["x"] - 1) ** 2})
+        nxt.append(round(cfg["x"], 4))
+    assert nxt == [0.4881, 2.1519, 1.0276, 4.4067]
+    limiter = ConcurrencyLimiter(OptunaSearch({"x": uniform(-5, 5)}, metric="loss", mode="min", seed=0), 2)
+    limiter.add_evaluated_trials(analysis.trials[:2], "loss")  # passed on to the searcher inside, as Ray's
+    assert len(limiter.searcher.study.trials) == 2
+    with pytest.raises(NotImplementedError):  # as Ray's Repeater
+        Repeater(OptunaSearch({"x": uniform(-5, 5)}, metric="loss", mode="min", seed=0), 2).add_evaluated_trials(
+            analysis, "loss")
+    with pytest.warns(UserWarning, match="no finished trial reported 'nosuch'"):
+        searcher.add_evaluated_trials(analysis, "nosuch")
+    with pytest.raises(NotImplementedError, match=r"ExperimentAnalysis\(grid.experiment_path\)"):
+        searcher.add_evaluated_trials(grid, "loss")  # a ResultGrid: Ray refuses it too
+
+
+def test_a_trial_stopped_before_it_was_done_is_told_pruned() -> None:
+    """Ray's rule: TERMINATED with a last result that is not ``done`` (stopped from outside) is pruned;
+    a trial without the metric is passed over."""
+    from types import SimpleNamespace
+
+    searcher = OptunaSearch(SPACE, metric="loss", mode="min", seed=0)
+    searcher.add_evaluated_trials([
+        SimpleNamespace(status="TERMINATED", last_result={"loss": 2.0}, config={"x": 1.0, "y": "a"}),
+        SimpleNamespace(status="TERMINATED", last_result={"loss": 1.0, "done": True}, config={"x": 2.0, "y": "b"}),
+        SimpleNamespace(status="TERMINATED", last_result={"acc": 1.0, "done": True}, config={"x": 3.0, "y": "c"}),
+    ], "loss")
+    assert [(t.state.name, t.value) for t in searcher.study.trials] == [("PRUNED", 2.0), ("COMPLETE", 1.0)]

@@ -102,6 +102,43 @@ class Searcher(ABC):
     ) -> None:
         """Trial ``trial_id`` ended: ``result`` is its last result, ``error`` says it failed."""
 
+    def add_evaluated_point(self, parameters: dict[str, Any], value: Any, error: bool = False, pruned: bool = False,
+                            intermediate_values: list[float] | None = None) -> None:
+        """Ray's: tell the searcher of a configuration evaluated outside its suggest/complete loop. A searcher
+        that can learn from one overrides this (``OptunaSearch``); the others raise, as in Ray."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be told of evaluated points (add_evaluated_point)")
+
+    def add_evaluated_trials(self, trials_or_analysis: Any, metric: str) -> None:
+        """Ray's: ``add_evaluated_point`` for each trial of an ``ExperimentAnalysis`` (or a trial, or a list
+        of them) that has ``metric`` in its last result, as Ray 2.60 reads them: an ERROR trial is told
+        failed, a TERMINATED one whose last result is not ``done`` pruned. Warns when no finished trial
+        had the metric (a misspelt name), as Ray does."""
+        import warnings
+
+        if isinstance(trials_or_analysis, list | tuple):
+            trials = list(trials_or_analysis)
+        elif hasattr(trials_or_analysis, "last_result") and hasattr(trials_or_analysis, "status"):
+            trials = [trials_or_analysis]
+        elif hasattr(trials_or_analysis, "trials"):  # an ExperimentAnalysis (the driver's: not imported here)
+            trials = list(trials_or_analysis.trials)
+        else:
+            raise NotImplementedError(f"add_evaluated_trials() takes a trial, a list of trials or an "
+                                      f"ExperimentAnalysis, got {type(trials_or_analysis).__name__} (for a "
+                                      "ResultGrid, pass ExperimentAnalysis(grid.experiment_path))")
+        any_finished = False
+        for trial in trials:
+            status = str(getattr(trial.status, "value", trial.status))
+            last = trial.last_result or {}
+            finished = status == "TERMINATED" and bool(last.get("done", False))
+            any_finished = any_finished or (finished and metric in last)
+            if metric not in last:
+                continue
+            self.add_evaluated_point(trial.config, last[metric], error=status == "ERROR",
+                                     pruned=status == "TERMINATED" and not last.get("done", False))
+        if not any_finished:
+            warnings.warn(f"add_evaluated_trials(metric={metric!r}): no finished trial reported {metric!r}; "
+                          "is the name right?", stacklevel=2)
+
     def save(self) -> dict[str, Any]:
         """A picklable snapshot of the whole search state (not a live reference)."""
         raise NotImplementedError(

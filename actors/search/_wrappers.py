@@ -120,6 +120,11 @@ class ConcurrencyLimiter(_Wrapper):
             for held_id, held_result, held_error in held:
                 self.searcher.on_trial_complete(held_id, held_result, held_error)
 
+    def add_evaluated_point(self, parameters: dict[str, Any], value: Any, error: bool = False, pruned: bool = False,
+                            intermediate_values: list[float] | None = None) -> None:
+        """Passed to the searcher inside, as Ray's ``ConcurrencyLimiter`` does (a ``Repeater`` does not)."""
+        self.searcher.add_evaluated_point(parameters, value, error, pruned, intermediate_values)
+
     @ray_save
     def save(self) -> dict[str, Any]:
         return {
