@@ -541,3 +541,30 @@ def test_trial_logdir_raises_rays_deprecation_naming_local_path(tmp_path: Any) -
     Tuner(_two_reports, run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0,
                                              callbacks=[cb])).fit()
     assert cb.seen == ["Use `local_path` instead of `logdir`."]
+
+
+def three_reports(config: dict[str, Any]) -> None:
+    for i in range(3):
+        report({"x": i})
+
+
+def test_a_driver_logger_whose_setup_calls_super_with_rays_arguments_works(storage_dir: str) -> None:
+    """Ray's pattern, ``def setup(self, *args, **kwargs): super().setup(*args, **kwargs)``, in a
+    ``LoggerCallback`` subclass: recorded from Ray 2.60, setup gets these keywords and every result is
+    logged. (audition's base took the controller's (ctx, layout), so super() raised, the hook's error
+    was logged, and the logger went on without what its setup set.)"""
+    from actors import LoggerCallback
+
+    class Collect(LoggerCallback):
+        def setup(self, *args: Any, **kwargs: Any) -> None:
+            super().setup(*args, **kwargs)
+            self.keys = sorted(kwargs)
+            self.rows: list[int] = []
+
+        def log_trial_result(self, iteration: int, trial: Any, result: dict[str, Any]) -> None:
+            self.rows.append(result["x"])
+
+    cb = Collect()
+    Tuner(three_reports, run_config=RunConfig(storage=storage_dir, verbose=0, system="simple", callbacks=[cb])).fit()
+    assert cb.keys == ["num_samples", "stop", "time_budget_s", "total_num_samples"]
+    assert cb.rows == [0, 1, 2]

@@ -47,9 +47,10 @@ class LoggerCallback(Callback):
         return self.__dict__.setdefault("_logged_iterations", {})  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- the hooks to override
-    def setup(self, ctx: StorageContext, layout: ExperimentLayout) -> None:  # type: ignore[override]
-        """Controller-side loggers only: before the first trial starts, in the controller. (Not
-        ``Callback.setup``: the driver never calls that on a logger.)"""
+    def setup(self, *args: Any, **info: Any) -> None:
+        """In the driver, as ``Callback.setup`` (Ray's keywords: ``stop``, ``num_samples``, ...) when a subclass
+        overrides it, so that Ray's ``super().setup(*args, **kwargs)`` works; an ``in_controller`` logger's
+        is called ``setup(ctx, layout)`` in the controller instead, before the first trial starts."""
 
     def log_trial_start(self, trial: TrialSnapshot) -> None:
         """A run of ``trial`` starts (first run, resume, retry or restore)."""
