@@ -466,3 +466,22 @@ def test_a_restart_from_a_pbt_sources_checkpoint_never_takes_the_sources_result_
     rec2.before_clone = dict(own)  # the clone's run reported 4 and failed: its retry drops that row
     table2.start("t1")
     assert rec2.last_result == own
+
+
+def test_a_snapshot_has_rays_status_constants() -> None:
+    """A plugin ported from Ray compares ``trial.status == Trial.PAUSED`` or ``trial.PAUSED``."""
+    from actors._engine.trial import TrialSnapshot
+
+    snap = TrialTable().add("t1", {}).snapshot()
+    assert snap.status == snap.PENDING == TrialSnapshot.PENDING == "PENDING"
+    assert [TrialSnapshot.RUNNING, snap.PAUSED, snap.TERMINATED, snap.ERROR] == ["RUNNING", "PAUSED", "TERMINATED",
+                                                                                 "ERROR"]
+
+
+def test_rays_trial_class_for_plugins_is_the_snapshot() -> None:
+    """``from ray.tune.experiment import Trial`` becomes ``actors.experiment.Trial`` (audition migrate):
+    isinstance and the status constants work on what hooks are given."""
+    from actors.experiment import Trial
+
+    snap = TrialTable().add("t1", {}).snapshot()
+    assert isinstance(snap, Trial) and snap.status == Trial.PENDING

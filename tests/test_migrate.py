@@ -29,6 +29,7 @@ from ray.tune.search.optuna import OptunaSearch
 from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.logger import LoggerCallback
 from ray.tune.utils.mock_trainable import MyTrainableClass
+from ray.tune.experiment import Trial  # a plugin's type hints and Trial.PAUSED
 import ray.tune as rt
 
 
@@ -60,6 +61,7 @@ from actors.search.optuna import OptunaSearch
 from actors.result import SHOULD_CHECKPOINT
 from actors import LoggerCallback
 from actors.mock_trainable import MyTrainableClass
+from actors.experiment import Trial  # a plugin's type hints and Trial.PAUSED
 import actors as rt
 
 

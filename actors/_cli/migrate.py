@@ -46,6 +46,8 @@ MODULES: dict[str, str] = {
     "ray.tune.search.optuna": "actors.search.optuna",
     "ray.tune.stopper": "actors.stopper",
     "ray.tune.result": "actors.result",
+    "ray.tune.experiment": "actors.experiment",  # Trial, in plugins
+    "ray.tune.experiment.trial": "actors.experiment",
     "ray.tune.utils.mock_trainable": "actors.mock_trainable",
 }
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 
 class TrialStatus(StrEnum):
@@ -35,6 +35,13 @@ class TrialSnapshot:
     which is why plugins act on trials only through controller calls. ``trainable_name``,
     ``path`` and ``local_path`` are filled in where callbacks run (schedulers do not need them).
     """
+
+    # Ray's Trial.PENDING, ... (a plugin ported from Ray compares trial.status with them)
+    PENDING: ClassVar[TrialStatus] = TrialStatus.PENDING
+    RUNNING: ClassVar[TrialStatus] = TrialStatus.RUNNING
+    PAUSED: ClassVar[TrialStatus] = TrialStatus.PAUSED
+    TERMINATED: ClassVar[TrialStatus] = TrialStatus.TERMINATED
+    ERROR: ClassVar[TrialStatus] = TrialStatus.ERROR
 
     trial_id: str
     config: dict[str, Any]
