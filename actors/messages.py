@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from actors._engine.reducer import Decision
-from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors._engine.trial import TrialDescription, TrialSnapshot, TrialStatus
 
 
 class _Message:
@@ -197,6 +197,9 @@ class SchedulerSetup(_Message):
     metric: str | None
     mode: str | None
     state: bytes | None = None
+    # what Ray's Trial has beyond the controller's snapshot, for the plugin's views of trials:
+    # trainable_name (str(trial)), path/local_path (its directory), evaluated_params (its tag's values)
+    describe: TrialDescription | None = None
 
 
 @dataclass(frozen=True)

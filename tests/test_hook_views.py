@@ -378,3 +378,41 @@ def test_the_keys_before_the_first_result_are_taken_when_the_trainable_started(t
     # result's timestamp is 3 s after trial.last_result's, which Ray took when the trainable was built
     seen = {hook: new - before for hook, before, new in (json.loads(line) for line in open(log))}
     assert seen.keys() == {"sched", "cb"} and min(seen.values()) >= 1, seen
+
+
+class ViewRecorder(FIFOScheduler):
+    """Writes what its on_trial_result sees of the trial (the plugin is copied into the run)."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        exp = os.path.join(os.path.dirname(self.out), "exp", "")
+        with open(self.out, "a") as f:
+            f.write(json.dumps({"name": str(trial).rsplit("_", 2)[0] + "_" + str(trial).rsplit("_", 1)[1],
+                                "params": trial.evaluated_params, "tag": trial.experiment_tag,
+                                "in_exp": bool(trial.path and trial.path.startswith(exp)),
+                                "dir": os.path.basename(trial.path)[len(trial.trainable_name) + 7:][:13],
+                                "local": trial.local_path == trial.path, "tn": trial.trainable_name}) + "\n")
+        return super().on_trial_result(tune_controller, trial, result)
+
+
+def reports_once(config: dict[str, Any]) -> None:
+    tune.report({"x": 1})
+
+
+def test_a_scheduler_sees_rays_trial_name_directory_and_evaluated_params(tmp_path: Path) -> None:
+    """Recorded from Ray 2.60 with the same experiment: ``str(trial)`` is ``<trainable>_<id>``, ``path``
+    the trial's directory in the experiment, ``evaluated_params`` the drawn values (they were "", None
+    and None in a scheduler's hooks)."""
+    out = str(tmp_path / "view.jsonl")
+    Tuner(reports_once, param_space={"x": tune.grid_search([1, 2]), "y": tune.choice(["a"])},
+          tune_config=TuneConfig(scheduler=ViewRecorder(out)),
+          run_config=RunConfig(storage=str(tmp_path), name="exp", verbose=0, system="simple")).fit()
+    seen = [json.loads(line) for line in open(out)]
+    assert [{k: v for k, v in s.items() if k != "local"} for s in seen] == [
+        {"name": "reports_once_00000", "params": {"y": "a", "x": 1}, "tag": "0_x=1,y=a", "in_exp": True,
+         "dir": "00000_0_x=1,y", "tn": "reports_once"},
+        {"name": "reports_once_00001", "params": {"y": "a", "x": 2}, "tag": "1_x=2,y=a", "in_exp": True,
+         "dir": "00001_1_x=2,y", "tn": "reports_once"}]
+    assert all(s["local"] for s in seen)  # (Ray's local_path is its driver staging directory: docs)

@@ -171,8 +171,15 @@ class Tuner:
         if "searched" in saved:  # (tuners saved before 2026-12-04 lack it)
             self._searched = saved["searched"]
 
+    def _experiment_uri(self) -> str:
+        from storage import ExperimentLayout
+
+        return str(self._ctx.uri(ExperimentLayout(self._ctx, self.name).experiment_dir))
+
     def _spec(self) -> ExperimentSpec:
         if getattr(self, "_prebuilt", None) is not None:
+            # where the experiment is now (it may have moved since it was saved), for the plugins' trial.path
+            self._prebuilt.experiment_uri, self._prebuilt.storage_is_local = self._experiment_uri(), self._ctx.is_local
             return self._prebuilt
         tc, rc = self.tune_config, self.run_config
         cc = rc.checkpoint_config
@@ -196,6 +203,7 @@ class Tuner:
             max_len_identifier=max_len_identifier(), trainable_registered=self._registered, tag_paths=self._searched,
             trial_stop_grace_s=float(rc.trial_stop_grace_s),
             log_to_driver=bool(getattr(rc, "log_to_driver", True)),  # absent from older saved run configs
+            experiment_uri=self._experiment_uri(), storage_is_local=self._ctx.is_local,
         )
 
     def fit(self) -> ResultGrid:

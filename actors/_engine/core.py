@@ -58,7 +58,7 @@ from actors._engine.signals import (
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
-from actors._engine.trial import TrialStatus
+from actors._engine.trial import TrialDescription, TrialStatus
 from actors._engine.upkeep import Upkeep
 from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog
@@ -226,7 +226,10 @@ class ExperimentCore:
         if spec.multi_host:
             self.out.append(WatchMembers())
         self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
-        self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state()))
+        describe = TrialDescription(spec.trainable_name, getattr(spec, "experiment_uri", None),
+                                    getattr(spec, "storage_is_local", False), spec.tag_paths)
+        self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state(),
+                                             describe))
         self.upkeep.check_time_limits()  # a time budget counts from here
         self.out.append(WakeAfter(spec.progress_interval_s, Tick.PERIODIC))
 

@@ -51,7 +51,7 @@ class SchedulerEndpoint:
         """Unpickle and configure the plugin (restoring its saved state on resume)."""
         try:
             sched = cloudpickle.loads(msg.scheduler)
-            self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state)
+            self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state, describe=msg.describe)
             return SchedulerReady(sched.batching_allowed(), type(sched).__name__, overridden_hooks(sched),
                                   self.host.horizon_attr)
         except Exception as exc:

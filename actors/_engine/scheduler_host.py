@@ -16,7 +16,7 @@ from actors._engine.flat import flatten
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.horizon import clean_horizon
 from actors._engine.reducer import Decision, as_decision, merge
-from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors._engine.trial import TrialDescription, TrialSnapshot, TrialStatus, tag_of
 from actors._legacy import loads as legacy_loads
 from actors.messages import (
     ActionKind,
@@ -110,7 +110,7 @@ class SchedulerHost:
     """Owns one scheduler object and answers ``SchedulerCall``s."""
 
     def __init__(self, scheduler: Scheduler, metric: str | None, mode: str | None,
-                 state: bytes | None = None) -> None:
+                 state: bytes | None = None, describe: TrialDescription | None = None) -> None:
         if not isinstance(scheduler, Scheduler):
             raise TypeError(
                 f"scheduler must be an actors.schedulers.Scheduler instance, got {type(scheduler).__name__}"
@@ -121,6 +121,9 @@ class SchedulerHost:
         # (tagged): what the next result's hook sees (hook_view.before_result)
         self.seen: dict[str, dict[str, Any]] = {}
         self.saved: dict[str, dict[str, Any]] = {}  # per trial, its latest result that carried a checkpoint
+        # Ray's Trial fields the controller's snapshots leave out (its name, directory, evaluated_params)
+        self.describe = describe
+        self.evaluated: dict[str, dict[str, Any]] = {}  # per trial, worked out once
         scheduler.set_search_properties(metric, mode)
         self.horizon_attr = horizon_attr(scheduler)
         if state is not None:
@@ -191,6 +194,8 @@ class SchedulerHost:
         ends with its ``experiment_tag`` but where a run starts from a checkpoint (that checkpoint's
         result, untagged); before any result, the keys the run had (or a retried run keeps the failed
         run's last result). The snapshot of a result being decided is the hook's to show (``handle``)."""
+        if self.describe is not None:
+            snap = self._described(snap)
         last = snap.last_result
         if "training_iteration" not in last:
             seen = self.seen.get(snap.trial_id, {})
@@ -198,6 +203,14 @@ class SchedulerHost:
         elif not (snap.status is TrialStatus.RUNNING and (old is None or old.status is not TrialStatus.RUNNING)):
             last = tagged(last, snap.experiment_tag)
         return snap if last is snap.last_result else _with_last(snap, dict(last))
+
+
+    def _described(self, snap: TrialSnapshot) -> TrialSnapshot:
+        assert self.describe is not None
+        params = self.evaluated.get(snap.trial_id)
+        if params is None:
+            params = self.evaluated[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.describe.tag_paths)[1]
+        return self.describe.described(snap, params)
 
 
 def _with_last(trial: TrialSnapshot, last: dict[str, Any]) -> TrialSnapshot:

@@ -42,6 +42,10 @@ class ExperimentSpec:
     # the default generator's domain paths, per point with points_to_evaluate (Ray's experiment_tag: PBT's
     # policy log); None: another searcher
     tag_paths: Paths | TagPaths | None = None
+    # the experiment's directory as a URL or local path, and whether it is on this machine's disk: Ray's
+    # trial.path / local_path in what scheduler hooks are given (None in specs saved before 2026-12-05)
+    experiment_uri: str | None = None
+    storage_is_local: bool = False
     trainable_registered: bool = False  # trainable_name is a tune.register_trainable name (Tuner.restore needs it)
     state_interval_s: float = 1.0  # what a crash can lose; a write is cheap
     restore_state: dict[str, Any] | None = None

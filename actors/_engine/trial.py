@@ -33,7 +33,8 @@ class TrialSnapshot:
 
     Snapshots are copies: changing one never changes the controller's table,
     which is why plugins act on trials only through controller calls. ``trainable_name``,
-    ``path`` and ``local_path`` are filled in where callbacks run (schedulers do not need them).
+    ``path``, ``local_path`` and ``evaluated_params`` are filled in where plugins see them (the scheduler
+    host and the driver's callbacks, ``TrialDescription``); the controller's own snapshots leave them out.
     """
 
     # Ray's Trial.PENDING, ... (a plugin ported from Ray compares trial.status with them)
@@ -191,5 +192,31 @@ def tag_of(trial_id: str, config: dict[str, Any],
     return experiment_tag(int(index) if index.isdigit() else 0, config, searched)
 
 
-__all__ = ["Paths", "TagPaths", "TrialSnapshot", "TrialStatus", "experiment_tag", "perturbed_tag", "tag_of",
-           "trial_name"]
+@dataclass(frozen=True)
+class TrialDescription:
+    """What Ray's ``Trial`` has beyond the controller's snapshot, filled into the views plugins are given:
+    ``trainable_name`` (so ``str(trial)`` is Ray's name), ``path``/``local_path`` (the trial's directory)
+    and ``evaluated_params`` (its tag's values). Plain data: it travels in ``SchedulerSetup``."""
+
+    trainable_name: str
+    experiment_path: str | None  # a URL, or a local path
+    local: bool = False
+    tag_paths: Paths | TagPaths | None = None
+
+    def path(self, snap: TrialSnapshot) -> str | None:
+        if self.experiment_path is None:
+            return None
+        return f"{self.experiment_path.rstrip('/')}/{snap.dirname or snap.trial_id}"
+
+    def described(self, snap: TrialSnapshot, evaluated: dict[str, Any]) -> TrialSnapshot:
+        """``snap`` with these filled in (``evaluated``: its ``evaluated_params``, worked out once per trial)."""
+        path = self.path(snap)
+        new = object.__new__(TrialSnapshot)  # (as hook views are copied: the frozen dataclass's fields kept)
+        new.__dict__.update(snap.__dict__)
+        new.__dict__.update(trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
+                            evaluated_params=dict(evaluated))
+        return new
+
+
+__all__ = ["Paths", "TagPaths", "TrialDescription", "TrialSnapshot", "TrialStatus", "experiment_tag",
+           "perturbed_tag", "tag_of", "trial_name"]
