@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.sequencer import Sequencer
-from actors._engine.trial import Paths, TagPaths, TrialSnapshot, TrialStatus, tag_of
+from actors._engine.trial import Paths, TagPaths, TrialDescription, TrialSnapshot, TrialStatus, tag_of
 from actors.messages import CallbackAnswer, EventType, TrialEvent, TrialEvents, TrialSummary
 from actors.result import SHOULD_CHECKPOINT, TRAINING_ITERATION
 
@@ -135,6 +135,7 @@ class CallbackDispatcher:
         self.local = False
         self.storage_options: dict[str, Any] = {}
         self.searched: Paths | TagPaths | None = None  # the default generator's domain paths
+        self.description = TrialDescription("", None)  # all of the above, as the scheduler host has it
         self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
         self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
         self.looked_up: set[tuple[str, int]] = set()  # (trial id, iteration) of resumed checkpoints sought
@@ -147,6 +148,7 @@ class CallbackDispatcher:
                  searched: Paths | TagPaths | None = None) -> None:
         self.trainable_name, self.experiment_path, self.local = trainable_name, experiment_path, local
         self.storage_options, self.searched = dict(storage_options or {}), searched
+        self.description = TrialDescription(trainable_name, experiment_path, local, searched)
 
     def _as_ray_trial(self, snap: TrialSnapshot) -> TrialSnapshot:
         """The snapshot with what Ray's ``Trial`` has beyond it: ``trainable_name``, ``path``,
@@ -155,17 +157,15 @@ class CallbackDispatcher:
         of a reported ``last_result`` (Ray's ``Trial.update_last_result`` adds it)."""
         if self.experiment_path is None:
             return snap
-        path = self._trial_path(snap)
         tag = self.tags.get(snap.trial_id)
         if tag is None:
             tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
         now = snap.experiment_tag or tag[0]  # the controller's (a PBT exploit's perturbed one), else worked out
-        return replace(snap, trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
-                       experiment_tag=now, evaluated_params=dict(tag[1]), checkpoint=self.latest.get(snap.trial_id),
-                       last_result=tagged(snap.last_result, now))
+        return replace(self.description.described(snap, tag[1]), experiment_tag=now,
+                       checkpoint=self.latest.get(snap.trial_id), last_result=tagged(snap.last_result, now))
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
-        return f"{str(self.experiment_path).rstrip('/')}/{snap.dirname or snap.trial_id}"
+        return str(self.description.path(snap))
 
     def _resumed(self, snap: TrialSnapshot) -> None:
         """A trial that starts from a checkpoint no event of this run announced (after

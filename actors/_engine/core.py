@@ -226,8 +226,7 @@ class ExperimentCore:
         if spec.multi_host:
             self.out.append(WatchMembers())
         self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
-        describe = TrialDescription(spec.trainable_name, getattr(spec, "experiment_uri", None),
-                                    getattr(spec, "storage_is_local", False), spec.tag_paths)
+        describe = TrialDescription(spec.trainable_name, spec.experiment_uri, spec.storage_is_local, spec.tag_paths)
         self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state(),
                                              describe))
         self.upkeep.check_time_limits()  # a time budget counts from here

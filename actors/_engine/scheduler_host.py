@@ -204,7 +204,6 @@ class SchedulerHost:
             last = tagged(last, snap.experiment_tag)
         return snap if last is snap.last_result else _with_last(snap, dict(last))
 
-
     def _described(self, snap: TrialSnapshot) -> TrialSnapshot:
         assert self.describe is not None
         params = self.evaluated.get(snap.trial_id)
