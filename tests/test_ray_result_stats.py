@@ -144,3 +144,24 @@ def test_a_mixed_column_is_compared_by_its_numbers_in_both_dataframes(storage_di
     for mode, want in (("min", [1.0, 3.0]), ("max", [5.0, 4.0])):
         assert grid.get_dataframe(filter_metric="m", filter_mode=mode)["m"].tolist() == want
         assert actors.ExperimentAnalysis(grid).dataframe("m", mode)["m"].tolist() == want
+
+
+def _fails_at_two(config: dict[str, Any]) -> None:
+    report({"x": 1})
+    if config["x"] == 2:
+        raise ValueError("bad x")
+
+
+def test_an_analysis_trial_names_its_error_file_as_rays(storage_dir: str) -> None:
+    """Recorded from Ray 2.60: ``error_file`` is None for a TERMINATED trial and an existing ``error.txt``
+    for an ERROR one (Ray's is in its driver's staging directory, audition's in the trial's directory)."""
+    import os
+
+    from actors import ExperimentAnalysis
+
+    Tuner(_fails_at_two, param_space={"x": grid_search([1, 2])},
+          run_config=RunConfig(name="errs", storage=storage_dir, verbose=0, system="simple")).fit()
+    ok, failed = sorted(ExperimentAnalysis(os.path.join(storage_dir, "errs")).trials, key=lambda t: t.config["x"])
+    assert ok.error_file is None
+    assert failed.error_file == os.path.join(failed.path, "error.txt") and os.path.exists(failed.error_file)
+    assert "ValueError: bad x" in open(failed.error_file).read()
