@@ -21,9 +21,15 @@ from actors._driver.errors import ConfigError, TuneError
 
 def f(config: dict[str, Any]) -> None:
     c = tune.get_context()
+    try:
+        c.get_metadata()
+        meta = "returned"
+    except DeprecationWarning:
+        meta = "raised"
     tune.report({"name": c.get_trial_name(), "id": c.get_trial_id(), "dir": c.get_trial_dir(),
                  "exp": c.get_experiment_name(), "rank": c.get_world_rank(),
-                 "isdir": os.path.isdir(c.get_trial_dir())})
+                 "isdir": os.path.isdir(c.get_trial_dir()), "meta": meta,
+                 "train": [c.get_world_size(), c.get_local_rank(), c.get_local_world_size(), c.get_node_rank()]})
 
 
 class T(Trainable):
@@ -42,6 +48,9 @@ def test_get_context_in_a_function_trainable(system: str, tmp_path: Any, no_leak
     m = r.metrics
     assert m["id"] == r.trial_id and m["name"] == f"f_{r.trial_id}" and m["exp"] == "e"
     assert m["rank"] is None and m["isdir"] and m["dir"] == r.path  # local storage: the trial's own directory
+    # recorded from Ray 2.60 in a Tune trial: Ray Train's sizes and ranks are None, get_metadata() raises
+    # DeprecationWarning
+    assert m["train"] == [None, None, None, None] and m["meta"] == "raised"
 
 
 def test_a_class_trainable_sees_its_trial(tmp_path: Any) -> None:

@@ -98,6 +98,25 @@ class TuneContext:
         """None, as Ray Tune answers outside Ray Train."""
         return None
 
+    # Ray Train's other ranks and sizes: None in a Tune trial, as recorded from Ray 2.60 (code shared with
+    # Ray Train may ask them to shard its data)
+    def get_world_size(self) -> None:
+        return None
+
+    def get_local_rank(self) -> None:
+        return None
+
+    def get_local_world_size(self) -> None:
+        return None
+
+    def get_node_rank(self) -> None:
+        return None
+
+    def get_metadata(self) -> None:
+        """Raises, as Ray 2.60's does in a Tune trial (it never held anything there)."""
+        raise DeprecationWarning("get_context().get_metadata() is not offered in a Tune trial (Ray 2.60 raises "
+                                 "too): pass what the trial needs in its config, or with tune.with_parameters")
+
 
 _context = TuneContext()
 
