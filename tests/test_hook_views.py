@@ -416,3 +416,41 @@ def test_a_scheduler_sees_rays_trial_name_directory_and_evaluated_params(tmp_pat
         {"name": "reports_once_00001", "params": {"y": "a", "x": 2}, "tag": "1_x=2,y=a", "in_exp": True,
          "dir": "00001_1_x=2,y", "tn": "reports_once"}]
     assert all(s["local"] for s in seen)  # (Ray's local_path is its driver staging directory: docs)
+
+
+class CheckpointSeen(Callback):
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, ...]] = []
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        self.seen.append((result["training_iteration"], trial.has_checkpoint(), trial.node_ip == result["node_ip"],
+                          trial.node_ip is None))
+
+    def on_trial_complete(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+        self.seen.append(("complete", trial.has_checkpoint()))
+
+
+class CheckpointSeenByScheduler(FIFOScheduler):
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        with open(self.out, "a") as f:
+            f.write(json.dumps([result["training_iteration"], trial.has_checkpoint(),
+                                trial.node_ip == result["node_ip"]]) + "\n")
+        return super().on_trial_result(tune_controller, trial, result)
+
+
+def checkpoint_at_two(config: dict[str, Any]) -> None:
+    for i in range(3):
+        tune.report({"x": i}, checkpoint=Checkpoint.from_dict({"i": i}) if i == 1 else None)
+
+
+def test_has_checkpoint_and_node_ip_in_the_hooks_as_in_ray(tmp_path: Path) -> None:
+    """Recorded from Ray 2.60: a result's own checkpoint is held only after its hooks ran, and
+    ``node_ip`` is None until the first result's hooks ran (Ray learns the location from it)."""
+    cb, out = CheckpointSeen(), str(tmp_path / "sched.jsonl")
+    Tuner(checkpoint_at_two, tune_config=TuneConfig(scheduler=CheckpointSeenByScheduler(out)),
+          run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple", callbacks=[cb])).fit()
+    assert cb.seen == [(1, False, False, True), (2, False, True, False), (3, True, True, False), ("complete", True)]
+    assert [json.loads(line) for line in open(out)] == [[1, False, False], [2, False, True], [3, True, True]]

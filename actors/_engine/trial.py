@@ -80,6 +80,22 @@ class TrialSnapshot:
     def is_finished(self) -> bool:
         return self.status.is_finished
 
+    def has_checkpoint(self) -> bool:
+        """Ray's: whether the trial holds a checkpoint (in a result's hooks: from an earlier result, as Ray
+        registers the result's own checkpoint after them)."""
+        if self.checkpoint is not None:
+            return True
+        it, seen = self.checkpoint_iteration, self.last_result.get("training_iteration")
+        # (the hooks' last_result is the result before the one being decided, whose checkpoint is not yet held)
+        return it is not None and (not isinstance(seen, int) or it <= seen)
+
+    @property
+    def node_ip(self) -> str | None:
+        """Ray's: the address of the machine the trial last reported from; None before its first result's
+        hooks ran (Ray learns it from that result)."""
+        last = self.last_result
+        return last.get("node_ip") if "training_iteration" in last else None
+
     @property
     def logdir(self) -> str | None:
         """Gone from Ray 2.60's ``Trial`` (older guides still read it): raises Ray's error, naming ``local_path``."""
