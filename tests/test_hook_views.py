@@ -454,3 +454,30 @@ def test_has_checkpoint_and_node_ip_in_the_hooks_as_in_ray(tmp_path: Path) -> No
           run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple", callbacks=[cb])).fit()
     assert cb.seen == [(1, False, False, True), (2, False, True, False), (3, True, True, False), ("complete", True)]
     assert [json.loads(line) for line in open(out)] == [[1, False, False], [2, False, True], [3, True, True]]
+
+
+class LiveTrials(FIFOScheduler):
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        live = tune_controller.get_live_trials()
+        with open(self.out, "a") as f:
+            f.write(json.dumps([trial.config["x"], type(live).__name__, sorted(str(t.status) for t in live)]) + "\n")
+        return super().on_trial_result(tune_controller, trial, result)
+
+
+def two_reports(config: dict[str, Any]) -> None:
+    for i in range(2):
+        tune.report({"i": i})
+
+
+def test_get_live_trials_as_in_ray(tmp_path: Path) -> None:
+    """Ray's tune_controller.get_live_trials(), used by Ray's own schedulers: recorded from Ray 2.60 with
+    the same experiment, a set of the trials not ended (here the one running: the others are not created
+    yet or have finished)."""
+    out = str(tmp_path / "live.jsonl")
+    Tuner(two_reports, param_space={"x": tune.grid_search([1, 2, 3])},
+          tune_config=TuneConfig(scheduler=LiveTrials(out), max_concurrent_trials=1),
+          run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple")).fit()
+    assert [json.loads(line) for line in open(out)] == [[x, "set", ["RUNNING"]] for x in (1, 1, 2, 2, 3, 3)]

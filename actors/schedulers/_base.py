@@ -66,6 +66,11 @@ class SchedulerController(ABC):
     def get_trials(self) -> list[TrialSnapshot]:
         """Snapshots of every trial the scheduler has been told about."""
 
+    def get_live_trials(self) -> set[TrialSnapshot]:
+        """Ray's ``tune_controller.get_live_trials()``: the trials not ended yet (PENDING, RUNNING or PAUSED),
+        as a set, as Ray's schedulers use it."""
+        return {t for t in self.get_trials() if not t.status.is_finished}
+
 
 class Scheduler(ABC):
     """Base class of trial schedulers (Ray Tune's ``TrialScheduler`` hooks).
