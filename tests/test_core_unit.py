@@ -146,7 +146,8 @@ def test_a_trials_messages_are_put_back_in_send_order() -> None:
     assert sent(out, TrialProceed)
     rec = h.core.table.get(tid)
     assert rec.status is TrialStatus.TERMINATED and rec.last_result["loss"] == 0.125
-    assert isinstance(out[-1], Finish)
+    assert [c.kind for c in h.open_calls()] == [HookKind.SAVE], "the end asks the scheduler for its state first"
+    assert isinstance(h.answer_all()[-1], Finish)
 
 
 def test_messages_from_an_earlier_run_are_dropped() -> None:
@@ -294,7 +295,7 @@ def test_nothing_happens_after_finished() -> None:
     h = Harness(make_spec(num_samples=1, max_concurrent=1))
     [tid] = _running(h)
     h.handle(_result(tid, 1, 1))
-    out = h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED))
+    out = h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED)) + h.answer_all()
     assert h.phase is F and isinstance(out[-1], Finish)
     late = [_result(tid, 1, 3), TrialEnded(tid, 1, 4, EndReason.FAILED), TrialEnded(tid, 2, 1, EndReason.FAILED),
             SchedulerReply(99, HookKind.RESULT, tid, Decision.STOP, ()), SchedulerReady(False, "x", ALL_HOOKS),
@@ -334,7 +335,7 @@ def test_an_unknown_message_while_running_changes_nothing() -> None:
 def test_a_trial_process_dying_fails_the_trial() -> None:
     h = Harness(make_spec(num_samples=1, max_concurrent=1))
     [(tid, handle)] = _running(h).items()
-    out = h.handle(ActorGone(handle, -9))
+    out = h.handle(ActorGone(handle, -9)) + h.answer_all()
     rec = h.core.table.get(tid)
     assert rec.status is TrialStatus.ERROR and "SIGKILL" in (rec.error or "")
     assert isinstance(out[-1], Finish)
@@ -479,3 +480,34 @@ def test_a_full_event_batch_goes_to_the_driver_when_the_message_that_filled_it_i
     batches = sent(out, TrialEvents, to=DRIVER)
     assert batches and all(len(b.events) >= 2 for b in batches), "a full batch waits for no wake-up"
     assert isinstance(out[-1], Send) and isinstance(out[-1].msg, TrialEvents), "sent last, once handled"
+
+
+def test_a_natural_end_saves_the_schedulers_state_after_its_last_hook() -> None:
+    """The final state holds what the plugin learned to the end (the script's scheduler object takes it
+    after fit(), as Ray's, which ran in the driver)."""
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))  # (no state write is due: FakeStore.due)
+    [tid] = _running(h, ALL_HOOKS)
+    h.handle(_result(tid, 1, 1))
+    h.answer_all()
+    out = h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED))
+    kinds: list[HookKind] = []
+    while h.calls:  # answered one at a time, each SAVE with a state of its own
+        call = h.open_calls()[0]
+        kinds.append(call.kind)
+        assert h.phase is R
+        out = h.reply(call.seq, state=f"s{len(kinds)}".encode() if call.kind is HookKind.SAVE else None)
+    assert kinds[-1] is HookKind.SAVE and kinds[-2] is HookKind.COMPLETE, kinds
+    assert isinstance(out[-1], Finish) and h.phase is F
+    assert h.core.io.saved[-1][0] == f"s{len(kinds)}".encode(), "the state kept last is the one after COMPLETE"
+
+
+def test_no_final_save_when_the_scheduler_answered_nothing_since_its_last() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    [tid] = _running(h)  # FIFO: CHOOSE answered
+    h.core.io.due = True  # a periodic state write: its SAVE comes after the CHOOSE
+    h.handle(Wake(Tick.PERIODIC), at=2.0)
+    assert [c.kind for c in h.open_calls()] == [HookKind.SAVE]
+    h.answer_all()
+    h.core.io.due = False
+    out = h.handle(_result(tid, 1, 1)) + h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED))
+    assert isinstance(out[-1], Finish) and not h.open_calls()

@@ -481,3 +481,69 @@ def test_get_live_trials_as_in_ray(tmp_path: Path) -> None:
           tune_config=TuneConfig(scheduler=LiveTrials(out), max_concurrent_trials=1),
           run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple")).fit()
     assert [json.loads(line) for line in open(out)] == [[x, "set", ["RUNNING"]] for x in (1, 1, 2, 2, 3, 3)]
+
+
+class CountingScheduler(FIFOScheduler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.results = 0
+        self.completed: list[int] = []
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        self.results += 1
+        return super().on_trial_result(tune_controller, trial, result)
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> None:
+        self.completed.append(trial.config["x"])
+
+
+def three_losses(config: dict[str, Any]) -> None:
+    for i in range(3):
+        tune.report({"loss": config["x"] * (3 - i)})
+
+
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_the_scripts_scheduler_holds_what_the_run_taught_it_after_fit(system: str, tmp_path: Path,
+                                                                      no_leaks: Any) -> None:
+    """Recorded from Ray 2.60, which runs the very object in the driver: after fit() it has seen the 9
+    results and the 3 completions. audition runs a copy and hands its final state back."""
+    sched = CountingScheduler()
+    Tuner(three_losses, param_space={"x": tune.grid_search([1, 2, 3])}, tune_config=TuneConfig(scheduler=sched),
+          run_config=RunConfig(storage=str(tmp_path), verbose=0, system=system)).fit()
+    assert (sched.results, sorted(sched.completed)) == (9, [1, 2, 3])
+
+
+class CountingStopper(tune.Stopper):
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        self.seen += 1
+        return False
+
+    def stop_all(self) -> bool:
+        return False
+
+    def save(self) -> dict[str, Any]:
+        return {"seen": self.seen}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.seen = state["seen"]
+
+
+class ThreeSteps(tune.Trainable):
+    def setup(self, config: dict[str, Any]) -> None:
+        self.i = 0
+
+    def step(self) -> dict[str, Any]:
+        self.i += 1
+        return {"loss": self.i, "done": self.i >= 3}
+
+
+def test_the_scripts_stopper_holds_its_final_saved_state_after_fit(tmp_path: Path) -> None:
+    """Recorded from Ray 2.60 with this class trainable: the stopper object was called 9 times. audition's
+    copy's final save() is handed back (a stopper without save() keeps no state to hand back)."""
+    stopper = CountingStopper()
+    Tuner(ThreeSteps, param_space={"x": tune.grid_search([1, 2, 3])},
+          run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple", stop=stopper)).fit()
+    assert stopper.seen == 9

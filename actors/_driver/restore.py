@@ -11,6 +11,7 @@ rewinds the table (``_rewind``, in the driver), tagging each changed row with wh
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import posixpath
 from typing import Any
@@ -20,6 +21,8 @@ from actors._engine.flat import flatten
 from actors._engine.store import RestoreMark
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
+
+log = logging.getLogger("audition")
 
 FORCE_TRUNCATE = 10**12
 STATE_KEYS = ("trial_prefix", "suggested", "trials")
@@ -105,10 +108,35 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
 
 def saved_searcher(state: dict[str, Any] | None) -> Any:
     """The searcher's state in a saved experiment state, decoded; None if it saved none."""
+    return _saved(state, "searcher")
+
+
+def _saved(state: dict[str, Any] | None, what: str) -> Any:
+    """A plugin's state in a saved experiment state (``searcher``, ``stopper``, ``scheduler``), decoded."""
     import base64
 
-    text = (state or {}).get("searcher")
+    text = (state or {}).get(what)
     return legacy_loads(base64.b64decode(text)) if text else None
+
+
+def hand_back_plugins(scheduler: Any, stopper: Any, state: dict[str, Any] | None) -> None:
+    """Ray runs the scheduler and stopper objects the script passed, in the driver; audition runs copies in
+    the controller. After a run the script's objects take their copies' final saved states, so that what
+    they learned shows after ``fit()``, as in Ray (a scheduler's ``__dict__`` by default; a stopper's
+    ``save()``, which is empty for one that keeps no state). One whose ``restore()`` fails keeps its own."""
+    from actors.schedulers import Scheduler
+    from actors.stoppers import Stopper
+
+    for obj, what in ((scheduler, "scheduler"), (stopper, "stopper")):
+        if not isinstance(obj, Scheduler | Stopper):
+            continue
+        try:
+            saved = _saved(state, what)
+            if saved is not None:
+                obj.restore(saved["scheduler"] if what == "scheduler" else saved)
+        except Exception:  # the run's results stand
+            log.warning("%s.restore() failed on the run's final state; the object in this script keeps the state "
+                        "it had before fit()", type(obj).__name__, exc_info=True)
 
 
 def experiment_searcher_state(path: str) -> Any:

@@ -35,7 +35,7 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
-from actors._driver.restore import experiment_searcher_state, saved_searcher
+from actors._driver.restore import experiment_searcher_state, hand_back_plugins, saved_searcher
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
     capture_driver_stream,
@@ -291,6 +291,7 @@ class Tuner:
             log.warning("the searcher and numpy's global random stream stay where fit() found them: %s", exc)
         else:
             hand_back_driver_stream(getattr(self, "_searcher", None), saved_searcher(saved), streams=new_run)
+            hand_back_plugins(self.tune_config.scheduler, self.run_config.stop, saved)
         counts: dict[str, int] = {}
         for t in finished.trials:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1

@@ -45,6 +45,9 @@ class Scheduling:
         self.clone_waits = clone_waits
         self.results = results
         self.ops = ops
+        # the plugin answered a hook since it last saved its state: a natural end asks it once more, so that
+        # the final state holds what it learned (the script's scheduler object takes it after fit(), as Ray's)
+        self.unsaved_hooks = False
 
     # ------------------------------------------------------------------ the scheduler link
     def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...] = (),
@@ -91,6 +94,7 @@ class Scheduling:
             if rest is None:
                 return
             effects = rest
+        self.unsaved_hooks = kind is not HookKind.SAVE
         if kind is HookKind.SAVE:  # (only a SAVE call's reply can be the one an abort waits for)
             if msg.state is not None:
                 self.ops.io.scheduler_saved(msg.state, msg.seq)
@@ -131,6 +135,10 @@ class Scheduling:
             self.call(HookKind.CHOOSE, None)
             return
         if self.source.done and self.table.all_finished() and not self.link.pending():
+            if self.unsaved_hooks and self.ops.phase is ExperimentPhase.RUNNING:
+                self.unsaved_hooks = False
+                if self.call(HookKind.SAVE, None) is not None:
+                    return  # its answer comes back through on_reply, which fills again: then the run ends
             if not self.results.answers_due():
                 self.ops.finish(None)
         elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
