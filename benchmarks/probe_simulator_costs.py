@@ -18,6 +18,8 @@ import json
 import statistics
 from typing import Any
 
+import _common  # noqa: F401  (puts the tree measured first on sys.path: this checkout, or PYTHONPATH's)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
