@@ -547,3 +547,33 @@ def test_the_scripts_stopper_holds_its_final_saved_state_after_fit(tmp_path: Pat
     Tuner(ThreeSteps, param_space={"x": tune.grid_search([1, 2, 3])},
           run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple", stop=stopper)).fit()
     assert stopper.seen == 9
+
+
+class ErrorFileSeen(Callback):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, bool, str]] = []
+
+    def on_trial_error(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
+        path = trial.error_file
+        self.seen.append((os.path.basename(path), os.path.exists(path), open(path).read().splitlines()[0]))
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        self.seen.append(("result", trial.error_file is None, ""))  # (a hook's own exception is only logged)
+
+
+def fails_after_one(config: dict[str, Any]) -> None:
+    tune.report({"x": 1})
+    raise ValueError("bad x")
+
+
+def test_a_callback_finds_the_failed_trials_error_file_as_in_ray(tmp_path: Path) -> None:
+    """Recorded from Ray 2.60: in on_trial_error, trial.error_file is an existing error.txt (Ray's in its
+    driver's staging directory; audition's in the trial's directory); None for a trial not in ERROR."""
+    from actors._engine.trial import ERROR_FILE
+    from storage._layout import ERROR_NAME
+
+    assert ERROR_FILE == ERROR_NAME  # (the core's copy of storage's name)
+    cb = ErrorFileSeen()
+    Tuner(fails_after_one, run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple",
+                                                callbacks=[cb])).fit()
+    assert cb.seen == [("result", True, ""), ("error.txt", True, "ValueError: bad x")]

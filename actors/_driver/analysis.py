@@ -21,8 +21,7 @@ from actors._driver.config import check_mode
 from actors._driver.errors import ConfigError
 from actors._driver.result_grid import UNANALYSED, Result, ResultGrid, metric_statistics
 from actors._engine.flat import flatten, lookup
-from actors._engine.trial import TrialSnapshot, TrialStatus
-from storage._layout import ERROR_NAME
+from actors._engine.trial import TrialSnapshot
 
 log = logging.getLogger("audition")
 SCOPES = ("all", "last", "avg", "last-5-avg", "last-10-avg")
@@ -59,15 +58,6 @@ class Trial(TrialSnapshot):
     def error(self) -> Exception | None:
         """The trial's error (an ``actors.TrialError``) if it ended in ERROR (Ray keeps a file)."""
         return None if self.result is None else self.result.error
-
-    @property
-    def error_file(self) -> str | None:
-        """Ray's: where the error of a trial that ended in ERROR is written (``error.txt`` in the trial's
-        directory: a local path, or a URL on remote storage; Ray's is in its driver's staging directory),
-        None for any other trial."""
-        if self.status is not TrialStatus.ERROR or not self.path:
-            return None
-        return f"{self.path.rstrip('/')}/{ERROR_NAME}"
 
 
 _ABSENT = object()

@@ -25,6 +25,9 @@ class TrialStatus(StrEnum):
         return self in (TrialStatus.TERMINATED, TrialStatus.ERROR)
 
 
+ERROR_FILE = "error.txt"  # storage's ERROR_NAME (storage/_layout.py; the core imports no storage)
+
+
 @dataclass(frozen=True)
 class TrialSnapshot:
     """An immutable view of one trial, as schedulers and callbacks see it (Ray Tune's ``Trial``:
@@ -79,6 +82,15 @@ class TrialSnapshot:
 
     def is_finished(self) -> bool:
         return self.status.is_finished
+
+    @property
+    def error_file(self) -> str | None:
+        """Ray's: where the error of a trial in ERROR is written (``error.txt`` in its directory: a local path,
+        or a URL on remote storage; Ray's is in its driver's staging directory), None for any other trial and
+        where the trial's directory is not known (a scheduler's view of a run without one)."""
+        if self.status is not TrialStatus.ERROR or not self.path:
+            return None
+        return f"{self.path.rstrip('/')}/{ERROR_FILE}"
 
     def has_checkpoint(self) -> bool:
         """Ray's: whether the trial holds a checkpoint (in a result's hooks: from an earlier result, as Ray
