@@ -129,13 +129,10 @@ class CallbackDispatcher:
         self.answer: Callable[[CallbackAnswer], None] | None = None  # to the controller (set by fit())
         # trials whose callbacks asked for a checkpoint in the batch being replayed (answered with its last result)
         self.asked: set[str] = set()
-        # what Ray's Trial carries beyond the controller's snapshot (set by fit(): describe())
-        self.trainable_name = ""
-        self.experiment_path: str | None = None
-        self.local = False
+        # what Ray's Trial carries beyond the controller's snapshot, as the scheduler host has it (set by fit():
+        # describe()): the trainable's name, the experiment's path, the default generator's domain paths
+        self.description = TrialDescription("", None)
         self.storage_options: dict[str, Any] = {}
-        self.searched: Paths | TagPaths | None = None  # the default generator's domain paths
-        self.description = TrialDescription("", None)  # all of the above, as the scheduler host has it
         self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
         self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
         self.looked_up: set[tuple[str, int]] = set()  # (trial id, iteration) of resumed checkpoints sought
@@ -143,12 +140,15 @@ class CallbackDispatcher:
 
         self.find_checkpoint: Callable[[str, dict[str, Any], int], str | None] = committed_at  # storage I/O
 
-    def describe(self, trainable_name: str, experiment_path: str, local: bool,
+    def describe(self, trainable_name: str, experiment_path: str | None, local: bool,
                  storage_options: dict[str, Any] | None = None,
                  searched: Paths | TagPaths | None = None) -> None:
-        self.trainable_name, self.experiment_path, self.local = trainable_name, experiment_path, local
-        self.storage_options, self.searched = dict(storage_options or {}), searched
         self.description = TrialDescription(trainable_name, experiment_path, local, searched)
+        self.storage_options = dict(storage_options or {})
+
+    @property
+    def experiment_path(self) -> str | None:
+        return self.description.experiment_path
 
     def _as_ray_trial(self, snap: TrialSnapshot) -> TrialSnapshot:
         """The snapshot with what Ray's ``Trial`` has beyond it: ``trainable_name``, ``path``,
@@ -159,7 +159,7 @@ class CallbackDispatcher:
             return snap
         tag = self.tags.get(snap.trial_id)
         if tag is None:
-            tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.searched)
+            tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.description.tag_paths)
         now = snap.experiment_tag or tag[0]  # the controller's (a PBT exploit's perturbed one), else worked out
         return replace(self.description.described(snap, tag[1]), experiment_tag=now,
                        checkpoint=self.latest.get(snap.trial_id), last_result=tagged(snap.last_result, now))

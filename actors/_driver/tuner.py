@@ -251,9 +251,8 @@ class Tuner:
         self._reporter = ProgressDisplay(self.name, verbose, metric=spec.metric)
         extra = [TrialLines(self._reporter)] if verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
-        self._dispatcher.describe(self.trainable_name, self._ctx.uri(ExperimentLayout(self._ctx, self.name)
-                                                                     .experiment_dir), self._ctx.is_local,
-                                     self._ctx.options, getattr(self, "_searched", None))
+        self._dispatcher.describe(self.trainable_name, spec.experiment_uri, spec.storage_is_local,  # (as the spec's
+                                  self._ctx.options, getattr(self, "_searched", None))        # scheduler host has it)
         exp_dir = ExperimentLayout(self._ctx, self.name).experiment_dir
         if spec.restore_state:  # Ray's trials list holds the restored trials, finished ones too
             state = spec.restore_state  # (whether trial_dirname_creator named each: its custom_dirname)

@@ -134,7 +134,7 @@ class Searcher(ABC):
             if metric not in last:
                 continue
             self.add_evaluated_point(trial.config, last[metric], error=status == "ERROR",
-                                     pruned=status == "TERMINATED" and not last.get("done", False))
+                                     pruned=status == "TERMINATED" and not finished)
         if not any_finished:
             warnings.warn(f"add_evaluated_trials(metric={metric!r}): no finished trial reported {metric!r}; "
                           "is the name right?", stacklevel=2)
