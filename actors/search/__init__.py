@@ -2,7 +2,8 @@
 
 Importing this package is cheap (no thespian, no optuna): trial and scheduler
 actors import it to resolve configs.  Optuna is loaded only when an
-:class:`OptunaSearch` is created.
+:class:`OptunaSearch` is created,
+HyperOpt only when a :class:`HyperOptSearch` is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from actors.search._constructors import (
     uniform,
 )
 from actors.search._domain import Categorical, Domain, Float, Function, GridSearch, Integer, Normal, SearchSpaceError
+from actors.search._hyperopt import HyperOptSearch
 from actors.search._optuna import OptunaSearch
 from actors.search._registry import create_searcher
 from actors.search._searcher import Searcher, SearcherSignal
@@ -39,6 +41,7 @@ __all__ = [
     "Float",
     "Function",
     "GridSearch",
+    "HyperOptSearch",
     "Integer",
     "Normal",
     "OptunaSearch",
