@@ -8,6 +8,7 @@ same seed then gives the same suggestions as ``ray.tune.search.hyperopt.HyperOpt
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -16,6 +17,8 @@ from actors.search._space import Path, format_path
 
 
 def import_hyperopt() -> Any:
+    """The hyperopt package, its INFO lines (one per TPE suggestion) silenced as Ray Tune silences them."""
+    logging.getLogger("hyperopt").setLevel(logging.WARNING)
     try:
         import hyperopt
     except ImportError as exc:
