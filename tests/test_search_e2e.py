@@ -30,6 +30,7 @@ from actors.search import (
     OptunaSearch,
     Repeater,
     Searcher,
+    choice,
     grid_search,
     randint,
     uniform,
@@ -171,7 +172,9 @@ def test_optuna_behind_a_concurrency_limiter_under_asha(storage_dir: str, no_lea
     windows = [(r.metrics_history[0]["started"], r.metrics_history[-1]["now"]) for r in grid]
     assert _max_overlap(windows) <= 2, sorted(windows)
 
-    saved = _searcher_state(storage_dir, "optuna")
+    merged = _searcher_state(storage_dir, "optuna")  # (the Tuner's wrapper: suggestions merged into param_space)
+    assert merged["kind"] == "ConstantsMerged"
+    saved = merged["searcher"]
     assert saved["kind"] == "ConcurrencyLimiter"
     assert saved["live"] == [] and saved["held"] == []  # every trial was reported complete
     assert saved["searcher"]["kind"] == "OptunaSearch"
@@ -210,6 +213,69 @@ def test_user_searcher_sees_every_result_in_order(storage_dir: str, no_leaks: No
     for trial_id in by_id:  # no result reaches the searcher after the trial's completion
         mine = [kind for kind, t in saved["events"] if t == trial_id]
         assert mine == ["result"] * len(by_id[trial_id].metrics_history) + ["complete"], (trial_id, mine)
+
+
+class _SearchedOnly(Searcher):
+    """Ray's pattern: takes the Tuner's param_space and suggests only the values it searches."""
+
+    def __init__(self) -> None:
+        super().__init__(metric="loss", mode="min")
+        self.n = 0
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict[str, Any] | None,
+                              **spec: Any) -> bool:
+        self.space = config
+        return True
+
+    def suggest(self, trial_id: str) -> dict[str, Any]:
+        self.n += 1
+        return {"x": self.n, "nest": {"b": self.n * 10}}
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        pass
+
+
+def _seen_config(config: dict[str, Any]) -> None:
+    from actors import report
+
+    report({"loss": 1.0, "keys": list(config), "nest": dict(config["nest"])})
+
+
+def test_a_searchers_suggestion_is_merged_into_the_param_space_as_in_ray(
+        storage_dir: str, no_leaks: None, caplog: pytest.LogCaptureFixture) -> None:
+    grid = Tuner(
+        _seen_config,
+        param_space={"a": 1, "x": uniform(0, 1), "nest": {"b": uniform(0, 1), "c": 5}, "y": choice([1, 2])},
+        tune_config=TuneConfig(num_samples=2, search_alg=_SearchedOnly()),
+        run_config=RunConfig(name="merged", storage=storage_dir, system="simple", verbose=0),
+    ).fit()
+    got = [(r.metrics["keys"], r.metrics["nest"], r.config, r.metrics["experiment_tag"]) for r in grid]
+    # recorded from Ray 2.60 (its configs also hold y, the unresolved Categorical object, and its tags "y=ray_...")
+    assert got == [
+        (["a", "x", "nest"], {"b": 10, "c": 5}, {"a": 1, "x": 1, "nest": {"b": 10, "c": 5}}, "1_a=1,b=10,c=5,x=1"),
+        (["a", "x", "nest"], {"b": 20, "c": 5}, {"a": 1, "x": 2, "nest": {"b": 20, "c": 5}}, "2_a=1,b=20,c=5,x=2")]
+    warned = [r.getMessage() for r in caplog.records if "suggested no value for 'y'" in r.getMessage()]
+    assert len(warned) == 1, warned  # once, naming the domain left out
+
+
+def test_a_searcher_state_saved_before_the_merge_wrapper_restores_into_it() -> None:
+    from actors.search._wrappers import ConstantsMerged
+
+    class Counting(_SearchedOnly):
+        def save(self) -> dict[str, Any]:
+            return {"kind": "Counting", "n": self.n}
+
+        def restore(self, state: dict[str, Any]) -> None:
+            self.n = state["n"]
+
+    old = Counting()
+    old.n = 7  # an experiment saved before 2026-12-05 holds the searcher's own state, unwrapped
+    wrapped = ConstantsMerged(Counting(), {"a": 1, "x": uniform(0, 1)})
+    wrapped.restore(old.save())
+    assert wrapped.suggest("t8") == {"a": 1, "x": 8, "nest": {"b": 80}}
+    again = ConstantsMerged(Counting(), {"a": 1})
+    again.restore(wrapped.save())
+    assert again.searcher.n == 8
 
 
 # ---------------------------------------------------------------------------- c. Repeater

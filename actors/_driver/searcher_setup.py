@@ -45,7 +45,8 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
             searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
             num_samples = searcher.total_trials
         else:
-            if not searcher.set_search_properties(tc.metric, tc.mode, param_space or {}) and param_space:
+            took_space = searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
+            if not took_space and param_space:
                 if domain_paths(param_space):  # Ray refuses unresolved values here too
                     raise ConfigError(
                         f"{type(searcher).__name__} was built with its own search space or objective, so "
@@ -58,7 +59,8 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
                     raise ConfigError(
                         f"TuneConfig(metric={tc.metric!r}) but {type(searcher).__name__} searches "
                         f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
-                searcher = ConstantsMerged(searcher, param_space)  # as Ray: constants join each config
+            if param_space:  # as Ray: each suggestion is merged into the param_space (its constants join it)
+                searcher = ConstantsMerged(searcher, param_space)
             num_samples = tc.num_samples
             if tc.max_concurrent_trials:
                 searcher = concurrency_limited(searcher, tc.max_concurrent_trials)

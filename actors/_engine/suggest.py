@@ -41,8 +41,10 @@ class TrialSource:
         self.suggested = 0
         # whether the searcher's on_trial_result does anything (the default generator's does not:
         # a result is then neither flattened nor passed, once per result)
-        self.hears_results = spec.searcher is not None and (
-            type(spec.searcher).on_trial_result is not Searcher.on_trial_result)
+        inner = spec.searcher
+        while getattr(inner, "transparent", False):  # (the Tuner's ConstantsMerged forwards to the searcher)
+            inner = inner.searcher
+        self.hears_results = inner is not None and type(inner).on_trial_result is not Searcher.on_trial_result
         self._namer: TrialNamer | None = None
         self.wall_origin = 0.0  # the wall clock (epoch seconds) at the core's time 0
         self.utc_offset_s = 0  # local time's, when the experiment started

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from typing import Any
 
+from actors.search._domain import Domain
 from actors.search._searcher import Searcher, Suggestion, check_state, ray_restore, ray_save
+
+log = logging.getLogger("audition")
 
 
 def _check_searcher(owner: str, searcher: Any) -> Searcher:
@@ -243,13 +247,25 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class ConstantsMerged(_Wrapper):
-    """A searcher with its own space, plus a constants-only ``Tuner(param_space=...)``.
+def _without_domains(config: dict[str, Any], path: tuple[str, ...], left: list[str]) -> dict[str, Any]:
+    """``config`` without the search domains still in it (their paths go to ``left``)."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Domain):
+            left.append("/".join((*path, str(key))))
+        else:
+            out[key] = _without_domains(value, (*path, str(key)), left) if isinstance(value, dict) else value
+    return out
 
-    Ray Tune accepts that pair and merges the constants into every suggestion (the searcher's
-    values win); only a param_space that still holds search domains is refused. The Tuner wraps
-    the searcher in this, so a Ray script that passes, e.g., ``{"steps": 100}`` beside
-    ``OptunaSearch(space=...)`` runs unchanged.
+
+class ConstantsMerged(_Wrapper):
+    """Each suggestion merged into the ``Tuner(param_space=...)``, as Ray Tune's ``SearchGenerator`` merges it.
+
+    The Tuner wraps every searcher but the default generator in this. Ray keeps the param_space's keys in
+    their order and their constants, and the searcher's values win: a searcher of the user's that returns
+    only the values it searched gets the constants beside them, and one with its own space (``OptunaSearch
+    (space=...)``) runs beside a constants-only param_space. A search domain the searcher gave no value
+    for is left out of the config, with a warning (Ray hands the trainable the domain object itself).
     """
 
     transparent = True  # the Tuner's wrapper, not the user's: messages name the searcher inside
@@ -257,10 +273,22 @@ class ConstantsMerged(_Wrapper):
     def __init__(self, searcher: Searcher, constants: dict[str, Any]) -> None:
         super().__init__(_check_searcher("ConstantsMerged", searcher))
         self.constants = copy.deepcopy(constants)
+        self._warned: set[str] = set()
 
     def suggest(self, trial_id: str) -> Suggestion:
         suggestion = self.searcher.suggest(trial_id)
-        return _merged(self.constants, suggestion) if isinstance(suggestion, dict) else suggestion
+        if not isinstance(suggestion, dict):
+            return suggestion
+        left: list[str] = []
+        config = _without_domains(_merged(self.constants, suggestion), (), left)
+        new = [p for p in left if p not in self._warned]
+        if new:
+            self._warned.update(new)
+            log.warning("%s suggested no value for %s, a search domain of the Tuner's param_space: the trial's "
+                        "config leaves it out (Ray Tune hands the trainable the unresolved domain object); have "
+                        "the searcher suggest it, or make it a constant", type(self.searcher).__name__,
+                        ", ".join(repr(p) for p in new))
+        return config
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         self.searcher.on_trial_result(trial_id, result)
@@ -276,5 +304,8 @@ class ConstantsMerged(_Wrapper):
 
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
+        if isinstance(state, dict) and state.get("kind") != "ConstantsMerged":
+            self.searcher.restore(state)  # saved before the Tuner wrapped this searcher (2026-12-05)
+            return
         check_state("ConstantsMerged", state, "ConstantsMerged")
         self.searcher.restore(state["searcher"])
