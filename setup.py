@@ -33,6 +33,8 @@ PLOT = ["matplotlib>=3.5,<4"]
 OPTUNA = ["optuna>=3.0,<6"]
 # HyperOpt leaves its own dependencies unbounded; scipy and networkx are bounded here (0.3.0 is the oldest tested).
 HYPEROPT = ["hyperopt>=0.3,<0.4", "numpy>=1.24,<3", "scipy>=1.10,<2", "networkx>=3,<4"]
+# Ray 2.60's BayesOptSearch needs bayesian-optimization 1.x (2.0 removed its UtilityFunction); 1.5.1 is tested.
+BAYESOPT = ["bayesian-optimization>=1.4,<2", "scikit-learn>=1.3,<2", "numpy>=1.24,<3", "scipy>=1.10,<2"]
 PANDAS = ["pandas>=1.5,<4"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
@@ -58,12 +60,13 @@ setup(
         "s3": S3,
         "optuna": OPTUNA,
         "hyperopt": HYPEROPT,
+        "bayesopt": BAYESOPT,
         "pandas": PANDAS,
         "plot": PLOT,
         "tensorboard": TENSORBOARD,
         "docs": DOCS,
         "dashboard": DASHBOARD,
-        "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + PANDAS + TENSORBOARD + DASHBOARD + BROWSER_TEST
+        "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PANDAS + TENSORBOARD + DASHBOARD + BROWSER_TEST
         + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

@@ -45,6 +45,7 @@ MODULES: dict[str, str] = {
     "ray.tune.search.basic_variant": "actors.search.basic_variant",
     "ray.tune.search.optuna": "actors.search.optuna",
     "ray.tune.search.hyperopt": "actors.search.hyperopt",
+    "ray.tune.search.bayesopt": "actors.search.bayesopt",
     "ray.tune.stopper": "actors.stopper",
     "ray.tune.result": "actors.result",
     "ray.tune.experiment": "actors.experiment",  # Trial, in plugins

@@ -3,11 +3,12 @@
 Importing this package is cheap (no thespian, no optuna): trial and scheduler
 actors import it to resolve configs.  Optuna is loaded only when an
 :class:`OptunaSearch` is created,
-HyperOpt only when a :class:`HyperOptSearch` is.
+HyperOpt only when a :class:`HyperOptSearch` is, bayes_opt when a :class:`BayesOptSearch` is.
 """
 
 from __future__ import annotations
 
+from actors.search._bayesopt import BayesOptSearch
 from actors.search._constructors import (
     choice,
     grid_search,
@@ -34,6 +35,7 @@ from actors.search._wrappers import ConcurrencyLimiter, Repeater
 
 __all__ = [
     "BasicVariantGenerator",
+    "BayesOptSearch",
     "Categorical",
     "ConcurrencyLimiter",
     "ConfigView",

@@ -17,9 +17,8 @@ from typing import Any
 RAY_SEARCHER_NAMES = ("variant_generator", "random", "ax", "hyperopt", "bayesopt", "bohb", "nevergrad", "optuna",
                       "zoopt", "hebo")
 _PORT = ("audition does not port it; use create_searcher('optuna') (OptunaSearch) or create_searcher('hyperopt') "
-         "(HyperOptSearch), or write a Searcher subclass")
-_NOT_OFFERED = {"ax": ("AxSearch", _PORT),
-                "bayesopt": ("BayesOptSearch", _PORT), "bohb": ("TuneBOHB", _PORT),
+         "(HyperOptSearch) or create_searcher('bayesopt') (BayesOptSearch), or write a Searcher subclass")
+_NOT_OFFERED = {"ax": ("AxSearch", _PORT), "bohb": ("TuneBOHB", _PORT),
                 "nevergrad": ("NevergradSearch", _PORT), "zoopt": ("ZOOptSearch", _PORT),
                 "hebo": ("HEBOSearch", _PORT)}
 
@@ -51,19 +50,20 @@ def build_by_name(function: str, kind: str, name: Any, table: Mapping[str, Calla
 
 
 def _table() -> dict[str, Callable[[], Any]]:
+    from actors.search._bayesopt import BayesOptSearch
     from actors.search._hyperopt import HyperOptSearch
     from actors.search._optuna import OptunaSearch
     from actors.search._variant import BasicVariantGenerator
 
     return {"variant_generator": lambda: BasicVariantGenerator, "random": lambda: BasicVariantGenerator,
-            "optuna": lambda: OptunaSearch, "hyperopt": lambda: HyperOptSearch}
+            "optuna": lambda: OptunaSearch, "hyperopt": lambda: HyperOptSearch,
+            "bayesopt": lambda: BayesOptSearch}
 
 
 def create_searcher(search_alg: str, **kwargs: Any) -> Any:
     """Ray Tune's ``create_searcher``: the searcher Ray's name stands for (``"variant_generator"`` and
     ``"random"``: ``BasicVariantGenerator``; ``"optuna"``: ``OptunaSearch``; ``"hyperopt"``: ``HyperOptSearch``;
-    any case), built from the
-    ``kwargs`` its class takes."""
+    ``"bayesopt"``: ``BayesOptSearch``; any case), built from the ``kwargs`` its class takes."""
     return build_by_name("create_searcher", "search_alg", search_alg, _table(), RAY_SEARCHER_NAMES, _NOT_OFFERED,
                          kwargs)
 

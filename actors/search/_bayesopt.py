@@ -1,0 +1,291 @@
+"""BayesOpt-backed searcher (a Gaussian process over real ranges), an optional extra.
+
+``bayes_opt`` (the ``bayesian-optimization`` package, 1.x: Ray Tune 2.60's searcher uses its
+``UtilityFunction``, gone in 2.0) is imported only when a :class:`BayesOptSearch` is built. It follows Ray's
+``BayesOptSearch`` step by step: the first ``random_search_steps`` trials are the optimizer's random points
+and their results are told together, a configuration suggested again is skipped (``None``) and one suggested
+more than ``patience`` times ends the search, so the same ``random_state`` gives the same trials as under
+Ray. Differences, on purpose: a nested parameter may be given nested in ``points_to_evaluate``, a point that
+lacks a parameter is refused when the searcher is set up (Ray fails when its result is told), ``analysis``
+also works for nested spaces and spaces with constants, and bad arguments are named in the error.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from typing import Any
+
+from actors._legacy import loads as legacy_loads
+from actors.search._domain import Domain, Float, Function, GridSearch, Normal
+from actors.search._optuna_space import fill, flat_point
+from actors.search._searcher import (
+    Searcher,
+    Suggestion,
+    check_metric,
+    check_mode,
+    check_state,
+    ray_restore,
+    ray_save,
+)
+from actors.search._space import Path, normalize, validate_param_space
+
+log = logging.getLogger("audition")
+DEFAULT_METRIC = "_metric"  # Ray's name for a metric given only a mode
+
+
+def import_bayes_opt() -> Any:
+    try:
+        import bayes_opt
+    except ImportError as exc:
+        raise ImportError("BayesOptSearch needs the bayesian-optimization package (1.x): "
+                          "pip install 'audition[bayesopt]'") from exc
+    if not hasattr(bayes_opt, "UtilityFunction"):
+        raise ImportError(f"BayesOptSearch needs bayesian-optimization 1.x, as Ray Tune 2.60's does (it uses its "
+                          f"UtilityFunction, removed in 2.0); this is {getattr(bayes_opt, '__version__', '2+')}: "
+                          "pip install 'bayesian-optimization<2'")
+    return bayes_opt
+
+
+def bounds_of(space: Any) -> dict[str, tuple[Path, tuple[float, float]]]:
+    """Each searched parameter's path and ``(lower, upper)`` by its ``a/b`` name, as Ray converts a space:
+    real ranges only, their quantization and log scale dropped with a warning."""
+    bounds: dict[str, tuple[Path, tuple[float, float]]] = {}
+
+    def walk(value: Any, path: Path) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, (*path, k))
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                walk(v, (*path, i))
+        elif isinstance(value, Domain):
+            name = "/".join(str(p) for p in path)
+            bounds[name] = (path, _bounds(value, name))
+
+    walk(space, ())
+    return bounds
+
+
+def _bounds(domain: Domain, name: str) -> tuple[float, float]:
+    if isinstance(domain, GridSearch):
+        raise ValueError(f"BayesOptSearch: grid_search at {name!r} cannot be converted to a BayesOpt search space "
+                         "(as in Ray Tune); run the grid without a searcher")
+    if isinstance(domain, Float):
+        if domain.q is not None:
+            log.warning("BayesOpt search does not support quantization. Dropped quantization.")
+        if domain.log:
+            log.warning("BayesOpt does not support specific sampling methods. The LogUniform sampler will be dropped.")
+        return (domain.lower, domain.upper)
+    if isinstance(domain, Normal):
+        raise ValueError(f"BayesOptSearch: {domain.describe()} at {name!r} has no bounds, and BayesOpt searches a "
+                         "range; use uniform(lower, upper) (Ray Tune fails on it inside bayes_opt)")
+    kind = "Function" if isinstance(domain, Function) else type(domain).__name__
+    raise ValueError(f"BayesOptSearch: BayesOpt does not support parameters of type `{kind}` ({domain.describe()} at "
+                     f"{name!r}), as in Ray Tune; it searches real ranges: uniform(lower, upper)")
+
+
+class BayesOptSearch(Searcher):
+    """Searcher driven by ``bayes_opt``'s Gaussian process, with Ray Tune's arguments and defaults.
+
+    Only real ranges (``uniform``; ``loguniform`` and ``quniform`` are searched as plain ranges, with a
+    warning, as in Ray) can be searched. ``save()`` pickles the optimizer and the counters, so a restored
+    searcher suggests what the original would have.
+    """
+
+    def __init__(
+        self,
+        space: dict[str, Any] | None = None,
+        metric: str | None = None,
+        mode: str | None = None,
+        points_to_evaluate: list[dict[str, Any]] | None = None,
+        utility_kwargs: dict[str, Any] | None = None,
+        random_state: int = 42,
+        random_search_steps: int = 10,
+        verbose: int = 0,
+        patience: int = 5,
+        skip_duplicate: bool = True,
+        analysis: Any = None,
+        repeat_float_precision: int = 5,
+    ) -> None:
+        super().__init__(metric, mode)
+        self._byo = import_bayes_opt()
+        if isinstance(repeat_float_precision, bool) or not isinstance(repeat_float_precision, int):
+            raise TypeError("repeat_float_precision must be an integer.")
+        if repeat_float_precision < 0:
+            raise ValueError("repeat_float_precision must be non-negative.")
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience <= 0:
+            raise ValueError(f"BayesOptSearch: patience must be an integer greater than 0, got {patience!r}")
+        if isinstance(random_search_steps, bool) or not isinstance(random_search_steps, int) or random_search_steps < 0:
+            raise ValueError(f"BayesOptSearch: random_search_steps must be an integer >= 0, got "
+                             f"{random_search_steps!r}")
+        if points_to_evaluate is not None and (not isinstance(points_to_evaluate, list | tuple)
+                                               or not all(isinstance(p, dict) for p in points_to_evaluate)):
+            raise ValueError("BayesOptSearch: points_to_evaluate must be a list of config dicts")
+        self._patience, self._skip_duplicate, self._precision = patience, skip_duplicate, repeat_float_precision
+        self._utility_kwargs = dict(utility_kwargs) if utility_kwargs is not None else {
+            "kind": "ucb", "kappa": 2.576, "xi": 0.0}
+        self._utility = self._byo.UtilityFunction(**self._utility_kwargs)
+        self._random_state, self._verbose, self._analysis = random_state, verbose, analysis
+        self._points = [flat_point(p) for p in points_to_evaluate or []]
+        self._random_steps = random_search_steps
+        self._random_given = 0  # random trials suggested before the first results are told
+        self._buffered: list[tuple[dict[str, Any], dict[str, Any]]] = []  # their (params, result), told together
+        self._seen: defaultdict[tuple[Any, ...], int] = defaultdict(int)  # how often each config was suggested
+        self._live: dict[str, dict[str, Any]] = {}  # trial id -> the params suggested to it
+        self._warned_duplicate = self._warned_patience = False
+        self._space: dict[str, Any] | None = None
+        self._paths: dict[str, Path] = {}  # parameter name -> its path in the space
+        self._optimizer: Any = None
+        if space:
+            self._set_space(space)
+
+    def _set_space(self, space: dict[str, Any]) -> None:
+        validate_param_space(space)
+        normalized = normalize(space)
+        bounds = bounds_of(normalized)
+        if not bounds:
+            raise RuntimeError("BayesOptSearch has no search space: its space holds no uniform(lower, upper) range; "
+                               "pass space= to BayesOptSearch, or a param_space with ranges to the Tuner")
+        for point in self._points:
+            unknown, missing = sorted(set(point) - set(bounds)), sorted(set(bounds) - set(point))
+            if unknown or missing:
+                raise ValueError(f"BayesOptSearch: each point of points_to_evaluate needs a value for every searched "
+                                 f"parameter ({sorted(bounds)}) and nothing else; {point} "
+                                 + (f"lacks {missing}" if missing else f"names {unknown}"))
+        if self._metric is None and self._mode:
+            self._metric = DEFAULT_METRIC
+        self._space = normalized
+        self._paths = {name: path for name, (path, _) in bounds.items()}
+        self._optimizer = self._byo.BayesianOptimization(f=None, pbounds={n: b for n, (_, b) in bounds.items()},
+                                                         verbose=self._verbose,
+                                                         random_state=self._random_state)
+        if self._analysis is not None:
+            self.register_analysis(self._analysis)
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any
+    ) -> bool:
+        """Take the experiment's space, metric and mode, as Ray's (``False`` for a space when the searcher
+        already has one; TuneConfig's metric and mode win then, and fill in what a searcher built with its
+        own space lacks, where Ray 2.60 leaves them unset and fails at its first suggestion)."""
+        if self._optimizer is not None:
+            self._set_metric_mode(metric, mode)
+            if self._metric is None and self._mode:
+                self._metric = DEFAULT_METRIC
+            return not config
+        if metric:
+            self._metric = check_metric(metric)
+        if mode:
+            self._mode = check_mode(mode)
+        self._set_space(config or {})
+        return True
+
+    # ------------------------------------------------------------------ suggest / complete
+    def _key(self, params: dict[str, Any]) -> tuple[Any, ...]:
+        """A config as Ray compares them for repeats: floats to ``repeat_float_precision`` digits."""
+        return tuple(sorted((k, f"{v:.{self._precision}f}" if isinstance(v, float) else repr(v))
+                            for k, v in params.items()))
+
+    def suggest(self, trial_id: str) -> Suggestion:
+        if self._optimizer is None:
+            raise RuntimeError("BayesOptSearch has no search space: pass space= to BayesOptSearch, or a param_space "
+                               "with uniform(lower, upper) ranges to the Tuner")
+        if not self._metric or not self._mode:
+            raise RuntimeError(
+                f"BayesOptSearch needs metric and mode (it has metric={self._metric!r}, mode={self._mode!r}): pass "
+                "them to BayesOptSearch(...), or to TuneConfig(...) when it takes the Tuner's param_space")
+        params = self._points.pop(0) if self._points else self._optimizer.suggest(self._utility)
+        key = self._key(params)
+        again = key in self._seen
+        self._seen[key] += 1
+        if max(self._seen.values()) > self._patience:
+            if not self._warned_patience:
+                self._warned_patience = True
+                log.warning("BayesOptSearch is stopping early: a configuration was suggested more than patience (%d) "
+                            "times, which usually means the search has converged; raise patience, set "
+                            "skip_duplicate=False or widen the space to run more trials", self._patience)
+            return Searcher.FINISHED
+        if again and self._skip_duplicate:
+            if not self._warned_duplicate:
+                self._warned_duplicate = True
+                log.warning("BayesOptSearch is suggesting configurations it already suggested (the Gaussian process "
+                            "has likely converged); they are skipped, and one suggested more than patience (%d) "
+                            "times ends the search (skip_duplicate=False, a larger patience or a wider space keep "
+                            "it exploring)", self._patience)
+            return None
+        if len(self._buffered) < self._random_steps:  # (Ray: random trials wait until all of them are told)
+            if self._random_given == self._random_steps:
+                return None
+            if params:
+                self._random_given += 1
+        self._live[trial_id] = params
+        assert self._space is not None  # (the values in the space's shape: its constants and key order kept)
+        config: dict[str, Any] = fill(self._space, (), {self._paths[n]: v for n, v in params.items()})
+        return config
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        params = self._live.pop(trial_id, None)
+        if result is None or params is None or error:
+            return
+        if len(self._buffered) >= self._random_steps:
+            self._register(params, result)
+            return
+        self._buffered.append((params, result))
+        if len(self._buffered) == self._random_steps:
+            for p, r in self._buffered:
+                self._register(p, r)
+
+    def _register(self, params: dict[str, Any], result: dict[str, Any]) -> None:
+        if self._metric not in result:
+            raise RuntimeError(f"BayesOptSearch: a trial's last result has no {self._metric!r} (its keys: "
+                               f"{', '.join(sorted(map(str, result))[:12])}); report it from the trainable, or give "
+                               "the searcher the metric it reports")
+        value = result[self._metric]
+        if not isinstance(value, int | float) or math.isnan(value) or math.isinf(value):
+            return
+        self._optimizer.register(params, (1.0 if self._mode == "max" else -1.0) * value)
+
+    def register_analysis(self, analysis: Any) -> None:
+        """Tell the optimizer of an earlier experiment's trials (``ExperimentAnalysis``): each trial's best
+        result of the metric, at its searched parameters."""
+        names = list(self._optimizer.space.keys)
+        metric = self._metric
+        assert isinstance(metric, str), "set up: a metric is known"
+        frame = analysis.dataframe(metric=metric, mode=self._mode)
+        for _, row in frame.iterrows():
+            columns = {n: row.get(f"config/{n}") for n in names}
+            if any(v is None for v in columns.values()) or metric not in row:
+                continue
+            self._register(columns, {metric: row[metric]})
+
+    # ------------------------------------------------------------------ state
+    @ray_save
+    def save(self) -> dict[str, Any]:
+        """Snapshot as pickled bytes (the optimizer with its Gaussian process and random state, the counters)."""
+        import cloudpickle
+
+        payload = {
+            "space": self._space, "paths": self._paths, "optimizer": self._optimizer,
+            "utility_kwargs": self._utility_kwargs,
+            "utility": self._utility, "points": self._points, "random_steps": self._random_steps,
+            "random_given": self._random_given, "buffered": self._buffered, "seen": dict(self._seen),
+            "live": self._live, "patience": self._patience, "skip_duplicate": self._skip_duplicate,
+            "precision": self._precision, "warned": (self._warned_duplicate, self._warned_patience),
+        }
+        return {"kind": "BayesOptSearch", **self._base_state(), "payload": cloudpickle.dumps(payload)}
+
+    @ray_restore
+    def restore(self, state: dict[str, Any]) -> None:
+        check_state("BayesOptSearch", state, "BayesOptSearch")
+        self._restore_base(state)
+        p = legacy_loads(state["payload"])
+        self._space, self._paths, self._optimizer, self._utility_kwargs, self._utility = (
+            p["space"], p["paths"], p["optimizer"], p["utility_kwargs"], p["utility"])
+        self._points, self._random_steps, self._random_given = list(p["points"]), p["random_steps"], p["random_given"]
+        self._buffered, self._seen, self._live = list(p["buffered"]), defaultdict(int, p["seen"]), dict(p["live"])
+        self._patience, self._skip_duplicate, self._precision = p["patience"], p["skip_duplicate"], p["precision"]
+        self._warned_duplicate, self._warned_patience = p["warned"]
