@@ -66,6 +66,9 @@ setup(
         "tensorboard": TENSORBOARD,
         "docs": DOCS,
         "dashboard": DASHBOARD,
+        # the floors stage's (.ci/run): what the S3-marked tests need (plots and the dashboard read S3 too),
+        # without the other optional libraries
+        "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + BROWSER_TEST[:2] + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PANDAS + TENSORBOARD + DASHBOARD + BROWSER_TEST
         + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },

@@ -10,12 +10,13 @@ import logging
 import math
 from typing import Any
 
-import numpy as np
 import pytest
 
 from actors import search as tune
 
 pytest.importorskip("bayes_opt")
+
+import numpy as np  # noqa: E402  (bayes_opt brings it)
 
 from actors.search.bayesopt import BayesOptSearch
 
