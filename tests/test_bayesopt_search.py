@@ -16,7 +16,7 @@ from actors import search as tune
 
 pytest.importorskip("bayes_opt")
 
-import numpy as np  # noqa: E402  (bayes_opt brings it)
+import numpy as np  # (after the skip: bayes_opt brings it)
 
 from actors.search.bayesopt import BayesOptSearch
 
