@@ -23,8 +23,6 @@ from actors.search._optuna_space import fill, flat_point
 from actors.search._searcher import (
     Searcher,
     Suggestion,
-    check_metric,
-    check_mode,
     check_state,
     ray_restore,
     ray_save,
@@ -32,7 +30,6 @@ from actors.search._searcher import (
 from actors.search._space import Path, normalize, validate_param_space
 
 log = logging.getLogger("audition")
-DEFAULT_METRIC = "_metric"  # Ray's name for a metric given only a mode
 
 
 def import_bayes_opt() -> Any:
@@ -154,8 +151,7 @@ class BayesOptSearch(Searcher):
                 raise ValueError(f"BayesOptSearch: each point of points_to_evaluate needs a value for every searched "
                                  f"parameter ({sorted(bounds)}) and nothing else; {point} "
                                  + (f"lacks {missing}" if missing else f"names {unknown}"))
-        if self._metric is None and self._mode:
-            self._metric = DEFAULT_METRIC
+        self._adopt_properties(None, None, has_space=True)  # (a mode alone: Ray's "_metric")
         self._space = normalized
         self._paths = {name: path for name, (path, _) in bounds.items()}
         self._optimizer = self._byo.BayesianOptimization(f=None, pbounds={n: b for n, (_, b) in bounds.items()},
@@ -170,15 +166,8 @@ class BayesOptSearch(Searcher):
         """Take the experiment's space, metric and mode, as Ray's (``False`` for a space when the searcher
         already has one; TuneConfig's metric and mode win then, and fill in what a searcher built with its
         own space lacks, where Ray 2.60 leaves them unset and fails at its first suggestion)."""
-        if self._optimizer is not None:
-            self._set_metric_mode(metric, mode)
-            if self._metric is None and self._mode:
-                self._metric = DEFAULT_METRIC
-            return not config
-        if metric:
-            self._metric = check_metric(metric)
-        if mode:
-            self._mode = check_mode(mode)
+        if not self._adopt_properties(metric, mode, has_space=self._optimizer is not None):
+            return not config  # (the Tuner merges a constants-only param_space into each suggestion)
         self._set_space(config or {})
         return True
 
@@ -192,10 +181,7 @@ class BayesOptSearch(Searcher):
         if self._optimizer is None:
             raise RuntimeError("BayesOptSearch has no search space: pass space= to BayesOptSearch, or a param_space "
                                "with uniform(lower, upper) ranges to the Tuner")
-        if not self._metric or not self._mode:
-            raise RuntimeError(
-                f"BayesOptSearch needs metric and mode (it has metric={self._metric!r}, mode={self._mode!r}): pass "
-                "them to BayesOptSearch(...), or to TuneConfig(...) when it takes the Tuner's param_space")
+        self._check_metric_mode()
         params = self._points.pop(0) if self._points else self._optimizer.suggest(self._utility)
         key = self._key(params)
         again = key in self._seen

@@ -19,15 +19,11 @@ from actors.search._hyperopt_space import convert_space, has_domain, import_hype
 from actors.search._searcher import (
     Searcher,
     Suggestion,
-    check_metric,
-    check_mode,
     check_state,
     ray_restore,
     ray_save,
 )
 from actors.search._space import normalize, validate_param_space
-
-DEFAULT_METRIC = "_metric"  # Ray's name for a metric given only a mode
 
 
 def _identity(space: Any) -> Any:
@@ -113,6 +109,7 @@ class HyperOptSearch(Searcher):
         self._unused_points = len(points)
         self._space, self._converted = normalized, converted
         self._domain = self._hpo.Domain(_identity, converted)
+        self._adopt_properties(None, None, has_space=True)  # (a mode alone: Ray's "_metric")
 
     def _holds_expression(self, space: Any) -> bool:
         """Whether a space written in HyperOpt's own terms (``hp.uniform(...)``) has something to draw."""
@@ -128,20 +125,8 @@ class HyperOptSearch(Searcher):
         """Take the experiment's space, metric and mode, as Ray's: ``False`` for a space when the searcher
         already has one (its own, or an earlier call's). With a space, TuneConfig's metric and mode win over
         the searcher's, as in Ray."""
-        if self._domain is not None:
-            # Ray 2.60 returns here without them, and a searcher built with its own space but no metric then
-            # fails at its first suggestion; audition takes TuneConfig's where the searcher has none (as
-            # OptunaSearch does), and the Tuner merges a constants-only param_space (False)
-            self._set_metric_mode(metric, mode)
-            if self._metric is None and self._mode:
-                self._metric = DEFAULT_METRIC
-            return not config
-        if metric:
-            self._metric = check_metric(metric)
-        if mode:
-            self._mode = check_mode(mode)
-        if self._metric is None and self._mode:
-            self._metric = DEFAULT_METRIC
+        if not self._adopt_properties(metric, mode, has_space=self._domain is not None):
+            return not config  # (the Tuner merges a constants-only param_space into each suggestion)
         self._set_space(config or {})
         self._param_space_order = True
         return True
@@ -159,10 +144,7 @@ class HyperOptSearch(Searcher):
         hpo = self._hpo
         if self._domain is None:
             raise _no_space()
-        if not self._metric or not self._mode:
-            raise RuntimeError(
-                f"HyperOptSearch needs metric and mode (it has metric={self._metric!r}, mode={self._mode!r}): pass "
-                "them to HyperOptSearch(...), or to TuneConfig(...) when it takes the Tuner's param_space")
+        self._check_metric_mode()
         if trial_id in self._live:
             raise ValueError(f"suggest(): trial_id {trial_id!r} is already live; every trial needs a fresh id")
         trials = self._trials

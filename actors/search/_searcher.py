@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeAlias
 
 _MODES = ("min", "max")
+DEFAULT_METRIC = "_metric"  # Ray's name for the metric of a searcher given only a mode
 
 
 class SearcherSignal(enum.Enum):
@@ -81,6 +82,29 @@ class Searcher(ABC):
         self._metric = self._metric or metric
         self._mode = self._mode or mode
         return True
+
+    def _adopt_properties(self, metric: str | None, mode: str | None, has_space: bool) -> bool:
+        """Ray's model-based searchers' ``set_search_properties`` rule; True: take the config's space.
+
+        Without a space of its own yet, the experiment's metric and mode win over the searcher's; with one,
+        they only fill in what it lacks (Ray 2.60 leaves them unset there, and its searcher fails at the first
+        suggestion). A mode alone searches Ray's anonymous metric ``"_metric"``.
+        """
+        if has_space:
+            self._set_metric_mode(metric, mode)
+        else:
+            self._metric = check_metric(metric) or self._metric
+            self._mode = check_mode(mode) or self._mode
+        if self._metric is None and self._mode:
+            self._metric = DEFAULT_METRIC
+        return not has_space
+
+    def _check_metric_mode(self) -> None:
+        """Raise, naming the fix, unless the searcher has a metric and a mode (before a suggestion)."""
+        if not self._metric or not self._mode:
+            name = type(self).__name__
+            raise RuntimeError(f"{name} needs metric and mode (it has metric={self._metric!r}, mode={self._mode!r}): "
+                               f"pass them to {name}(...), or to TuneConfig(...) when it takes the Tuner's param_space")
 
     def set_max_concurrency(self, max_concurrent: int) -> bool:
         """Called by a ``ConcurrencyLimiter`` around this searcher (also the one the Tuner adds for
