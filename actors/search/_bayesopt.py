@@ -17,13 +17,11 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from actors._legacy import loads as legacy_loads
 from actors.search._domain import Domain, Float, Function, GridSearch, Normal
 from actors.search._optuna_space import fill, flat_point
 from actors.search._searcher import (
     Searcher,
     Suggestion,
-    check_state,
     ray_restore,
     ray_save,
 )
@@ -252,8 +250,6 @@ class BayesOptSearch(Searcher):
     @ray_save
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (the optimizer with its Gaussian process and random state, the counters)."""
-        import cloudpickle
-
         payload = {
             "space": self._space, "paths": self._paths, "optimizer": self._optimizer,
             "utility_kwargs": self._utility_kwargs,
@@ -262,13 +258,11 @@ class BayesOptSearch(Searcher):
             "live": self._live, "patience": self._patience, "skip_duplicate": self._skip_duplicate,
             "precision": self._precision, "warned": (self._warned_duplicate, self._warned_patience),
         }
-        return {"kind": "BayesOptSearch", **self._base_state(), "payload": cloudpickle.dumps(payload)}
+        return self._pickled_state("BayesOptSearch", payload)
 
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
-        check_state("BayesOptSearch", state, "BayesOptSearch")
-        self._restore_base(state)
-        p = legacy_loads(state["payload"])
+        p = self._unpickled_payload("BayesOptSearch", state)
         self._space, self._paths, self._optimizer, self._utility_kwargs, self._utility = (
             p["space"], p["paths"], p["optimizer"], p["utility_kwargs"], p["utility"])
         self._points, self._random_steps, self._random_given = list(p["points"]), p["random_steps"], p["random_given"]

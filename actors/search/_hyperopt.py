@@ -14,12 +14,10 @@ import functools
 import importlib
 from typing import Any
 
-from actors._legacy import loads as legacy_loads
 from actors.search._hyperopt_space import convert_space, has_domain, import_hyperopt, in_space_order, point_labels
 from actors.search._searcher import (
     Searcher,
     Suggestion,
-    check_state,
     ray_restore,
     ray_save,
 )
@@ -210,21 +208,17 @@ class HyperOptSearch(Searcher):
     @ray_save
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (HyperOpt's trials, the random state, the converted space)."""
-        import cloudpickle
-
         payload = {
             "space": self._space, "converted": self._converted, "trials": self._trials,
             "rstate": self._rstate.get_state(), "unused_points": self._unused_points, "live": dict(self._live),
             "points": self._points, "n_initial_points": self._n_initial_points, "gamma": self._gamma,
             "param_space_order": self._param_space_order,
         }
-        return {"kind": "HyperOptSearch", **self._base_state(), "payload": cloudpickle.dumps(payload)}
+        return self._pickled_state("HyperOptSearch", payload)
 
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
-        check_state("HyperOptSearch", state, "HyperOptSearch")
-        self._restore_base(state)
-        payload = legacy_loads(state["payload"])
+        payload = self._unpickled_payload("HyperOptSearch", state)
         self._space, self._converted, self._trials = payload["space"], payload["converted"], payload["trials"]
         self._rstate.set_state(payload["rstate"])
         self._unused_points, self._live = payload["unused_points"], dict(payload["live"])

@@ -17,7 +17,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from actors._legacy import loads as legacy_loads
 from actors.search._optuna_space import (
     CategoryIndex,
     SuggestCaptor,
@@ -29,7 +28,7 @@ from actors.search._optuna_space import (
     import_optuna,
     unflatten,
 )
-from actors.search._searcher import Searcher, Suggestion, check_metric, check_state, ray_restore, ray_save
+from actors.search._searcher import Searcher, Suggestion, check_metric, ray_restore, ray_save
 from actors.search._space import Path, format_path, normalize, resolve, validate_param_space
 
 DefineByRun = Callable[[Any], "dict[str, Any] | None"]
@@ -348,8 +347,6 @@ class OptunaSearch(Searcher):
     @ray_save
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (cloudpickle: the space may hold sample_from callables)."""
-        import cloudpickle
-
         payload = {
             "space": self._space,
             "define": self._define,
@@ -363,14 +360,11 @@ class OptunaSearch(Searcher):
             "trials": self._trials,
             "steps": self._steps,
         }
-        return {"kind": "OptunaSearch", **self._base_state(), "payload": cloudpickle.dumps(payload)}
+        return self._pickled_state("OptunaSearch", payload)
 
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
-
-        check_state("OptunaSearch", state, "OptunaSearch")
-        self._restore_base(state)
-        payload = legacy_loads(state["payload"])
+        payload = self._unpickled_payload("OptunaSearch", state)
         self._points, self._seed = payload["points"], payload["seed"]
         self._define = payload.get("define")
         if payload["space"] is not None:

@@ -189,6 +189,22 @@ class Searcher(ABC):
                              f"{kind} state to restore")
         self.restore(state)
 
+    def _pickled_state(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """The saved state of a searcher that holds a library's objects (a study, an optimizer): metric,
+        mode and ``payload`` cloudpickled (it may hold the user's functions)."""
+        import cloudpickle
+
+        return {"kind": kind, **self._base_state(), "payload": cloudpickle.dumps(payload)}
+
+    def _unpickled_payload(self, kind: str, state: Any) -> dict[str, Any]:
+        """``_pickled_state``'s payload back, with metric and mode restored (a state of another kind refused)."""
+        from actors._legacy import loads
+
+        check_state(kind, state, kind)
+        self._restore_base(state)
+        payload: dict[str, Any] = loads(state["payload"])
+        return payload
+
     def _base_state(self) -> dict[str, Any]:
         return {"metric": self._metric, "mode": self._mode}
 
