@@ -230,3 +230,12 @@ def test_an_earlier_experiment_informs_it_through_analysis(tmp_path: Any) -> Non
 def test_create_searcher_builds_it() -> None:
     made = tune.create_searcher("bayesopt", metric="loss", mode="min")
     assert type(made) is BayesOptSearch
+
+
+def test_convert_search_space_as_rays() -> None:
+    space = {"x": tune.uniform(0, 1), "c": 5, "n": {"y": tune.uniform(-1, 2), "z": "s"}}
+    # recorded from Ray 2.60
+    assert BayesOptSearch.convert_search_space(space) == {"x": (0, 1), "n/y": (-1, 2)}
+    joined = BayesOptSearch.convert_search_space(space, join=True)
+    assert joined == {"x": (0, 1), "c": 5, "n/y": (-1, 2), "n/z": "s"}
+    assert list(joined) == ["x", "c", "n/y", "n/z"]

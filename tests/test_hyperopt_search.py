@@ -459,3 +459,13 @@ def test_its_own_space_gives_configs_in_hyperopts_order_after_the_constants_as_r
         (["z", "b0", "a", "b", "n"], ["x", "y"],
          {"z": 1, "b0": 2, "a": 0.06095039042163064, "b": 0.4210625756407086, "n": {"x": 0.4196988492136484, "y": 1}},
          "2_a=0.0610,b=0.4211,b0=2,x=0.4197,y=1,z=1")]
+
+
+def test_convert_search_space_as_rays() -> None:
+    space = {"x": tune.uniform(0, 1), "c": 5, "n": {"y": tune.uniform(-1, 2), "z": "s"}}
+    converted = HyperOptSearch.convert_search_space(space)
+    # recorded from Ray 2.60: {'x': Apply, 'c': 5, 'n': {'y': Apply, 'z': 's'}}, labelled by path
+    assert converted["c"] == 5 and converted["n"]["z"] == "s"
+    labels = {node.pos_args[0].pos_args[0].obj for node in (converted["x"], converted["n"]["y"])}
+    assert labels == {"x", "n/y"}
+    assert HyperOptSearch.convert_search_space({"c": 5}) == {}  # recorded: {}

@@ -25,7 +25,7 @@ from actors.search._searcher import (
     ray_restore,
     ray_save,
 )
-from actors.search._space import Path, normalize, validate_param_space
+from actors.search._space import Path, flatten, normalize, validate_param_space
 
 log = logging.getLogger("audition")
 
@@ -157,6 +157,18 @@ class BayesOptSearch(Searcher):
                                                          random_state=self._random_state)
         if self._analysis is not None:
             self.register_analysis(self._analysis)
+
+    @staticmethod
+    def convert_search_space(spec: dict[str, Any], join: bool = False) -> dict[str, Any]:
+        """Ray's: each searched range's ``(lower, upper)`` by its ``a/b`` name; with ``join``, every leaf of
+        ``spec`` by its ``a/b`` name, the ranges in place of their domains."""
+        validate_param_space(spec)
+        normalized = normalize(spec)
+        bounds = {name: b for name, (_, b) in bounds_of(normalized).items()}
+        if not join:
+            return bounds
+        return {"/".join(map(str, path)): bounds.get("/".join(map(str, path)), value)
+                for path, value in flatten(normalized).items()}
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any] | None, **spec: Any

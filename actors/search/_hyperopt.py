@@ -109,6 +109,17 @@ class HyperOptSearch(Searcher):
         self._domain = self._hpo.Domain(_identity, converted)
         self._adopt_properties(None, None, has_space=True)  # (a mode alone: Ray's "_metric")
 
+    @staticmethod
+    def convert_search_space(spec: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        """Ray's: ``spec`` with its search domains as HyperOpt expressions labelled by path (constants kept);
+        ``{}`` when it has no domain."""
+        validate_param_space(spec)
+        normalized = normalize(spec)
+        if not has_domain(normalized):
+            return {}
+        converted: dict[str, Any] = convert_space(import_hyperopt(), normalized, prefix)
+        return converted
+
     def _holds_expression(self, space: Any) -> bool:
         """Whether a space written in HyperOpt's own terms (``hp.uniform(...)``) has something to draw."""
         if isinstance(space, self._hpo.pyll.Apply):
