@@ -469,3 +469,10 @@ def test_convert_search_space_as_rays() -> None:
     labels = {node.pos_args[0].pos_args[0].obj for node in (converted["x"], converted["n"]["y"])}
     assert labels == {"x", "n/y"}
     assert HyperOptSearch.convert_search_space({"c": 5}) == {}  # recorded: {}
+
+
+def test_choices_whose_categories_share_a_key_are_named() -> None:
+    # Ray 2.60: hyperopt's DuplicateLabel("c/u") from deep inside HyperOpt (recorded)
+    space = {"c": tune.choice([{"u": tune.uniform(0, 1)}, {"u": tune.uniform(0, 2)}])}
+    with pytest.raises(ValueError, match=r"both labelled 'c/u'.*different names"):
+        HyperOptSearch(metric="l", mode="min").set_search_properties(None, None, space)

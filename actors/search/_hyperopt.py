@@ -105,8 +105,14 @@ class HyperOptSearch(Searcher):
         else:
             self._trials = self._hpo.Trials()
         self._unused_points = len(points)
-        self._space, self._converted = normalized, converted
-        self._domain = self._hpo.Domain(_identity, converted)
+        try:
+            domain = self._hpo.Domain(_identity, converted)
+        except self._hpo.exceptions.DuplicateLabel as exc:
+            raise ValueError(
+                f"HyperOptSearch: two search domains are both labelled {str(exc)!r}: as in Ray Tune, a domain inside "
+                "a choice's dict category is labelled by the choice's key and its own, so categories that share a key "
+                "clash; give those keys different names (e.g. {'u1': ...} and {'u2': ...})") from None
+        self._space, self._converted, self._domain = normalized, converted, domain
         self._adopt_properties(None, None, has_space=True)  # (a mode alone: Ray's "_metric")
 
     @staticmethod
