@@ -239,3 +239,8 @@ def test_convert_search_space_as_rays() -> None:
     joined = BayesOptSearch.convert_search_space(space, join=True)
     assert joined == {"x": (0, 1), "c": 5, "n/y": (-1, 2), "n/z": "s"}
     assert list(joined) == ["x", "c", "n/y", "n/z"]
+
+
+def test_analysis_without_a_metric_is_named() -> None:
+    with pytest.raises(RuntimeError, match="needs metric and mode"):
+        BayesOptSearch(space={"x": tune.uniform(0, 1)}, analysis=object())

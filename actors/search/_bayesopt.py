@@ -249,8 +249,8 @@ class BayesOptSearch(Searcher):
         """Tell the optimizer of an earlier experiment's trials (``ExperimentAnalysis``): each trial's best
         result of the metric, at its searched parameters."""
         names = list(self._optimizer.space.keys)
-        metric = self._metric
-        assert isinstance(metric, str), "set up: a metric is known"
+        self._check_metric_mode()  # (the earlier trials are read by the metric and mode)
+        metric = str(self._metric)
         frame = analysis.dataframe(metric=metric, mode=self._mode)
         for _, row in frame.iterrows():
             columns = {n: row.get(f"config/{n}") for n in names}
