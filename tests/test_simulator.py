@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from actors import RunConfig, TuneConfig, search
+from actors import ExperimentAnalysis, RunConfig, TuneConfig, search
 from actors._driver.config import CheckpointConfig, FailureConfig
 from actors.messages import (
     EndReason,
@@ -383,3 +383,28 @@ def test_driver_callbacks_hold_each_batch_and_their_checkpoints_are_saved_and_lo
         sim.discard()
     with pytest.raises(ValueError, match="a probability"):
         simulate(curve, {"lr": 0.5}, callback_checkpoint_p=1.5)
+
+
+def test_a_curves_numpy_values_reach_storage_as_numbers() -> None:
+    """``marshal`` writes anything with a buffer (a numpy scalar) as bytes: the simulator's cheap copies of
+    histories, params and states must not take such values (they showed as "b'...'" strings, and a restored
+    experiment's configs were strings)."""
+    np = pytest.importorskip("numpy")
+
+    def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+        return {"loss": np.float64(config["x"] / i), "n": np.int64(i), "time_this_iter_s": 1.0}
+
+    sim = simulate(curve, {"x": search.uniform(0.0, 1.0), "k": np.float64(0.5)},
+                   TuneConfig(metric="loss", mode="min", num_samples=2), max_iterations=3, cpus=2, seed=1)
+    try:
+        assert sim.results is not None
+        for r in sim.results:
+            assert [type(h["loss"]) for h in r.metrics_history] == [float] * 3
+            assert [h["n"] for h in r.metrics_history] == [1, 2, 3]
+            assert r.metrics_history[-1]["loss"] == pytest.approx(r.config["x"] / 3)
+        frame = sim.results.get_dataframe()
+        assert frame["loss"].dtype.kind == "f"
+        assert ExperimentAnalysis(sim.experiment_path).get_all_configs()  # the state reads back
+        assert all(type(c["k"]) is float for c in ExperimentAnalysis(sim.experiment_path).get_all_configs().values())
+    finally:
+        sim.discard()

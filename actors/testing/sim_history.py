@@ -24,7 +24,7 @@ from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback, _no_config
 from actors._engine.trial import TrialSnapshot
-from actors.testing.sim_store import SimMemoryFS, _Deferred, store
+from actors.testing.sim_store import SimMemoryFS, _Deferred, plain_copy, store
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StorageContext
 from storage._io import read_bytes
 from storage._trial_file import TrialFileWriter
@@ -34,13 +34,13 @@ Op = tuple[str, Any]  # ("append" or "append_without_config", a copy of the rows
 
 def _copy(rows: list[dict[str, Any]]) -> Any:
     """The rows as they are now, whatever the caller changes later."""
-    try:
-        return marshal.dumps(rows)
-    except ValueError:  # not plain values only (numpy scalars, objects)
-        try:
-            return copy.deepcopy(rows)
-        except Exception:  # cannot be copied: the values as they are (json/csv would str() them)
-            return [dict(r) for r in rows]
+    blob = plain_copy(rows)
+    if blob is not None:
+        return blob
+    try:  # not plain values only (numpy scalars, objects)
+        return copy.deepcopy(rows)
+    except Exception:  # cannot be copied: the values as they are (json/csv would str() them)
+        return [dict(r) for r in rows]
 
 
 def _rows(copied: Any) -> list[dict[str, Any]]:

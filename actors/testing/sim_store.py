@@ -13,7 +13,8 @@ writes). Neither is what the simulation is about, so here:
   state as ``marshal`` bytes, an exact copy of its plain values taken at write time, and encodes the
   JSON the first time the object is read. The bytes read are those a real run writes: a restore of an
   aborted simulation, or a fault test that reads storage, sees exactly the real state. A state holding
-  anything but plain values (``marshal`` refuses subclasses such as numpy scalars) is encoded at once.
+  anything but plain values is encoded at once (``plain_copy``: ``marshal`` would write a numpy scalar,
+  which has a buffer, as bytes, so each copy is checked to read back equal).
   One difference: JSON lists a set's elements in the set's iteration order, which the copy keeps
   unless two elements collide in the set's hash table (the order is arbitrary in a real run too).
 * ``SimExperimentIO`` writes each trial's ``params.json`` the same way (``put_json``).
@@ -142,6 +143,21 @@ class _DeferredState(_Deferred):
         return state
 
 
+def plain_copy(value: Any) -> bytes | None:
+    """A ``marshal`` copy of ``value`` if it holds plain values only, else None (the caller encodes now).
+
+    ``marshal`` refuses most objects, but writes anything with a buffer (a numpy scalar from a user's
+    curve, an array) as the bytes of that buffer, which JSON would then show as ``"b'...'"``: the copy
+    must read back equal to the value. (A NaN never compares equal: such values are encoded at once.)
+    """
+    try:
+        blob = marshal.dumps(value)
+        same = marshal.loads(blob) == value
+    except Exception:  # unmarshallable, or a comparison that raises (a numpy array's)
+        return None
+    return blob if same is True else None
+
+
 def store(ctx: StorageContext, fs: SimMemoryFS, path: str, file: MemoryFile, what: str) -> None:
     """Put ``file`` at ``path``, as ``storage``'s writes do (through ``retrying``, which says what
     failed where). The memory store refuses a path the same way every time, so the first attempt is
@@ -158,9 +174,8 @@ def put_json(ctx: StorageContext, path: str, value: Any, indent: int | None, wha
     fs = ctx.fs
     if not isinstance(fs, SimMemoryFS):  # RunConfig(storage=...) named other storage
         return False
-    try:
-        blob = marshal.dumps(value)
-    except ValueError:  # not plain values only: encode now, as a real run does
+    blob = plain_copy(value)
+    if blob is None:  # not plain values only: encode now, as a real run does
         return False
     store(ctx, fs, path, _Deferred(fs, blob, indent), what)
     return True
@@ -188,15 +203,16 @@ class SimStateWriter(StateWriter):
             return False
         copies, kept = self._row_copies, {}
         blobs = []
-        try:
-            for row in rows:
-                trial_id = row["trial_id"]
-                last = copies.get(trial_id)
-                blob = last[1] if last is not None and last[0] is row else marshal.dumps(row)
-                kept[trial_id] = (row, blob)
-                blobs.append(blob)
-            blob = marshal.dumps(dict(value, trials=None))
-        except (ValueError, TypeError, KeyError):  # not plain values only: encoded now, as a real run does
+        for row in rows:
+            trial_id = row.get("trial_id") if type(row) is dict else None
+            last = copies.get(trial_id) if isinstance(trial_id, str) else None
+            copied = last[1] if last is not None and last[0] is row else plain_copy(row)
+            if copied is None or trial_id is None:  # not plain values only: encoded now, as a real run does
+                return False
+            kept[trial_id] = (row, copied)
+            blobs.append(copied)
+        blob = plain_copy(dict(value, trials=None))
+        if blob is None:
             return False
         self._row_copies = kept
         file = _DeferredState(fs, blob, blobs)
