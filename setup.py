@@ -42,7 +42,8 @@ DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
 # The dashboard's browser tests: Starlette's TestClient needs httpx2 (Starlette 1.10 deprecates httpx, a later
 # release may drop it) or, before Starlette knew httpx2, httpx; Playwright drives the OS's Chromium
 # (executable_path; its own browser downloads are not used).
-BROWSER_TEST = ["httpx>=0.27,<1", "httpx2>=2.16,<3", "playwright>=1.45,<2"]
+TEST_CLIENT = ["httpx>=0.27,<1", "httpx2>=2.16,<3"]
+BROWSER_TEST = TEST_CLIENT + ["playwright>=1.45,<2"]
 DOCS = ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.25,<2", "mkdocs-material>=9.5,<10"]
 
 setup(
@@ -68,9 +69,9 @@ setup(
         "dashboard": DASHBOARD,
         # the floors stage's (.ci/run): what the S3-marked tests need (plots and the dashboard read S3 too),
         # without the other optional libraries
-        "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + BROWSER_TEST[:2] + ["moto[server]>=5.0,<6"],
-        "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PANDAS + TENSORBOARD + DASHBOARD + BROWSER_TEST
-        + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
+        "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PANDAS + TENSORBOARD + DASHBOARD
+        + BROWSER_TEST + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )
