@@ -43,7 +43,7 @@ DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
 # release may drop it) or, before Starlette knew httpx2, httpx; Playwright drives the OS's Chromium
 # (executable_path; its own browser downloads are not used).
 TEST_CLIENT = ["httpx>=0.27,<1", "httpx2>=2.16,<3"]
-BROWSER_TEST = TEST_CLIENT + ["playwright>=1.45,<2"]
+BROWSER_TEST = [*TEST_CLIENT, "playwright>=1.45,<2"]
 DOCS = ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.25,<2", "mkdocs-material>=9.5,<10"]
 
 setup(
