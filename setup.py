@@ -43,7 +43,7 @@ DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
 # release may drop it) or, before Starlette knew httpx2, httpx; Playwright drives the OS's Chromium
 # (executable_path; its own browser downloads are not used).
 TEST_CLIENT = ["httpx>=0.27,<1", "httpx2>=2.16,<3"]
-BROWSER_TEST = [*TEST_CLIENT, "playwright>=1.45,<2"]
+BROWSER_TEST = ["playwright>=1.45,<2"]
 DOCS = ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.25,<2", "mkdocs-material>=9.5,<10"]
 
 setup(
@@ -71,7 +71,7 @@ setup(
         # without the other optional libraries
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PANDAS + TENSORBOARD + DASHBOARD
-        + BROWSER_TEST + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        + TEST_CLIENT + BROWSER_TEST + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )
