@@ -39,7 +39,10 @@ def _drive(n: int, fail: tuple[int, ...] = (), mode: str = "min", **kwargs: Any)
         if not isinstance(c, dict):
             got.append(c)
             continue
-        assert c["k"] == 3 and list(c) == ["x", "nest", "lr", "k"]  # the space's order, its constant kept
+        # as Ray's searcher (recorded): the searched values only, in bayes_opt's order (a point: as given); the
+        # Tuner merges them into the param_space
+        point = i < len(kwargs.get("points_to_evaluate", ()))
+        assert list(c) == (["x", "nest", "lr"] if point else ["lr", "nest", "x"])
         got.append((c["x"], c["nest"]["y"], c["lr"]))
         if i in fail:
             searcher.on_trial_complete(f"t{i}", None, error=True)

@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from actors.search._domain import Domain, Float, Function, GridSearch, Normal
-from actors.search._optuna_space import fill, flat_point
+from actors.search._optuna_space import flat_point
 from actors.search._searcher import (
     Searcher,
     Suggestion,
@@ -43,10 +43,10 @@ def import_bayes_opt() -> Any:
     return bayes_opt
 
 
-def bounds_of(space: Any) -> dict[str, tuple[Path, tuple[float, float]]]:
-    """Each searched parameter's path and ``(lower, upper)`` by its ``a/b`` name, as Ray converts a space:
-    real ranges only, their quantization and log scale dropped with a warning."""
-    bounds: dict[str, tuple[Path, tuple[float, float]]] = {}
+def bounds_of(space: Any) -> dict[str, tuple[float, float]]:
+    """Each searched parameter's ``(lower, upper)`` by its ``a/b`` name, as Ray converts a space: real
+    ranges only, their quantization and log scale dropped with a warning."""
+    bounds: dict[str, tuple[float, float]] = {}
 
     def walk(value: Any, path: Path) -> None:
         if isinstance(value, dict):
@@ -57,7 +57,7 @@ def bounds_of(space: Any) -> dict[str, tuple[Path, tuple[float, float]]]:
                 walk(v, (*path, i))
         elif isinstance(value, Domain):
             name = "/".join(str(p) for p in path)
-            bounds[name] = (path, _bounds(value, name))
+            bounds[name] = _bounds(value, name)
 
     walk(space, ())
     return bounds
@@ -119,9 +119,8 @@ class BayesOptSearch(Searcher):
                                                or not all(isinstance(p, dict) for p in points_to_evaluate)):
             raise ValueError("BayesOptSearch: points_to_evaluate must be a list of config dicts")
         self._patience, self._skip_duplicate, self._precision = patience, skip_duplicate, repeat_float_precision
-        self._utility_kwargs = dict(utility_kwargs) if utility_kwargs is not None else {
-            "kind": "ucb", "kappa": 2.576, "xi": 0.0}
-        self._utility = self._byo.UtilityFunction(**self._utility_kwargs)
+        self._utility = self._byo.UtilityFunction(
+            **(utility_kwargs if utility_kwargs is not None else {"kind": "ucb", "kappa": 2.576, "xi": 0.0}))
         self._random_state, self._verbose, self._analysis = random_state, verbose, analysis
         self._points = [flat_point(p) for p in points_to_evaluate or []]
         self._random_steps = random_search_steps
@@ -130,8 +129,6 @@ class BayesOptSearch(Searcher):
         self._seen: defaultdict[tuple[Any, ...], int] = defaultdict(int)  # how often each config was suggested
         self._live: dict[str, dict[str, Any]] = {}  # trial id -> the params suggested to it
         self._warned_duplicate = self._warned_patience = False
-        self._space: dict[str, Any] | None = None
-        self._paths: dict[str, Path] = {}  # parameter name -> its path in the space
         self._optimizer: Any = None
         if space:
             self._set_space(space)
@@ -150,9 +147,7 @@ class BayesOptSearch(Searcher):
                                  f"parameter ({sorted(bounds)}) and nothing else; {point} "
                                  + (f"lacks {missing}" if missing else f"names {unknown}"))
         self._adopt_properties(None, None, has_space=True)  # (a mode alone: Ray's "_metric")
-        self._space = normalized
-        self._paths = {name: path for name, (path, _) in bounds.items()}
-        self._optimizer = self._byo.BayesianOptimization(f=None, pbounds={n: b for n, (_, b) in bounds.items()},
+        self._optimizer = self._byo.BayesianOptimization(f=None, pbounds=bounds,
                                                          verbose=self._verbose,
                                                          random_state=self._random_state)
         if self._analysis is not None:
@@ -164,7 +159,7 @@ class BayesOptSearch(Searcher):
         ``spec`` by its ``a/b`` name, the ranges in place of their domains."""
         validate_param_space(spec)
         normalized = normalize(spec)
-        bounds = {name: b for name, (_, b) in bounds_of(normalized).items()}
+        bounds = bounds_of(normalized)
         if not join:
             return bounds
         return {"/".join(map(str, path)): bounds.get("/".join(map(str, path)), value)
@@ -217,8 +212,16 @@ class BayesOptSearch(Searcher):
             if params:
                 self._random_given += 1
         self._live[trial_id] = params
-        assert self._space is not None  # (the values in the space's shape: its constants and key order kept)
-        config: dict[str, Any] = fill(self._space, (), {self._paths[n]: v for n, v in params.items()})
+        # the searched values only, nested by their "a/b" names (Ray's unflatten_dict), in bayes_opt's order, as
+        # Ray's searcher returns them: the Tuner merges them into the param_space (ConstantsMerged), whose
+        # constants and key order the trial's config then has
+        config: dict[str, Any] = {}
+        for name, value in params.items():
+            *parents, leaf = name.split("/")
+            node = config
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
         return config
 
     def on_trial_complete(
@@ -263,9 +266,8 @@ class BayesOptSearch(Searcher):
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (the optimizer with its Gaussian process and random state, the counters)."""
         payload = {
-            "space": self._space, "paths": self._paths, "optimizer": self._optimizer,
-            "utility_kwargs": self._utility_kwargs,
-            "utility": self._utility, "points": self._points, "random_steps": self._random_steps,
+            "optimizer": self._optimizer, "utility": self._utility, "points": self._points,
+            "random_steps": self._random_steps,
             "random_given": self._random_given, "buffered": self._buffered, "seen": dict(self._seen),
             "live": self._live, "patience": self._patience, "skip_duplicate": self._skip_duplicate,
             "precision": self._precision, "warned": (self._warned_duplicate, self._warned_patience),
@@ -275,8 +277,7 @@ class BayesOptSearch(Searcher):
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         p = self._unpickled_payload("BayesOptSearch", state)
-        self._space, self._paths, self._optimizer, self._utility_kwargs, self._utility = (
-            p["space"], p["paths"], p["optimizer"], p["utility_kwargs"], p["utility"])
+        self._optimizer, self._utility = p["optimizer"], p["utility"]
         self._points, self._random_steps, self._random_given = list(p["points"]), p["random_steps"], p["random_given"]
         self._buffered, self._seen, self._live = list(p["buffered"]), defaultdict(int, p["seen"]), dict(p["live"])
         self._patience, self._skip_duplicate, self._precision = p["patience"], p["skip_duplicate"], p["precision"]

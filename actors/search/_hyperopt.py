@@ -14,7 +14,7 @@ import functools
 import importlib
 from typing import Any
 
-from actors.search._hyperopt_space import convert_space, has_domain, import_hyperopt, in_space_order, point_labels
+from actors.search._hyperopt_space import convert_space, has_domain, import_hyperopt, point_labels
 from actors.search._searcher import (
     Searcher,
     Suggestion,
@@ -84,9 +84,6 @@ class HyperOptSearch(Searcher):
         self._domain: Any = None  # hyperopt.Domain
         self._unused_points = 0  # points_to_evaluate not suggested yet (hyperopt holds them last first)
         self._live: dict[str, int] = {}  # trial id -> HyperOpt's trial number
-        # Ray merges each suggestion into the Tuner's param_space: a config drawn from it has its keys in its
-        # order, one drawn from the searcher's own space HyperOpt's (sorted)
-        self._param_space_order = False
         if space:
             self._set_space(space)
 
@@ -143,7 +140,6 @@ class HyperOptSearch(Searcher):
         if not self._adopt_properties(metric, mode, has_space=self._domain is not None):
             return not config  # (the Tuner merges a constants-only param_space into each suggestion)
         self._set_space(config or {})
-        self._param_space_order = True
         return True
 
     # ------------------------------------------------------------------ suggest / complete
@@ -188,8 +184,9 @@ class HyperOptSearch(Searcher):
                 "HyperOptSearch: a point of points_to_evaluate lacks a searched parameter (HyperOpt needs a value for "
                 f"each one the point's choices use); the point has {sorted(hpo.base.spec_from_misc(doc['misc']))}"
             ) from exc
-        value = copy.deepcopy(value)
-        return in_space_order(self._space, value) if self._param_space_order else value
+        # HyperOpt's dicts, keys sorted, as Ray's searcher returns them: the Tuner merges them into the
+        # param_space (ConstantsMerged), whose key order the trial's config then has, as in Ray
+        return copy.deepcopy(value)
 
     def _doc(self, trial_id: str) -> dict[str, Any] | None:
         tid = self._live.get(trial_id)
@@ -229,7 +226,6 @@ class HyperOptSearch(Searcher):
             "space": self._space, "converted": self._converted, "trials": self._trials,
             "rstate": self._rstate.get_state(), "unused_points": self._unused_points, "live": dict(self._live),
             "points": self._points, "n_initial_points": self._n_initial_points, "gamma": self._gamma,
-            "param_space_order": self._param_space_order,
         }
         return self._pickled_state("HyperOptSearch", payload)
 
@@ -241,5 +237,4 @@ class HyperOptSearch(Searcher):
         self._unused_points, self._live = payload["unused_points"], dict(payload["live"])
         self._points, self._n_initial_points, self._gamma = (payload["points"], payload["n_initial_points"],
                                                              payload["gamma"])
-        self._param_space_order = payload["param_space_order"]
         self._domain = None if self._converted is None else self._hpo.Domain(_identity, self._converted)

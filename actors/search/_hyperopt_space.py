@@ -135,16 +135,4 @@ def _as_index(hpo: Any, node: Any, value: Any, label: str) -> Any:
                      f"choices {categories!r}; name the category itself (not its index)")
 
 
-def in_space_order(space: Any, value: Any) -> Any:
-    """``value`` (HyperOpt builds dicts with sorted keys) with its keys in the order of the space it was
-    drawn from, as Ray's trial configs have them (Ray merges the suggestion into the param_space)."""
-    if isinstance(space, dict) and isinstance(value, dict):
-        ordered = {k: in_space_order(space[k], value[k]) for k in space if k in value}
-        ordered.update((k, v) for k, v in value.items() if k not in ordered)
-        return ordered
-    if isinstance(space, list) and isinstance(value, list) and len(space) == len(value):
-        return [in_space_order(s, v) for s, v in zip(space, value, strict=True)]
-    return value
-
-
-__all__ = ["convert_space", "has_domain", "import_hyperopt", "in_space_order", "point_labels"]
+__all__ = ["convert_space", "has_domain", "import_hyperopt", "point_labels"]
