@@ -51,6 +51,18 @@ def _drive(n: int, fail: tuple[int, ...] = (), mode: str = "min", **kwargs: Any)
     return got
 
 
+def _close(got: Any, want: Any) -> bool:
+    """Equal, numbers to 1e-3 relative: the Gaussian process is fitted, and the acquisition maximised, with
+    L-BFGS-B over BLAS, whose rounding depends on the CPU. On an AVX-512 machine the first model-based suggestion
+    moved in its 11th digit from the recording, and each later one, fitted to those, moved more (up to 1e-4
+    relative by the fifth); a different algorithm moves them in their first digits."""
+    if isinstance(want, (list, tuple)):
+        return type(got) is type(want) and len(got) == len(want) and all(map(_close, got, want))
+    if isinstance(want, float):
+        return isinstance(got, float) and math.isclose(got, want, rel_tol=1e-3, abs_tol=1e-6)
+    return bool(got == want)
+
+
 # Recorded from Ray 2.60's BayesOptSearch (bayesian-optimization 1.5.1): (x, nest/y, lr) of each suggestion,
 # None where it suggested nothing; every value a numpy float64 but the point's (plain floats)
 RAY_DEFAULT = [(2.3199394181140507, 0.9507143064099162, 0.37516557872851514),
@@ -85,27 +97,27 @@ RAY_SEED = [(-0.6159076855910648, 0.7799187922401146, 0.07723198108458322),
 def test_the_same_random_state_suggests_what_ray_suggests(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, "audition"):
         got = _drive(8)
-    assert got == RAY_DEFAULT
+    assert _close(got, RAY_DEFAULT)
     assert all(type(v) is np.float64 for c in got for v in c)  # as Ray's
     # as Ray: loguniform is searched as a plain range, with Ray's warning
     assert "The LogUniform sampler will be dropped" in caplog.text
-    assert _drive(7, random_search_steps=2) == RAY_STEPS2
-    assert _drive(5, random_search_steps=2, mode="max") == RAY_MAX
-    assert _drive(6, random_search_steps=3, random_state=7,
-                  utility_kwargs={"kind": "ei", "kappa": 2.576, "xi": 0.01}) == RAY_SEED
+    assert _close(_drive(7, random_search_steps=2), RAY_STEPS2)
+    assert _close(_drive(5, random_search_steps=2, mode="max"), RAY_MAX)
+    assert _close(_drive(6, random_search_steps=3, random_state=7,
+                         utility_kwargs={"kind": "ei", "kappa": 2.576, "xi": 0.01}), RAY_SEED)
 
 
 def test_failed_random_trials_hold_the_gaussian_process_back_as_in_ray() -> None:
     # two random trials, both needed before the first model: with trial 1 failed nothing more is suggested
-    assert _drive(6, random_search_steps=2, fail=(1, 3)) == RAY_FAIL
+    assert _close(_drive(6, random_search_steps=2, fail=(1, 3)), RAY_FAIL)
 
 
 def test_points_to_evaluate_come_first_as_in_ray() -> None:
     point = {"x": 1.0, "nest/y": 0.5, "lr": 0.01}
-    assert _drive(5, random_search_steps=2, points_to_evaluate=[point]) == RAY_POINTS
+    assert _close(_drive(5, random_search_steps=2, points_to_evaluate=[point]), RAY_POINTS)
     # audition also takes the nested form (Ray's points must name nested parameters "nest/y")
     nested = {"x": 1.0, "nest": {"y": 0.5}, "lr": 0.01}
-    assert _drive(5, random_search_steps=2, points_to_evaluate=[nested]) == RAY_POINTS
+    assert _close(_drive(5, random_search_steps=2, points_to_evaluate=[nested]), RAY_POINTS)
     with pytest.raises(ValueError, match=r"lacks \['lr'\]"):  # Ray fails later, when its result is told
         _drive(1, points_to_evaluate=[{"x": 1.0, "nest/y": 0.5}])
 
@@ -205,13 +217,13 @@ def test_a_tuner_runs_the_trials_ray_runs(tmp_path: Any) -> None:
     got = [(list(r.config), list(r.config["nest"]), r.config["x"], r.config["nest"]["y"], r.metrics["experiment_tag"],
             r.metrics["loss"]) for r in grid]
     keys, nest = ["x", "k", "nest"], ["y", "c"]
-    assert got == [  # recorded from Ray 2.60's Tuner (its trials in order)
+    assert _close(got, [  # recorded from Ray 2.60's Tuner (its trials in order)
         (keys, nest, 3.7073230617737636, 0.22199317108973948, "1_k=3,c=s,y=0.2220,x=3.7073", 8.551591331901804),
         (keys, nest, 4.186109079379216, 0.20671915533942642, "2_k=3,c=s,y=0.2067,x=4.1861", 11.358010221042102),
         (keys, nest, -3.5479117929775486, 0.2464548585932348, "3_k=3,c=s,y=0.2465,x=-3.5479", 21.929956535297496),
         (keys, nest, 2.1665325353648703, 0.2789009196258333, "4_k=3,c=s,y=0.2789,x=2.1665", 2.6396990756906256),
         (keys, nest, 0.46267610042855967, 1.0, "5_k=3,c=s,y=1.0000,x=0.4627", 2.2887169730506596),
-        (keys, nest, 0.48766934396820477, 0.0, "6_k=3,c=s,y=0.0000,x=0.4877", 1.2624827011099697)]
+        (keys, nest, 0.48766934396820477, 0.0, "6_k=3,c=s,y=0.0000,x=0.4877", 1.2624827011099697)])
 
 
 def test_an_earlier_experiment_informs_it_through_analysis(tmp_path: Any) -> None:
