@@ -2,18 +2,34 @@
 
 Thespian's admin daemonizes (its parent becomes init), so leaks are found by
 looking for processes forked from this interpreter: same command line, started
-after this session began, not this process itself.
+after this session began, not this process itself. Under pytest-xdist (the README's ``-n 2``) each worker
+is started with a command line of its own (``pytest_xdist_setupnodes``), so one worker's checks never count
+the other's actor systems.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 import time
+from typing import Any
 
 import psutil
 import pytest
 
 pytest_plugins = ["tests._fixtures_s3", "tests._cluster"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: Any, specs: list[Any]) -> None:
+    """Start each xdist worker as ``python -X audition_test_worker=N``: forks inherit their parent's command line,
+    so the leak checks below tell the processes one worker forked from another's. (xdist's own worker id is set
+    in the worker after it starts, in no place a forked process shows.)"""
+    for n, spec in enumerate(specs):
+        if getattr(spec, "popen", False) and not spec.python:
+            spec.python = f"{shlex.quote(sys.executable)} -X audition_test_worker={n}"
+
 
 _ME = psutil.Process(os.getpid())
 _CMDLINE = _ME.cmdline()

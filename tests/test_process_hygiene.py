@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import glob
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import psutil
 import pytest
@@ -76,3 +78,45 @@ def test_sigkilled_driver_system_shuts_itself_down(running_driver):
     t0 = time.monotonic()
     wait_for(lambda: not _family(storage), 45, "the orphaned actor system to shut itself down")
     print(f"orphaned system gone {time.monotonic() - t0:.1f}s after the driver's SIGKILL")
+
+
+def _orphan_then_die_with_parent(ready: Any) -> None:
+    """An actor's start as Thespian forks it, slowed down: its parent exits before it calls die_with_parent."""
+    from actors._shell.proc import die_with_parent
+
+    parent = multiprocessing.parent_process()
+    assert parent is not None
+    deadline = time.monotonic() + 20
+    while os.getppid() == parent.pid and time.monotonic() < deadline:  # (no event reaches an orphan: poll)
+        time.sleep(0.01)
+    die_with_parent()
+    ready.value = 1  # only if die_with_parent let it live
+    time.sleep(60)
+
+
+def _start_orphan(pids: Any, ready: Any) -> None:
+    child = multiprocessing.get_context("fork").Process(target=_orphan_then_die_with_parent, args=(ready,))
+    child.start()
+    pids.value = child.pid
+    os._exit(0)  # at once, without joining it: the child is orphaned before its die_with_parent
+
+
+def test_an_actor_whose_parent_died_before_it_started_does_not_linger(no_leaks: None) -> None:
+    # (PR_SET_PDEATHSIG set after the parent died never fires: seen as an actor idling under init after an
+    # experiment ended while it was being started)
+    ctx = multiprocessing.get_context("fork")
+    pids, ready = ctx.Value("i", 0), ctx.Value("i", 0)  # (shared memory: the middle one exits without flushing)
+    middle = ctx.Process(target=_start_orphan, args=(pids, ready))
+    middle.start()
+    middle.join(10)
+    assert middle.exitcode == 0 and pids.value
+    orphan = psutil.Process(pids.value)
+    try:
+        gone, _alive = psutil.wait_procs([orphan], timeout=20)
+        assert gone, "the orphaned actor process still runs"
+        assert not ready.value
+    finally:
+        try:
+            orphan.kill()
+        except psutil.NoSuchProcess:
+            pass
