@@ -96,10 +96,29 @@ def _default_generator(searcher: Any) -> BasicVariantGenerator | None:
 
 def wire_global_draws(searcher: Any, scheduler: Any) -> None:
     """Ray's ASHA draws from numpy's global stream as each trial is added, between the generator's
-    draws; the generator takes as many (``global_numpy_draws_on_add``) so its configs follow Ray's."""
+    draws; the generator takes as many (``global_numpy_draws_on_add``) so its configs follow Ray's. Ray's
+    PBT fills the mutated keys a config lacks there too (``Scheduler.config_fill``): the generator does."""
     generator = _default_generator(searcher)
     if generator is not None:
         generator.global_draws_per_trial = int(getattr(scheduler, "global_numpy_draws_on_add", 0))
+        fill = getattr(scheduler, "config_fill", None)
+        generator.fill_on_add = fill() if callable(fill) else None
+
+
+def with_filled_keys(searched: Any, searcher: Any, param_space: dict[str, Any] | None) -> Any:
+    """The tag paths with the keys the scheduler fills into every config: Ray adds them to a trial's
+    ``evaluated_params`` (after the drawn ones), not to its ``experiment_tag``."""
+    from actors._engine.trial import TagPaths
+
+    generator = _default_generator(searcher)
+    fill = None if generator is None else generator.fill_on_add
+    missing = getattr(fill, "missing", None)
+    keys = tuple(missing(param_space or {})) if callable(missing) else ()
+    if searched is None or not keys:
+        return searched
+    if isinstance(searched, TagPaths):
+        return TagPaths(searched.paths, searched.points, keys)
+    return TagPaths(searched, (), keys)
 
 
 def capture_driver_stream(searcher: Any) -> None:
@@ -108,6 +127,13 @@ def capture_driver_stream(searcher: Any) -> None:
     generator = _default_generator(searcher)
     if generator is not None:
         generator.capture_driver_stream()
+
+
+def seed_driver_stream(searcher: Any, seed: int) -> None:
+    """A simulation's stand-in for ``capture_driver_stream``: the global streams as seeded by ``seed``."""
+    generator = _default_generator(searcher)
+    if generator is not None:
+        generator.seed_driver_stream(seed)
 
 
 def hand_back_driver_stream(searcher: Any, saved: Any, *, streams: bool) -> None:
@@ -199,5 +225,5 @@ def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
 
 __all__ = [
     "capture_driver_stream", "concurrency_limited", "domain_paths", "experiment_searcher", "hand_back_driver_stream",
-    "tag_paths", "wire_global_draws",
+    "seed_driver_stream", "tag_paths", "wire_global_draws", "with_filled_keys",
 ]

@@ -43,6 +43,7 @@ from actors._driver.searcher_setup import (
     hand_back_driver_stream,
     tag_paths,
     wire_global_draws,
+    with_filled_keys,
 )
 from actors._driver.system import actor_system
 from actors._driver.trainable import Trainable
@@ -92,6 +93,7 @@ class Tuner:
         scheduler = load_scheduler(tc.scheduler)
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
         wire_global_draws(searcher, scheduler)
+        self._searched = with_filled_keys(self._searched, searcher, param_space)
         self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = pickled(scheduler, "scheduler")
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)

@@ -15,6 +15,7 @@ scheduled.  Trials are read-only :class:`~actors._engine.trial.TrialSnapshot` va
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from actors._engine.reducer import Decision
@@ -94,6 +95,16 @@ class Scheduler(ABC):
     NOOP = Decision.NOOP
     PAUSE = Decision.PAUSE
     STOP = Decision.STOP
+
+    def config_fill(self) -> Callable[[dict[str, Any]], None] | None:
+        """What a new trial's config gets before it starts (Ray's PBT fills its mutated keys in ``on_trial_add``).
+
+        Called once, in the driver, when the ``Tuner`` is built. The callable it returns is cloudpickled to
+        the controller, where the default generator calls it with each config it creates, in order, with
+        Python's and numpy's global ``random`` streams set to the driver's; it changes the config in place
+        and must not block. None (the default): configs are left as drawn.
+        """
+        return None
 
     def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
         """Take the experiment's metric/mode when the scheduler was built without them."""

@@ -38,7 +38,7 @@ from actors._engine.reducer import Decision
 from actors._engine.trial import TrialSnapshot, TrialStatus, perturbed_tag
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, check_number
-from actors.schedulers._pbt_explore import ExploreFn, explore, validate_mutations
+from actors.schedulers._pbt_explore import ConfigFill, ExploreFn, explore, validate_mutations
 
 
 @dataclass
@@ -150,6 +150,10 @@ class PopulationBasedTraining(MetricScheduler):
         self._next_sync = max(self.perturbation_interval, self.burn_in_period)
         self._exploits: list[dict[str, Any]] = []
         self._current: str | None = None  # the trial whose result is being decided
+
+    def config_fill(self) -> ConfigFill | None:
+        """As Ray's ``on_trial_add``: a mutated key the param_space lacks gets a first value per trial."""
+        return ConfigFill(self.hyperparam_mutations) if self.hyperparam_mutations else None
 
     @property
     def exploit_log(self) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@
 
 Keys missing from the config are drawn afresh.  All randomness comes from the
 ``random.Random`` passed in, so a seeded scheduler explores reproducibly.
+``ConfigFill`` (a trial's first values of the keys its config lacks) draws from the
+global streams instead, as Ray does: the default generator sets them to the driver's.
 """
 
 from __future__ import annotations
@@ -149,4 +151,39 @@ def explore(
     return new
 
 
-__all__ = ["ExploreFn", "explore", "validate_mutations"]
+class ConfigFill:
+    """Ray's PBT ``on_trial_add``: a mutated top-level key a new trial's config lacks gets a first value.
+
+    Called by the default generator for each trial it creates, right after the trial's own draws and in
+    the controller's process, with Python's and numpy's global streams set to the driver's (Ray fills in
+    the driver, from those streams): a list picks with ``random.choice``, a search domain draws with its
+    ``sample()`` (numpy's global stream, as Ray's ``Domain.sample(None)``), a function is called, and a
+    dict is filled whole, key by key.
+    """
+
+    def __init__(self, mutations: dict[str, Any]) -> None:
+        self.mutations = mutations
+
+    def missing(self, config: dict[str, Any]) -> list[str]:
+        """The keys a config with these top-level keys would be filled with, in Ray's order."""
+        return [k for k in self.mutations if k not in config]
+
+    def __call__(self, config: dict[str, Any]) -> None:
+        for key in self.missing(config):
+            _fill(config, key, self.mutations[key])
+
+
+def _fill(config: dict[str, Any], key: str, spec: Any) -> None:
+    if isinstance(spec, dict):
+        config[key] = {}
+        for k, v in spec.items():
+            _fill(config[key], k, v)
+    elif isinstance(spec, (list, tuple)):
+        config[key] = random.choice(spec)  # (the global stream, set to the driver's: Ray draws from it)
+    elif callable(getattr(spec, "sample", None)):
+        config[key] = spec.sample(None)
+    elif callable(spec):
+        config[key] = spec()
+
+
+__all__ = ["ConfigFill", "ExploreFn", "explore", "validate_mutations"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -141,6 +141,8 @@ class BasicVariantGenerator(Searcher):
         self._buffer: list[Any] = []
         #: numpy global-stream doubles the scheduler's on_trial_add takes after each trial (Ray's ASHA: 1)
         self.global_draws_per_trial = 0
+        #: the scheduler's fill of each new config (``Scheduler.config_fill``: Ray's PBT on_trial_add), or None
+        self.fill_on_add: Callable[[dict[str, Any]], None] | None = None
         if np is None:
             # (audition's own seed= has no Ray values to miss: only Ray's random_state is warned of)
             if given is not None and name == "random_state" and not isinstance(given, random.Random):
@@ -168,6 +170,17 @@ class BasicVariantGenerator(Searcher):
         np = numpy_or_none()
         if self._numpy and np is not None:
             self._global = np.random.get_state()
+
+    def seed_driver_stream(self, seed: int) -> None:
+        """As ``capture_driver_stream`` after ``random.seed(seed)`` and ``numpy.random.seed(seed)`` in the
+        script: a simulation's draws from the global streams (``sample_from`` functions, PBT's fills)
+        follow its seed, not whatever state the process is in."""
+        if self._next != 0:
+            return
+        self._py_global = random.Random(seed).getstate()
+        np = numpy_or_none()
+        if self._numpy and np is not None:
+            self._global = np.random.RandomState(seed).get_state()
 
     @contextmanager
     def _driver_random(self) -> Iterator[None]:
@@ -314,6 +327,9 @@ class BasicVariantGenerator(Searcher):
             return None
         with self._driver_random():
             config = self._ray_variant(self._next) if self._numpy else self.variant(self._next)
+            if self.fill_on_add is not None:  # (Ray's add_trial: after the trial's own draws)
+                with self._driver_stream():
+                    self.fill_on_add(config)
         self._next += 1
         self._live.add(trial_id)
         return config
@@ -350,6 +366,7 @@ class BasicVariantGenerator(Searcher):
             "py_global": self._py_global,
             "buffer": self._buffer,
             "global_draws_per_trial": self.global_draws_per_trial,
+            "fill_on_add": self.fill_on_add,
         }
 
     @ray_restore
@@ -373,6 +390,7 @@ class BasicVariantGenerator(Searcher):
         self._py_global = state.get("py_global")  # (absent from states saved before 2026-12-04)
         self._buffer = state.get("buffer", [])
         self.global_draws_per_trial = state.get("global_draws_per_trial", 0)
+        self.fill_on_add = state.get("fill_on_add")
 
 
 def pending_trials_wanted(searcher: Any, free_slots: int, total_cpus: float) -> int:

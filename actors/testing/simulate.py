@@ -129,6 +129,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     that probability.
     """
     from actors._driver.loggers import controller_loggers
+    from actors._driver.searcher_setup import seed_driver_stream
     from actors._driver.tuner import Tuner
     from actors._engine.core import ExperimentCore
     from actors._shell.controller import explain
@@ -151,6 +152,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         tc, rc = tuner.tune_config, tuner.run_config
     else:
         tuner = Tuner(trainable, param_space=param_space, tune_config=tc, run_config=rc)
+        seed_driver_stream(tuner._searcher, seed)  # (PBT's fills, sample_from functions: fit() takes the script's)
     spec = tuner._spec()
     spec.loggers = controller_loggers(rc.callbacks)
     spec.actor_processes = True  # each simulated trial has a process: liveness checks and kills apply
