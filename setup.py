@@ -37,6 +37,8 @@ OPTUNA = ["optuna>=3.0,<6"]
 HYPEROPT = ["hyperopt>=0.3,<0.4", "numpy>=1.24,<3", "scipy>=1.10,<2", "networkx>=3,<4"]
 # Ray 2.60's BayesOptSearch needs bayesian-optimization 1.x (2.0 removed its UtilityFunction); 1.5.1 is tested.
 BAYESOPT = ["bayesian-optimization>=1.4,<2", "scikit-learn>=1.3,<2", "numpy>=1.24,<3", "scipy>=1.10,<2"]
+# Ray 2.60's PB2 fits scikit-learn's Gaussian process (audition's port takes no pandas).
+PB2 = ["scikit-learn>=1.3,<2", "numpy>=1.24,<3", "scipy>=1.10,<2"]
 PANDAS = ["pandas>=1.5,<4"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
@@ -64,6 +66,7 @@ setup(
         "optuna": OPTUNA,
         "hyperopt": HYPEROPT,
         "bayesopt": BAYESOPT,
+        "pb2": PB2,
         "pandas": PANDAS,
         "plot": PLOT,
         "tensorboard": TENSORBOARD,
@@ -72,7 +75,7 @@ setup(
         # the floors stage's (.ci/run): what the S3-marked tests need (plots and the dashboard read S3 too),
         # without the other optional libraries
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
-        "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PANDAS + TENSORBOARD + DASHBOARD
+        "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
         + TEST_CLIENT + BROWSER_TEST + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

@@ -202,9 +202,8 @@ def test_create_scheduler_unknown_and_not_offered_names() -> None:
         with pytest.raises(ValueError) as info:
             tune.create_scheduler(name)
         assert str(info.value) == f"The `scheduler` argument must be one of {RAY_SCHEDULERS}. Got: {name}"
-    # Ray 2.60 builds HyperBandForBOHB, PB2 (RuntimeError without scikit-learn), ResourceChangingScheduler
-    for name, what in (("hb_bohb", "HyperBandForBOHB"), ("pb2", "PB2"), ("resource_changing",
-                                                                        "ResourceChangingScheduler")):
+    # Ray 2.60 builds HyperBandForBOHB and ResourceChangingScheduler
+    for name, what in (("hb_bohb", "HyperBandForBOHB"), ("resource_changing", "ResourceChangingScheduler")):
         with pytest.raises(ValueError, match=rf"Ray Tune's {what}, which audition does not offer; instead: .*use"):
             tune.create_scheduler(name)
     # Ray 2.60: AttributeError "'int' object has no attribute 'lower'"

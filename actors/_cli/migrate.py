@@ -36,6 +36,7 @@ MODULES: dict[str, str] = {
     "ray.tune.schedulers.hyperband": "actors.schedulers",
     "ray.tune.schedulers.median_stopping_rule": "actors.schedulers",
     "ray.tune.schedulers.pbt": "actors.schedulers",
+    "ray.tune.schedulers.pb2": "actors.schedulers.pb2",
     "ray.tune.schedulers.trial_scheduler": "actors.schedulers",
     "ray.tune.search": "actors.search",
     "ray.tune.search.sample": "actors.search",

@@ -175,7 +175,7 @@ class TagPaths:
 
     paths: Paths
     points: tuple[tuple[int, Paths], ...] = ()
-    filled: tuple[str, ...] = ()  # top-level keys the scheduler filled in (evaluated_params only, after the rest)
+    filled: Paths = ()  # what the scheduler fills in (evaluated_params only, after the rest)
 
     def of(self, index: int) -> Paths:
         for count, paths in self.points:
@@ -191,7 +191,7 @@ def experiment_tag(index: int, config: dict[str, Any],
     (``searched`` = the paths of the space's domains and grids) ``"<index>_<k=v,...>"`` over the
     drawn values; for another searcher (``searched=None``) ``"<index + 1>_..."`` over the whole
     config, as Ray's ``SearchGenerator`` counts from 1. Keys are the last path part, sorted."""
-    filled: tuple[str, ...] = ()
+    filled: Paths = ()
     if isinstance(searched, TagPaths):
         filled = searched.filled
         searched = searched.of(index)
@@ -204,7 +204,7 @@ def experiment_tag(index: int, config: dict[str, Any],
     ordered = sorted(leaves.items(), key=_path_order)
     body = ",".join(f"{_clean(p[-1])}={_clean(v)}" for p, v in ordered if p)
     params = {"/".join(str(x) for x in p): v for p, v in leaves.items()}
-    params.update((k, config[k]) for k in filled if k in config)
+    params.update(("/".join(str(x) for x in p), v) for p in filled if (v := _at(config, p)) is not _MISSING)
     return (f"{index}_{body}" if body else str(index)), params
 
 

@@ -7,6 +7,7 @@ from actors.schedulers._asha import ASHAScheduler, AsyncHyperBandScheduler
 from actors.schedulers._base import FIFOScheduler, Scheduler, SchedulerController
 from actors.schedulers._hyperband import HyperBandScheduler
 from actors.schedulers._median import MedianStoppingRule
+from actors.schedulers._pb2 import PB2
 from actors.schedulers._pbt import PopulationBasedTraining
 from actors.schedulers._pbt_replay import PopulationBasedTrainingReplay
 from actors.schedulers._registry import create_scheduler
@@ -20,6 +21,7 @@ __all__ = [
     "FIFOScheduler",
     "HyperBandScheduler",
     "MedianStoppingRule",
+    "PB2",
     "PopulationBasedTraining",
     "PopulationBasedTrainingReplay",
     "Scheduler",

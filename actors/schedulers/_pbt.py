@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -151,7 +151,7 @@ class PopulationBasedTraining(MetricScheduler):
         self._exploits: list[dict[str, Any]] = []
         self._current: str | None = None  # the trial whose result is being decided
 
-    def config_fill(self) -> ConfigFill | None:
+    def config_fill(self) -> Callable[[dict[str, Any]], None] | None:
         """As Ray's ``on_trial_add``: a mutated key the param_space lacks gets a first value per trial."""
         return ConfigFill(self.hyperparam_mutations) if self.hyperparam_mutations else None
 
@@ -212,11 +212,13 @@ class PopulationBasedTraining(MetricScheduler):
                 return Decision.CONTINUE
             if not m.waiting:
                 m.waiting, m.score, m.last_perturbation = True, score, t
+                self._scored(trial, result, score)
                 self._maybe_sync(controller)
             return Decision.PAUSE
         if t < self.burn_in_period or t - m.last_perturbation < self.perturbation_interval:
             return Decision.CONTINUE
         m.last_perturbation, m.score, m.last_train_time = t, score, t
+        self._scored(trial, result, score)
         # finished trials are not ranked (as in Ray Tune): cloning one's final checkpoint would
         # leave the clone nothing to do, and it would end at once at its source's last step
         lower, upper = self._quantiles([tid for tid, mm in self._members.items() if not mm.ended])
@@ -319,10 +321,7 @@ class PopulationBasedTraining(MetricScheduler):
             return False
         source = snaps[pick]
         source_config = dict(source.config) or self._members[source.trial_id].config
-        new_config = explore(
-            source_config, self.hyperparam_mutations, self._rng, self.resample_probability,
-            self.perturbation_factors, self.custom_explore_fn, type(self).__name__, clip=self.clip_perturbations,
-        )
+        new_config = self._new_config(trial, source, source_config)
         info = {
             "source": source.trial_id,
             "trial_id": trial.trial_id,
@@ -349,6 +348,16 @@ class PopulationBasedTraining(MetricScheduler):
             copy.deepcopy(new_config), src.last_perturbation, src.last_train_time)
         self._exploits.append(copy.deepcopy(info))
         return True
+
+    def _scored(self, trial: TrialSnapshot, result: dict[str, Any], score: float) -> None:
+        """A trial's score was taken at a perturbation point (Ray's ``_save_trial_state``); PB2 records it."""
+
+    def _new_config(self, trial: TrialSnapshot, source: TrialSnapshot, source_config: dict[str, Any]) -> dict[str, Any]:
+        """The config ``trial`` gets on cloning ``source`` (Ray's ``_get_new_config``): PBT's explore step."""
+        return explore(
+            source_config, self.hyperparam_mutations, self._rng, self.resample_probability,
+            self.perturbation_factors, self.custom_explore_fn, type(self).__name__, clip=self.clip_perturbations,
+        )
 
     def _maybe_sync(self, controller: SchedulerController) -> bool:
         """Synch mode: once every live trial waits at the sync point, exploit and resume all."""

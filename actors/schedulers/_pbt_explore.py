@@ -164,12 +164,12 @@ class ConfigFill:
     def __init__(self, mutations: dict[str, Any]) -> None:
         self.mutations = mutations
 
-    def missing(self, config: dict[str, Any]) -> list[str]:
-        """The keys a config with these top-level keys would be filled with, in Ray's order."""
-        return [k for k in self.mutations if k not in config]
+    def missing(self, config: dict[str, Any]) -> list[tuple[str, ...]]:
+        """What a config with these keys gets filled, as the paths its ``evaluated_params`` name (Ray's order)."""
+        return [(k,) for k in self.mutations if k not in config]
 
     def __call__(self, config: dict[str, Any]) -> None:
-        for key in self.missing(config):
+        for (key,) in self.missing(config):
             _fill(config, key, self.mutations[key])
 
 

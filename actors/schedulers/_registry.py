@@ -17,7 +17,6 @@ RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stop
 _NOT_OFFERED = {
     "hb_bohb": ("HyperBandForBOHB", "it works only with TuneBOHB, which audition does not offer; use "
                 "create_scheduler('hyperband') or HyperBandScheduler"),
-    "pb2": ("PB2", "use create_scheduler('pbt', ...) or PopulationBasedTraining"),
     "resource_changing": ("ResourceChangingScheduler", "a trial's resources are fixed when it is placed; use "
                           "with_resources(trainable, {'cpu': N})"),
 }
@@ -25,6 +24,7 @@ _NOT_OFFERED = {
 
 def _table() -> dict[str, Callable[[], Any]]:
     from actors.schedulers import (
+        PB2,
         AsyncHyperBandScheduler,
         FIFOScheduler,
         HyperBandScheduler,
@@ -36,7 +36,8 @@ def _table() -> dict[str, Callable[[], Any]]:
     return {"fifo": lambda: FIFOScheduler, "async_hyperband": lambda: AsyncHyperBandScheduler,
             "asynchyperband": lambda: AsyncHyperBandScheduler, "median_stopping_rule": lambda: MedianStoppingRule,
             "medianstopping": lambda: MedianStoppingRule, "hyperband": lambda: HyperBandScheduler,
-            "pbt": lambda: PopulationBasedTraining, "pbt_replay": lambda: PopulationBasedTrainingReplay}
+            "pbt": lambda: PopulationBasedTraining, "pbt_replay": lambda: PopulationBasedTrainingReplay,
+            "pb2": lambda: PB2}
 
 
 def create_scheduler(scheduler: str, **kwargs: Any) -> Any:
