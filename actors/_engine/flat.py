@@ -35,6 +35,18 @@ def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a/b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (Ray's ``unflatten_dict``), keys in first-seen order."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(SEP)
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 def is_flat(result: Mapping[str, Any]) -> bool:
     return not any(isinstance(v, dict) for v in result.values())
 

@@ -13,33 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from actors._engine.flat import flatten as _flatten
+from actors._engine.flat import unflatten as _unflatten
 from actors._engine.trial import TrialSnapshot
 from actors.schedulers._pb2_gp import Row, explore
 from actors.schedulers._pbt import PopulationBasedTraining
-
-
-def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    """Ray's ``flatten_dict``: nested keys joined by ``/``, level by level, each level's after the flat ones
-    (``{"a": {"x": 1}, "b": 2}`` gives ``{"b": 2, "a/x": 1}``; an empty dict goes): the order PB2's columns,
-    and a cloned trial's config, take."""
-    out = dict(config)
-    while any(isinstance(v, dict) for v in out.values()):
-        nested = {k: v for k, v in out.items() if isinstance(v, dict)}
-        for k in nested:
-            del out[k]
-        out.update({f"{k}/{sub}": v for k, d in nested.items() for sub, v in d.items()})
-    return out
-
-
-def _unflatten(flat: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        *parents, leaf = key.split("/")
-        node = out
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return out
 
 
 class BoundsFill:

@@ -17,6 +17,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from actors._engine.flat import unflatten
 from actors.search._domain import Domain, Float, Function, GridSearch, Normal
 from actors.search._optuna_space import flat_point
 from actors.search._searcher import (
@@ -215,14 +216,7 @@ class BayesOptSearch(Searcher):
         # the searched values only, nested by their "a/b" names (Ray's unflatten_dict), in bayes_opt's order, as
         # Ray's searcher returns them: the Tuner merges them into the param_space (ConstantsMerged), whose
         # constants and key order the trial's config then has
-        config: dict[str, Any] = {}
-        for name, value in params.items():
-            *parents, leaf = name.split("/")
-            node = config
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
-        return config
+        return unflatten(params)
 
     def on_trial_complete(
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
