@@ -137,11 +137,14 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
 
         space = {"x": uniform(1.0, 6.0), "steps": 6, "sleep": 0.1, "ckpt_every": 2}
         samples, seed = 8, 7
-    elif scenario in ("fifo", "fifo1"):
+    elif scenario in ("fifo", "fifo1", "fifo_slow"):
         if scenario == "fifo1":  # FIFO deciding every result before the next step (window 1)
             scheduler = FIFOScheduler()
             scheduler.tolerates_batching = False
-        space = {"x": grid_search([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), "steps": 10, "sleep": 0.12, "ckpt_every": 2}
+        # fifo_slow: a run of about 8 s, so an abort sent as its first trials run cannot arrive after its end,
+        # even on a loaded machine (with "fifo"'s 4 s it once did, in a CI dry run with the suite in 2 processes)
+        sleep = 0.25 if scenario == "fifo_slow" else 0.12
+        space = {"x": grid_search([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), "steps": 10, "sleep": sleep, "ckpt_every": 2}
     elif scenario == "asha":
         # each trial is worse than all before it: only x=1 and x=2 pass rung 2 (iteration 2);
         # steps take 0.06 s * x, so x=1, 2 have finished well before the last trials start

@@ -622,7 +622,7 @@ def test_marks_are_saved_in_the_state_and_restored(storage_dir):
 def test_aborted_run_then_restored(how, tmp_path, no_leaks):
     """Ctrl-C/SIGTERM, or a killed driver whose actor system notices: the run aborts itself,
     and the final state it writes keeps the unfinished trials resumable."""
-    with D.Run(tmp_path, "fifo") as run:
+    with D.Run(tmp_path, "fifo_slow") as run:
         run.wait_for("trials running and waiting", D.when_state(
             run, lambda st: {"RUNNING", "PENDING"} <= set(D.statuses(st))))
         if how == "sigterm":
