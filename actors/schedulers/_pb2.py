@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from actors._engine.flat import flatten as _flatten
 from actors._engine.flat import unflatten as _unflatten
 from actors._engine.trial import TrialSnapshot
+from actors.schedulers._common import lookup
 from actors.schedulers._pb2_gp import Row, explore
 from actors.schedulers._pbt import PopulationBasedTraining
 
@@ -124,7 +125,9 @@ class PB2(PopulationBasedTraining):
     def _scored(self, trial: TrialSnapshot, result: dict[str, Any], score: float) -> None:
         flat = _flatten(dict(trial.config))
         values = tuple(flat[name] for name in self._names)  # (a config without a bounded key: KeyError, as Ray's)
-        self._rows.append((str(trial), self._time(result, self.time_attr), values, score))
+        self._time(result, self.time_attr)  # (a number, or a clear error)
+        t = lookup(result, self.time_attr, "PB2")  # as reported: an int time sorts as an int column, as in Ray
+        self._rows.append((str(trial), t, values, score))
 
     def _new_config(self, trial: TrialSnapshot, source: TrialSnapshot, source_config: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
