@@ -19,11 +19,12 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("sklearn")
 pytest.importorskip("scipy")
 
-from actors import Callback, RunConfig, TuneConfig, Tuner, report  # noqa: E402
+from actors import RunConfig, TuneConfig, Tuner, report  # noqa: E402
 from actors import search as tune  # noqa: E402
 from actors.schedulers import create_scheduler  # noqa: E402
 from actors.schedulers._pb2_gp import explore  # noqa: E402
 from actors.schedulers.pb2 import PB2  # noqa: E402
+from tests.test_pbt_fill import _Seen  # noqa: E402  (a callback noting evaluated_params and tags)
 
 
 def _history(n_trials: int, steps: int, int_mom: bool = False, shuffled: bool = False) -> list[Any]:
@@ -134,14 +135,6 @@ RAY_FILL = [  # (config, evaluated_params, experiment_tag) by trial
      "3_g=2,u=0.2072"),
 ]
 RAY_FILL_NUMPY_AFTER = 0.6491440476147607
-
-
-class _Seen(Callback):
-    def __init__(self) -> None:
-        self.seen: dict[str, tuple[dict[str, Any], str]] = {}
-
-    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.seen[trial.trial_id] = (dict(trial.evaluated_params), trial.experiment_tag)
 
 
 def _report_once(config: dict[str, Any]) -> None:
