@@ -219,3 +219,12 @@ def test_bad_bounds_are_refused_as_ray_refuses_them() -> None:
 def test_create_scheduler_builds_it() -> None:
     made = create_scheduler("pb2", metric="loss", mode="min", hyperparam_bounds={"lr": [0.001, 0.1]})
     assert type(made) is PB2 and made.hyperparam_bounds == {"lr": [0.001, 0.1]}
+
+
+def test_a_config_without_a_bounded_key_is_a_clear_error() -> None:
+    from actors._engine.trial import TrialSnapshot, TrialStatus
+
+    pb2 = PB2(time_attr="training_iteration", metric="loss", mode="min", hyperparam_bounds={"lr": [0.001, 0.1]})
+    trial = TrialSnapshot("t1", {"x": 1}, TrialStatus.RUNNING)
+    with pytest.raises(ValueError, match=r"PB2: trial t1's config has no 'lr', which hyperparam_bounds names"):
+        pb2._scored(trial, {"training_iteration": 1, "loss": 1.0}, -1.0)

@@ -124,7 +124,12 @@ class PB2(PopulationBasedTraining):
 
     def _scored(self, trial: TrialSnapshot, result: dict[str, Any], score: float) -> None:
         flat = _flatten(dict(trial.config))
-        values = tuple(flat[name] for name in self._names)  # (a config without a bounded key: KeyError, as Ray's)
+        missing = [name for name in self._names if name not in flat]
+        if missing:  # (Ray: a bare KeyError) only another searcher than the default generator, which fills them
+            raise ValueError(f"PB2: trial {trial.trial_id}'s config has no {', '.join(map(repr, missing))}, "
+                             "which hyperparam_bounds names: give them in the param_space, or have the searcher "
+                             "suggest them")
+        values = tuple(flat[name] for name in self._names)
         self._time(result, self.time_attr)  # (a number, or a clear error)
         t = lookup(result, self.time_attr, "PB2")  # as reported: an int time sorts as an int column, as in Ray
         self._rows.append((str(trial), t, values, score))
