@@ -130,21 +130,21 @@ class PB2(PopulationBasedTraining):
                              "which hyperparam_bounds names: give them in the param_space, or have the searcher "
                              "suggest them")
         values = tuple(flat[name] for name in self._names)
-        self._time(result, self.time_attr)  # (a number, or a clear error)
-        t = lookup(result, self.time_attr, "PB2")  # as reported: an int time sorts as an int column, as in Ray
+        # as reported (PBT checked it is a number): an int time sorts as an int column, as in Ray's frame
+        t = lookup(result, self.time_attr, "PB2")
         self._rows.append((str(trial), t, values, score))
 
     def _new_config(self, trial: TrialSnapshot, source: TrialSnapshot, source_config: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
 
-        if self._latest() > self._last_exploration_time:
-            self._running = None
-        new_flat, self._rows = explore(self._rows, self._names, self._bounds, self._running, str(source), str(trial),
-                                       _flatten(source_config), self._np_rng)
+        # (the row explore() adds is at the source's time, so the latest time is the same after it)
+        latest = max((r[1] for r in self._rows), default=float("nan"))
+        moved_on = latest > self._last_exploration_time
+        new_flat, self._rows = explore(self._rows, self._names, self._bounds, None if moved_on else self._running,
+                                       str(source), str(trial), _flatten(source_config), self._np_rng)
         new = np.array([new_flat[k] for k in self._names]).reshape(1, len(self._names))
-        if self._latest() > self._last_exploration_time:
-            self._last_exploration_time = self._latest()
-            self._running = new.copy()
+        if moved_on:
+            self._last_exploration_time, self._running = latest, new
         else:
             self._running = np.concatenate((self._running, new), axis=0)
         config = _unflatten(new_flat)
@@ -153,9 +153,6 @@ class PB2(PopulationBasedTraining):
             if config is None:
                 raise ValueError("PB2: custom_explore_fn returned None; it must return the new config")
         return config
-
-    def _latest(self) -> float:
-        return max((r[1] for r in self._rows), default=float("nan"))
 
     def debug_string(self) -> str:
         return f"PB2: {len(self._members)} trials, {len(self._exploits)} exploits, {len(self._rows)} observations"

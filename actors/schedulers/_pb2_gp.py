@@ -204,7 +204,7 @@ def select_config(Xraw: Any, yraw: Any, current: Any, newpoint: Any, bounds: lis
     return xt.astype(np.float32)
 
 
-def _stable_quicksort(values: list[float]) -> list[int]:
+def _pandas_order(values: list[float]) -> list[int]:
     """The row order pandas' ``sort_values`` gives (numpy's quicksort: ties are not kept in order)."""
     import numpy as np
 
@@ -218,7 +218,7 @@ def explore(rows: list[Row], names: list[str], bounds: list[tuple[float, float]]
     weights). Unchanged, with the history as it was, while ``base`` has no measured change yet."""
     import numpy as np
 
-    order = _stable_quicksort([r[1] for r in rows])
+    order = _pandas_order([r[1] for r in rows])
     df = [rows[i] for i in order]
     # per (trial, hyperparameters) run: reward and time change since that run's previous row
     last: dict[tuple[str, tuple[float, ...]], tuple[float, float]] = {}
@@ -236,7 +236,7 @@ def explore(rows: list[Row], names: list[str], bounds: list[tuple[float, float]]
         if math.isnan(y):
             continue
         kept.append((trial, t, values, score, score - dy, y))
-    kept = [kept[i] for i in _stable_quicksort([k[1] for k in kept])][-1000:]
+    kept = [kept[i] for i in _pandas_order([k[1] for k in kept])][-1000:]
     mine = [k for k in kept if k[0] == base]
     if not mine:
         return dict(config), rows
