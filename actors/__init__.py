@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "FailureConfig": "actors._driver.config",
     "CheckpointConfig": "actors._driver.config",
     "SyncConfig": "actors._driver.config",
+    "ResumeConfig": "actors._driver.resume",
     "Checkpoint": "actors._driver.checkpoint",
     "Trainable": "actors._driver.trainable",
     "report": "actors._worker.session",

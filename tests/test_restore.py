@@ -363,6 +363,10 @@ def test_resume_unfinished_false_ends_them_as_saved(tmp_path, no_leaks):
 
 
 # ---------------------------------------------------------------------------------- (b) flags
+# Recorded from Ray 2.60 (a grid of x=1.0, finishing 6 steps, and x=2.0, raising at the fourth; each reports
+# with a checkpoint; restored with the bug fixed): restart_errored gives the errored trial a new id (8 hex
+# digits) and a new directory, keeps its config and experiment_tag, runs it from scratch, and leaves the
+# old trial's directory on disk but out of the results; with resume_errored too, resume_errored wins.
 @pytest.mark.parametrize("flags,system", [
     ({"resume_errored": True}, "multiproc"),
     ({"restart_errored": True}, "simple"),
@@ -372,8 +376,10 @@ def test_resume_unfinished_false_ends_them_as_saved(tmp_path, no_leaks):
 def test_restore_flags_for_errored_trials(flags, system, storage_dir, no_leaks):
     first = D.errored_run(storage_dir, system)
     good = next(r for r in first if r.config["x"] == 1.0)
+    old = next(r for r in first if r.config["x"] == 2.0)
     grid = Tuner.restore(first.experiment_path, D.fixed, **flags).fit()
     by_x = {r.config["x"]: r for r in grid}
+    assert len(grid) == 2
     assert by_x[1.0].metrics_history == good.metrics_history  # finished: untouched
     bad = by_x[2.0]
     if not flags:
@@ -383,11 +389,25 @@ def test_restore_flags_for_errored_trials(flags, system, storage_dir, no_leaks):
         return
     assert bad.status is TrialStatus.TERMINATED and bad.error is None
     assert iterations(bad) == [1, 2, 3, 4, 5, 6]
+    assert bad.metrics["experiment_tag"] == old.metrics["experiment_tag"] == "1_x=2.0000"
     restored_from = [h["restored_from"] for h in bad.metrics_history]
-    if flags.get("restart_errored"):  # from scratch, failures forgotten
+    if flags == {"restart_errored": True}:  # a new trial, from scratch, failures forgotten
         assert restored_from == [-1] * 6 and bad.num_failures == 0
-    else:  # from the checkpoint of step 2 (iteration 3)
+        assert len(bad.trial_id) == 8 and "_" not in bad.trial_id and bad.trial_id != old.trial_id
+        assert {h["trial_id"] for h in bad.metrics_history} == {bad.trial_id}
+        assert bad.path != old.path and os.path.basename(bad.path).startswith(f"broken_{bad.trial_id}_1_x=2.0000_")
+        assert [h["training_iteration"] for h in read_jsonl(old.path)] == [1, 2, 3]  # the old one: kept
+        again = Tuner.restore(first.experiment_path, D.fixed).fit()  # and kept by the next restore too
+        assert {r.trial_id for r in again} == {r.trial_id for r in grid} and os.path.isdir(old.path)
+        assert sorted(r.metrics["experiment_tag"] for r in again) == ["0_x=1.0000", "1_x=2.0000"]
+    else:  # from the checkpoint of step 2 (iteration 3), the same trial
         assert restored_from == [-1, -1, -1, 2, 2, 2] and bad.num_failures == 1
+        assert bad.trial_id == old.trial_id and bad.path == old.path
+
+
+def read_jsonl(trial_dir: str) -> list[dict[str, Any]]:
+    with open(os.path.join(trial_dir, "result.json")) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 # ---------------------------------------------------------------------------------- (c) bad input
@@ -489,6 +509,7 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     """Rows, checkpoints and trial dirs written after the last state save are removed, except that
     a trial resumes from a checkpoint committed after the save when its history reaches it."""
     from actors._driver.restore import _rewind
+    from actors._driver.resume import ResumeChoices
     from actors.messages import CheckpointRef
     from storage import ResultWriter, list_checkpoints
 
@@ -514,7 +535,7 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
         _row(a, "RUNNING", ck_a[1], 1, 4),
         _row(gone, "PAUSED", CheckpointRef(io.layout.checkpoint_dir(gone, 1), 1, 2), 1, 3),
         _row(done, "TERMINATED", ck_done, 1, 2)], "retired": [retired, elsewhere]}
-    io2, table = _io(storage_dir, _rewind(state, True, False, False), keep=2)
+    io2, table = _io(storage_dir, _rewind(state, ResumeChoices()), keep=2)
     assert io2.trial_prefix == pre  # re-suggested trials get their old ids back
     assert not os.path.exists(io.layout.trial_dir(late))
     assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(a))] == [0, 1, 2]
@@ -539,6 +560,7 @@ def test_restore_keeps_the_directories_its_state_names_and_removes_later_ones(st
     directory; one of a trial first started after the state was saved (not in its rows) is removed,
     and a trial the state saw pending starts in a directory named then."""
     from actors._driver.restore import _rewind
+    from actors._driver.resume import ResumeChoices
     from actors._shell.experiment_state import TRIAL_DIRS_NAMED
     from storage import ResultWriter, write_json
 
@@ -557,7 +579,7 @@ def test_restore_keeps_the_directories_its_state_names_and_removes_later_ones(st
     rows = [{**_row(ran, "TERMINATED", None, -1, 1), "dirname": dirs[ran], "opened": True}] if any_ran else []
     state = {"version": 1, "trial_prefix": pre, "suggested": 2, "trial_dirs": TRIAL_DIRS_NAMED, "trials": [
         *rows, _row(pending, "PENDING", None, -1, 0)]}
-    io2, table = _io(storage_dir, _rewind(state, True, False, False))
+    io2, table = _io(storage_dir, _rewind(state, ResumeChoices()))
     exp = os.path.join(storage_dir, NAME)
     left = sorted(d for d in os.listdir(exp) if not d.startswith(".") and os.path.isdir(os.path.join(exp, d)))
     assert left == ([dirs[ran]] if any_ran else [])
@@ -598,6 +620,7 @@ def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):
 def test_marks_are_saved_in_the_state_and_restored(storage_dir):
     """The recorded pauses/stops/exploits survive a state write and a restore; an older state has none."""
     from actors._driver.restore import _rewind
+    from actors._driver.resume import ResumeChoices
     from actors._engine.marks import Mark, MarkKind
 
     io, table = _io(storage_dir)
@@ -612,7 +635,7 @@ def test_marks_are_saved_in_the_state_and_restored(storage_dir):
     assert rows[marked]["marks"] == [{"kind": "pause", "iteration": 2},
                                      {"kind": "exploit", "iteration": 3, "source": "src"}]
     del rows[old]["marks"]  # as written before marks existed
-    _, restored = _io(storage_dir, _rewind(state, True, False, False))
+    _, restored = _io(storage_dir, _rewind(state, ResumeChoices()))
     assert restored.get(marked).marks == table.get(marked).marks
     assert restored.get(old).marks == []
 

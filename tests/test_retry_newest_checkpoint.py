@@ -146,6 +146,7 @@ def test_restore_fills_the_history_from_manifests_and_drops_what_it_cannot_reach
     ``a`` the newer ones carry rows 3..5: it resumes from iteration 5 with history 1..5. For ``b``
     row 3 is nowhere: its newer checkpoint is unreachable, deleted, and it resumes from 0."""
     from actors._driver.restore import _rewind
+    from actors._driver.resume import ResumeChoices
     from storage import ResultWriter, commit_checkpoint, list_checkpoints, read_results
     from tests.test_restore import _io, _row
 
@@ -172,7 +173,7 @@ def test_restore_fills_the_history_from_manifests_and_drops_what_it_cannot_reach
     commit(b, 1, 4, (4,))
     state = {"version": 1, "trial_prefix": io.trial_prefix, "suggested": 2,
              "trials": [_row(t, "RUNNING", known[t], 0, 2) for t in (a, b)]}
-    io2, table = _io(storage_dir, _rewind(state, True, False, False))
+    io2, table = _io(storage_dir, _rewind(state, ResumeChoices()))
     assert table.get(a).checkpoint.index == 2 and io2.next_checkpoint_index(table.get(a)) == 3
     assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, a)] == [1, 2, 3, 4, 5]
     assert table.get(b).checkpoint.index == 0 and io2.next_checkpoint_index(table.get(b)) == 1

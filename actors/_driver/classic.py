@@ -20,6 +20,7 @@ from typing import Any
 from actors._driver.analysis import ExperimentAnalysis
 from actors._driver.config import DEFAULT_STORAGE, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from actors._driver.errors import ConfigError, TuneError
+from actors._driver.resume import ResumeChoices, choices_of, flags_choices
 from actors._engine.trial import TrialStatus
 from actors.schedulers._registry import RAY_SCHEDULER_NAMES, create_scheduler
 from actors.search._registry import create_searcher
@@ -138,9 +139,6 @@ def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None 
         _refuse("restore", "starting a trial from a checkpoint path is not supported; load it in the "
                 "trainable (e.g. pass the path in config and use Checkpoint.from_directory), or continue a "
                 "whole experiment with resume='AUTO'")
-    if resume_config is not None:
-        _refuse("resume_config", "audition has no ResumeConfig; use resume='AUTO', 'AUTO+ERRORED', "
-                "'AUTO+RESTART_ERRORED', 'AUTO+ERRORED_ONLY' or 'AUTO+RESTART_ERRORED_ONLY'")
     if num_samples == -1:
         _refuse("num_samples", "-1 (sample forever) is not supported: every trial is created up front; give "
                 "a number of samples, and stop early with stop=... or time_budget_s=...")
@@ -152,7 +150,13 @@ def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None 
         raise ConfigError(f"run(mode={mode!r}): use 'min' or 'max'")
     if config is not None and not isinstance(config, dict):
         raise ConfigError(f"run(config=...) must be a dict, got {type(config).__name__}")
-    resuming = _resume_choices(resume)
+    # as Ray: a resume_config resumes whatever resume= says (it replaces the choices resume= would make)
+    resuming: ResumeChoices | None
+    if resume_config is not None:
+        resuming = choices_of(resume_config, "run(resume_config=...)")
+    else:
+        flags = _resume_choices(resume)
+        resuming = None if flags is None else flags_choices(*flags)
     cc = _checkpointing(checkpoint_config, keep_checkpoints_num, checkpoint_score_attr, checkpoint_freq,
                         checkpoint_at_end)
     storage = os.fspath(storage_path) if storage_path is not None else None
@@ -174,10 +178,8 @@ def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None 
         path = os.path.expanduser(path)
     existing = path is not None and Tuner.can_restore(path, storage_options)
     if existing and resuming is not None:
-        unfinished, errored, restart = resuming
-        tuner = Tuner.restore(path, run_or_experiment, resume_unfinished=unfinished,  # type: ignore[arg-type]
-                              resume_errored=errored, restart_errored=restart, storage_options=storage_options,
-                              callbacks=run_config.callbacks)
+        tuner = Tuner.restore(path, run_or_experiment, storage_options=storage_options,  # type: ignore[arg-type]
+                              callbacks=run_config.callbacks, _resume_config=resuming)
     else:
         if existing:
             _refuse("name", f"an experiment named {name!r} already exists at {path}; continue it with "

@@ -17,6 +17,7 @@ import posixpath
 from typing import Any
 
 from actors._driver.errors import ConfigError
+from actors._driver.resume import ResumeChoices, ResumeType
 from actors._engine.flat import flatten
 from actors._engine.store import RestoreMark
 from actors._engine.trial import TrialStatus
@@ -66,8 +67,8 @@ def can_restore(path: str, options: dict[str, Any] | None = None) -> bool:
         return False
 
 
-def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, resume_errored: bool,
-                  restart_errored: bool, options: dict[str, Any] | None, param_space: Any = None) -> Any:
+def restore_tuner(cls: Any, path: str, trainable: Any, choices: ResumeChoices, options: dict[str, Any] | None,
+                  param_space: Any = None) -> Any:
     from actors._driver.checks import pickled
     from actors._driver.parameters import parameters_of
     from actors._driver.registry import resolve_on_restore
@@ -98,7 +99,7 @@ def restore_tuner(cls: Any, path: str, trainable: Any, resume_unfinished: bool, 
     trainable, spec.trainable_name = resolve_on_restore(trainable, spec)
     spec.trainable = pickled(trainable, "trainable")
     spec.storage_url, spec.storage_options, spec.name = ctx.url, dict(ctx.options), name
-    spec.restore_state = _rewind(state, resume_unfinished, resume_errored, restart_errored)
+    spec.restore_state = _rewind(state, choices, spec.tag_paths)
     tuner = cls.__new__(cls)
     tuner._restored(spec, saved, ctx)
     tuner._parameters = parameters_of(trainable)  # with_parameters objects, published by fit()
@@ -269,32 +270,61 @@ def _check_state(state: dict[str, Any], where: str) -> None:
                           "Start a new experiment, or restore from a copy written by this version")
 
 
-def _rewind(state: dict[str, Any], resume_unfinished: bool, resume_errored: bool,
-            restart_errored: bool) -> dict[str, Any]:
-    """Statuses after restore; each changed row is tagged with what ``prepare_storage`` must do."""
+def _rewind(state: dict[str, Any], choices: ResumeChoices, tag_paths: Any = None) -> dict[str, Any]:
+    """Statuses after restore, as Ray 2.60's ``_requeue_restored_trials``; each changed row is tagged with
+    what ``prepare_storage`` must do. A restarted trial is a new one, as Ray's ``Trial.reset()``: a new
+    trial id (Ray's 8 hex digits, here derived from the old id, so a restore is repeatable), the same
+    config and ``experiment_tag``, no checkpoint, failures or results; its new directory is named when it
+    starts, and the old trial's directory is kept (``kept_dirs``) but leaves the table."""
     state = copy.deepcopy(state)
+    ids = {str(r["trial_id"]) for r in state["trials"]}
+    rows: list[dict[str, Any]] = []
     for row in state["trials"]:
         status = TrialStatus(row["status"])
-        if status is TrialStatus.ERROR:
-            if restart_errored:
-                row.update(status=TrialStatus.PENDING.value, checkpoint=None, num_failures=0, error=None,
-                           traceback=None, last_result={}, marks=[], restore=RestoreMark.RESTART)
-            elif resume_errored:
-                row.update(status=TrialStatus.PENDING.value, error=None, traceback=None, restore=RestoreMark.RESUME)
-        elif status is TrialStatus.RUNNING:
-            row["status"] = (TrialStatus.PENDING if resume_unfinished else TrialStatus.TERMINATED).value
-            row["restore"] = RestoreMark.RESUME if resume_unfinished else RestoreMark.END
-        elif status in (TrialStatus.PENDING, TrialStatus.PAUSED):
-            if not resume_unfinished:
-                row["status"] = TrialStatus.TERMINATED.value
-            row["restore"] = RestoreMark.RESUME if resume_unfinished else RestoreMark.END
-        if row.get("restore") in (RestoreMark.RESUME, RestoreMark.RESTART):
+        how = (choices.errored if status is TrialStatus.ERROR else choices.finished if status.is_finished
+               else choices.unfinished)
+        if how is ResumeType.RESTART:
+            row = _restarted(state, row, ids, tag_paths)
+        elif how is ResumeType.RESUME:
+            # (a paused trial stays paused: the restored scheduler, which paused it, resumes it)
+            if status is not TrialStatus.PAUSED:
+                row["status"] = TrialStatus.PENDING.value
+            row.update(error=None, traceback=None, restore=RestoreMark.RESUME)
+        elif not status.is_finished:  # SKIP: an unfinished trial ends as saved
+            row.update(status=TrialStatus.TERMINATED.value, restore=RestoreMark.END)
+        if row.get("restore") is RestoreMark.RESUME:
             # the state may be older than the result log: drop everything after the checkpoint (the saved
             # value still tells the storage side whether a PBT clone had logged a row: restore_storage.py)
             row["saved_logged_iteration"] = row.get("logged_iteration")
             row["logged_iteration"] = FORCE_TRUNCATE
+        rows.append(row)
+    state["trials"] = rows
     state["restored"] = True
     return state
+
+
+def _restarted(state: dict[str, Any], row: dict[str, Any], ids: set[str], tag_paths: Any) -> dict[str, Any]:
+    """The new trial that replaces ``row`` (see ``_rewind``)."""
+    import hashlib
+
+    from actors._engine.store import TRIAL_DIRS_NAMED
+    from actors._engine.trial import tag_of
+
+    old = str(row["trial_id"])
+    n = 0
+    while True:  # (a collision is all but impossible; the loop keeps it impossible)
+        new = hashlib.sha256(f"{state['trial_prefix']}/{old}/{n}".encode()).hexdigest()[:8]
+        if new not in ids:
+            break
+        n += 1
+    ids.add(new)
+    dirname = row.get("dirname") or (None if state.get("trial_dirs") == TRIAL_DIRS_NAMED else old)
+    if dirname:
+        state.setdefault("kept_dirs", []).append(dirname)
+    tag = row.get("experiment_tag") or tag_of(old, row["config"], tag_paths)[0]
+    return {"trial_id": new, "config": row["config"], "status": TrialStatus.PENDING.value, "last_result": {},
+            "num_failures": 0, "error": None, "traceback": None, "checkpoint": None, "logged_iteration": 0,
+            "max_index": -1, "marks": [], "experiment_tag": tag, "restore": RestoreMark.RESTART}
 
 
 __all__ = ["can_restore", "restore_tuner"]

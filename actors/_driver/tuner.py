@@ -361,18 +361,21 @@ class Tuner:
     def restore(cls, path: str, trainable: Callable[..., Any] | type[Trainable] | str, *,
                 resume_unfinished: bool = True, resume_errored: bool = False, restart_errored: bool = False,
                 param_space: dict[str, Any] | None = None, storage_options: dict[str, Any] | None = None,
-                callbacks: list[Any] | None = None) -> Tuner:
+                callbacks: list[Any] | None = None, _resume_config: Any = None) -> Tuner:
         """Continue the experiment at ``path``. Callbacks live in the driver and are not saved with
         the experiment: pass the ones the resumed run should have (default: none). ``param_space``,
         as in Ray, may be given again and must have the saved one's keys; the saved space is used (it
-        is stored whole: there are no object references to refresh)."""
+        is stored whole: there are no object references to refresh). ``_resume_config`` (a
+        ``ResumeConfig``, Ray's experimental argument) replaces the three flags when given."""
         import dataclasses
 
         from actors._driver.restore import restore_tuner
+        from actors._driver.resume import choices_of, flags_choices
 
         check_callbacks(callbacks, "Tuner.restore(callbacks=...)")  # before storage is touched
-        tuner = restore_tuner(cls, path, trainable, resume_unfinished, resume_errored, restart_errored,
-                              storage_options, param_space)
+        choices = (flags_choices(resume_unfinished, resume_errored, restart_errored) if _resume_config is None
+                   else choices_of(_resume_config, "Tuner.restore(_resume_config=...)"))
+        tuner = restore_tuner(cls, path, trainable, choices, storage_options, param_space)
         if callbacks:
             tuner.run_config = dataclasses.replace(tuner.run_config, callbacks=list(callbacks))
         return tuner

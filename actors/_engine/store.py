@@ -29,7 +29,7 @@ class RestoreMark(StrEnum):
     the controller before any trial starts); rows without one are left as saved."""
 
     RESUME = "resume"  # continue from the saved checkpoint (or from scratch without one)
-    RESTART = "restart"  # run again from scratch (restart_errored)
+    RESTART = "restart"  # a new trial replacing the saved one, from scratch (restart_errored)
     END = "end"  # unfinished, but resume_unfinished=False: ends TERMINATED as saved
 
 

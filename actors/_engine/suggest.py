@@ -62,6 +62,10 @@ class TrialSource:
                                  s.max_len_identifier)
         for rec in trials:
             self._tag(rec)
+            if rec.name is None and rec.dirname is None and not rec.opened and not rec.status.is_finished:
+                problem = self._namer.apply(rec)  # a trial the restore restarted: Ray's reset() names it anew
+                if problem is not None:
+                    raise ValueError(problem)
 
     def _tag(self, rec: TrialRecord) -> None:
         """Ray's ``experiment_tag``, from the config the trial was drawn with (the driver's callbacks

@@ -67,6 +67,8 @@ class ExperimentIO:
         # a restored run keeps the prefix, so re-suggested trials get their old ids back
         restored = spec.restore_state or {}
         self.trial_prefix: str = restored.get("trial_prefix") or secrets.token_hex(3)[:5]
+        # directories of trials a restore replaced with new ones (restarted): kept, though in no row
+        self.kept_dirs: list[str] = list(restored.get("kept_dirs") or [])
         self.sched_blob: bytes | None = None
         self.pending_table: dict[str, Any] | None = None
         self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
@@ -296,6 +298,8 @@ class ExperimentIO:
             "trials": rows,
             "written_at": time.time(),
         }
+        if self.kept_dirs:
+            self.pending_table["kept_dirs"] = self.kept_dirs
         self.last_state = self.clock()
         self.write_cost = self.cost_clock() - started
 

@@ -44,6 +44,9 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     state = copy.deepcopy(saved)
     older = state.get("trial_dirs") != TRIAL_DIRS_NAMED
     for row in state["trials"]:
+        if row.get("restore") == RestoreMark.RESTART:  # a new trial: its directory is named when it starts
+            row["dirname_custom"], row["dirname"] = False, None
+            continue
         row["dirname_custom"] = saved_dirname_custom(state, row)  # (before an older state's trial id fills in)
         row["dirname"] = saved_dirname(state, row)
         if older:  # saved by an older audition: every trial's files are in its trial id's directory already

@@ -108,7 +108,9 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
         row["dirname"], row["dirname_custom"] = r.dirname, r.dirname_custom
     if r.opened:
         row["opened"] = True
-    if "@" in r.tag:  # a PBT exploit's (Ray's restored Trial keeps it); the others are worked out again
+    # a PBT exploit's (Ray's restored Trial keeps it), or a restarted trial's (its id has no index to work it
+    # out from); the others are worked out again
+    if "@" in r.tag or not r.trial_id.rpartition("_")[2].isdigit():
         row["experiment_tag"] = r.tag
     return row
 

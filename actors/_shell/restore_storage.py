@@ -40,14 +40,15 @@ def prepare_storage(ctx: Any, layout: Any, state: dict[str, Any]) -> dict[str, l
 
     rows = {r["trial_id"]: r for r in state["trials"]}
     own = re.compile(rf"{re.escape(str(state['trial_prefix']))}_\d{{5,}}")
-    taken = {posixpath.basename(layout.trial_dir(tid)) for tid in rows}
+    taken = {posixpath.basename(layout.trial_dir(tid)) for tid in rows} | set(state.get("kept_dirs") or ())
     # named as Ray names them, or by trial_dirname_creator: any directory may be a trial's
     named = state.get("trial_dirs") == TRIAL_DIRS_NAMED or any(r.get("dirname", t) != t for t, r in rows.items())
     stale = [e["name"] for e in list_dir(ctx, layout.experiment_dir)
              if e.get("type") == "directory" and posixpath.basename(e["name"].rstrip("/")) not in taken
              and (own.fullmatch(posixpath.basename(e["name"].rstrip("/")))
                   or (named and _is_trial_dir(ctx, e["name"])))]
-    touched = [r for r in rows.values() if r.get("restore")]
+    # (a restarted trial is a new one: nothing of it is in storage yet)
+    touched = [r for r in rows.values() if r.get("restore") and r["restore"] != RestoreMark.RESTART]
     inside = layout.experiment_dir.rstrip("/") + "/"
     retired = [p for p in state.get("retired") or [] if isinstance(p, str) and p.startswith(inside)]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="restore") as pool:

@@ -1,0 +1,135 @@
+"""Ray Tune's ``ResumeConfig``: ``Tuner.restore(_resume_config=...)`` and ``run(resume_config=...)``.
+
+The expected outcomes were recorded from Ray 2.60 on the same experiment (``tests/_driver_script.py``'s
+``broken``: a grid of x=1.0, which finishes 6 steps, and x=2.0, which raises at the fourth; every step
+reports a checkpoint; restored with the bug fixed).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+import actors
+from actors import ResumeConfig, Tuner
+from actors._driver.errors import ConfigError
+from actors._driver.restore import _rewind
+from actors._driver.resume import ResumeChoices, ResumeType, choices_of, flags_choices
+from actors._engine.store import RestoreMark
+from actors._engine.trial import TrialStatus, tag_of
+from tests import _driver_script as D
+
+R = ResumeConfig.ResumeType
+
+
+def _its(result: Any) -> list[int]:
+    return [h["training_iteration"] for h in result.metrics_history]
+
+
+def _from(result: Any) -> list[int]:
+    return [h["restored_from"] for h in result.metrics_history]
+
+
+def test_finished_restarted_as_a_new_trial_and_errored_resumed(storage_dir, no_leaks):
+    first = D.errored_run(storage_dir, "simple")
+    ids = {r.config["x"]: r.trial_id for r in first}
+    grid = Tuner.restore(first.experiment_path, D.fixed,
+                         _resume_config=ResumeConfig(finished=R.RESTART, errored=R.RESUME)).fit()
+    by_x = {r.config["x"]: r for r in grid}
+    assert len(grid) == 2 and all(r.status is TrialStatus.TERMINATED for r in grid)
+    done = by_x[1.0]  # Ray: a new id, a new directory, the whole run again
+    assert done.trial_id != ids[1.0] and len(done.trial_id) == 8
+    assert _its(done) == [1, 2, 3, 4, 5, 6] and _from(done) == [-1] * 6
+    assert done.metrics["experiment_tag"] == "0_x=1.0000"
+    assert os.path.isdir(next(r.path for r in first if r.config["x"] == 1.0))  # the old directory stays
+    bad = by_x[2.0]  # Ray: the same trial, from the checkpoint of its third step
+    assert bad.trial_id == ids[2.0] and _from(bad) == [-1, -1, -1, 2, 2, 2]
+
+
+def test_finished_resumed_from_its_checkpoint_and_errored_kept(storage_dir, no_leaks):
+    first = D.errored_run(storage_dir, "simple")
+    before = {r.config["x"]: r for r in first}
+    grid = Tuner.restore(first.experiment_path, D.fixed, _resume_config=ResumeConfig(finished="resume")).fit()
+    by_x = {r.config["x"]: r for r in grid}
+    # Ray: the finished trial runs again from its last checkpoint (step 5), so reports nothing more
+    assert by_x[1.0].status is TrialStatus.TERMINATED and by_x[1.0].trial_id == before[1.0].trial_id
+    assert by_x[1.0].metrics_history == before[1.0].metrics_history
+    assert by_x[2.0].status is TrialStatus.ERROR and _its(by_x[2.0]) == [1, 2, 3]
+
+
+def test_errored_restart_through_resume_config_and_run(storage_dir, no_leaks):
+    first = D.errored_run(storage_dir, "simple")
+    old = next(r.trial_id for r in first if r.error)
+    # run(resume_config=...) resumes whatever resume= says, as Ray's tune.run
+    analysis = actors.run(D.fixed, config={"x": actors.grid_search([1.0, 2.0])}, metric="loss", mode="min",
+                          name=D.NAME, storage_path=storage_dir, system="simple", verbose=0, resume=False,
+                          resume_config=ResumeConfig(errored=ResumeType.RESTART))
+    trials = {t.config["x"]: t for t in analysis.trials}
+    assert {t.status for t in trials.values()} == {TrialStatus.TERMINATED}
+    assert trials[2.0].trial_id != old and trials[2.0].last_result["training_iteration"] == 6
+
+
+def test_bad_resume_configs_are_refused_before_anything_runs(storage_dir, no_leaks):
+    first = D.errored_run(storage_dir, "simple")
+    path = first.experiment_path
+    with pytest.raises(ConfigError, match=r"unfinished=RESTART is not supported.*use RESUME .* or SKIP"):
+        Tuner.restore(path, D.fixed, _resume_config=ResumeConfig(unfinished=R.RESTART))
+    with pytest.raises(ConfigError, match=r"_resume_config=\.\.\.\)\.errored='again' is not a resume type"):
+        Tuner.restore(path, D.fixed, _resume_config=ResumeConfig(errored="again"))
+    with pytest.raises(ConfigError, match="must be a ResumeConfig, got dict"):
+        Tuner.restore(path, D.fixed, _resume_config={"errored": "restart"})
+    with pytest.raises(ConfigError, match=r"run\(resume_config=\.\.\.\)\.finished=3 is not a resume type"):
+        actors.run(D.fixed, name=D.NAME, storage_path=storage_dir, system="simple", verbose=0,
+                   resume_config=ResumeConfig(finished=3))
+    assert Tuner.can_restore(path)  # nothing was touched
+
+
+def test_flags_map_to_resume_types_as_ray_tuner_restore() -> None:
+    assert flags_choices(True, False, False) == ResumeChoices() == choices_of(ResumeConfig(), "x")
+    assert flags_choices(False, False, False).unfinished is ResumeType.SKIP
+    assert flags_choices(True, True, False).errored is ResumeType.RESUME
+    assert flags_choices(True, False, True).errored is ResumeType.RESTART
+    assert flags_choices(True, True, True).errored is ResumeType.RESUME  # Ray: resume_errored wins
+    assert choices_of(ResumeConfig(finished="Restart"), "x").finished is ResumeType.RESTART
+
+
+def _state() -> dict[str, Any]:
+    rows = [{"trial_id": f"p_{i:05d}", "config": {"i": i}, "status": s.value, "dirname": f"t_{i}",
+             "last_result": {"training_iteration": 2}, "num_failures": 1 if s is TrialStatus.ERROR else 0,
+             "error": "boom" if s is TrialStatus.ERROR else None, "traceback": None, "marks": [],
+             "checkpoint": None, "logged_iteration": 2, "max_index": 1}
+            for i, s in enumerate(TrialStatus)]
+    return {"trial_prefix": "p", "trial_dirs": "named", "suggested": len(rows), "trials": rows}
+
+
+@pytest.mark.parametrize("finished", list(ResumeType))
+@pytest.mark.parametrize("unfinished", [ResumeType.RESUME, ResumeType.SKIP])
+@pytest.mark.parametrize("errored", list(ResumeType))
+def test_each_status_rewound_as_ray_requeues_it(finished, unfinished, errored) -> None:
+    state = _state()
+    out = _rewind(state, ResumeChoices(finished, unfinished, errored))
+    assert [r["trial_id"] for r in state["trials"]] == [f"p_{i:05d}" for i in range(5)]  # the input: untouched
+    assert len(out["trials"]) == 5 and out["restored"]
+    for before, row in zip(state["trials"], out["trials"]):
+        status = TrialStatus(before["status"])
+        how = errored if status is TrialStatus.ERROR else finished if status.is_finished else unfinished
+        if how is ResumeType.RESTART:
+            assert row["trial_id"] != before["trial_id"] and len(row["trial_id"]) == 8
+            assert row["status"] == "PENDING" and row["restore"] == RestoreMark.RESTART
+            assert row["config"] == before["config"]
+            assert row["experiment_tag"] == tag_of(before["trial_id"], before["config"], None)[0]
+            assert (row["last_result"], row["num_failures"], row["checkpoint"], row["error"]) == ({}, 0, None, None)
+            assert before["dirname"] in out["kept_dirs"]
+        elif how is ResumeType.RESUME:
+            kept = "PAUSED" if status is TrialStatus.PAUSED else "PENDING"  # the scheduler resumes a paused one
+            assert (row["trial_id"], row["status"], row["restore"], row["error"]) == (
+                before["trial_id"], kept, RestoreMark.RESUME, None)
+        elif status.is_finished:
+            assert row == before  # kept as it ended, errors and all
+        else:
+            assert (row["status"], row["restore"]) == ("TERMINATED", RestoreMark.END)
+    restarted = [r["trial_id"] for r in out["trials"] if r.get("restore") == RestoreMark.RESTART]
+    assert restarted == [r["trial_id"] for r in _rewind(state, ResumeChoices(finished, unfinished, errored))[
+        "trials"] if r.get("restore") == RestoreMark.RESTART]  # repeatable: a restore may be tried again
