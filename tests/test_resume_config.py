@@ -133,3 +133,29 @@ def test_each_status_rewound_as_ray_requeues_it(finished, unfinished, errored) -
     restarted = [r["trial_id"] for r in out["trials"] if r.get("restore") == RestoreMark.RESTART]
     assert restarted == [r["trial_id"] for r in _rewind(state, ResumeChoices(finished, unfinished, errored))[
         "trials"] if r.get("restore") == RestoreMark.RESTART]  # repeatable: a restore may be tried again
+
+
+def _named(trial: Any) -> str:
+    return f"n_{trial.trial_id}"
+
+
+def _dirnamed(trial: Any) -> str:
+    return f"d_{trial.trial_id}"
+
+
+def test_a_restarted_trial_is_named_by_the_name_creators_as_a_new_one(storage_dir, no_leaks):
+    from actors import RunConfig, TuneConfig
+    from actors.search import grid_search
+
+    first = Tuner(D.broken, param_space={"x": grid_search([1.0, 2.0])},
+                  tune_config=TuneConfig(metric="loss", mode="min", trial_name_creator=_named,
+                                         trial_dirname_creator=_dirnamed),
+                  run_config=RunConfig(name=D.NAME, storage=storage_dir, system="simple", verbose=0)).fit()
+    old = next(r for r in first if r.error)
+    grid = Tuner.restore(first.experiment_path, D.fixed, restart_errored=True).fit()
+    new = next(r for r in grid if r.config["x"] == 2.0)
+    assert new.trial_id != old.trial_id and new.status is TrialStatus.TERMINATED
+    assert os.path.basename(new.path) == f"d_{new.trial_id}" and os.path.isdir(old.path)
+    assert sorted(os.listdir(first.experiment_path)) == sorted(
+        [f"d_{r.trial_id}" for r in first] + [f"d_{new.trial_id}"] + [
+            f for f in os.listdir(first.experiment_path) if not f.startswith("d_")])
