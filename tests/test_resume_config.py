@@ -159,3 +159,19 @@ def test_a_restarted_trial_is_named_by_the_name_creators_as_a_new_one(storage_di
     assert sorted(os.listdir(first.experiment_path)) == sorted(
         [f"d_{r.trial_id}" for r in first] + [f"d_{new.trial_id}"] + [
             f for f in os.listdir(first.experiment_path) if not f.startswith("d_")])
+
+
+def test_a_restarted_trial_keeps_its_tag_when_its_new_id_is_all_digits() -> None:
+    # the new id is 8 hex digits; about 1 in 43 is all decimal digits, which once read as a trial index
+    from actors._engine.lifecycle import TrialTable
+    from actors._shell.experiment_state import trial_row
+
+    state = _state()
+    prefix = next(p for p in (f"q{i}" for i in range(10_000)) if _rewind(
+        {**state, "trial_prefix": p}, ResumeChoices(errored=ResumeType.RESTART))["trials"][4]["trial_id"].isdigit())
+    row = _rewind({**state, "trial_prefix": prefix}, ResumeChoices(errored=ResumeType.RESTART))["trials"][4]
+    assert row["experiment_tag"] == tag_of("p_00004", {"i": 4}, None)[0] == "5_i=4"
+    assert tag_of(row["trial_id"], {"i": 4}, None) == tag_of("abc", {"i": 4}, None)  # no index in it
+    rec = TrialTable().add(row["trial_id"], row["config"])
+    rec.tag = row["experiment_tag"]
+    assert trial_row(rec, 0, -1)["experiment_tag"] == "5_i=4"  # saved with the row, so restored as it was

@@ -219,9 +219,10 @@ def perturbed_tag(orig_tag: str, config: dict[str, Any], keys: Iterable[Any]) ->
 
 def tag_of(trial_id: str, config: dict[str, Any],
            searched: Paths | TagPaths | None) -> tuple[str, dict[str, Any]]:
-    """``experiment_tag`` for a trial id ``<prefix>_<index>``."""
-    index = trial_id.rpartition("_")[2]
-    return experiment_tag(int(index) if index.isdigit() else 0, config, searched)
+    """``experiment_tag`` for a trial id ``<prefix>_<index>`` (another id, such as a restarted trial's
+    8 hex digits, which may all be digits, has no index: its record carries its tag)."""
+    _, sep, index = trial_id.rpartition("_")
+    return experiment_tag(int(index) if sep and index.isdigit() else 0, config, searched)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
         row["opened"] = True
     # a PBT exploit's (Ray's restored Trial keeps it), or a restarted trial's (its id has no index to work it
     # out from); the others are worked out again
-    if "@" in r.tag or not r.trial_id.rpartition("_")[2].isdigit():
+    if "@" in r.tag or "_" not in r.trial_id:
         row["experiment_tag"] = r.tag
     return row
 
