@@ -138,3 +138,31 @@ def test_a_simulation_fills_from_its_seed_not_the_process_streams() -> None:
     first = run()
     assert all({"x", "lr", "m"} <= set(c) for c in first)
     assert run() == first
+
+
+class _Suggests(tune.Searcher):
+    def suggest(self, trial_id: str) -> dict[str, Any]:
+        return {"lr": 0.1}
+
+    def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False) -> None:
+        pass
+
+
+def test_pbt_and_pb2_refuse_a_search_algorithm_as_ray_does() -> None:
+    # Ray 2.60 (recorded): fit() raises ValueError "Search algorithms cannot be used with
+    # PopulationBasedTraining schedulers. Please remove <SearchGenerator ...>." (PB2: "with PB2 schedulers"),
+    # also for a ConcurrencyLimiter; the default generator, given explicitly, runs
+    from actors._driver.errors import ConfigError
+    from actors.schedulers import PB2
+    from actors.search import ConcurrencyLimiter
+
+    pbt = PopulationBasedTraining(metric="loss", mode="min", hyperparam_mutations={"lr": [0.1, 0.2]})
+    with pytest.raises(ConfigError, match=r"^Search algorithms cannot be used with PopulationBasedTraining "
+                                          r"schedulers \(as in Ray Tune\)\. Please remove TuneConfig\(search_alg="
+                                          r"_Suggests\(\.\.\.\)\): put the search space in param_space"):
+        Tuner(_train, tune_config=TuneConfig(scheduler=pbt, search_alg=_Suggests()))
+    pb2 = PB2(metric="loss", mode="min", hyperparam_bounds={"lr": [0.1, 0.2]})
+    with pytest.raises(ValueError, match=r"with PB2 schedulers .*search_alg=ConcurrencyLimiter"):
+        Tuner(_train, tune_config=TuneConfig(scheduler=pb2, search_alg=ConcurrencyLimiter(_Suggests(), 1)))
+    Tuner(_train, param_space={"lr": tune.uniform(0.1, 0.2)},
+          tune_config=TuneConfig(scheduler=pbt, search_alg=BasicVariantGenerator(), num_samples=2))

@@ -94,6 +94,20 @@ def _default_generator(searcher: Any) -> BasicVariantGenerator | None:
     return searcher if isinstance(searcher, BasicVariantGenerator) else None
 
 
+def check_scheduler_takes_searcher(scheduler: Any, search_alg: Any) -> None:
+    """Ray 2.60's ``PopulationBasedTraining.on_trial_add`` (PB2's too) refuses any search algorithm but the
+    default generator (recorded: ``fit()`` raises ``ValueError``); refused here before anything runs, since
+    PBT fills the mutated keys a config lacks only into the default generator's configs."""
+    from actors.schedulers import PopulationBasedTraining
+
+    if (isinstance(scheduler, PopulationBasedTraining) and search_alg is not None
+            and not isinstance(search_alg, BasicVariantGenerator)):
+        raise ConfigError(
+            f"Search algorithms cannot be used with {type(scheduler).__name__} schedulers (as in Ray Tune). "
+            f"Please remove TuneConfig(search_alg={type(search_alg).__name__}(...)): put the search space in "
+            "param_space, and the scheduler explores from hyperparam_mutations")
+
+
 def wire_global_draws(searcher: Any, scheduler: Any) -> None:
     """Ray's ASHA draws from numpy's global stream as each trial is added, between the generator's
     draws; the generator takes as many (``global_numpy_draws_on_add``) so its configs follow Ray's. Ray's
@@ -227,5 +241,5 @@ def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
 
 __all__ = [
     "capture_driver_stream", "concurrency_limited", "domain_paths", "experiment_searcher", "hand_back_driver_stream",
-    "seed_driver_stream", "tag_paths", "wire_global_draws", "with_filled_keys",
+    "check_scheduler_takes_searcher", "seed_driver_stream", "tag_paths", "wire_global_draws", "with_filled_keys",
 ]

@@ -39,6 +39,7 @@ from actors._driver.restore import experiment_searcher_state, hand_back_plugins,
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
     capture_driver_stream,
+    check_scheduler_takes_searcher,
     experiment_searcher,
     hand_back_driver_stream,
     tag_paths,
@@ -92,6 +93,7 @@ class Tuner:
         self._searched = tag_paths(searcher, param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
         check_scheduler_objective(scheduler, tc.metric, tc.mode)
+        check_scheduler_takes_searcher(scheduler, tc.search_alg)
         wire_global_draws(searcher, scheduler)
         self._searched = with_filled_keys(self._searched, searcher, param_space)
         self._required = required_metrics(tc.metric, scheduler, searcher)
