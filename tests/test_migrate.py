@@ -30,6 +30,7 @@ from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.logger import LoggerCallback
 from ray.tune.utils.mock_trainable import MyTrainableClass
 from ray.tune.experiment import Trial  # a plugin's type hints and Trial.PAUSED
+from ray.tune.execution.placement_groups import PlacementGroupFactory
 import ray.tune as rt
 
 
@@ -62,6 +63,7 @@ from actors.result import SHOULD_CHECKPOINT
 from actors import LoggerCallback
 from actors.mock_trainable import MyTrainableClass
 from actors.experiment import Trial  # a plugin's type hints and Trial.PAUSED
+from actors import PlacementGroupFactory
 import actors as rt
 
 

@@ -52,6 +52,7 @@ MODULES: dict[str, str] = {
     "ray.tune.experiment": "actors.experiment",  # Trial, in plugins
     "ray.tune.experiment.trial": "actors.experiment",
     "ray.tune.utils.mock_trainable": "actors.mock_trainable",
+    "ray.tune.execution.placement_groups": "actors",  # PlacementGroupFactory
 }
 
 # ray.<fn>() statements that only manage Ray's own cluster: audition's Tuner.fit() starts and stops its actors.
