@@ -1,6 +1,6 @@
 """audition: hyperparameter tuning on Thespian actors with Ray Tune's API."""
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 # Every dependency has a floor (the oldest version tested) and a ceiling (the next major, or the next
 # release line for packages whose internals audition touches), so that pip resolves the same way on any
@@ -57,8 +57,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
-    packages=["actors", "actors._cli", "actors._cluster", "actors._dashboard", "actors._driver", "actors._engine",
-              "actors._shell", "actors._worker", "actors.schedulers", "actors.search", "actors.stoppers", "storage"],
+    # every package, found (a hand-kept list left actors.testing out of non-editable installs)
+    packages=find_packages(include=["actors", "actors.*", "storage", "storage.*"]),
     package_data={"actors._dashboard": ["static/*"]},
     install_requires=CORE,
     extras_require={
