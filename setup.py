@@ -40,6 +40,11 @@ BAYESOPT = ["bayesian-optimization>=1.4,<2", "scikit-learn>=1.3,<2", "numpy>=1.2
 # Ray 2.60's PB2 fits scikit-learn's Gaussian process (audition's port takes no pandas).
 PB2 = ["scikit-learn>=1.3,<2", "numpy>=1.24,<3", "scipy>=1.10,<2"]
 PANDAS = ["pandas>=1.5,<4"]
+# actors.integration's callbacks (Ray's ray.tune.integration.xgboost / .lightgbm); the tests take xgboost-cpu, the
+# same module without the CUDA libraries (install one of the two, never both: they share the xgboost package)
+XGBOOST = ["xgboost>=2.1,<4"]
+LIGHTGBM = ["lightgbm>=4.0,<5"]
+GBDT_TEST = ["xgboost-cpu>=2.1.1,<4", "lightgbm>=4.0,<5", "scikit-learn>=1.3,<2"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
 DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
@@ -67,6 +72,8 @@ setup(
         "hyperopt": HYPEROPT,
         "bayesopt": BAYESOPT,
         "pb2": PB2,
+        "xgboost": XGBOOST,
+        "lightgbm": LIGHTGBM,
         "pandas": PANDAS,
         "plot": PLOT,
         "tensorboard": TENSORBOARD,
@@ -76,7 +83,7 @@ setup(
         # without the other optional libraries
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
-        + TEST_CLIENT + BROWSER_TEST + S3_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )

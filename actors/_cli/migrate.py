@@ -53,6 +53,10 @@ MODULES: dict[str, str] = {
     "ray.tune.experiment.trial": "actors.experiment",
     "ray.tune.utils.mock_trainable": "actors.mock_trainable",
     "ray.tune.execution.placement_groups": "actors",  # PlacementGroupFactory
+    "ray.tune.integration.xgboost": "actors.integration.xgboost",
+    "ray.tune.integration.lightgbm": "actors.integration.lightgbm",
+    "ray.train.xgboost": "actors.integration.xgboost",  # RayTrainReportCallback (its trainers are Ray Train's)
+    "ray.train.lightgbm": "actors.integration.lightgbm",
 }
 
 # ray.<fn>() statements that only manage Ray's own cluster: audition's Tuner.fit() starts and stops its actors.

@@ -6,18 +6,21 @@ Run once with Ray's own interpreter (Ray is never a dependency of audition)::
 
 What counts as public: ``__all__`` of ``ray.tune``, ``ray.tune.schedulers``, ``ray.tune.search``
 (and of each searcher integration ``ray.tune.search.<lib>``), ``ray.tune.stopper`` and
-``ray.tune.logger``; the ``ray.tune.result`` keys a trainable or callback reads or sets; and the
+``ray.tune.logger``; the public classes of each framework integration ``ray.tune.integration.<lib>``;
+the ``ray.tune.result`` keys a trainable or callback reads or sets; and the
 ``ray.train`` names a Tune script uses (the rest of ``ray.train`` is Ray Train's distributed
 training, not Tune). ``tests/test_coming_from_ray.py`` checks the doc's table against the file.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 
 MODULES = ("ray.tune", "ray.tune.schedulers", "ray.tune.search", "ray.tune.stopper", "ray.tune.logger")
 SEARCHERS = ("ax", "bayesopt", "bohb", "hebo", "hyperopt", "nevergrad", "optuna", "zoopt")
+FRAMEWORKS = ("keras", "lightgbm", "pytorch_lightning", "xgboost")  # ray.tune.integration.<lib>
 RESULT_KEYS = ("DONE", "SHOULD_CHECKPOINT", "DEFAULT_METRIC", "RESULT_DUPLICATE", "TRAINING_ITERATION",
                "TIME_THIS_ITER_S", "TIME_TOTAL_S", "TIMESTAMP", "TRIAL_ID", "HOSTNAME", "PID", "NODE_IP")
 TRAIN_FOR_TUNE = ("report", "get_checkpoint", "get_context", "Checkpoint", "CheckpointConfig", "FailureConfig",
@@ -34,6 +37,11 @@ def public_names() -> list[str]:
         scope: dict[str, object] = {}  # integrations need their optional libraries to import
         exec(text[text.index("__all__"):].split("\n\n")[0], scope)
         names.update(f"{module}.{n}" for n in scope["__all__"])  # type: ignore[attr-defined]
+    for lib in FRAMEWORKS:  # (no __all__; their classes, read without importing the library)
+        module = f"ray.tune.integration.{lib}"
+        tree = ast.parse(open(importlib.util.find_spec(module).origin, encoding="utf-8").read())
+        names.update(f"{module}.{node.name}" for node in tree.body
+                     if isinstance(node, ast.ClassDef) and not node.name.startswith("_"))
     result = importlib.import_module("ray.tune.result")
     names.update(f"ray.tune.result.{n}" for n in RESULT_KEYS if hasattr(result, n))
     train = importlib.import_module("ray.train")
