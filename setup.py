@@ -43,7 +43,8 @@ PANDAS = ["pandas>=1.5,<4"]
 # actors.integration's callbacks (Ray's ray.tune.integration.xgboost / .lightgbm); the tests take xgboost-cpu, the
 # same module without the CUDA libraries (install one of the two, never both: they share the xgboost package)
 XGBOOST = ["xgboost>=2.1,<4"]
-LIGHTGBM = ["lightgbm>=4.6,<5"]  # (older releases name lightgbm.cv's results otherwise: "cv_agg-valid binary_error-mean")
+# lightgbm 4.6 is the oldest whose lightgbm.cv names its results as 4.7's (4.3-4.5: "cv_agg-valid binary_error-mean")
+LIGHTGBM = ["lightgbm>=4.6,<5"]
 GBDT_TEST = ["xgboost-cpu>=2.1.1,<4", "lightgbm>=4.6,<5", "scikit-learn>=1.3,<2"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
