@@ -275,7 +275,6 @@ def test_scheduler_stop_and_concurrency_pass_through(storage_dir: str) -> None:
     ({"export_formats": ["model"]}, "export_formats"),
     ({"restore": "/some/checkpoint"}, "restore"),
     ({"resume_config": object()}, "resume_config"),
-    ({"num_samples": -1}, "num_samples"),
     ({"resume": "LOCAL"}, "resume"),  # Ray 2.60 raises too
     ({"resume": "AUTO+BOGUS"}, "resume"),  # Ray 2.60: ValueError
 ])
@@ -348,3 +347,33 @@ def test_audition_migrate_ports_a_tune_run_script_without_warnings() -> None:
     assert result.text == ("import actors as tune\nfrom actors import ExperimentAnalysis\n"
                            "from actors import ExperimentAnalysis as EA\nfrom actors import run\n"
                            "analysis = tune.run(train, config={'x': 1}, metric='loss', mode='min')\n")
+
+
+def test_num_samples_minus_one_samples_until_the_time_budget_ends_the_run(storage_dir: str) -> None:
+    # Ray 2.60 (recorded, Tuner and run alike: run maps -1 to sys.maxsize): trials are drawn until the budget
+    # ends the run; the 200 drawn ahead (the default generator's pending trials) never ran, and every trial
+    # ends TERMINATED (Ray: 202 trials, 2 of them ran, in its 6.2 s)
+    import sys
+
+    from actors import RunConfig, TuneConfig, Tuner
+    from actors._engine.trial import TrialStatus
+
+    for how in ("run", "Tuner"):
+        if how == "run":
+            trials = [(t.status, t.last_result) for t in simple(
+                run_or_experiment=curve, config={"q": tune.uniform(0, 1)}, num_samples=-1, time_budget_s=1.5,
+                storage_path=storage_dir, name="forever").trials]
+        else:
+            grid = Tuner(curve, param_space={"q": tune.uniform(0, 1)},
+                         tune_config=TuneConfig(num_samples=-1, time_budget_s=1.5),
+                         run_config=RunConfig(storage=storage_dir, name="forever2", system="simple", verbose=0)).fit()
+            trials = [(r.status, r.metrics) for r in grid]
+        ran = [last for _, last in trials if "training_iteration" in last]
+        assert len(trials) - len(ran) == 200 and ran, how
+        assert {status for status, _ in trials} == {TrialStatus.TERMINATED}, how
+    assert TuneConfig(num_samples=-1).num_samples == -1  # kept as given, as Ray's TuneConfig
+    from actors._driver.config import samples
+
+    assert samples(TuneConfig(num_samples=-1)) == sys.maxsize
+    with pytest.raises(ConfigError, match=r"num_samples=-2\): use an int >= 1, or -1 to sample until"):
+        TuneConfig(num_samples=-2)

@@ -139,9 +139,6 @@ def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None 
         _refuse("restore", "starting a trial from a checkpoint path is not supported; load it in the "
                 "trainable (e.g. pass the path in config and use Checkpoint.from_directory), or continue a "
                 "whole experiment with resume='AUTO'")
-    if num_samples == -1:
-        _refuse("num_samples", "-1 (sample forever) is not supported: every trial is created up front; give "
-                "a number of samples, and stop early with stop=... or time_budget_s=...")
     if isinstance(search_alg, str):  # Ray's names, as Ray's run builds them
         search_alg = create_searcher(search_alg)
     if isinstance(scheduler, str) and scheduler.lower() in RAY_SCHEDULER_NAMES:  # (else an import path)

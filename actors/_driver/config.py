@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,14 +127,21 @@ class TuneConfig:
                               "such as metric='loss'")
         if self.mode is not None and self.metric is None:
             raise ConfigError("TuneConfig: mode was given without metric; pass metric='<name>' too")
-        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or self.num_samples < 1:
-            raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1")
+        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or (
+                self.num_samples < 1 and self.num_samples != -1):
+            raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1, or -1 to sample "
+                              "until a stop condition (time_budget_s, a stopper's stop_all) ends the run")
         if self.max_concurrent_trials is not None and (
             not isinstance(self.max_concurrent_trials, int) or self.max_concurrent_trials < 1
         ):
             raise ConfigError(
                 f"TuneConfig(max_concurrent_trials={self.max_concurrent_trials!r}): use None or an int >= 1"
             )
+
+
+def samples(tc: TuneConfig) -> int:
+    """``num_samples`` as Ray's ``tune.run`` takes it: -1 is ``sys.maxsize`` (sample until the run is stopped)."""
+    return sys.maxsize if tc.num_samples == -1 else tc.num_samples
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from actors._driver.config import TuneConfig
+from actors._driver.config import TuneConfig, samples
 from actors._driver.errors import ConfigError
 from actors.search import BasicVariantGenerator, Searcher
 from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
@@ -24,7 +24,7 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
         # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
         # trial only when one can run (a run stopped early has only the trials it started)
         searcher: Any = BasicVariantGenerator(max_concurrent=tc.max_concurrent_trials or 0,
-                                              param_space=param_space or {}, num_samples=tc.num_samples,
+                                              param_space=param_space or {}, num_samples=samples(tc),
                                               seed=tc.seed)
         num_samples = searcher.total_trials
     else:
@@ -42,7 +42,7 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
                 "BasicVariantGenerator(max_concurrent=N)) and num_samples=N, which runs each grid_search point "
                 "N times")
         if isinstance(searcher, BasicVariantGenerator):  # as in Ray: num_samples x the grid
-            searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=tc.num_samples)
+            searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=samples(tc))
             num_samples = searcher.total_trials
         else:
             took_space = searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
@@ -61,7 +61,7 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
                         f"{searcher.metric!r}: give the searcher a metric/mode that agrees with TuneConfig's")
             if param_space:  # as Ray: each suggestion is merged into the param_space (its constants join it)
                 searcher = ConstantsMerged(searcher, param_space)
-            num_samples = tc.num_samples
+            num_samples = samples(tc)
             if tc.max_concurrent_trials:
                 searcher = concurrency_limited(searcher, tc.max_concurrent_trials)
     return searcher, num_samples

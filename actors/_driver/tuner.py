@@ -26,7 +26,15 @@ from actors._driver.checks import (
     required_metrics,
     resolve_checkpoint_at_end,
 )
-from actors._driver.config import DEFAULT_STORAGE, ConfigError, RunConfig, TuneConfig, check_resources, default_cpus
+from actors._driver.config import (
+    DEFAULT_STORAGE,
+    ConfigError,
+    RunConfig,
+    TuneConfig,
+    check_resources,
+    default_cpus,
+    samples,
+)
 from actors._driver.controller_client import ControllerClient
 from actors._driver.errors import TuneError
 from actors._driver.loggers import controller_loggers, driver_callbacks
@@ -267,8 +275,8 @@ class Tuner:
         # (else {}), time_budget_s as given, total_num_samples the searcher's total
         stop = self.run_config.stop
         self._dispatcher.setup(stop=dict(stop) if isinstance(stop, Mapping) else {},
-                               num_samples=self.tune_config.num_samples,
-                               total_num_samples=getattr(self, "_num_samples", self.tune_config.num_samples),
+                               num_samples=samples(self.tune_config),
+                               total_num_samples=getattr(self, "_num_samples", samples(self.tune_config)),
                                time_budget_s=self.tune_config.time_budget_s)
         self._states = CallbackStates(self.run_config.callbacks or [], self._ctx, exp_dir)
         self._states.maybe_save(force=True)  # Ray: at its loop's first step, before any trial starts
