@@ -175,3 +175,33 @@ def test_a_restarted_trial_keeps_its_tag_when_its_new_id_is_all_digits() -> None
     rec = TrialTable().add(row["trial_id"], row["config"])
     rec.tag = row["experiment_tag"]
     assert trial_row(rec, 0, -1)["experiment_tag"] == "5_i=4"  # saved with the row, so restored as it was
+
+
+@pytest.mark.parametrize("store", ["local", "memory", pytest.param("s3", marks=pytest.mark.s3)])
+def test_a_restart_keeps_the_old_trials_directory_on_every_backend(store, storage_dir, request, no_leaks):
+    import uuid
+
+    import fsspec
+
+    from actors import RunConfig, TuneConfig
+    from actors.search import grid_search
+
+    if store == "s3":
+        url, options = request.getfixturevalue("s3_location")
+    elif store == "memory":
+        url, options = f"memory://restart-{uuid.uuid4().hex}", {}
+    else:
+        url, options = storage_dir, {}
+    first = Tuner(D.broken, param_space={"x": grid_search([1.0, 2.0])},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name=D.NAME, storage=url, storage_options=options, system="simple",
+                                       verbose=0)).fit()
+    old = next(r for r in first if r.error)
+    grid = Tuner.restore(first.experiment_path, D.fixed, restart_errored=True, storage_options=options).fit()
+    new = next(r for r in grid if r.config["x"] == 2.0)
+    assert new.trial_id != old.trial_id and new.status is TrialStatus.TERMINATED and len(new.metrics_history) == 6
+    again = Tuner.restore(first.experiment_path, D.fixed, storage_options=options).fit()
+    assert {r.trial_id for r in again} == {r.trial_id for r in grid}
+    fs, root = fsspec.core.url_to_fs(first.experiment_path, **options)
+    names = {n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(root, detail=False)}
+    assert {os.path.basename(r.path) for r in [*first, new]} <= names  # the old errored one's too
