@@ -42,6 +42,8 @@ _EXPORTS: dict[str, str] = {
     "TBXLoggerCallback": "actors._driver.loggers",
     # Ray Tune's classic API: tune.run(...) -> ExperimentAnalysis, a layer over Tuner.fit()
     "run": "actors._driver.classic",
+    "run_experiments": "actors._driver.experiments",
+    "Experiment": "actors._driver.experiments",
     "ExperimentAnalysis": "actors._driver.analysis",
     "CLIReporter": "actors._driver.reporters",
     "JupyterNotebookReporter": "actors._driver.reporters",

@@ -8,7 +8,18 @@ controller handle their hooks get).
 
 from __future__ import annotations
 
+from typing import Any
+
 from actors._engine.trial import TrialSnapshot as Trial
 from actors._engine.trial import TrialStatus
 
-__all__ = ["Trial", "TrialStatus"]
+
+def __getattr__(name: str) -> Any:
+    if name == "Experiment":  # (``ray.tune.experiment.Experiment``: the driver's, imported only when asked for)
+        from actors._driver.experiments import Experiment
+
+        return Experiment
+    raise AttributeError(f"module 'actors.experiment' has no attribute {name!r}")
+
+
+__all__ = ["Experiment", "Trial", "TrialStatus"]  # noqa: F822  (Experiment: __getattr__)

@@ -20,6 +20,7 @@ from typing import Any
 from actors._driver.analysis import ExperimentAnalysis
 from actors._driver.config import DEFAULT_STORAGE, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from actors._driver.errors import ConfigError, TuneError
+from actors._driver.experiments import RUN_ARGS
 from actors._driver.resume import ResumeChoices, choices_of, flags_choices
 from actors._engine.trial import TrialStatus
 from actors.schedulers._registry import RAY_SCHEDULER_NAMES, create_scheduler
@@ -42,10 +43,17 @@ def _refuse(arg: str, why_and_fix: str) -> None:
     raise ConfigError(f"run({arg}=...): {why_and_fix}")
 
 
-def _check_trainable_arg(trainable: Any) -> None:
-    if isinstance(trainable, (list, tuple)) or type(trainable).__name__ == "Experiment":
-        _refuse("run_or_experiment", "audition runs one trainable per call and has no Experiment objects; "
-                "call run(trainable, config=..., ...) once per experiment")
+def _one_experiment(given: Any) -> Any:
+    """``run_or_experiment``'s ``Experiment`` (a list of one too), or None for a trainable."""
+    from actors._driver.experiments import Experiment
+
+    if isinstance(given, list | tuple):
+        if len(given) == 1 and isinstance(given[0], Experiment):
+            return given[0]
+        _refuse("run_or_experiment", "audition runs one experiment per run (Ray runs a list together, sharing "
+                "one scheduler and search algorithm); call run_experiments(experiments, concurrent=False) to "
+                "run them one after the other, or run(...) once per experiment")
+    return given if isinstance(given, Experiment) else None
 
 
 def _resume_choices(resume: Any) -> tuple[bool, bool, bool] | None:
@@ -102,7 +110,7 @@ def _checkpointing(checkpoint_config: CheckpointConfig | None, keep_checkpoints_
     return cc
 
 
-def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None = None, metric: str | None = None,
+def run(run_or_experiment: Callable[..., Any] | type | str | Any, *, name: str | None = None, metric: str | None = None,
         mode: str | None = None, stop: Mapping[str, Any] | Callable[..., Any] | Any = None,
         time_budget_s: float | datetime.timedelta | None = None, config: dict[str, Any] | None = None,
         resources_per_trial: Mapping[str, float] | None = None, num_samples: int = 1,
@@ -124,7 +132,14 @@ def run(run_or_experiment: Callable[..., Any] | type | str, *, name: str | None 
     TERMINATED, unless ``raise_on_failed_trial=False`` (as Ray)."""
     from actors._driver.tuner import Tuner
 
-    _check_trainable_arg(run_or_experiment)
+    experiment = _one_experiment(run_or_experiment)
+    if experiment is not None:  # as Ray: the experiment's own settings, not run()'s arguments of those names
+        given = experiment.run_kwargs()
+        (name, stop, time_budget_s, config, resources_per_trial, num_samples, storage_path, sync_config,
+         checkpoint_config, trial_name_creator, trial_dirname_creator, log_to_file, max_failures) = (
+            given[k] for k in RUN_ARGS[:-1])
+        storage_options = given["storage_options"] if given["storage_options"] is not None else storage_options
+        run_or_experiment = experiment.run
     if local_dir is not None:
         _refuse("local_dir", "removed from Ray Tune (2.60 raises too); use storage_path=...")
     if chdir_to_trial_dir is not _UNSET:

@@ -8,7 +8,7 @@ from numbers import Real
 from typing import Any
 
 from actors._engine.flat import lookup
-from actors.stoppers._base import FunctionStopper, Stopper
+from actors.stoppers._base import CombinedStopper, FunctionStopper, Stopper
 
 log = logging.getLogger("audition")
 
@@ -69,11 +69,11 @@ class DictStopper(Stopper):
 
 
 def make_stopper(
-    stop: Mapping[str, Any] | Callable[[str, dict[str, Any]], bool] | Stopper | None,
+    stop: Mapping[str, Any] | Callable[[str, dict[str, Any]], bool] | Stopper | list[Stopper] | None,
 ) -> Stopper | None:
     """Normalise the ``stop=`` argument: a dict becomes a :class:`DictStopper`, a function
-    a :class:`FunctionStopper`; a :class:`Stopper` is returned as is; ``None`` or ``{}``
-    mean no stopper."""
+    a :class:`FunctionStopper`, a list of Stoppers their :class:`CombinedStopper`; a :class:`Stopper`
+    is returned as is; ``None``, ``{}`` or ``[]`` mean no stopper."""
     if stop is None:
         return None
     if isinstance(stop, Stopper):
@@ -84,6 +84,14 @@ def make_stopper(
         )
     if isinstance(stop, Mapping):
         return DictStopper(stop) if stop else None
+    if isinstance(stop, list):  # as Ray: a list of Stoppers stops when any of them does
+        if not stop:
+            return None
+        bad = [type(s).__name__ for s in stop if not isinstance(s, Stopper)]
+        if bad:
+            raise TypeError(f"a list given as stop must hold Stopper instances only (as in Ray Tune); it holds "
+                            f"{', '.join(bad)}: combine dict criteria into one dict, or make them Stoppers")
+        return CombinedStopper(*stop)
     if callable(stop) and FunctionStopper.is_valid_function(stop):  # (one with stop_all is refused, as Ray)
         return FunctionStopper(stop)
     raise TypeError(
