@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "JsonLoggerCallback": "actors._driver.loggers",
     "CSVLoggerCallback": "actors._driver.loggers",
     "TBXLoggerCallback": "actors._driver.loggers",
+    "pretty_print": "actors._driver.pretty",
     # Ray Tune's classic API: tune.run(...) -> ExperimentAnalysis, a layer over Tuner.fit()
     "run": "actors._driver.classic",
     "run_experiments": "actors._driver.experiments",
