@@ -17,7 +17,7 @@ class _Fallback(json.JSONEncoder):
 
     def default(self, value: Any) -> Any:
         try:
-            if type(value).__module__ == "numpy" and hasattr(value, "tolist") and getattr(value, "ndim", 0):
+            if type(value).__module__ == "numpy" and type(value).__name__ == "ndarray":
                 return value.tolist()
             if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
                 return bool(value)
