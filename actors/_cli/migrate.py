@@ -52,6 +52,8 @@ MODULES: dict[str, str] = {
     "ray.tune.experiment": "actors.experiment",  # Trial, in plugins
     "ray.tune.experiment.trial": "actors.experiment",
     "ray.tune.utils.mock_trainable": "actors.mock_trainable",
+    "ray.tune.utils": "actors.utils",  # validate_save_restore, flatten_dict, ...
+    "ray.tune.utils.util": "actors.utils",
     "ray.tune.execution.placement_groups": "actors",  # PlacementGroupFactory
     "ray.tune.integration.xgboost": "actors.integration.xgboost",
     "ray.tune.integration.lightgbm": "actors.integration.lightgbm",
