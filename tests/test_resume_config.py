@@ -205,3 +205,21 @@ def test_a_restart_keeps_the_old_trials_directory_on_every_backend(store, storag
     fs, root = fsspec.core.url_to_fs(first.experiment_path, **options)
     names = {n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(root, detail=False)}
     assert {os.path.basename(r.path) for r in [*first, new]} <= names  # the old errored one's too
+
+
+def _refuses_new_ids(trial: Any) -> str:
+    if "_" not in trial.trial_id:
+        raise RuntimeError("no name for a restarted trial")
+    return f"n_{trial.trial_id}"
+
+
+def test_a_name_creator_failing_for_a_restarted_trial_ends_the_run_naming_it(storage_dir, no_leaks):
+    from actors import RunConfig, TuneConfig
+    from actors.search import grid_search
+
+    first = Tuner(D.broken, param_space={"x": grid_search([1.0, 2.0])},
+                  tune_config=TuneConfig(metric="loss", mode="min", trial_name_creator=_refuses_new_ids),
+                  run_config=RunConfig(name=D.NAME, storage=storage_dir, system="simple", verbose=0)).fit()
+    with pytest.raises(Exception, match="trial_name_creator.*no name for a restarted trial") as info:
+        Tuner.restore(first.experiment_path, D.fixed, restart_errored=True).fit()
+    assert "Traceback" not in str(info.value)

@@ -219,9 +219,12 @@ class ExperimentCore:
         self.started_at = self.now
         try:
             self.store, table, src = self.open_store(spec), self.table, self.source
-            src.restored(self.io.restore_into(table, spec.searcher), table.trials.values(), start, self.now)
+            problem = src.restored(self.io.restore_into(table, spec.searcher), table.trials.values(), start, self.now)
         except Exception as exc:
             self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
+            return
+        if problem is not None:
+            self._finish(problem)
             return
         if spec.multi_host:
             self.out.append(WatchMembers())

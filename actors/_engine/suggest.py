@@ -50,9 +50,10 @@ class TrialSource:
         self.utc_offset_s = 0  # local time's, when the experiment started
 
     def restored(self, suggested: int, trials: Iterable[TrialRecord], start: Start | None = None,
-                 now: float = 0.0) -> None:
+                 now: float = 0.0) -> str | None:
         """The store was opened: ``suggested`` trials were drawn before (0 on a first run). ``start``
-        (handled at ``now``) has the wall clock, which dates trial directories."""
+        (handled at ``now``) has the wall clock, which dates trial directories. Returns the reason the
+        experiment must stop (a name creator that fails for a trial the restore restarted), or None."""
         s = self.spec
         self.suggested = suggested
         if start is not None:
@@ -65,7 +66,8 @@ class TrialSource:
             if rec.name is None and rec.dirname is None and not rec.opened and not rec.status.is_finished:
                 problem = self._namer.apply(rec)  # a trial the restore restarted: Ray's reset() names it anew
                 if problem is not None:
-                    raise ValueError(problem)
+                    return problem
+        return None
 
     def _tag(self, rec: TrialRecord) -> None:
         """Ray's ``experiment_tag``, from the config the trial was drawn with (the driver's callbacks
