@@ -19,7 +19,8 @@ from typing import Any
 from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import check_mode
 from actors._driver.errors import ConfigError
-from actors._driver.result_grid import UNANALYSED, Result, ResultGrid, metric_statistics
+from actors._driver.metric_analysis import UNANALYSED, analysed
+from actors._driver.result_grid import Result, ResultGrid, metric_statistics
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import TrialSnapshot
 
@@ -43,16 +44,14 @@ class Trial(TrialSnapshot):
     def metric_analysis(self) -> dict[str, dict[str, float]]:
         """Ray's ``Trial.metric_analysis``: for each numeric result key (bools too; nested ones as
         ``a/b``; not ``config``, ``trial_id``, ``date``, ``timestamp``, ``pid``, ``hostname``,
-        ``node_ip``) its max, min, avg, last, last-5-avg and last-10-avg over the trial's history,
-        keys in the order Ray's ``flatten_dict`` first met them."""
-        if self.result is None:
-            return {}
-        keys: dict[str, None] = {}
-        for row in self.result.metrics_history:
-            kept = {k: v for k, v in row.items() if k not in UNANALYSED}
-            keys.update((k, None) for k, v in flatten(kept).items() if isinstance(v, numbers.Real))
-        out = {k: metric_statistics(self.result, k) for k in keys}
-        return {k: v for k, v in out.items() if v is not None}
+        ``node_ip``) its max, min, avg, last and last-5/10-avg over the trial's history, keys in the order
+        Ray's ``flatten_dict`` first met them."""
+        return {} if self.result is None else analysed(self.result.metrics_history).analysis
+
+    @property
+    def metric_n_steps(self) -> dict[str, dict[str, Any]]:
+        """Ray's ``Trial.metric_n_steps``: per metric, the last 5 and 10 values (``{"5": deque, "10": deque}``)."""
+        return {} if self.result is None else analysed(self.result.metrics_history).windows
 
     @property
     def error(self) -> Exception | None:

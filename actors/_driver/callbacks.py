@@ -15,9 +15,10 @@ import logging
 import posixpath
 from abc import ABC
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from actors._driver.metric_analysis import MetricAnalysis
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.sequencer import Sequencer
 from actors._engine.trial import Paths, TagPaths, TrialDescription, TrialSnapshot, TrialStatus, tag_of
@@ -28,6 +29,21 @@ if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
 
 log = logging.getLogger("audition")
+
+
+@dataclass(frozen=True, eq=False)
+class CallbackTrial(TrialSnapshot):
+    """A trial as callbacks get it: the snapshot, plus Ray's ``metric_analysis`` (each numeric result key's
+    max, min, avg, last, last-5-avg, last-10-avg) and ``metric_n_steps`` (the last 5 and 10 values) over
+    the results the trial reported before this hook, as Ray's ``Trial`` holds them then. After
+    ``Tuner.restore``, a restored trial's count starts from its saved last result (Ray restores its
+    whole analysis with the experiment state)."""
+
+    metric_analysis: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    metric_n_steps: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+
+
+_SNAPSHOT_FIELDS = tuple(f.name for f in fields(TrialSnapshot))
 
 
 class Callback(ABC):  # noqa: B024 - every hook is optional
@@ -135,6 +151,7 @@ class CallbackDispatcher:
         self.storage_options: dict[str, Any] = {}
         self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
         self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
+        self.analyses: dict[str, MetricAnalysis] = {}  # trial id -> Ray's metric_analysis of its results so far
         self.looked_up: set[tuple[str, int]] = set()  # (trial id, iteration) of resumed checkpoints sought
         from actors._driver.checkpoint import committed_at
 
@@ -156,13 +173,21 @@ class CallbackDispatcher:
         ``checkpoint`` (the latest one a ``CHECKPOINT`` event announced), and the tag as the last key
         of a reported ``last_result`` (Ray's ``Trial.update_last_result`` adds it)."""
         if self.experiment_path is None:
-            return snap
+            return self._analysed(snap)
         tag = self.tags.get(snap.trial_id)
         if tag is None:
             tag = self.tags[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.description.tag_paths)
         now = snap.experiment_tag or tag[0]  # the controller's (a PBT exploit's perturbed one), else worked out
-        return replace(self.description.described(snap, tag[1]), experiment_tag=now,
-                       checkpoint=self.latest.get(snap.trial_id), last_result=tagged(snap.last_result, now))
+        return self._analysed(replace(self.description.described(snap, tag[1]), experiment_tag=now,
+                                      checkpoint=self.latest.get(snap.trial_id),
+                                      last_result=tagged(snap.last_result, now)))
+
+    def _analysed(self, snap: TrialSnapshot) -> CallbackTrial:
+        """``snap`` with the trial's ``metric_analysis`` and ``metric_n_steps`` as they are now."""
+        found = self.analyses.get(snap.trial_id)
+        analysis, n_steps = found.copied() if found is not None else ({}, {})
+        return CallbackTrial(**{name: getattr(snap, name) for name in _SNAPSHOT_FIELDS}, metric_analysis=analysis,
+                             metric_n_steps=n_steps)
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
         return str(self.description.path(snap))
@@ -212,6 +237,8 @@ class CallbackDispatcher:
             if ck and snap.status.is_finished and self.experiment_path is not None:
                 uri = f"{self._trial_path(snap)}/{posixpath.basename(str(ck['path']).rstrip('/'))}"
                 self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
+            if TRAINING_ITERATION in snap.last_result:  # (its analysis restarts from its saved last result)
+                self.analyses.setdefault(snap.trial_id, MetricAnalysis()).update(snap.last_result)
             self.trials[snap.trial_id] = self._as_ray_trial(snap)
 
     def _final(self, summaries: Iterable[TrialSummary]) -> None:
@@ -317,9 +344,10 @@ class CallbackDispatcher:
             # the status the trial has once the hook ran (an end checkpoint's trial is still RUNNING for
             # Ray until on_trial_complete, which makes it TERMINATED)
             self.trials[after.trial_id] = replace(after, checkpoint=snap.checkpoint)
-        if ev.kind is EventType.RESULT:
-            self.trials[snap.trial_id] = replace(self.trials[snap.trial_id],
-                                                 last_result=tagged(result, after.experiment_tag))
+        if ev.kind is EventType.RESULT:  # Ray's update_last_result, after the callbacks (which may change it)
+            last = tagged(result, after.experiment_tag)
+            self.analyses.setdefault(snap.trial_id, MetricAnalysis()).update(last)
+            self.trials[snap.trial_id] = self._analysed(replace(self.trials[snap.trial_id], last_result=last))
             self._answer(ev, result)
 
     def _saved(self, trial: TrialSnapshot) -> None:
@@ -366,4 +394,4 @@ def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | Non
     return snap
 
 
-__all__ = ["Callback", "CallbackDispatcher"]
+__all__ = ["Callback", "CallbackDispatcher", "CallbackTrial"]

@@ -17,6 +17,7 @@ from typing import Any
 from actors._driver.checkpoint import Checkpoint, filesystem_name
 from actors._driver.config import CheckpointConfig, check_mode
 from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, trial_error
+from actors._driver.metric_analysis import UNANALYSED, MetricAnalysis
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import Paths, TagPaths, TrialStatus, tag_of
 from actors.messages import TrialSummary
@@ -291,36 +292,18 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real)
 
 
-UNANALYSED = frozenset({"trial_id", "experiment_id", "date", "timestamp", "pid", "hostname", "node_ip", "config"})
-"""Result keys Ray 2.60 keeps out of ``metric_analysis`` (its ``DEBUG_METRICS``)."""
-
-
 def metric_statistics(r: Result, metric: str) -> dict[str, float] | None:
     """Ray Tune's per-trial ``metric_analysis`` of ``metric`` over the trial's results: max, min,
     avg (weighted by ``training_iteration``), last, last-5-avg, last-10-avg; None if no result holds a
-    number there. Updated result by result with Ray 2.60's arithmetic (``update_metric``), so a NaN
-    gives Ray's values: ``max(value, best)`` keeps a new NaN and drops it at the next number."""
+    number there (or Ray leaves the key out of its analysis: no trial is best by it)."""
     if metric.split("/", 1)[0] in UNANALYSED:
-        return None  # Ray leaves these keys out of its analysis: no trial is best by them
-    stats: dict[str, Any] | None = None
-    window: list[Any] = []
+        return None
+    stats = MetricAnalysis()
     for row in r.metrics_history:
         value = lookup(row, metric)
-        if not _is_number(value):
-            continue
-        window.append(value)
-        if stats is None:
-            stats = {"max": value, "min": value, "avg": value, "last": value,
-                     "last-5-avg": value, "last-10-avg": value}
-            continue
-        step = row.get("training_iteration") or 1
-        stats["max"] = max(value, stats["max"])
-        stats["min"] = min(value, stats["min"])
-        stats["avg"] = 1 / step * (value + (step - 1) * stats["avg"])
-        stats["last"] = value
-        stats["last-5-avg"] = sum(window[-5:]) / len(window[-5:])
-        stats["last-10-avg"] = sum(window[-10:]) / len(window[-10:])
-    return stats
+        if _is_number(value):
+            stats.add(metric, value, row.get("training_iteration"))
+    return stats.analysis.get(metric)
 
 
 def grid_of(trials: Iterable[TrialSummary], ctx: Any, name: str, metric: str | None, mode: str | None,
