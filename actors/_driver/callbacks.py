@@ -15,10 +15,10 @@ import logging
 import posixpath
 from abc import ABC
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from actors._driver.metric_analysis import MetricAnalysis
+from actors._driver.metric_analysis import SNAPSHOT_FIELDS, CallbackTrial, MetricAnalysis
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.sequencer import Sequencer
 from actors._engine.trial import Paths, TagPaths, TrialDescription, TrialSnapshot, TrialStatus, tag_of
@@ -29,21 +29,6 @@ if TYPE_CHECKING:
     from actors._driver.checkpoint import Checkpoint
 
 log = logging.getLogger("audition")
-
-
-@dataclass(frozen=True, eq=False)
-class CallbackTrial(TrialSnapshot):
-    """A trial as callbacks get it: the snapshot, plus Ray's ``metric_analysis`` (each numeric result key's
-    max, min, avg, last, last-5-avg, last-10-avg) and ``metric_n_steps`` (the last 5 and 10 values) over
-    the results the trial reported before this hook, as Ray's ``Trial`` holds them then. After
-    ``Tuner.restore``, a restored trial's count starts from its saved last result (Ray restores its
-    whole analysis with the experiment state)."""
-
-    metric_analysis: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
-    metric_n_steps: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
-
-
-_SNAPSHOT_FIELDS = tuple(f.name for f in fields(TrialSnapshot))
 
 
 class Callback(ABC):  # noqa: B024 - every hook is optional
@@ -152,6 +137,8 @@ class CallbackDispatcher:
         self.tags: dict[str, tuple[str, dict[str, Any]]] = {}  # trial id -> (experiment_tag, evaluated_params)
         self.latest: dict[str, Any] = {}  # trial id -> its latest checkpoint (an actors.Checkpoint)
         self.analyses: dict[str, MetricAnalysis] = {}  # trial id -> Ray's metric_analysis of its results so far
+        # trial id -> (metric_analysis, metric_n_steps) as its snapshots carry them: copied once per result
+        self.analysis_views: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.looked_up: set[tuple[str, int]] = set()  # (trial id, iteration) of resumed checkpoints sought
         from actors._driver.checkpoint import committed_at
 
@@ -184,10 +171,14 @@ class CallbackDispatcher:
 
     def _analysed(self, snap: TrialSnapshot) -> CallbackTrial:
         """``snap`` with the trial's ``metric_analysis`` and ``metric_n_steps`` as they are now."""
-        found = self.analyses.get(snap.trial_id)
-        analysis, n_steps = found.copied() if found is not None else ({}, {})
-        return CallbackTrial(**{name: getattr(snap, name) for name in _SNAPSHOT_FIELDS}, metric_analysis=analysis,
+        analysis, n_steps = self.analysis_views.get(snap.trial_id) or ({}, {})
+        return CallbackTrial(**{name: getattr(snap, name) for name in SNAPSHOT_FIELDS}, metric_analysis=analysis,
                              metric_n_steps=n_steps)
+
+    def _analyse(self, trial_id: str, result: dict[str, Any]) -> None:
+        found = self.analyses.setdefault(trial_id, MetricAnalysis())
+        found.update(result)
+        self.analysis_views[trial_id] = found.copied()
 
     def _trial_path(self, snap: TrialSnapshot) -> str:
         return str(self.description.path(snap))
@@ -238,7 +229,7 @@ class CallbackDispatcher:
                 uri = f"{self._trial_path(snap)}/{posixpath.basename(str(ck['path']).rstrip('/'))}"
                 self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
             if TRAINING_ITERATION in snap.last_result:  # (its analysis restarts from its saved last result)
-                self.analyses.setdefault(snap.trial_id, MetricAnalysis()).update(snap.last_result)
+                self._analyse(snap.trial_id, snap.last_result)
             self.trials[snap.trial_id] = self._as_ray_trial(snap)
 
     def _final(self, summaries: Iterable[TrialSummary]) -> None:
@@ -346,7 +337,7 @@ class CallbackDispatcher:
             self.trials[after.trial_id] = replace(after, checkpoint=snap.checkpoint)
         if ev.kind is EventType.RESULT:  # Ray's update_last_result, after the callbacks (which may change it)
             last = tagged(result, after.experiment_tag)
-            self.analyses.setdefault(snap.trial_id, MetricAnalysis()).update(last)
+            self._analyse(snap.trial_id, last)
             self.trials[snap.trial_id] = self._analysed(replace(self.trials[snap.trial_id], last_result=last))
             self._answer(ev, result)
 
@@ -394,4 +385,4 @@ def _as_ray_sees(kind: EventType, snap: TrialSnapshot, prev: TrialSnapshot | Non
     return snap
 
 
-__all__ = ["Callback", "CallbackDispatcher", "CallbackTrial"]
+__all__ = ["Callback", "CallbackDispatcher"]
