@@ -1,4 +1,5 @@
-"""Callbacks' ``trial.metric_analysis`` and ``trial.metric_n_steps``, as Ray 2.60's ``Trial`` holds them in each hook.
+"""Callbacks' ``trial.metric_analysis``, ``metric_n_steps`` and ``has_reported_at_least_once``, as Ray 2.60's
+``Trial`` holds them in each hook.
 
 ``tests/data/ray_callback_metric_analysis.json`` was recorded from Ray 2.60 running this file's ``train`` and
 ``Rec`` (a grid of two trials one at a time; the second fails once after its checkpoint of step 6 and is
@@ -42,7 +43,7 @@ class Rec(Callback):
 
     def _ma(self, trial: Any) -> Any:  # copies: a Ray trial's analysis changes in place afterwards
         ma = trial.metric_analysis
-        return ({k: dict(ma[k]) for k in KEEP if k in ma}, sorted(ma),
+        return (trial.has_reported_at_least_once, {k: dict(ma[k]) for k in KEEP if k in ma}, sorted(ma),
                 {k: {n: list(v) for n, v in trial.metric_n_steps[k].items()} for k in ("loss",)
                  if k in trial.metric_n_steps})
 

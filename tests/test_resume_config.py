@@ -220,6 +220,6 @@ def test_a_name_creator_failing_for_a_restarted_trial_ends_the_run_naming_it(sto
     first = Tuner(D.broken, param_space={"x": grid_search([1.0, 2.0])},
                   tune_config=TuneConfig(metric="loss", mode="min", trial_name_creator=_refuses_new_ids),
                   run_config=RunConfig(name=D.NAME, storage=storage_dir, system="simple", verbose=0)).fit()
-    with pytest.raises(Exception, match="trial_name_creator.*no name for a restarted trial") as info:
+    with pytest.raises(Exception, match=r"trial_name_creator.*no name for a restarted trial") as info:
         Tuner.restore(first.experiment_path, D.fixed, restart_errored=True).fit()
     assert "Traceback" not in str(info.value)

@@ -102,6 +102,11 @@ class TrialSnapshot:
         return it is not None and (not isinstance(seen, int) or it <= seen)
 
     @property
+    def has_reported_at_least_once(self) -> bool:
+        """Ray's: whether the trial's last result is one it reported (in a result's hooks: an earlier one)."""
+        return "training_iteration" in self.last_result
+
+    @property
     def node_ip(self) -> str | None:
         """Ray's: the address of the machine the trial last reported from; None before its first result's
         hooks ran (Ray learns it from that result)."""
