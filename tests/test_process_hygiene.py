@@ -35,9 +35,12 @@ def running_driver(tmp_path):
     proc = subprocess.Popen([sys.executable, SCRIPT, storage], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        # (result.json is created empty when a trial starts, as Ray's: wait for a row)
-        wait_for(lambda: any(os.path.getsize(p) for p in glob.glob(f"{storage}/long/*/result.json")), 30,
-                 "the first results")
+        # (result.json is created empty when a trial starts, as Ray's: wait for a row of each of the two trials,
+        # which the tests expect in the state the interrupt writes; on a loaded machine the second starts late)
+        def both_reported() -> bool:
+            files = glob.glob(f"{storage}/long/*/result.json")
+            return len(files) == 2 and all(os.path.getsize(p) for p in files)
+        wait_for(both_reported, 30, "the first results of both trials")
         yield proc, storage
     finally:
         for p in [proc, *_family(storage)]:

@@ -135,12 +135,23 @@ def with_filled_keys(searched: Any, searcher: Any, param_space: dict[str, Any] |
     return TagPaths(searched, (), keys)
 
 
+def _innermost(searcher: Any) -> Any:
+    while hasattr(searcher, "searcher"):
+        searcher = searcher.searcher
+    return searcher
+
+
 def capture_driver_stream(searcher: Any) -> None:
-    """At ``fit()``: the generator takes numpy's global state from the driver (``numpy.random.seed``
-    in the script), since it draws in the controller, which may be another process."""
+    """At ``fit()``: the generator (or a searcher that draws from numpy's global stream, as ZOOpt's does)
+    takes numpy's global state from the driver (``numpy.random.seed`` in the script), since it draws in the
+    controller, which may be another process."""
     generator = _default_generator(searcher)
     if generator is not None:
         generator.capture_driver_stream()
+        return
+    inner = _innermost(searcher)
+    if callable(getattr(inner, "capture_driver_stream", None)):
+        inner.capture_driver_stream()
 
 
 def seed_driver_stream(searcher: Any, seed: int) -> None:
@@ -172,7 +183,14 @@ def hand_back_driver_stream(searcher: Any, saved: Any, *, streams: bool) -> None
     except Exception:  # a searcher of the user's whose restore() fails: the run's results stand
         log.warning("%s.restore() failed on the run's final state; the searcher object in this script keeps "
                     "the state it had before fit()", type(searcher).__name__, exc_info=True)
-    if not streams or _default_generator(searcher) is None:
+    if not streams:
+        return
+    if _default_generator(searcher) is None:  # a searcher that drew from numpy's stream taken at fit(): it goes on
+        handed = getattr(_innermost(searcher), "driver_stream", None)
+        np = numpy_or_none()
+        state = handed() if callable(handed) else None
+        if state is not None and np is not None:
+            np.random.set_state(state)
         return
     drawn = inner_state(saved, "BasicVariantGenerator")
     if drawn is None:

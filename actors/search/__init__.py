@@ -3,7 +3,8 @@
 Importing this package is cheap (no thespian, no optuna): trial and scheduler
 actors import it to resolve configs.  Optuna is loaded only when an
 :class:`OptunaSearch` is created,
-HyperOpt only when a :class:`HyperOptSearch` is, bayes_opt when a :class:`BayesOptSearch` is.
+HyperOpt only when a :class:`HyperOptSearch` is, bayes_opt when a :class:`BayesOptSearch` is, zoopt when a
+:class:`ZOOptSearch` is.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from actors.search._searcher import Searcher, SearcherSignal
 from actors.search._space import ConfigView, Spec, validate_param_space
 from actors.search._variant import BasicVariantGenerator
 from actors.search._wrappers import ConcurrencyLimiter, Repeater
+from actors.search._zoopt import ZOOptSearch
 
 __all__ = [
     "BasicVariantGenerator",
@@ -52,6 +54,7 @@ __all__ = [
     "Searcher",
     "SearcherSignal",
     "Spec",
+    "ZOOptSearch",
     "choice",
     "create_searcher",
     "grid_search",
