@@ -6,8 +6,8 @@ numpy's global stream; Ray's searcher runs in the driver, where the script's ``n
 that stream. audition's runs in the controller, so the searcher takes the driver's stream at ``fit()``,
 draws from it around each zoopt call, and hands it back after the run (as the default generator does).
 Differences, on purpose: bad arguments are ``ValueError``s naming the fix (Ray: ``AssertionError``); a
-searcher returning no configuration while no trial runs ends the run with that message (Ray waits forever:
-zoopt's initial phase never resumes under ``max_concurrent_trials=1``).
+searcher returning no configuration while no trial runs ends the run with that message (zoopt's initial phase
+never resumes under ``max_concurrent_trials=1``: Ray 2.60 was still waiting after two minutes).
 """
 
 from __future__ import annotations
