@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     errored.add_argument("--resume-errored", action="store_true",
                          help="run trials that ended in ERROR again, from their latest checkpoint")
     errored.add_argument("--restart-errored", action="store_true",
-                         help="run trials that ended in ERROR again, from scratch")
+                         help="run trials that ended in ERROR again from scratch, as new trials (new ids and "
+                         "directories, as Ray's; the old directories are kept)")
     r.add_argument("--no-resume-unfinished", action="store_true",
                    help="end RUNNING, PENDING and PAUSED trials as TERMINATED instead of continuing them")
     r.add_argument("--json", action="store_true", help="print the final trial table as JSON")

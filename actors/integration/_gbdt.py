@@ -33,6 +33,14 @@ def dash_flat(log: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+class RemovedCallback:
+    """Ray's removed ``TuneReportCallback`` of a module: constructing it raises, naming its replacement."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise DeprecationWarning("`TuneReportCallback` is deprecated. Use "
+                                 f"`{cls.__module__}.TuneReportCheckpointCallback` instead.")
+
+
 class ReportSettings:
     """The arguments both callbacks take, as Ray's: ``metrics`` (a key, a list of keys, or a dict of
     reported name -> library key; None: every key), ``filename`` of the saved booster, ``frequency``
@@ -73,4 +81,4 @@ class ReportSettings:
             report(metrics, checkpoint=Checkpoint.from_directory(tmp))
 
 
-__all__ = ["Metrics", "PostProcess", "ReportSettings", "dash_flat", "needs"]
+__all__ = ["Metrics", "PostProcess", "RemovedCallback", "ReportSettings", "dash_flat", "needs"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from actors.integration._gbdt import Metrics, PostProcess, ReportSettings, dash_flat, needs
+from actors.integration._gbdt import Metrics, PostProcess, RemovedCallback, ReportSettings, dash_flat, needs
 
 try:
     from lightgbm import Booster
@@ -60,12 +60,8 @@ class RayTrainReportCallback(TuneReportCheckpointCallback):
     """Ray Train's name for the same callback (``ray.train.lightgbm``); in a trainable it reports the same."""
 
 
-class TuneReportCallback:
+class TuneReportCallback(RemovedCallback):
     """Removed in Ray Tune 2.x: constructing it raises, as in Ray 2.60."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise DeprecationWarning("`TuneReportCallback` is deprecated. Use "
-                                 "`actors.integration.lightgbm.TuneReportCheckpointCallback` instead.")
 
 
 __all__ = ["RayTrainReportCallback", "TuneReportCallback", "TuneReportCheckpointCallback"]

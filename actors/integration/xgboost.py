@@ -13,7 +13,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from actors.integration._gbdt import Metrics, PostProcess, ReportSettings, dash_flat, needs
+from actors.integration._gbdt import Metrics, PostProcess, RemovedCallback, ReportSettings, dash_flat, needs
 
 try:
     from xgboost.callback import TrainingCallback
@@ -75,12 +75,8 @@ class RayTrainReportCallback(TuneReportCheckpointCallback):
     """Ray Train's name for the same callback (``ray.train.xgboost``); in a trainable it reports the same."""
 
 
-class TuneReportCallback:
+class TuneReportCallback(RemovedCallback):
     """Removed in Ray Tune 2.x: constructing it raises, as in Ray 2.60."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise DeprecationWarning("`TuneReportCallback` is deprecated. Use "
-                                 "`actors.integration.xgboost.TuneReportCheckpointCallback` instead.")
 
 
 __all__ = ["RayTrainReportCallback", "TuneReportCallback", "TuneReportCheckpointCallback"]
