@@ -361,11 +361,11 @@ def test_num_samples_minus_one_samples_until_the_time_budget_ends_the_run(storag
     for how in ("run", "Tuner"):
         if how == "run":
             trials = [(t.status, t.last_result) for t in simple(
-                run_or_experiment=curve, config={"q": tune.uniform(0, 1)}, num_samples=-1, time_budget_s=1.5,
+                run_or_experiment=curve, config={"q": tune.uniform(0, 1)}, num_samples=-1, time_budget_s=0.6,
                 storage_path=storage_dir, name="forever").trials]
         else:
             grid = Tuner(curve, param_space={"q": tune.uniform(0, 1)},
-                         tune_config=TuneConfig(num_samples=-1, time_budget_s=1.5),
+                         tune_config=TuneConfig(num_samples=-1, time_budget_s=0.6),
                          run_config=RunConfig(storage=storage_dir, name="forever2", system="simple", verbose=0)).fit()
             trials = [(r.status, r.metrics) for r in grid]
         ran = [last for _, last in trials if "training_iteration" in last]
