@@ -552,13 +552,16 @@ def test_the_scripts_stopper_holds_its_final_saved_state_after_fit(tmp_path: Pat
 class ErrorFileSeen(Callback):
     def __init__(self) -> None:
         self.seen: list[tuple[str, bool, str]] = []
+        self.texts: list[str | None] = []  # trial.get_error() in each hook
 
     def on_trial_error(self, iteration: int, trials: Any, trial: Any, **info: Any) -> None:
         path = trial.error_file
         self.seen.append((os.path.basename(path), os.path.exists(path), open(path).read().splitlines()[0]))
+        self.texts.append(trial.get_error())
 
     def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any], **info: Any) -> None:
         self.seen.append(("result", trial.error_file is None, ""))  # (a hook's own exception is only logged)
+        self.texts.append(trial.get_error())
 
 
 def fails_after_one(config: dict[str, Any]) -> None:
@@ -568,7 +571,8 @@ def fails_after_one(config: dict[str, Any]) -> None:
 
 def test_a_callback_finds_the_failed_trials_error_file_as_in_ray(tmp_path: Path) -> None:
     """Recorded from Ray 2.60: in on_trial_error, trial.error_file is an existing error.txt (Ray's in its
-    driver's staging directory; audition's in the trial's directory); None for a trial not in ERROR."""
+    driver's staging directory; audition's in the trial's directory) and trial.get_error() its text; None for
+    a trial not in ERROR."""
     from actors._engine.trial import ERROR_FILE
     from storage._layout import ERROR_NAME
 
@@ -577,3 +581,6 @@ def test_a_callback_finds_the_failed_trials_error_file_as_in_ray(tmp_path: Path)
     Tuner(fails_after_one, run_config=RunConfig(storage=str(tmp_path), verbose=0, system="simple",
                                                 callbacks=[cb])).fit()
     assert cb.seen == [("result", True, ""), ("error.txt", True, "ValueError: bad x")]
+    # Ray's get_error(): the error file's text (audition's: the error and its traceback), None without one
+    assert cb.texts[0] is None and cb.texts[1] is not None
+    assert cb.texts[1].startswith("ValueError: bad x") and 'raise ValueError("bad x")' in cb.texts[1]

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from actors._driver.metric_analysis import SNAPSHOT_FIELDS, CallbackTrial, MetricAnalysis
+from actors._driver.callback_trial import SNAPSHOT_FIELDS, CallbackTrial
+from actors._driver.metric_analysis import MetricAnalysis
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.sequencer import Sequencer
 from actors._engine.trial import Paths, TagPaths, TrialDescription, TrialSnapshot, TrialStatus, tag_of
@@ -173,7 +174,7 @@ class CallbackDispatcher:
         """``snap`` with the trial's ``metric_analysis`` and ``metric_n_steps`` as they are now."""
         analysis, n_steps = self.analysis_views.get(snap.trial_id) or ({}, {})
         return CallbackTrial(**{name: getattr(snap, name) for name in SNAPSHOT_FIELDS}, metric_analysis=analysis,
-                             metric_n_steps=n_steps)
+                             metric_n_steps=n_steps, storage_options=self.storage_options)
 
     def _analyse(self, trial_id: str, result: dict[str, Any]) -> None:
         found = self.analyses.setdefault(trial_id, MetricAnalysis())

@@ -10,11 +10,9 @@ from __future__ import annotations
 import numbers
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 from actors._engine.flat import flatten
-from actors._engine.trial import TrialSnapshot
 
 N_STEPS = (5, 10)  # Ray's: the last-5-avg and last-10-avg windows
 UNANALYSED = frozenset({"trial_id", "experiment_id", "date", "timestamp", "pid", "hostname", "node_ip", "config"})
@@ -62,21 +60,6 @@ class MetricAnalysis:
                 {m: {n: deque(w, maxlen=w.maxlen) for n, w in ws.items()} for m, ws in self.windows.items()})
 
 
-@dataclass(frozen=True, eq=False)
-class CallbackTrial(TrialSnapshot):
-    """A trial as callbacks get it: the snapshot, plus Ray's ``metric_analysis`` (each numeric result key's
-    max, min, avg, last, last-5-avg, last-10-avg) and ``metric_n_steps`` (the last 5 and 10 values) over
-    the results the trial reported before this hook, as Ray's ``Trial`` holds them then. After
-    ``Tuner.restore``, a restored trial's count starts from its saved last result (Ray restores its
-    whole analysis with the experiment state)."""
-
-    metric_analysis: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
-    metric_n_steps: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
-
-
-SNAPSHOT_FIELDS = tuple(f.name for f in fields(TrialSnapshot))
-
-
 def analysed(rows: Iterable[Mapping[str, Any]]) -> MetricAnalysis:
     """The analysis of a history, oldest row first."""
     out = MetricAnalysis()
@@ -85,4 +68,4 @@ def analysed(rows: Iterable[Mapping[str, Any]]) -> MetricAnalysis:
     return out
 
 
-__all__ = ["N_STEPS", "SNAPSHOT_FIELDS", "UNANALYSED", "CallbackTrial", "MetricAnalysis", "analysed"]
+__all__ = ["N_STEPS", "UNANALYSED", "MetricAnalysis", "analysed"]
