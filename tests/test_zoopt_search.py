@@ -70,7 +70,8 @@ def test_a_restored_searcher_suggests_what_the_original_would() -> None:
     for i, config in enumerate(first):
         for s in (a, b):
             s.on_trial_complete(f"t{i}", {"loss": float(config["x"])})
-    assert [a.suggest(f"u{i}") for i in range(4)] == [b.suggest(f"u{i}") for i in range(4)]
+    after = [a.suggest(f"u{i}") for i in range(4)]
+    assert after == [b.suggest(f"u{i}") for i in range(4)] and isinstance(after[0], dict)  # (a config, not None)
 
 
 def test_convert_search_space_as_rays() -> None:

@@ -36,13 +36,20 @@ def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"a/b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (Ray's ``unflatten_dict``), keys in first-seen order."""
+    """``{"a/b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (Ray's ``unflatten_dict``), keys in first-seen order.
+    A key under another key's value, or one that is also a parent, is a ``ValueError`` naming both."""
     out: dict[str, Any] = {}
     for key, value in flat.items():
         *parents, leaf = key.split(SEP)
         node = out
         for part in parents:
-            node = node.setdefault(part, {})
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"parameter {key!r} nests under {part!r}, which is already a value; "
+                                 "rename one of them")
+            node = child
+        if isinstance(node.get(leaf), dict):
+            raise ValueError(f"parameter {key!r} is also the parent of other parameters; rename one of them")
         node[leaf] = value
     return out
 

@@ -4,7 +4,7 @@ with the booster saved as a checkpoint (Ray 2.60's ``RayReportCallback`` of each
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +16,6 @@ def needs(library: str, module: str) -> ImportError:
     """The error for a missing library, naming the extra that installs it."""
     return ImportError(f"{module} needs the {library} package: pip install 'audition[{library}]' "
                        f"(or pip install {library})")
-
-
-def dash_flat(log: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"test": {"logloss": x}}`` -> ``{"test-logloss": x}``, in Ray's ``flatten_dict(delimiter="-")`` order:
-    the flat keys first, then each level's in turn."""
-    out = dict(log)
-    while any(isinstance(v, dict) for v in out.values()):
-        added: dict[str, Any] = {}
-        for key, value in list(out.items()):
-            if isinstance(value, dict):
-                for sub, v in value.items():
-                    added[f"{key}-{sub}"] = v
-                del out[key]
-        out.update(added)
-    return out
 
 
 class RemovedCallback:
@@ -81,4 +66,4 @@ class ReportSettings:
             report(metrics, checkpoint=Checkpoint.from_directory(tmp))
 
 
-__all__ = ["Metrics", "PostProcess", "RemovedCallback", "ReportSettings", "dash_flat", "needs"]
+__all__ = ["Metrics", "PostProcess", "RemovedCallback", "ReportSettings", "needs"]

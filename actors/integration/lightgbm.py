@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from actors.integration._gbdt import Metrics, PostProcess, RemovedCallback, ReportSettings, dash_flat, needs
+from actors.integration._gbdt import Metrics, PostProcess, RemovedCallback, ReportSettings, needs
+from actors.utils import flatten_dict
 
 try:
     from lightgbm import Booster
@@ -50,7 +51,7 @@ class TuneReportCheckpointCallback(ReportSettings):
         return out
 
     def __call__(self, env: Any) -> None:
-        metrics = self._picked(dash_flat(self._eval_result(env)))
+        metrics = self._picked(flatten_dict(self._eval_result(env), delimiter="-"))
         at_end = self._checkpoint_at_end and env.iteration == env.end_iteration - 1
         every = self._frequency != 0 and (env.iteration + 1) % self._frequency == 0
         self._report(metrics, env.model.save_model if at_end or every else None)

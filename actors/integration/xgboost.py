@@ -13,7 +13,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from actors.integration._gbdt import Metrics, PostProcess, RemovedCallback, ReportSettings, dash_flat, needs
+from actors.integration._gbdt import Metrics, PostProcess, RemovedCallback, ReportSettings, needs
+from actors.utils import flatten_dict
 
 try:
     from xgboost.callback import TrainingCallback
@@ -44,7 +45,7 @@ class TuneReportCheckpointCallback(ReportSettings, TrainingCallback):
 
     def _report_dict(self, evals_log: Any) -> dict[str, Any]:
         if isinstance(evals_log, OrderedDict):  # xgboost >= 1.3: per metric, one value per round
-            flat = {k: v[-1] for k, v in dash_flat(evals_log).items()}
+            flat = {k: v[-1] for k, v in flatten_dict(evals_log, delimiter="-").items()}
         else:
             flat = dict(evals_log)
         return self._picked(flat)

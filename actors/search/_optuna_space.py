@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from actors._engine.flat import unflatten as unflatten_names
 from actors.search._domain import (
     Categorical,
     Domain,
@@ -180,24 +181,10 @@ def check_rewards(rewards: Any, points: list[dict[str, Any]], define_by_run: boo
 
 def unflatten(params: dict[str, Any]) -> dict[str, Any]:
     """``{"a/b": 1}`` -> ``{"a": {"b": 1}}``, as Ray's ``unflatten_dict`` reads define-by-run names."""
-    out: dict[str, Any] = {}
-    for name, value in params.items():
-        *parents, leaf = name.split("/")
-        node = out
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(
-                    f"OptunaSearch: parameter {name!r} nests under {part!r}, which is already a value; "
-                    "rename one of them"
-                )
-            node = child
-        if isinstance(node.get(leaf), dict):
-            raise ValueError(
-                f"OptunaSearch: parameter {name!r} is also the parent of other parameters; rename one of them"
-            )
-        node[leaf] = value
-    return out
+    try:
+        return unflatten_names(params)
+    except ValueError as exc:
+        raise ValueError(f"OptunaSearch: {exc}") from None
 
 
 class SuggestCaptor:
