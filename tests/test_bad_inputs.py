@@ -291,25 +291,35 @@ def test_can_restore_is_false_when_a_real_experiments_tuner_is_garbage(storage_d
     assert Tuner.can_restore(path) is False
 
 
-def test_reusing_an_experiment_name_is_refused_and_keeps_the_earlier_state(storage_dir) -> None:
-    grid = _fit(steps, storage_dir, name="same")
+def test_a_script_run_again_under_its_name_runs_beside_the_earlier_experiment(
+        storage_dir: str, caplog: pytest.LogCaptureFixture) -> None:
+    # recorded from Ray 2.60: a second fit() under the same RunConfig(name=...) runs and returns only its own
+    # trials (Ray writes them into the same directory, whose newest state Tuner.restore then continues);
+    # audition saves the new run beside the old one, so not a byte of the earlier experiment changes
+    grid = _fit(steps, storage_dir, name="same", param_space={"steps": 1})
     files = {}
     for d, _, names in os.walk(grid.experiment_path):
         for n in names:
             with open(os.path.join(d, n), "rb") as f:
                 files[os.path.join(d, n)] = f.read()
-    with pytest.raises(ConfigError) as err:
-        _fit(steps, storage_dir, name="same")
-    msg = str(err.value)
-    assert "an experiment named 'same' already exists" in msg
-    assert "Tuner.restore(" in msg and "RunConfig(name=...)" in msg
+    with caplog.at_level(logging.WARNING, logger="audition"):
+        again = _fit(steps, storage_dir, name="same", param_space={"steps": 3})
+    assert again.experiment_path == grid.experiment_path + "_2"
+    assert [r.metrics["training_iteration"] for r in again] == [3]  # its own trial only, as Ray's
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "an experiment named 'same' already exists at" in said
+    assert "Tuner.restore(" in said and "this run is saved as 'same_2'" in said
     after = {}
     for d, _, names in os.walk(grid.experiment_path):
         for n in names:
             with open(os.path.join(d, n), "rb") as f:
                 after[os.path.join(d, n)] = f.read()
     assert after == files  # not a byte of the earlier experiment changed
-    assert Tuner.can_restore(grid.experiment_path)
+    for path, iterations in ((grid.experiment_path, [1]), (again.experiment_path, [3])):
+        restored = Tuner.restore(path, steps).get_results()
+        assert [r.metrics["training_iteration"] for r in restored] == iterations
+    third = _fit(steps, storage_dir, name="same", param_space={"steps": 2})
+    assert third.experiment_path == grid.experiment_path + "_3"
 
 
 def test_generated_names_never_overwrite_an_earlier_experiment(storage_dir) -> None:

@@ -306,8 +306,10 @@ def test_resume_continues_a_named_experiment(storage_dir: str, tmp_path: Any) ->
     first = simple(run_or_experiment=flaky, config=grid, storage_path=storage_dir, name="res",
                    raise_on_failed_trial=False)
     assert [str(t.status) for t in first.trials] == ["TERMINATED", "ERROR"]  # recorded
-    with pytest.raises(ConfigError, match="resume='AUTO'"):  # Ray would mix a new run into it
-        simple(run_or_experiment=flaky, config=grid, storage_path=storage_dir, name="res")
+    # without resume= a new run starts (as Ray's), saved beside the first (Ray: into its directory)
+    other = simple(run_or_experiment=flaky, config=grid, storage_path=storage_dir, name="res",
+                   raise_on_failed_trial=False)
+    assert other.experiment_path == first.experiment_path + "_2"
     open(fixed, "w").close()
     # recorded from Ray 2.60: resume="AUTO" leaves the errored trial as it was (ERROR at iteration 2)
     again = simple(run_or_experiment=flaky, config=grid, storage_path=storage_dir, name="res", resume="AUTO",

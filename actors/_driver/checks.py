@@ -169,29 +169,31 @@ def make_run_stopper(stop: Any) -> Any:
 
 
 def claim_name(ctx: Any, name: str, chosen: bool) -> str:
-    """The experiment name ``fit()`` may write under, never over an earlier experiment's state.
+    """The experiment name ``fit()`` writes under: never over an earlier experiment's state.
 
-    A name the user chose that already holds an experiment state is refused (Ray Tune would mix
-    the new run into it and overwrite its ``tuner.pkl``); a generated name gets a suffix instead.
+    A name that already holds an experiment's state gets a suffix (``name_2``, ``name_3``, ...), so the
+    script runs again as under Ray Tune, which writes the new run into the same directory and mixes
+    the two; a name the user chose is taken that way with a warning that names both directories.
     """
     from storage import ExperimentLayout, exists, has_experiment_state
 
-    base, n = name, 1
+    base, n, taken = name, 1, None
     while True:
         layout = ExperimentLayout(ctx, name)
         if has_experiment_state(ctx, layout):
-            where = ctx.uri(layout.experiment_dir)
-            if chosen:
-                raise ConfigError(
-                    f"an experiment named {name!r} already exists at {where}; continue it with "
-                    f"Tuner.restore({where!r}, trainable=...), or start a new one under another "
-                    "RunConfig(name=...) (or delete that directory first)")
+            taken = taken or ctx.uri(layout.experiment_dir)
         elif exists(ctx, layout.tuner_file):
-            if chosen:  # a run that died before its first state save: nothing there can be restored
+            if chosen and taken is None:  # a run that died before its first state save: nothing to restore
                 log.warning("experiment %s never saved its state (it cannot be restored); its tuner.pkl is "
                             "replaced, its trial directories are left alone", ctx.uri(layout.experiment_dir))
                 return name
         else:
+            if chosen and taken is not None:
+                log.warning(
+                    "an experiment named %r already exists at %s (continue it with Tuner.restore(%r, "
+                    "trainable=...)); this run is saved as %r at %s, so nothing of the earlier one is "
+                    "overwritten (Ray Tune would write it into the same directory)", base, taken, taken, name,
+                    ctx.uri(layout.experiment_dir))
             return name
         n += 1
         name = f"{base}_{n}"

@@ -193,9 +193,10 @@ def run(run_or_experiment: Callable[..., Any] | type | str | Any, *, name: str |
         tuner = Tuner.restore(path, run_or_experiment, storage_options=storage_options,  # type: ignore[arg-type]
                               callbacks=run_config.callbacks, _resume_config=resuming)
     else:
-        if existing:
-            _refuse("name", f"an experiment named {name!r} already exists at {path}; continue it with "
-                    "resume='AUTO' (also 'AUTO+ERRORED' to retry its failed trials), or pick another name")
+        if existing:  # Tuner.fit saves the new run beside it (name_2) and says so; Ray mixes them
+            log.warning("run(name=%r): an experiment of that name exists at %s; resume='AUTO' (also "
+                        "'AUTO+ERRORED' to retry its failed trials) continues it, this run starts a new one",
+                        name, path)
         if resuming is not None:
             log.info("run(resume=%r): no experiment to resume at %s; starting a new one (as Ray)", resume,
                      path or "a newly named directory")
