@@ -41,6 +41,11 @@ BAYESOPT = ["bayesian-optimization>=1.4,<2", "scikit-learn>=1.3,<2", "numpy>=1.2
 PB2 = ["scikit-learn>=1.3,<2", "numpy>=1.24,<3", "scipy>=1.10,<2"]
 # ZOOpt leaves numpy and matplotlib unbounded; bounded here (0.4.2, the one release of the 0.4 line Ray 2.60 needs)
 ZOOPT = ["zoopt>=0.4.2,<0.5", "numpy>=1.24,<3", "matplotlib>=3.5,<4"]
+# Ray 2.60's NevergradSearch is written for nevergrad 1.x; 1.0.12 (recorded) pins bayesian-optimization==1.4.0, so
+# the test extra, which has both, tests BayesOptSearch against Ray's recordings with 1.4.0 (and 1.5.1 without it)
+NEVERGRAD = ["nevergrad>=1.0.12,<2", "numpy>=1.24,<3"]
+# the tests compare suggestions with Ray's, recorded with 1.0.12: a later release may move them (and Ray's with them)
+NEVERGRAD_TEST = ["nevergrad==1.0.12"]
 PANDAS = ["pandas>=1.5,<4"]
 # actors.integration's callbacks (Ray's ray.tune.integration.xgboost / .lightgbm); the tests take xgboost-cpu, the
 # same module without the CUDA libraries (install one of the two, never both: they share the xgboost package)
@@ -76,6 +81,7 @@ setup(
         "bayesopt": BAYESOPT,
         "pb2": PB2,
         "zoopt": ZOOPT,
+        "nevergrad": NEVERGRAD,
         "xgboost": XGBOOST,
         "lightgbm": LIGHTGBM,
         "pandas": PANDAS,
@@ -87,7 +93,7 @@ setup(
         # without the other optional libraries
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
-        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )

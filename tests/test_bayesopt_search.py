@@ -1,13 +1,14 @@
 """BayesOptSearch as Ray Tune 2.60's: the same suggestions for the same random_state, the same errors, resumable.
 
 Every expected value was recorded from ``ray.tune.search.bayesopt.BayesOptSearch`` (Ray 2.60.0,
-bayesian-optimization 1.5.1) driving the same spaces; no test imports Ray.
+bayesian-optimization 1.5.1, and 1.4.0 where they differ) driving the same spaces; no test imports Ray.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -92,6 +93,39 @@ RAY_SEED = [(-0.6159076855910648, 0.7799187922401146, 0.07723198108458322),
             (0.38495870410433675, 0.9779895119966027, 0.7237417126531103),
             (-2.3156101989812883, 0.07205113335976154, 0.501619343196278), (0.7605097914232481, 1.0, 0.001),
             (2.626579469242875, 1.0, 0.001), (1.0029756639868002, 0.0, 0.001)]
+
+
+# The same recordings with bayesian-optimization 1.4.0 (the version nevergrad 1.0 pins, so the test extra, which has
+# both, installs it): Ray 2.60 and audition suggest differently from 1.5.1 where the model's steps start early
+RAY_14 = {
+    "steps2": [(2.3199394181140507, 0.9507143064099162, 0.37516557872851514),
+              (-3.4400547966379733, 0.15601864044243652, 0.5990598257128396),
+              (2.379277689988003, 0.9520624466390027, 0.33948465894038454),
+              (5.0, 0.0, 1.0),
+              (0.5915500795914233, 0.0, 0.001),
+              (-0.03025284250908074, 1.0, 1.0),
+              (0.7433232364372263, 1.0, 0.001)],
+    "max": [(2.3199394181140507, 0.9507143064099162, 0.37516557872851514),
+              (-3.4400547966379733, 0.15601864044243652, 0.5990598257128396),
+              (-3.5161463650036, 0.19233236963947686, 0.6243202725791643),
+              (-5.0, 1.0, 0.20609609025423473),
+              (-5.0, 0.0, 0.001)],
+    "seed": [(-0.6159076855910648, 0.7799187922401146, 0.07723198108458322),
+              (0.38495870410433675, 0.9779895119966027, 0.7237417126531103),
+              (-2.3156101989812883, 0.07205113335976154, 0.501619343196278),
+              (0.7605097685577047, 1.0, 0.001),
+              (2.6265647649554213, 1.0, 0.001),
+              (1.0029784485703694, 0.0, 0.001)],
+    "points": [(1.0, 0.5, 0.01),
+              (2.3199394181140507, 0.9507143064099162, 0.37516557872851514),
+              (0.9493484349737304, 0.5487234883490736, 0.027057203398037098),
+              (1.0820510198730786, 0.0, 0.4948988461814105),
+              (-0.0004969160294370495, 0.0, 1.0)],
+}
+
+BAYES_OPT_14 = version("bayesian-optimization").startswith("1.4.")
+if BAYES_OPT_14:
+    RAY_STEPS2, RAY_MAX, RAY_SEED, RAY_POINTS = (RAY_14[k] for k in ("steps2", "max", "seed", "points"))
 
 
 def test_the_same_random_state_suggests_what_ray_suggests(caplog: pytest.LogCaptureFixture) -> None:
@@ -217,13 +251,22 @@ def test_a_tuner_runs_the_trials_ray_runs(tmp_path: Any) -> None:
     got = [(list(r.config), list(r.config["nest"]), r.config["x"], r.config["nest"]["y"], r.metrics["experiment_tag"],
             r.metrics["loss"]) for r in grid]
     keys, nest = ["x", "k", "nest"], ["y", "c"]
-    assert _close(got, [  # recorded from Ray 2.60's Tuner (its trials in order)
+    want = [  # recorded from Ray 2.60's Tuner (its trials in order)
         (keys, nest, 3.7073230617737636, 0.22199317108973948, "1_k=3,c=s,y=0.2220,x=3.7073", 8.551591331901804),
         (keys, nest, 4.186109079379216, 0.20671915533942642, "2_k=3,c=s,y=0.2067,x=4.1861", 11.358010221042102),
         (keys, nest, -3.5479117929775486, 0.2464548585932348, "3_k=3,c=s,y=0.2465,x=-3.5479", 21.929956535297496),
         (keys, nest, 2.1665325353648703, 0.2789009196258333, "4_k=3,c=s,y=0.2789,x=2.1665", 2.6396990756906256),
         (keys, nest, 0.46267610042855967, 1.0, "5_k=3,c=s,y=1.0000,x=0.4627", 2.2887169730506596),
-        (keys, nest, 0.48766934396820477, 0.0, "6_k=3,c=s,y=0.0000,x=0.4877", 1.2624827011099697)])
+        (keys, nest, 0.48766934396820477, 0.0, "6_k=3,c=s,y=0.0000,x=0.4877", 1.2624827011099697)]
+    if BAYES_OPT_14:  # (recorded the same way with bayesian-optimization 1.4.0)
+        want = [
+        (keys, nest, 3.7073230617737636, 0.22199317108973948, '1_k=3,c=s,y=0.2220,x=3.7073', 8.551591331901804),
+        (keys, nest, 4.186109079379216, 0.20671915533942642, '2_k=3,c=s,y=0.2067,x=4.1861', 11.358010221042102),
+        (keys, nest, 0.5168543654542646, 0.4424580496824517, '3_k=3,c=s,y=0.4425,x=0.5169', 1.6758877538630532),
+        (keys, nest, 1.3641941957473762, 0.37641996342442596, '4_k=3,c=s,y=0.3764,x=1.3642', 1.5090573756405041),
+        (keys, nest, -1.8638644671412479, 0.0, '5_k=3,c=s,y=0.0000,x=-1.8639', 9.201719686154224),
+        (keys, nest, 2.1835290913310885, 1.0, '6_k=3,c=s,y=1.0000,x=2.1835', 3.400741110026992)]
+    assert _close(got, want)
 
 
 def test_an_earlier_experiment_informs_it_through_analysis(tmp_path: Any) -> None:

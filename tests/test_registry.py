@@ -226,9 +226,17 @@ def test_create_searcher_names() -> None:
                                "'hyperopt', 'bayesopt', 'bohb', 'nevergrad', 'optuna', 'zoopt', 'hebo']. Got: nosuch")
     # Ray 2.60 builds these when their libraries are installed (AssertionError naming the pip package otherwise)
     for name, what in (("ax", "AxSearch"),
-                       ("bohb", "TuneBOHB"), ("nevergrad", "NevergradSearch"), ("hebo", "HEBOSearch")):
+                       ("bohb", "TuneBOHB"), ("hebo", "HEBOSearch")):
         with pytest.raises(ValueError, match=rf"Ray Tune's {what}, which audition does not offer; instead: .*'optuna'"):
             tune.create_searcher(name)
+
+
+def test_create_searcher_nevergrad() -> None:
+    ng = pytest.importorskip("nevergrad")
+    from actors.search.nevergrad import NevergradSearch
+
+    made = tune.create_searcher("nevergrad", optimizer=ng.optimizers.OnePlusOne, metric="loss", mode="min")
+    assert type(made) is NevergradSearch
 
 
 def test_create_searcher_optuna() -> None:

@@ -48,6 +48,7 @@ MODULES: dict[str, str] = {
     "ray.tune.search.hyperopt": "actors.search.hyperopt",
     "ray.tune.search.bayesopt": "actors.search.bayesopt",
     "ray.tune.search.zoopt": "actors.search.zoopt",
+    "ray.tune.search.nevergrad": "actors.search.nevergrad",
     "ray.tune.stopper": "actors.stopper",
     "ray.tune.result": "actors.result",
     "ray.tune.experiment": "actors.experiment",  # Trial, in plugins

@@ -4,7 +4,7 @@ Importing this package is cheap (no thespian, no optuna): trial and scheduler
 actors import it to resolve configs.  Optuna is loaded only when an
 :class:`OptunaSearch` is created,
 HyperOpt only when a :class:`HyperOptSearch` is, bayes_opt when a :class:`BayesOptSearch` is, zoopt when a
-:class:`ZOOptSearch` is.
+:class:`ZOOptSearch` is, nevergrad when a :class:`NevergradSearch` is.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from actors.search._constructors import (
 )
 from actors.search._domain import Categorical, Domain, Float, Function, GridSearch, Integer, Normal, SearchSpaceError
 from actors.search._hyperopt import HyperOptSearch
+from actors.search._nevergrad import NevergradSearch
 from actors.search._optuna import OptunaSearch
 from actors.search._registry import create_searcher
 from actors.search._searcher import Searcher, SearcherSignal
@@ -55,6 +56,7 @@ __all__ = [
     "SearcherSignal",
     "Spec",
     "ZOOptSearch",
+    "NevergradSearch",
     "choice",
     "create_searcher",
     "grid_search",

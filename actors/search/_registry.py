@@ -17,10 +17,10 @@ from typing import Any
 RAY_SEARCHER_NAMES = ("variant_generator", "random", "ax", "hyperopt", "bayesopt", "bohb", "nevergrad", "optuna",
                       "zoopt", "hebo")
 _PORT = ("audition does not port it; use create_searcher('optuna') (OptunaSearch) or create_searcher('hyperopt') "
-         "(HyperOptSearch) or create_searcher('bayesopt') (BayesOptSearch) or create_searcher('zoopt') (ZOOptSearch), "
-         "or write a Searcher subclass")
+         "(HyperOptSearch) or create_searcher('bayesopt') (BayesOptSearch) or create_searcher('zoopt') (ZOOptSearch) "
+         "or create_searcher('nevergrad') (NevergradSearch), or write a Searcher subclass")
 _NOT_OFFERED = {"ax": ("AxSearch", _PORT), "bohb": ("TuneBOHB", _PORT),
-                "nevergrad": ("NevergradSearch", _PORT), "hebo": ("HEBOSearch", _PORT)}
+                "hebo": ("HEBOSearch", _PORT)}
 
 
 def build_by_name(function: str, kind: str, name: Any, table: Mapping[str, Callable[[], Any]],
@@ -52,19 +52,21 @@ def build_by_name(function: str, kind: str, name: Any, table: Mapping[str, Calla
 def _table() -> dict[str, Callable[[], Any]]:
     from actors.search._bayesopt import BayesOptSearch
     from actors.search._hyperopt import HyperOptSearch
+    from actors.search._nevergrad import NevergradSearch
     from actors.search._optuna import OptunaSearch
     from actors.search._variant import BasicVariantGenerator
     from actors.search._zoopt import ZOOptSearch
 
     return {"variant_generator": lambda: BasicVariantGenerator, "random": lambda: BasicVariantGenerator,
             "optuna": lambda: OptunaSearch, "hyperopt": lambda: HyperOptSearch,
-            "bayesopt": lambda: BayesOptSearch, "zoopt": lambda: ZOOptSearch}
+            "bayesopt": lambda: BayesOptSearch, "zoopt": lambda: ZOOptSearch, "nevergrad": lambda: NevergradSearch}
 
 
 def create_searcher(search_alg: str, **kwargs: Any) -> Any:
     """Ray Tune's ``create_searcher``: the searcher Ray's name stands for (``"variant_generator"`` and
     ``"random"``: ``BasicVariantGenerator``; ``"optuna"``: ``OptunaSearch``; ``"hyperopt"``: ``HyperOptSearch``;
-    ``"bayesopt"``: ``BayesOptSearch``; ``"zoopt"``: ``ZOOptSearch``; any case), built from the ``kwargs`` its
+    ``"bayesopt"``: ``BayesOptSearch``; ``"zoopt"``: ``ZOOptSearch``; ``"nevergrad"``: ``NevergradSearch``; any
+    case), built from the ``kwargs`` its
     class takes."""
     return build_by_name("create_searcher", "search_alg", search_alg, _table(), RAY_SEARCHER_NAMES, _NOT_OFFERED,
                          kwargs)
