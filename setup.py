@@ -46,6 +46,9 @@ ZOOPT = ["zoopt>=0.4.2,<0.5", "numpy>=1.24,<3", "matplotlib>=3.5,<4"]
 NEVERGRAD = ["nevergrad>=1.0.12,<2", "numpy>=1.24,<3"]
 # the tests compare suggestions with Ray's, recorded with 1.0.12: a later release may move them (and Ray's with them)
 NEVERGRAD_TEST = ["nevergrad==1.0.12"]
+# MLflow's client without its server (the same `mlflow` module); 2.x and 3.x have the calls Ray 2.60 makes
+MLFLOW = ["mlflow-skinny>=2.10,<4"]
+MLFLOW_TEST = ["mlflow-skinny==3.18.0"]  # (recorded with it: tests/data/ray_mlflow.json)
 PANDAS = ["pandas>=1.5,<4"]
 # actors.integration's callbacks (Ray's ray.tune.integration.xgboost / .lightgbm); the tests take xgboost-cpu, the
 # same module without the CUDA libraries (install one of the two, never both: they share the xgboost package)
@@ -82,6 +85,7 @@ setup(
         "pb2": PB2,
         "zoopt": ZOOPT,
         "nevergrad": NEVERGRAD,
+        "mlflow": MLFLOW,
         "xgboost": XGBOOST,
         "lightgbm": LIGHTGBM,
         "pandas": PANDAS,
@@ -93,7 +97,8 @@ setup(
         # without the other optional libraries
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
-        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
+        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST
+        + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
 )

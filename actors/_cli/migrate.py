@@ -59,6 +59,7 @@ MODULES: dict[str, str] = {
     "ray.tune.execution.placement_groups": "actors",  # PlacementGroupFactory
     "ray.tune.integration.xgboost": "actors.integration.xgboost",
     "ray.tune.integration.lightgbm": "actors.integration.lightgbm",
+    "ray.air.integrations.mlflow": "actors.integration.mlflow",
     "ray.train.xgboost": "actors.integration.xgboost",  # RayTrainReportCallback (its trainers are Ray Train's)
     "ray.train.lightgbm": "actors.integration.lightgbm",
 }

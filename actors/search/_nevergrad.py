@@ -23,7 +23,6 @@ from actors._engine.flat import unflatten
 from actors.search._domain import Categorical, Domain, Float, GridSearch, Integer, Normal
 from actors.search._searcher import Searcher, Suggestion, ray_restore, ray_save
 from actors.search._space import flatten, normalize, validate_param_space
-from actors.utils import flatten_dict
 
 log = logging.getLogger("audition")
 
@@ -47,6 +46,8 @@ def _holds_domain(value: Any) -> bool:
 def _searched(spec: dict[str, Any]) -> list[tuple[str, Domain]]:
     """Each search domain by its ``a/b`` name, in Ray's order (its ``flatten_dict`` puts nested keys after
     the top level's): the order of nevergrad's ``Dict``, so of the optimizer's vector."""
+    from actors.utils import flatten_dict  # (here: actors.utils loads datetime, which the search math may not)
+
     validate_param_space(spec)
     out: list[tuple[str, Domain]] = []
     for key, value in flatten_dict(normalize(spec), prevent_delimiter=True).items():
@@ -191,6 +192,8 @@ class NevergradSearch(Searcher):
     def _as_named(self, point: Any) -> Any:
         """A point given nested (``{"nest": {"y": 1}}``) for a space converted to ``a/b`` names (Ray takes
         only ``{"nest/y": 1}``): flattened when that is what the parametrization's keys need."""
+        from actors.utils import flatten_dict
+
         keys = set(getattr(self._opt.parametrization, "keys", lambda: ())())
         if isinstance(point, dict) and keys and set(point) != keys:
             flat = flatten_dict(point)
