@@ -15,12 +15,12 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from actors._engine.flat import unflatten
 from actors.search._domain import Categorical, Domain, Float, GridSearch, Integer, Normal
+from actors.search._driver_stream import DriverStream
 from actors.search._searcher import Searcher, Suggestion, ray_restore, ray_save
 from actors.search._space import flatten, normalize, validate_param_space
 
@@ -142,7 +142,7 @@ class NevergradSearch(Searcher):
             raise ValueError("The `optimizer` argument passed to NevergradSearch must be either an `Optimizer` or a "
                              "`ConfiguredOptimizer` (e.g. nevergrad.optimizers.OnePlusOne).")
         self._live: dict[str, Any] = {}  # trial id -> the candidate nevergrad asked for it
-        self._np_state: Any = None  # numpy's global stream, as the driver's was at fit(); None: this process's
+        self._stream = DriverStream()  # numpy's global stream, as the driver's was at fit()
         if self._opt is not None or self._space is not None:
             self._setup()
 
@@ -151,34 +151,16 @@ class NevergradSearch(Searcher):
         """Ray's: the searched parameters as nevergrad's ``ng.p.Dict``."""
         return convert_space(spec)
 
-    @contextmanager
-    def _stream(self) -> Iterator[None]:
-        """nevergrad's numpy draws from this searcher's stream (the driver's, taken at ``fit()``), if it has one."""
-        import numpy as np
-
-        if self._np_state is None:
-            yield
-            return
-        outer = np.random.get_state()
-        np.random.set_state(self._np_state)
-        try:
-            yield
-        finally:
-            self._np_state = np.random.get_state()
-            np.random.set_state(outer)
-
     def capture_driver_stream(self) -> None:
         """At ``fit()``, in the driver: numpy's global stream as the script left it."""
-        import numpy as np
-
-        self._np_state = np.random.get_state()
+        self._stream.capture()
 
     def driver_stream(self) -> Any:
         """After the run: the stream to hand back to the driver (None: it drew from the driver's own)."""
-        return self._np_state
+        return self._stream.state
 
     def _setup(self) -> None:
-        with self._stream():
+        with self._stream.use():
             if self._opt_factory is not None:
                 self._opt = self._opt_factory(self._space, **self._optimizer_kwargs)
             if self._metric is None and self._mode:
@@ -215,7 +197,7 @@ class NevergradSearch(Searcher):
             raise RuntimeError("NevergradSearch has no search space: pass space= to NevergradSearch, or a "
                                "param_space with search domains to the Tuner")
         self._check_metric_mode()
-        with self._stream():
+        with self._stream.use():
             candidate = self._opt.ask()
         self._live[trial_id] = candidate
         if not candidate.kwargs:
@@ -232,14 +214,14 @@ class NevergradSearch(Searcher):
             raise RuntimeError(f"NevergradSearch: a trial's last result has no {self._metric!r}; report it from the "
                                "trainable, or give the searcher the metric it reports")
         sign = -1.0 if self._mode == "max" else 1.0  # nevergrad minimises
-        with self._stream():
+        with self._stream.use():
             self._opt.tell(candidate, sign * result[self._metric])
 
     @ray_save
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (the optimizer, the live candidates, numpy's stream)."""
         payload = {"opt": self._opt, "space": self._space, "parameters": self._parameters, "live": self._live,
-                   "np_state": self._np_state, "points": self._points, "kwargs": self._optimizer_kwargs,
+                   "np_state": self._stream.state, "points": self._points, "kwargs": self._optimizer_kwargs,
                    "factory": self._opt_factory}
         return self._pickled_state("NevergradSearch", payload)
 
@@ -247,7 +229,7 @@ class NevergradSearch(Searcher):
     def restore(self, state: dict[str, Any]) -> None:
         p = self._unpickled_payload("NevergradSearch", state)
         self._opt, self._space, self._parameters, self._live = p["opt"], p["space"], p["parameters"], dict(p["live"])
-        self._np_state, self._points, self._optimizer_kwargs = p["np_state"], p["points"], dict(p["kwargs"])
+        self._stream.state, self._points, self._optimizer_kwargs = p["np_state"], p["points"], dict(p["kwargs"])
         self._opt_factory = p["factory"]
 
 

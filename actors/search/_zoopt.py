@@ -13,12 +13,11 @@ never resumes under ``max_concurrent_trials=1``: Ray 2.60 was still waiting afte
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from actors._engine.flat import unflatten
 from actors.search._domain import Categorical, Domain, Float, GridSearch, Integer
+from actors.search._driver_stream import DriverStream
 from actors.search._searcher import Searcher, Suggestion, ray_restore, ray_save
 from actors.search._space import flatten, normalize, validate_param_space
 
@@ -83,12 +82,18 @@ class ZOOptSearch(Searcher):
         self._solutions: dict[str, Any] = {}  # trial id -> the zoopt solution suggested to it
         self.best_solution_list: list[Any] = []
         self.optimizer: Any = None
-        self._np_state: Any = None  # numpy's global stream, as the driver's was at fit(); None: this process's
+        self._stream = DriverStream()  # numpy's global stream, as the driver's was at fit()
         if dim_dict:
             if any(isinstance(v, Domain) or (isinstance(v, dict) and "grid_search" in v) for v in dim_dict.values()):
                 dim_dict = convert_space(dim_dict)
             self._dims = dict(dim_dict)
             self._setup()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_stream" not in state:  # pickled by audition before DriverStream (its tuner.pkl): the bare state
+            state["_stream"] = DriverStream()
+            state["_stream"].state = state.pop("_np_state", None)
+        self.__dict__.update(state)
 
     @staticmethod
     def convert_search_space(spec: dict[str, Any], join: bool = False) -> dict[str, Any]:
@@ -99,31 +104,13 @@ class ZOOptSearch(Searcher):
             return converted
         return {**copy.deepcopy(spec), **converted}
 
-    @contextmanager
-    def _stream(self) -> Iterator[None]:
-        """zoopt's numpy draws from this searcher's stream (the driver's, taken at ``fit()``), if it has one."""
-        import numpy as np
-
-        if self._np_state is None:
-            yield
-            return
-        outer = np.random.get_state()
-        np.random.set_state(self._np_state)
-        try:
-            yield
-        finally:
-            self._np_state = np.random.get_state()
-            np.random.set_state(outer)
-
     def capture_driver_stream(self) -> None:
         """At ``fit()``, in the driver: numpy's global stream as the script left it."""
-        import numpy as np
-
-        self._np_state = np.random.get_state()
+        self._stream.capture()
 
     def driver_stream(self) -> Any:
         """After the run: the stream to hand back to the driver (None: it drew from the driver's own)."""
-        return self._np_state
+        return self._stream.state
 
     def _setup(self) -> None:
         if self._metric is None and self._mode:
@@ -134,7 +121,7 @@ class ZOOptSearch(Searcher):
             init = [self._zoopt.Solution(x=tuple(point[k] for k in keys)) for point in self._points]
         from zoopt.algos.opt_algorithms.racos.sracos import SRacosTune
 
-        with self._stream():
+        with self._stream.use():
             dimension = self._zoopt.Dimension2([self._dims[k] for k in keys])
             parameter = self._zoopt.Parameter(budget=self._budget, init_samples=init)
             self.optimizer = SRacosTune(dimension=dimension, parameter=parameter, parallel_num=self._parallel_num,
@@ -153,7 +140,7 @@ class ZOOptSearch(Searcher):
             raise RuntimeError("ZOOptSearch has no search space: pass dim_dict= to ZOOptSearch, or a param_space "
                                "with search domains to the Tuner")
         self._check_metric_mode()
-        with self._stream():
+        with self._stream.use():
             solution = self.optimizer.suggest()
         if isinstance(solution, str) and solution == "FINISHED":
             return Searcher.FINISHED
@@ -170,7 +157,7 @@ class ZOOptSearch(Searcher):
             raise RuntimeError(f"ZOOptSearch: a trial's last result has no {self._metric!r}; report it from the "
                                "trainable, or give the searcher the metric it reports")
         sign = -1.0 if self._mode == "max" else 1.0
-        with self._stream():
+        with self._stream.use():
             best = self.optimizer.complete(solution, sign * result[self._metric])
         if best:
             self.best_solution_list.append(best)
@@ -179,7 +166,7 @@ class ZOOptSearch(Searcher):
     def save(self) -> dict[str, Any]:
         """Snapshot as pickled bytes (the optimizer, the live solutions, numpy's stream)."""
         payload = {"optimizer": self.optimizer, "dims": self._dims, "solutions": self._solutions,
-                   "best": self.best_solution_list, "np_state": self._np_state, "points": self._points,
+                   "best": self.best_solution_list, "np_state": self._stream.state, "points": self._points,
                    "budget": self._budget, "algo": self._algo, "parallel_num": self._parallel_num,
                    "kwargs": self._kwargs}
         return self._pickled_state("ZOOptSearch", payload)
@@ -188,7 +175,7 @@ class ZOOptSearch(Searcher):
     def restore(self, state: dict[str, Any]) -> None:
         p = self._unpickled_payload("ZOOptSearch", state)
         self.optimizer, self._dims, self._solutions = p["optimizer"], dict(p["dims"]), dict(p["solutions"])
-        self.best_solution_list, self._np_state, self._points = list(p["best"]), p["np_state"], p["points"]
+        self.best_solution_list, self._stream.state, self._points = list(p["best"]), p["np_state"], p["points"]
         self._budget, self._algo, self._parallel_num, self._kwargs = (p["budget"], p["algo"], p["parallel_num"],
                                                                      dict(p["kwargs"]))
 
