@@ -322,6 +322,17 @@ def test_a_script_run_again_under_its_name_runs_beside_the_earlier_experiment(
     assert third.experiment_path == grid.experiment_path + "_3"
 
 
+def test_a_script_run_again_under_its_name_on_s3_runs_beside_the_earlier_one(
+        s3_location: tuple[str, dict[str, Any]]) -> None:
+    url, options = s3_location
+    first = _fit(steps, url, name="same", storage_options=options, param_space={"steps": 1})
+    again = _fit(steps, url, name="same", storage_options=options, param_space={"steps": 2})
+    assert again.experiment_path == first.experiment_path + "_2"
+    for path, iterations in ((first.experiment_path, [1]), (again.experiment_path, [2])):
+        restored = Tuner.restore(path, steps, storage_options=options).get_results()
+        assert [r.metrics["training_iteration"] for r in restored] == iterations
+
+
 def test_generated_names_never_overwrite_an_earlier_experiment(storage_dir) -> None:
     tuner = Tuner(steps, run_config=RunConfig(storage=storage_dir, system="simple", verbose=0))
     first = tuner.fit().experiment_path
