@@ -49,6 +49,9 @@ NEVERGRAD_TEST = ["nevergrad==1.0.12"]
 # MLflow's client without its server (the same `mlflow` module); 2.x and 3.x have the calls Ray 2.60 makes
 MLFLOW = ["mlflow-skinny>=2.10,<4"]
 MLFLOW_TEST = ["mlflow-skinny==3.18.0"]  # (recorded with it: tests/data/ray_mlflow.json)
+# W&B's client; the tests read its offline run files, whose format is its own (recorded with 0.31.0)
+WANDB = ["wandb>=0.17,<1", "numpy>=1.24,<3"]
+WANDB_TEST = ["wandb==0.31.0"]
 PANDAS = ["pandas>=1.5,<4"]
 # actors.integration's callbacks (Ray's ray.tune.integration.xgboost / .lightgbm); the tests take xgboost-cpu, the
 # same module without the CUDA libraries (install one of the two, never both: they share the xgboost package)
@@ -86,6 +89,7 @@ setup(
         "zoopt": ZOOPT,
         "nevergrad": NEVERGRAD,
         "mlflow": MLFLOW,
+        "wandb": WANDB,
         "xgboost": XGBOOST,
         "lightgbm": LIGHTGBM,
         "pandas": PANDAS,
@@ -97,7 +101,7 @@ setup(
         # without the other optional libraries
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
-        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST
+        + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST + WANDB_TEST
         + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

@@ -1,6 +1,7 @@
-"""Framework callbacks that report to audition as Ray Tune's ``ray.tune.integration`` ones report to Ray.
+"""Framework and tracking callbacks that work with audition as Ray Tune's work with Ray.
 
-``actors.integration.xgboost`` and ``actors.integration.lightgbm`` (each needs its library: ``pip install
-'audition[xgboost]'`` or ``'audition[lightgbm]'``), and ``actors.integration.mlflow``, Ray's
-``ray.air.integrations.mlflow`` (``'audition[mlflow]'``). Import the module you need; this package imports none.
+``actors.integration.xgboost`` and ``actors.integration.lightgbm`` (Ray's ``ray.tune.integration``; each needs its
+library: ``pip install 'audition[xgboost]'`` or ``'audition[lightgbm]'``), ``actors.integration.mlflow`` and
+``actors.integration.wandb`` (Ray's ``ray.air.integrations``; ``'audition[mlflow]'``, ``'audition[wandb]'``).
+Import the module you need; this package imports none.
 """
