@@ -42,6 +42,7 @@ def run(stream: IO[bytes]) -> None:
     from actors.integration.wandb import WANDB_PROCESS_RUN_INFO_HOOK, _handle_result, _load_hook
 
     logdir, exclude, to_config, init_kwargs = read_frame(stream)
+    os.makedirs(logdir, exist_ok=True)  # (the trial's directory; made here should its first event come first)
     os.chdir(logdir)
     os.environ["WANDB_START_METHOD"] = "thread"
     excluded, configured = set(exclude), set(to_config)
