@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from actors._driver.loggers import LoggerCallback
+from actors.integration._gbdt import needs
 from actors.utils import flatten_dict
 
 log = logging.getLogger("audition")
@@ -25,8 +26,7 @@ def _import_mlflow() -> Any:
     try:
         import mlflow
     except ImportError as exc:
-        raise ImportError("actors.integration.mlflow needs the mlflow package: pip install 'audition[mlflow]' (or "
-                          "pip install mlflow)") from exc
+        raise needs("mlflow", __name__) from exc
     return mlflow
 
 

@@ -26,6 +26,7 @@ from numbers import Number
 from typing import Any
 
 from actors._driver.loggers import LoggerCallback
+from actors.integration._gbdt import needs
 from actors.integration._wandb_process import CHECKPOINT, END, RESULT
 from actors.utils import flatten_dict
 
@@ -45,8 +46,7 @@ def _import_wandb() -> Any:
     try:
         import wandb
     except ImportError as exc:
-        raise ImportError("actors.integration.wandb needs the wandb package: pip install 'audition[wandb]' (or pip "
-                          "install wandb)") from exc
+        raise needs("wandb", __name__) from exc
     return wandb
 
 
