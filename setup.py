@@ -52,6 +52,9 @@ MLFLOW_TEST = ["mlflow-skinny==3.18.0"]  # (recorded with it: tests/data/ray_mlf
 # W&B's client; the tests read its offline run files, whose format is its own (recorded with 0.31.0)
 WANDB = ["wandb>=0.17,<1", "numpy>=1.24,<3"]
 WANDB_TEST = ["wandb==0.31.0"]
+# Comet's client; the tests read its offline experiments, whose format is its own (recorded with 3.58.8)
+COMET = ["comet_ml>=3.31,<4"]
+COMET_TEST = ["comet_ml==3.58.8"]
 PANDAS = ["pandas>=1.5,<4"]
 # actors.integration's callbacks (Ray's ray.tune.integration.xgboost / .lightgbm); the tests take xgboost-cpu, the
 # same module without the CUDA libraries (install one of the two, never both: they share the xgboost package)
@@ -90,6 +93,7 @@ setup(
         "nevergrad": NEVERGRAD,
         "mlflow": MLFLOW,
         "wandb": WANDB,
+        "comet": COMET,
         "xgboost": XGBOOST,
         "lightgbm": LIGHTGBM,
         "pandas": PANDAS,
@@ -102,6 +106,7 @@ setup(
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
         + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST + WANDB_TEST
+        + COMET_TEST
         + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

@@ -61,6 +61,7 @@ MODULES: dict[str, str] = {
     "ray.tune.integration.lightgbm": "actors.integration.lightgbm",
     "ray.air.integrations.mlflow": "actors.integration.mlflow",
     "ray.air.integrations.wandb": "actors.integration.wandb",
+    "ray.air.integrations.comet": "actors.integration.comet",
     "ray.air.session": "actors.session",  # (Ray 2.0-2.6 scripts: session.report)
     "ray.train.xgboost": "actors.integration.xgboost",  # RayTrainReportCallback (its trainers are Ray Train's)
     "ray.train.lightgbm": "actors.integration.lightgbm",
