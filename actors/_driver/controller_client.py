@@ -56,6 +56,9 @@ class ControllerClient:
         spec.driver_pid, spec.admin_port = (os.getpid(), port) if port else (0, 0)
         spec.actor_processes = system != "simple"
         blob = cloudpickle.dumps(spec)
+        interrupts = getattr(asys, "audition_interrupts", None)
+        if interrupts is not None:  # (delivered between Thespian calls only: see _wait)
+            interrupts.hold()
         # a global name lets `audition cluster status` find the controller from outside
         controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME if port else None)
         self.dispatcher.answer = lambda msg: asys.tell(controller, msg)
@@ -63,6 +66,8 @@ class ControllerClient:
         try:
             return self._wait(asys, controller)
         except KeyboardInterrupt as exc:
+            if interrupts is not None:
+                interrupts.hold()
             asys.tell(controller, AbortExperiment("interrupted (Ctrl-C or SIGTERM)"))
             finished = self._wait(asys, controller, limit_s=10.0, quiet=True)
             if finished is None or not by_ctrl_c(exc):  # Ray's fit() returns after Ctrl-C (_driver/interrupt)
@@ -76,7 +81,14 @@ class ControllerClient:
         last = time.monotonic()
         deadline = None if limit_s is None else last + limit_s
         finished: ExperimentFinished | None = None
+        # Ctrl-C and SIGTERM are held while a message is listened for and handled (a callback's answer is a
+        # Thespian send too) and delivered at the end of each turn: raised inside Thespian's transport they
+        # could leave a send half done (seen: the abort then never reached the controller)
+        interrupts = getattr(asys, "audition_interrupts", None)
         while True:
+            if interrupts is not None:
+                interrupts.deliver()
+                interrupts.hold()
             msg = asys.listen(datetime.timedelta(seconds=0.2 if finished else 0.5))
             now = time.monotonic()
             if isinstance(msg, ExperimentFinished):

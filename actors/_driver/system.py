@@ -125,10 +125,13 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
     """Yield a fresh actor system of ``kind``; it is shut down on every exit path.
 
     Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` while it runs, and are held while it starts
-    and while it shuts down: one landing in between would leave an admin nobody shuts down.
+    and while it shuts down: one landing in between would leave an admin nobody shuts down. Code that
+    calls into Thespian while it runs holds them too (``asys.audition_interrupts``): raised inside
+    Thespian's transport, mid-send or mid-receive, the exception can leave a message half sent.
     """
     with _Interrupts() as interrupts:
         asys = _start(kind, leader_resources)
+        asys.audition_interrupts = interrupts
         try:
             interrupts.deliver()
             yield asys
