@@ -41,6 +41,8 @@ def _normal(exp: dict[str, Any]) -> dict[str, Any]:
     name = dict(exp["other"])["Name"]
     trial_id = dict(exp["other"])["trial_id"]
     text = json.dumps({**exp, "parameters": [p for p in exp["parameters"] if p[2] != "cli"],  # (the command line)
+                       # (Comet notes the ML libraries the process imported before it: sklearn, in a full run)
+                       "other": [o for o in exp["other"] if not o[0].startswith("sys.")],
                        "metrics": [m for m in exp["metrics"]
                                           if m[0] not in TIMING and not m[0].startswith("sys.")],
                        "system": [k for k, _ in exp["system"]]})
