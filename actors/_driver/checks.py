@@ -191,7 +191,8 @@ def claim_name(ctx: Any, name: str, chosen: bool) -> str:
             if chosen and taken is not None:
                 log.warning(
                     "an experiment named %r already exists at %s (continue it with Tuner.restore(%r, "
-                    "trainable=...)); this run is saved as %r at %s, so nothing of the earlier one is "
+                    "trainable=...), or tune.run(..., resume='AUTO')); this run is saved as %r at %s, so nothing "
+                    "of the earlier one is "
                     "overwritten (Ray Tune would write it into the same directory)", base, taken, taken, name,
                     ctx.uri(layout.experiment_dir))
             return name

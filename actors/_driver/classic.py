@@ -188,15 +188,11 @@ def run(run_or_experiment: Callable[..., Any] | type | str | Any, *, name: str |
     path = None if name is None else f"{(storage or DEFAULT_STORAGE).rstrip('/')}/{name}"
     if path is not None and "://" not in path:
         path = os.path.expanduser(path)
-    existing = path is not None and Tuner.can_restore(path, storage_options)
-    if existing and resuming is not None:
+    if resuming is not None and path is not None and Tuner.can_restore(path, storage_options):
         tuner = Tuner.restore(path, run_or_experiment, storage_options=storage_options,  # type: ignore[arg-type]
                               callbacks=run_config.callbacks, _resume_config=resuming)
     else:
-        if existing:  # Tuner.fit saves the new run beside it (name_2) and says so; Ray mixes them
-            log.warning("run(name=%r): an experiment of that name exists at %s; resume='AUTO' (also "
-                        "'AUTO+ERRORED' to retry its failed trials) continues it, this run starts a new one",
-                        name, path)
+        # (an existing experiment of that name: Tuner.fit saves this run beside it, name_2, and says so)
         if resuming is not None:
             log.info("run(resume=%r): no experiment to resume at %s; starting a new one (as Ray)", resume,
                      path or "a newly named directory")

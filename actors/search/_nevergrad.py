@@ -104,14 +104,13 @@ class NevergradSearch(Searcher):
     def __init__(self, optimizer: Any = None, optimizer_kwargs: dict[str, Any] | None = None, space: Any = None,
                  metric: str | None = None, mode: str | None = None,
                  points_to_evaluate: list[dict[str, Any]] | None = None) -> None:
-        ng = import_nevergrad()
+        import_nevergrad()  # (the error naming the extra, before nevergrad's own imports)
         from nevergrad.optimization import Optimizer
         from nevergrad.optimization.base import ConfiguredOptimizer
 
         if mode and mode not in ("min", "max"):
             raise ValueError(f"NevergradSearch: mode must be 'min' or 'max', got {mode!r}")
         super().__init__(metric, mode)
-        self._ng = ng
         self._space: Any = None
         self._opt_factory: Any = None
         self._opt: Any = None
