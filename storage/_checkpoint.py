@@ -16,6 +16,7 @@ import os
 import posixpath
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,30 +51,57 @@ MANIFEST_FORMAT = 1
 
 # Which checkpoint directories may already exist, per (process, storage, trial dir). Committing into
 # a directory that may hold an older checkpoint first deletes its manifest; for the usual fresh index
-# that request is skipped (it costs as much as the manifest itself on a busy store). Entries only
-# grow, so the answer errs towards the safe side; only the trial's own process creates its dirs.
-_known_dirs: dict[tuple[int, str, str], set[str]] = {}
+# that request is skipped (it costs as much as the manifest itself on a busy store). A trial dir's
+# names only grow, so the answer errs towards the safe side; only the trial's own process creates its
+# dirs. The newest KNOWN_DIRS_MAX trial dirs are kept (least recently committed to first out): one
+# process commits for many trial dirs over its life (``system="simple"``, thousands of simulations),
+# and a trial dir dropped from here is only listed again at its next commit.
+KNOWN_DIRS_MAX = 1024
+_known_dirs: OrderedDict[tuple[int, str, str], set[str]] = OrderedDict()
 _known_lock = threading.Lock()
+
+
+def _names_known(key: tuple[int, str, str]) -> set[str] | None:
+    """The names known under a trial dir (marked most recently used), or None: not known."""
+    with _known_lock:
+        names = _known_dirs.get(key)
+        if names is not None:
+            _known_dirs.move_to_end(key)
+        return names
+
+
+def _know(key: tuple[int, str, str], names: set[str]) -> set[str]:
+    """Add ``names`` to what is known under a trial dir, dropping the least recently used dirs."""
+    with _known_lock:
+        known = _known_dirs.get(key)
+        if known is None:
+            known = _known_dirs[key] = set()
+            while len(_known_dirs) > KNOWN_DIRS_MAX:
+                _known_dirs.popitem(last=False)
+        else:
+            _known_dirs.move_to_end(key)
+        known.update(names)
+        return known
 
 
 def _may_exist(ctx: StorageContext, dest_dir: str) -> bool:
     parent, name = posixpath.split(dest_dir.rstrip("/"))
     key = (os.getpid(), ctx.url, parent)
-    with _known_lock:
-        names = _known_dirs.get(key)
+    names = _names_known(key)
     if names is None:
-        listed = {posixpath.basename(n.rstrip("/")) for n in list_names(ctx, parent)}
-        with _known_lock:
-            names = _known_dirs.setdefault(key, set())
-            names.update(listed)
+        names = _know(key, {posixpath.basename(n.rstrip("/")) for n in list_names(ctx, parent)})
     with _known_lock:
         return name in names or f".{name}{MANIFEST_NAME}" in names  # an empty one on S3 has no dir
 
 
 def _remember(ctx: StorageContext, dest_dir: str) -> None:
+    """``dest_dir`` exists now. Only a trial dir already listed is noted (one dropped meanwhile is
+    listed again at its next commit, which then sees this one)."""
     parent, name = posixpath.split(dest_dir.rstrip("/"))
     with _known_lock:
-        _known_dirs.setdefault((os.getpid(), ctx.url, parent), set()).add(name)
+        known = _known_dirs.get((os.getpid(), ctx.url, parent))
+        if known is not None:
+            known.add(name)
 
 
 @dataclass(frozen=True)

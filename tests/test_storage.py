@@ -121,6 +121,34 @@ class TestBackends:
         assert download_checkpoint(ctx, dest, str(out)) == {"v": 2}
         assert read_tree(out) == {"x": b"new"}
 
+    def test_recommit_after_the_trial_dir_was_forgotten_uncommits_first(
+        self, ctx: StorageContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A process keeps what it knows of a bounded number of trial dirs; one it forgot is listed
+        again, so a commit over its existing checkpoint still deletes the old manifest before any
+        upload (a crash mid-upload leaves no checkpoint, never old files mixed with new ones)."""
+        from storage import _checkpoint
+
+        monkeypatch.setattr(_checkpoint, "KNOWN_DIRS_MAX", 2)
+        monkeypatch.setattr(_checkpoint, "_known_dirs", type(_checkpoint._known_dirs)())
+        layout = ExperimentLayout(ctx, "exp")
+        dest = layout.checkpoint_dir("a", 1)
+        commit_checkpoint(ctx, dest, str(make_tree(tmp_path / "old", {"x": b"old", "y": b"old"})), {"v": 1})
+        for other in ("b", "c", "d"):
+            commit_checkpoint(ctx, layout.checkpoint_dir(other, 1), str(make_tree(tmp_path / other, {"z": b"1"})), {})
+        assert len(_checkpoint._known_dirs) == 2  # bounded: the process forgot "a"
+
+        class Killed(BaseException):
+            """The process dies mid-upload: no clean-up runs."""
+
+        def dying_put(*args: object, **kwargs: object) -> None:
+            raise Killed()
+
+        monkeypatch.setattr(ctx.fs, "put_file", dying_put)
+        with pytest.raises(Killed):
+            commit_checkpoint(ctx, dest, str(make_tree(tmp_path / "new", {"x": b"new"})), {"v": 2})
+        assert not is_committed(ctx, dest)
+
     def test_directory_without_manifest_is_not_a_checkpoint(
         self, ctx: StorageContext, tmp_path: Path
     ) -> None:
