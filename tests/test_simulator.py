@@ -152,6 +152,22 @@ def test_simulation_is_deterministic_per_seed() -> None:
         sim.discard()
 
 
+def test_a_simulation_used_as_a_context_manager_frees_its_files() -> None:
+    """A sweep over many seeds must not keep every run's files in the process's memory store."""
+    import fsspec
+
+    store = fsspec.filesystem("memory").store
+    with _asha(3) as sim:
+        root = sim.storage_url.replace("memory://", "/").rstrip("/") + "/"
+        assert sim.results.get_best_result().metrics["loss"] > 0
+        assert any(p.startswith(root) for p in store)
+    assert not any(p.startswith(root) for p in store)
+    with pytest.raises(KeyError), _asha(3) as sim:  # and when the reading fails
+        root = sim.storage_url.replace("memory://", "/").rstrip("/") + "/"
+        raise KeyError("loss")
+    assert not any(p.startswith(root) for p in store)
+
+
 def test_stragglers_arrive_late_and_draw_nothing_when_off() -> None:
     """``Faults(straggler_p=)``: a message delayed by ``straggler_s`` on top of its latency; with none
     asked for, a latency is one draw as before, so every seed's interleaving is what it was."""
