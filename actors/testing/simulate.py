@@ -95,8 +95,9 @@ class Simulation:
 
     def discard(self) -> None:
         """Delete what the simulation wrote to ``memory://`` storage (results are unreadable after).
-        Until then its files stay in this process's memory (~200 KB for a 20-trial experiment): a sweep
-        over many seeds discards each run once read, or uses ``with simulate(...) as sim:``."""
+        Until then its files stay in this process's memory (~200 KB for a 20-trial experiment), where every
+        later simulation's listings pass over them: a sweep over many seeds discards each run once read, or
+        uses ``with simulate(...) as sim:``."""
         from storage import StorageContext
 
         ctx = StorageContext(self.storage_url)
