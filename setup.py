@@ -14,7 +14,7 @@ CORE = [
 TEST = [
     "pytest>=8,<10",
     "pytest-timeout>=2.3,<3",
-    "pytest-xdist>=3.5,<4",  # the README's -n 2: the suite mostly waits on actor systems and subprocesses
+    "pytest-xdist>=3.5,<4",  # the README's -n 4: the suite mostly waits on actor systems and subprocesses
     "execnet>=2.1,<3",
     "hypothesis>=6.100,<7",
     "ruff==0.17.6",  # linters are pinned: a new release adds rules, and test_lint runs them

@@ -2,7 +2,7 @@
 
 Thespian's admin daemonizes (its parent becomes init), so leaks are found by
 looking for processes forked from this interpreter: same command line, started
-after this session began, not this process itself. Under pytest-xdist (the README's ``-n 2``) each worker
+after this session began, not this process itself. Under pytest-xdist (the README's ``-n 4``) each worker
 is started with a command line of its own (``pytest_xdist_setupnodes``), so one worker's checks never count
 the other's actor systems.
 """

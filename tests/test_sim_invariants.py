@@ -57,26 +57,31 @@ def _sweep(seeds: range, space: dict[str, Any] | None = None) -> list[str]:
     return failures
 
 
-def _sweep_all(seeds: int, space: dict[str, Any] | None = None) -> None:
+def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None) -> None:
     started = time.perf_counter()
+    seeds = range(seeds) if isinstance(seeds, int) else seeds
     workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
-    chunks = [range(i, seeds, workers) for i in range(workers)]
+    chunks = [seeds[i::workers] for i in range(workers)]
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         failures = [f for part in pool.map(functools.partial(_sweep, space=space), chunks) for f in part]
     failures.sort(key=lambda f: int(f.split()[1]))
     elapsed = time.perf_counter() - started
-    print(f"{seeds} simulations in {elapsed:.1f}s ({seeds / elapsed:.1f}/s)")
+    print(f"{len(seeds)} simulations in {elapsed:.1f}s ({len(seeds) / elapsed:.1f}/s)")
     again = "check(scenario(seed))" if space is None else "check(scenario(seed), space=LONG_STEPS)"
-    assert not failures, f"{len(failures)} of {seeds} seeds broke an invariant (reproduce with " \
+    assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with " \
         f"tests/_sim_scenarios.{again}):\n" + "\n".join(failures[:20])
 
 
+SWEEP_PARTS = 4  # the sweep as several tests, so the suite's workers share it and none nears the timeout
+
+
 @pytest.mark.slow
-def test_seeded_simulations_with_faults_keep_every_invariant() -> None:
-    """SEEDS simulations (2,000 by default) over every scheduler x fault kind: each ends, keeps
-    contiguous histories, loses no reported row, ends every trial in a final status, and restores
-    when it was aborted."""
-    _sweep_all(SEEDS)
+@pytest.mark.parametrize("part", range(SWEEP_PARTS))
+def test_seeded_simulations_with_faults_keep_every_invariant(part: int) -> None:
+    """SEEDS simulations (2,000 by default, a quarter in each part) over every scheduler x fault kind:
+    each ends, keeps contiguous histories, loses no reported row, ends every trial in a final status,
+    and restores when it was aborted."""
+    _sweep_all(range(part, SEEDS, SWEEP_PARTS))
 
 
 @pytest.mark.slow
@@ -113,7 +118,7 @@ def test_seeded_simulations_with_driver_callbacks_keep_every_invariant() -> None
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         failures = [f for part in pool.map(_sweep_callbacks, [range(i, seeds, workers) for i in range(workers)])
                     for f in part]
-    assert not failures, f"{len(failures)} of {seeds} seeds broke an invariant (reproduce with tests/" \
+    assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with tests/" \
         "_sim_scenarios.check(scenario(seed), callback_checkpoint_p=0.3)):\n" + "\n".join(failures[:20])
 
 
