@@ -118,7 +118,7 @@ def test_seeded_simulations_with_driver_callbacks_keep_every_invariant() -> None
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         failures = [f for part in pool.map(_sweep_callbacks, [range(i, seeds, workers) for i in range(workers)])
                     for f in part]
-    assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with tests/" \
+    assert not failures, f"{len(failures)} of {seeds} seeds broke an invariant (reproduce with tests/" \
         "_sim_scenarios.check(scenario(seed), callback_checkpoint_p=0.3)):\n" + "\n".join(failures[:20])
 
 
