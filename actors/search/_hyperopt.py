@@ -14,14 +14,14 @@ import functools
 import importlib
 from typing import Any
 
-from actors.search._hyperopt_space import convert_space, has_domain, import_hyperopt, point_labels
+from actors.search._hyperopt_space import convert_space, import_hyperopt, point_labels
 from actors.search._searcher import (
     Searcher,
     Suggestion,
     ray_restore,
     ray_save,
 )
-from actors.search._space import normalize, validate_param_space
+from actors.search._space import has_domain, normalize, validate_param_space
 
 
 def _identity(space: Any) -> Any:

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from actors.search._domain import Categorical, Domain, Float, Function, GridSearch, Integer, Normal
-from actors.search._space import Path, format_path
+from actors.search._space import Path, format_path, has_domain
 
 
 def import_hyperopt() -> Any:
@@ -26,17 +26,6 @@ def import_hyperopt() -> Any:
             "HyperOptSearch needs the hyperopt package: pip install 'audition[hyperopt]' "
             "(or pip install hyperopt)") from exc
     return hyperopt
-
-
-def has_domain(space: Any) -> bool:
-    """Whether ``space`` holds anything to search (constants alone give HyperOpt nothing to draw)."""
-    if isinstance(space, Domain):
-        return True
-    if isinstance(space, dict):
-        return any(has_domain(v) for v in space.values())
-    if isinstance(space, list | tuple):
-        return any(has_domain(v) for v in space)
-    return False
 
 
 def convert_space(hpo: Any, space: Any, prefix: str = "") -> Any:
@@ -135,4 +124,4 @@ def _as_index(hpo: Any, node: Any, value: Any, label: str) -> Any:
                      f"choices {categories!r}; name the category itself (not its index)")
 
 
-__all__ = ["convert_space", "has_domain", "import_hyperopt", "point_labels"]
+__all__ = ["convert_space", "import_hyperopt", "point_labels"]

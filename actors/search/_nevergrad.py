@@ -22,7 +22,7 @@ from actors._engine.flat import unflatten
 from actors.search._domain import Categorical, Domain, Float, GridSearch, Integer, Normal
 from actors.search._driver_stream import DriverStream
 from actors.search._searcher import Searcher, Suggestion, ray_restore, ray_save
-from actors.search._space import flatten, normalize, validate_param_space
+from actors.search._space import flatten, has_domain, normalize, validate_param_space
 
 log = logging.getLogger("audition")
 
@@ -35,14 +35,6 @@ def import_nevergrad() -> Any:
     return nevergrad
 
 
-def _holds_domain(value: Any) -> bool:
-    if isinstance(value, Domain):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_domain(v) for v in value.values())
-    return isinstance(value, list | tuple) and any(_holds_domain(v) for v in value)
-
-
 def _searched(spec: dict[str, Any]) -> list[tuple[str, Domain]]:
     """Each search domain by its ``a/b`` name, in Ray's order (its ``flatten_dict`` puts nested keys after
     the top level's): the order of nevergrad's ``Dict``, so of the optimizer's vector."""
@@ -53,7 +45,7 @@ def _searched(spec: dict[str, Any]) -> list[tuple[str, Domain]]:
     for key, value in flatten_dict(normalize(spec), prevent_delimiter=True).items():
         if isinstance(value, Domain):
             out.append((key, value))
-        elif isinstance(value, list | tuple) and _holds_domain(value):  # (Ray fails with a TypeError)
+        elif isinstance(value, list | tuple) and has_domain(value):  # (Ray fails with a TypeError)
             raise ValueError(f"NevergradSearch cannot search inside a list (the search domain at {key!r} is in one): "
                              "give each searched value its own key in the param_space")
     return out

@@ -22,7 +22,7 @@ from actors.search._domain import (
     SearchSpaceError,
 )
 from actors.search._domain_checks import quantized
-from actors.search._space import Path, format_path
+from actors.search._space import Path, format_path, has_domain
 
 _PRIMITIVES = (type(None), bool, int, float, str)
 
@@ -37,16 +37,6 @@ def import_optuna() -> Any:
             f"OptunaSearch needs the optuna package ({exc}); install it with pip install 'audition[optuna]'"
         ) from exc
     return optuna
-
-
-def _has_domain(value: Any) -> bool:
-    if isinstance(value, Domain):
-        return True
-    if isinstance(value, dict):
-        return any(_has_domain(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_domain(v) for v in value)
-    return False
 
 
 Decoder = Callable[[Any], Any]
@@ -104,7 +94,7 @@ def convert(optuna: Any, path: Path, domain: Any) -> tuple[Any, Decoder]:
             )
         return dists.IntDistribution(domain.low, domain.high, log=domain.log, step=domain.q or 1), _identity
     if isinstance(domain, Categorical):
-        if any(_has_domain(c) for c in domain.categories):
+        if any(has_domain(c) for c in domain.categories):
             raise SearchSpaceError(
                 f"{where}: choice() categories holding domains are not supported by OptunaSearch"
             )

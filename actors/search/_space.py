@@ -63,6 +63,17 @@ def normalize(space: Any, path: Path = (), inside: str | None = None) -> Any:
     return space
 
 
+def has_domain(space: Any) -> bool:
+    """Whether ``space`` holds a search domain anywhere (in a dict's values or a list's items)."""
+    if isinstance(space, Domain):
+        return True
+    if isinstance(space, dict):
+        return any(has_domain(v) for v in space.values())
+    if isinstance(space, list | tuple):
+        return any(has_domain(v) for v in space)
+    return False
+
+
 def validate_param_space(space: Any) -> None:
     """Check a whole param_space eagerly; raise :class:`SearchSpaceError` naming the bad entry."""
     if not isinstance(space, dict):
