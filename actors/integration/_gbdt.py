@@ -12,9 +12,9 @@ Metrics = str | list[str] | dict[str, str] | None
 PostProcess = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def needs(library: str, module: str) -> ImportError:
-    """The error for a missing library, naming the extra that installs it."""
-    return ImportError(f"{module} needs the {library} package: pip install 'audition[{library}]' "
+def needs(library: str, module: str, extra: str | None = None) -> ImportError:
+    """The error for a missing library, naming the extra that installs it (``extra``: when not the library's name)."""
+    return ImportError(f"{module} needs the {library} package: pip install 'audition[{extra or library}]' "
                        f"(or pip install {library})")
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from actors._driver.loggers import LoggerCallback
+from actors.integration._gbdt import needs
 from actors.utils import flatten_dict
 
 
@@ -25,8 +26,7 @@ def _import_comet() -> Any:
     try:
         import comet_ml
     except ImportError as exc:
-        raise ImportError("actors.integration.comet needs the comet_ml package: pip install 'audition[comet]' (or pip "
-                          "install comet_ml)") from exc
+        raise needs("comet_ml", __name__, extra="comet") from exc
     return comet_ml
 
 

@@ -302,7 +302,7 @@ class WandbLoggerCallback(LoggerCallback):
         self._reap(timeout=0)
 
     def _end(self, trial_id: str) -> None:
-        process = self._processes[trial_id] if trial_id in self._processes else None
+        process = self._processes.get(trial_id)
         if process is not None and process.stdin is not None and not process.stdin.closed:
             self._send(trial_id, (END, None))
             try:
