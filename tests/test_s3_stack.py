@@ -40,8 +40,7 @@ def test_setup_floor_is_the_floor_storage_checks() -> None:
 def test_every_dependency_is_bounded_both_ways() -> None:
     for name in ("CORE", "TEST", "S3", "S3_TEST", "PLOT", "OPTUNA", "HYPEROPT", "BAYESOPT", "PB2", "PANDAS",
                  "TENSORBOARD", "DOCS", "DASHBOARD", "TEST_CLIENT", "BROWSER_TEST", "XGBOOST", "LIGHTGBM", "GBDT_TEST",
-                 "ZOOPT", "NEVERGRAD", "NEVERGRAD_TEST", "MLFLOW",
-                 "MLFLOW_TEST", "WANDB", "WANDB_TEST", "COMET",
+                 "ZOOPT", "NEVERGRAD", "NEVERGRAD_TEST", "MLFLOW", "MLFLOW_TEST", "WANDB", "WANDB_TEST", "COMET",
                  "COMET_TEST"):
         for req in _setup_list(name):
             assert "==" in req or (">=" in req and "<" in req), f"{name}: {req} needs a floor and a ceiling"
