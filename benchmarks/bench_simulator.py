@@ -8,7 +8,11 @@ steps mean fewer ticks per experiment). Each run has its own seed and its ``memo
 discarded after it. Prints one JSON line: ``runs_per_s`` (median of ``--repeat`` rounds), and per
 run the deliveries, simulated seconds and milliseconds of wall time.
 
-    python benchmarks/bench_simulator.py [--runs 30] [--repeat 3] [--step-s 1.0] [--faults]
+``--processes N`` (N > 1) runs each round's seeds in N forked processes at once (a seed sweep as
+``docs/testing.md`` shows it) and reports the round's runs over its wall time: the rate of a sweep
+on this machine's cores, beside the one-process rate of the same seeds.
+
+    python benchmarks/bench_simulator.py [--runs 30] [--repeat 3] [--step-s 1.0] [--faults] [--processes 1]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds (the median is reported)")
     parser.add_argument("--step-s", type=float, default=1.0, help="simulated seconds per training step")
     parser.add_argument("--faults", action="store_true", help="inject trial failures and deaths too")
+    parser.add_argument("--processes", type=int, default=1, help="forked processes sharing each round's seeds")
     args = parser.parse_args()
 
     from actors import FailureConfig, RunConfig, TuneConfig, search
@@ -55,15 +60,20 @@ def main() -> None:
 
     one(10_000)  # imports and first-use costs are not per-run costs
     rates, deliveries, sim_s = [], [], []
+    pool = _pool(args.processes, one) if args.processes > 1 else None
     seed = 0
-    for _ in range(args.repeat):
-        started = time.perf_counter()
-        for _ in range(args.runs):
-            d, s = one(seed)
-            deliveries.append(d)
-            sim_s.append(s)
-            seed += 1
-        rates.append(args.runs / (time.perf_counter() - started))
+    try:
+        for _ in range(args.repeat):
+            seeds = range(seed, seed + args.runs)
+            started = time.perf_counter()
+            outs = list(pool.map(_run_seed, seeds)) if pool is not None else [one(s) for s in seeds]
+            rates.append(args.runs / (time.perf_counter() - started))
+            deliveries += [d for d, _ in outs]
+            sim_s += [s for _, s in outs]
+            seed += args.runs
+    finally:
+        if pool is not None:
+            pool.shutdown()
     rate = statistics.median(rates)
     print(json.dumps({
         "benchmark": "simulator", "workload": "20-trial ASHA (max_t=27), 4 simulated CPUs",
@@ -71,7 +81,27 @@ def main() -> None:
         "rounds_runs_per_s": [round(r, 1) for r in rates], "ms_per_run": round(1000 / rate, 1),
         "deliveries_per_run": round(statistics.mean(deliveries), 1),
         "simulated_s_per_run": round(statistics.mean(sim_s), 1), "target_runs_per_s": 100,
+        "processes": args.processes,
     }))
+
+
+_one: Any = None  # the forked workers' run function (inherited, not pickled)
+
+
+def _run_seed(seed: int) -> tuple[int, float]:
+    return _one(seed)
+
+
+def _pool(processes: int, one: Any) -> Any:
+    """``processes`` forked workers, each warmed up by one run before the rounds are timed."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _one
+    _one = one
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork"))
+    list(pool.map(_run_seed, [10_001 + i for i in range(processes)]))  # (each worker's first run, likely)
+    return pool
 
 
 if __name__ == "__main__":

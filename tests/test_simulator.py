@@ -302,6 +302,28 @@ def _outcome(sim: Any) -> tuple[Any, ...]:
             [(t, text(s)) for t, s in sim.world.spawned], text(histories))
 
 
+_SWEEP_FAULTS = Faults(trial_fail_p=0.02, trial_die_p=0.02, lost_exit_p=0.5)
+
+
+def _swept(seed: int) -> tuple[Any, ...]:
+    with _asha(seed, _SWEEP_FAULTS, failure_config=FailureConfig(max_failures=-1)) as sim:
+        return (sim.deliveries, *_outcome(sim))
+
+
+def test_a_seed_gives_the_same_experiment_in_a_forked_worker_in_any_order() -> None:
+    """docs/testing.md's sweep: seeds run in a fork pool, out of order, after other runs in this process,
+    are the experiments this process runs for them (nothing of a run depends on the process's history)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    seeds = list(range(6))
+    here = [_swept(seed) for seed in seeds]
+    assert len({h[0] for h in here}) > 1  # (different seeds, different experiments)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        there = list(pool.map(_swept, reversed(seeds)))
+    assert list(reversed(there)) == here
+
+
 @pytest.mark.parametrize("kind", ["trials", "lost_exits", "poison", "scheduler", "storage", "checkpoint",
                                   "abort", "latency"])
 def test_skipping_idle_ticks_changes_no_outcome(kind: str) -> None:
