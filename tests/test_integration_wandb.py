@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("wandb")
 
-from actors import Checkpoint, RunConfig, TuneConfig, Tuner, grid_search, report
+from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, grid_search, report
 from actors.integration.wandb import WandbLoggerCallback, _clean_log, _handle_result
 from tests._wandb_records import read_run
 
@@ -119,3 +119,28 @@ def test_setup_wandb_in_a_trainable_as_ray(tmp_path: Any, system: str, monkeypat
                    key=lambda f: read_run(f)["run"]["name"])
     assert len(files) == 2, files
     assert [_normal(read_run(f)) for f in files] == [_normal(r) for r in RAY["setup"]]
+
+
+def _fails_once(config: dict[str, Any]) -> None:
+    marker = os.path.join(config["dir"], "failed_once")
+    for i in range(3):
+        if i == 1 and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("boom")
+        report({"loss": float(i)})
+
+
+def test_a_retried_trial_goes_on_in_its_run_as_in_ray(tmp_path: Any) -> None:
+    """Ray ends a trial's W&B run only at its end or final error: a retry is ``on_trial_recover``, which the
+    logger callback does not handle, so the retry's results go on in the same run (its logging process), at
+    W&B's steps (the retry's first iteration lands on the row of the failed run's first)."""
+    Tuner(_fails_once, param_space={"dir": str(tmp_path)},
+          run_config=RunConfig(storage=str(tmp_path), name="wb_retry", verbose=0,
+                               failure_config=FailureConfig(max_failures=1),
+                               callbacks=[WandbLoggerCallback(project="proj")])).fit()
+    assert os.path.exists(tmp_path / "failed_once")
+    files = sorted(glob.glob(str(tmp_path / "wb_retry" / "*" / "wandb" / "offline-run-*" / "run-*.wandb")))
+    runs = [read_run(f) for f in files]
+    assert [[r["training_iteration"] for r in run["history"]] for run in runs] == [[1, 2, 3]]
+    assert [r["loss"] for r in runs[0]["history"]] == [0.0, 1.0, 2.0]
+    assert runs[0]["exit"] == 0
