@@ -20,6 +20,11 @@ import pytest
 
 pytest_plugins = ["tests._fixtures_s3", "tests._cluster"]
 
+# Importing comet_ml (tests/test_integration_comet.py, at collection) patches MLflow, XGBoost, LightGBM and
+# others for Comet's auto-logging: every later MLflow run in the same worker then also wrote an offline Comet
+# experiment into the working directory, the checkout. The Comet tests' experiments are their callback's own.
+os.environ.setdefault("COMET_DISABLE_AUTO_LOGGING", "1")
+
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: Any, specs: list[Any]) -> None:
@@ -91,8 +96,36 @@ def storage_dir(tmp_path):
     return str(tmp_path / "results")
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _checkout_files() -> set[str] | None:
+    """The checkout's files git does not ignore and does not track (None: not a git checkout, or no git)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", _ROOT, "status", "--porcelain", "--untracked-files=all"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return {line[3:] for line in out.stdout.splitlines() if line.startswith("??")}
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # (xdist's controller, or a run without xdist)
+        session.config._audition_untracked = _checkout_files()
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """After the whole suite, no process forked by it may still run."""
+    """After the whole suite, no process forked by it may still run, and no test wrote into the checkout."""
+    before = getattr(session.config, "_audition_untracked", None)
+    after = _checkout_files() if before is not None else None
+    if before is not None and after is not None and after - before:
+        print(f"\nWRITTEN INTO THE CHECKOUT by the test session (tests write under tmp_path): "
+              f"{sorted(after - before)[:20]}")
+        session.exitstatus = 1
     deadline = time.monotonic() + 15.0
     left = forked_processes()
     while left and time.monotonic() < deadline:
