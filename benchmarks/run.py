@@ -41,6 +41,9 @@ RAY_REFERENCE = {
 }
 
 
+CORES = os.cpu_count() or 1
+
+
 def _script(name: str) -> str:
     return os.path.join(HERE, name)
 
@@ -58,6 +61,8 @@ def audition_workloads(quick: bool) -> dict[str, list[str]]:
             "memory": [py, _script("bench_memory.py"), "--first", "200", "--last", "1000", "--every", "200"],
             "simulator": [py, _script("bench_simulator.py"), "--runs", "10", "--repeat", "3"],
             "simulator_long": [py, _script("bench_simulator.py"), "--runs", "10", "--repeat", "3", "--step-s", "10"],
+            "simulator_sweep": [py, _script("bench_simulator.py"), "--runs", "20", "--repeat", "3",
+                                "--processes", str(CORES)],
         }
     return {
         "floor": [py, _script("bench_floor.py"), "--trials", "100", "1000", "--results", "2000", "--repeat", "5"],
@@ -69,6 +74,8 @@ def audition_workloads(quick: bool) -> dict[str, list[str]]:
         "memory": [py, _script("bench_memory.py"), "--first", "1000", "--last", "5000", "--every", "500"],
         "simulator": [py, _script("bench_simulator.py"), "--runs", "30", "--repeat", "3"],
         "simulator_long": [py, _script("bench_simulator.py"), "--runs", "30", "--repeat", "3", "--step-s", "10"],
+        "simulator_sweep": [py, _script("bench_simulator.py"), "--runs", "60", "--repeat", "3",
+                            "--processes", str(CORES)],
     }
 
 
@@ -225,6 +232,9 @@ def build_table(aud: dict[str, dict[str, Any]], ray: dict[str, dict[str, Any]],
             check=lambda: _status(rate, 100.0, True))
     if "simulator_long" in aud:  # (no target: steps 10x longer, the same experiment; ticks and writes scale with time)
         row("simulator: the same, 10 s steps", float(aud["simulator_long"]["runs_per_s"]), " runs/s")
+    if "simulator_sweep" in aud:  # (a seed sweep on every core, docs/testing.md; the target is the one-process row's)
+        row(f"simulator: a seed sweep, {aud['simulator_sweep']['processes']} processes",
+            float(aud["simulator_sweep"]["runs_per_s"]), " runs/s")
     return rows
 
 
