@@ -30,7 +30,8 @@ class Recorder(Callback):
     def _note(self, hook: str, trial: Any) -> None:
         self.seen.append({"hook": hook, "trial_id": trial.trial_id, "config": dict(trial.config),
                           "trainable_name": trial.trainable_name, "status": str(trial.status),
-                          "is_running": trial.status == "RUNNING", "last_result": dict(trial.last_result),
+                          "repr": repr([trial.status]), "is_running": trial.status == "RUNNING",
+                          "last_result": dict(trial.last_result),
                           "path": trial.path, "local_path": trial.local_path, "str": str(trial)})
 
     def on_trial_result(self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any]) -> None:
@@ -54,6 +55,7 @@ def test_callbacks_get_trials_that_carry_what_rays_do(storage_dir):
         assert s["path"] == r.path and s["local_path"] == r.path and os.path.isdir(s["path"])
     results = [s for s in rec.seen if s["hook"] == "result"]
     assert all(s["status"] == "RUNNING" and s["is_running"] for s in results)  # Ray's strings
+    assert {s["repr"] for s in results} == {"['RUNNING']"}  # (printed in a list, as Ray's)
     for tid in by_id:  # recorded from Ray 2.60: the previous result (none yet at the first), experiment_tag last
         mine = [s["last_result"] for s in results if s["trial_id"] == tid]
         assert len(mine) > 1 and "acc" not in mine[0]

@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 class TrialStatus(StrEnum):
     """Life-cycle states of a trial (see docs/architecture.md for the state machine).
 
-    Members are Ray Tune's strings: ``status == "RUNNING"`` and ``str(status) == "RUNNING"``."""
+    Members are Ray Tune's strings: ``status == "RUNNING"``, ``str(status) == "RUNNING"``, and ``repr`` too, so a
+    printed list of statuses reads as Ray's (``['RUNNING']``)."""
 
     PENDING = "PENDING"
     RUNNING = "RUNNING"
@@ -23,6 +24,9 @@ class TrialStatus(StrEnum):
     @property
     def is_finished(self) -> bool:
         return self in (TrialStatus.TERMINATED, TrialStatus.ERROR)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 ERROR_FILE = "error.txt"  # storage's ERROR_NAME (storage/_layout.py; the core imports no storage)
