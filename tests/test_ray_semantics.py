@@ -664,3 +664,32 @@ def test_a_searcher_is_saved_after_fit_and_restored_from_a_file_or_the_experimen
     from_dir = OptunaSearch(seed=0)
     from_dir.restore_from_dir(first.experiment_path)
     assert _xs(fit("third", from_dir, 2)) == [0.423655, 0.544883]
+
+
+def _nine(config: dict[str, Any]) -> None:
+    for i in range(9):
+        report({"loss": config["a"] / (i + 1)})
+
+
+@pytest.mark.parametrize(("tune_kw", "asha_kw", "iterations"), [
+    ({"mode": "min"}, {"metric": "loss"}, [9, 1, 1, 1]),  # (a=1 is best at every rung; the others stop at 1)
+    ({"metric": "loss"}, {"mode": "max"}, [9, 9, 9, 9]),  # (each later trial is better at its rung)
+])
+def test_metric_and_mode_may_come_one_from_tuneconfig_one_from_the_scheduler_as_in_ray(
+        tune_kw: dict[str, str], asha_kw: dict[str, str], iterations: list[int], storage_dir: str) -> None:
+    """Recorded from Ray 2.60: TuneConfig(mode='min') without a metric is accepted; the scheduler's own metric
+    takes its mode, and get_best_result(metric=...) takes TuneConfig's mode (as the scheduler takes a metric)."""
+    from actors.schedulers import ASHAScheduler
+
+    grid = Tuner(_nine, param_space={"a": grid_search([1, 2, 3, 4])},
+                 tune_config=TuneConfig(**tune_kw, max_concurrent_trials=1,  # type: ignore[arg-type]
+                                        scheduler=ASHAScheduler(max_t=9, grace_period=1, **asha_kw)),
+                 run_config=RunConfig(storage=storage_dir, verbose=0, system="simple")).fit()
+    assert [r.metrics["training_iteration"] for r in sorted(grid, key=lambda r: r.config["a"])] == iterations
+    if "mode" in tune_kw:
+        assert grid.get_best_result(metric="loss").config == {"a": 1}
+        with pytest.raises(ConfigError, match="no metric given, and TuneConfig sets none"):
+            grid.get_best_result()
+    else:
+        with pytest.raises(ConfigError, match="no mode given, and TuneConfig sets none"):
+            grid.get_best_result()

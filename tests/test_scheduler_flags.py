@@ -46,6 +46,23 @@ def test_rays_switch_turns_the_strict_metric_check_off(monkeypatch: pytest.Monke
     assert required_metrics("loss", sched, None) == ()
 
 
+def test_the_strict_metric_check_names_the_users_searcher_not_the_tuners_wrapper() -> None:
+    from actors.search import BasicVariantGenerator, Searcher
+    from actors.search._wrappers import ConstantsMerged
+
+    class Mine(Searcher):
+        def suggest(self, trial_id: str) -> dict[str, float]:
+            return {"x": 1.0}
+
+        def on_trial_complete(self, trial_id: str, result: dict[str, float] | None = None,
+                              error: bool = False) -> None:
+            pass
+
+    wrapped = ConstantsMerged(Mine(metric="acc", mode="max"), {"c": 1})
+    assert required_metrics(None, None, wrapped) == (("acc", "Mine(metric=...)"),)
+    assert required_metrics(None, None, BasicVariantGenerator()) == ()
+
+
 def test_random_brackets_continue_their_draws_after_a_restore() -> None:
     def adds(s: ASHAScheduler, ids: range) -> list[int]:
         for i in ids:

@@ -148,6 +148,8 @@ def required_metrics(metric: str | None, scheduler: Any, searcher: Any) -> tuple
         return ()
     out: list[tuple[str, str]] = []
     searched = getattr(searcher, "metric", None)  # a list for a multi-objective searcher: each is required
+    while getattr(searcher, "transparent", False):  # (the Tuner's own wrapper: name the user's searcher)
+        searcher = searcher.searcher
     for key, where in ((metric, "TuneConfig(metric=...)"),
                        (None if getattr(scheduler, "skip_missing", False) else getattr(scheduler, "metric", None),
                         f"{type(scheduler).__name__}(metric=...)"),

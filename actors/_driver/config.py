@@ -125,8 +125,6 @@ class TuneConfig:
         if self.metric is not None and (not isinstance(self.metric, str) or not self.metric):
             raise ConfigError(f"TuneConfig(metric={self.metric!r}): use the name of a reported result key, "
                               "such as metric='loss'")
-        if self.mode is not None and self.metric is None:
-            raise ConfigError("TuneConfig: mode was given without metric; pass metric='<name>' too")
         if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or (
                 self.num_samples < 1 and self.num_samples != -1):
             raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1, or -1 to sample "

@@ -198,8 +198,9 @@ class ResultGrid:
         metric = metric or self._metric
         mode = mode or self._mode
         if metric is None or mode is None:
-            raise ConfigError("get_best_result: no metric/mode given and none set in TuneConfig; "
-                              "pass get_best_result(metric='loss', mode='min')")
+            missing = " and ".join(w for w, v in (("metric", metric), ("mode", mode)) if v is None)
+            raise ConfigError(f"get_best_result: no {missing} given, and TuneConfig sets none; pass them, "
+                              "e.g. get_best_result(metric='loss', mode='min')")
         check_mode(mode, "get_best_result")
         if scope not in ("last", "avg", "all", "last-5-avg", "last-10-avg"):
             raise ConfigError(f"get_best_result(scope={scope!r}): use 'last', 'avg', 'all', 'last-5-avg' "
