@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import cloudpickle
 
@@ -50,7 +51,6 @@ def test_raising_hook_and_bad_plugin_are_reported() -> None:
 def test_a_trials_name_survives_its_results_in_the_schedulers_mirror() -> None:
     """The mirror's snapshot takes each result without losing what else it knew (the trial's
     trial_name_creator / trial_dirname_creator names, its failures, its checkpoint)."""
-    from typing import Any
 
     from actors._engine.scheduler_host import SchedulerHost
     from actors._engine.trial import TrialSnapshot, TrialStatus
@@ -77,7 +77,6 @@ def test_a_trials_name_survives_its_results_in_the_schedulers_mirror() -> None:
 def test_ray_tune_decision_constants_are_understood() -> None:
     """A plugin written for Ray Tune returns ``TrialScheduler.STOP`` ("STOP") or ``self.PAUSE``: both
     work; a value that is no decision fails the experiment with a message naming it."""
-    from typing import Any
 
     import cloudpickle
 
@@ -102,6 +101,40 @@ def test_ray_tune_decision_constants_are_understood() -> None:
     (failed,) = ep.call(SchedulerCall(8, HookKind.RESULT, "t", ({"answer": "stop please"},)))
     assert isinstance(failed, SchedulerFailed)
     assert "must return Decision.CONTINUE, PAUSE, STOP or NOOP" in failed.error and "'stop please'" in failed.error
+
+
+def test_decisions_compare_and_print_as_rays_strings() -> None:
+    """Ray 2.60's ``TrialScheduler`` constants are the strings themselves (recorded: ``repr(TrialScheduler.STOP)``
+    is ``'STOP'``): a plugin ported from Ray that compares a decision with one, or prints it, does what it did
+    there. Merging is still ``max`` over the ints."""
+    from actors.schedulers import Decision, TrialScheduler
+
+    assert TrialScheduler.STOP == "STOP" and "PAUSE" == TrialScheduler.PAUSE and TrialScheduler.NOOP == "NOOP"
+    assert not TrialScheduler.STOP != "STOP" and TrialScheduler.STOP != "PAUSE" and TrialScheduler.STOP != "stop"
+    assert (str(Decision.STOP), f"{Decision.PAUSE}", repr([Decision.CONTINUE])) == ("STOP", "PAUSE", "['CONTINUE']")
+    assert Decision.STOP == 2 and max(Decision.PAUSE, Decision.STOP) is Decision.STOP and hash(Decision.STOP) == hash(2)
+
+
+def test_a_ray_plugin_that_compares_decisions_with_strings_decides_as_in_ray() -> None:
+    from actors import TuneConfig, search
+    from actors.schedulers import ASHAScheduler, TrialScheduler
+    from actors.testing import simulate
+
+    class NeverStops(ASHAScheduler):  # as written for Ray: ASHA's answer compared with Ray's string
+        def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+            decision = super().on_trial_result(controller, trial, result)
+            return TrialScheduler.CONTINUE if decision == "STOP" else decision
+
+    def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+        return {"loss": config["lr"] / i}
+
+    for scheduler, all_nine in ((NeverStops(max_t=9, grace_period=1), True),
+                                (ASHAScheduler(max_t=9, grace_period=1), False)):
+        with simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                      TuneConfig(metric="loss", mode="min", num_samples=8, scheduler=scheduler),
+                      max_iterations=9, cpus=2, seed=0) as sim:
+            ran = [r.metrics["training_iteration"] for r in sim.results]
+        assert (ran == [9] * 8) is all_nine, ran
 
 
 SEEN_ON_RESTORE: list[tuple[str, frozenset[str]]] = []

@@ -26,6 +26,24 @@ class Decision(IntEnum):
     PAUSE = 1
     STOP = 2
 
+    # Ray Tune's constants are the strings "CONTINUE", "PAUSE", "STOP", "NOOP": a plugin ported from Ray may compare
+    # a decision with one (`if decision == "STOP"`) or print it, and must see what it saw there (NOOP is CONTINUE).
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return _RAY_NAMES.get(other) is self
+        return int.__eq__(self, other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = int.__hash__
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return repr(self.name)
+
 
 # Ray Tune's ``TrialScheduler`` constants are these strings: a plugin written for Ray may return them
 _RAY_NAMES = {"CONTINUE": Decision.CONTINUE, "NOOP": Decision.NOOP, "PAUSE": Decision.PAUSE, "STOP": Decision.STOP}
