@@ -81,6 +81,13 @@ def _roundtrip(state: dict[str, Any]) -> dict[str, Any]:
 def test_finished_sentinel_survives_pickling() -> None:
     assert pickle.loads(pickle.dumps(Searcher.FINISHED)) is Searcher.FINISHED
     assert Searcher.FINISHED is SearcherSignal.FINISHED
+    assert SearcherSignal("finished") is Searcher.FINISHED  # (what a pickle made before it was Ray's string holds)
+
+
+def test_finished_is_rays_string() -> None:
+    """Ray 2.60's ``Searcher.FINISHED`` is ``"FINISHED"`` (recorded: its repr is ``'FINISHED'``)."""
+    assert Searcher.FINISHED == "FINISHED" and "FINISHED" == Searcher.FINISHED and Searcher.FINISHED != "finished"
+    assert (str(Searcher.FINISHED), repr([Searcher.FINISHED])) == ("FINISHED", "['FINISHED']")
 
 
 def test_mode_and_metric_are_validated() -> None:

@@ -18,10 +18,20 @@ _MODES = ("min", "max")
 DEFAULT_METRIC = "_metric"  # Ray's name for the metric of a searcher given only a mode
 
 
-class SearcherSignal(enum.Enum):
-    """Non-config answers of :meth:`Searcher.suggest` (an enum so it survives pickling by identity)."""
+class SearcherSignal(enum.StrEnum):
+    """Non-config answers of :meth:`Searcher.suggest` (an enum so it survives pickling by identity).
 
-    FINISHED = "finished"
+    Ray Tune's ``Searcher.FINISHED`` is the string ``"FINISHED"``: this one equals it and prints as it, so a
+    searcher ported from Ray that returns the string, compares an answer with it or prints it does as there."""
+
+    FINISHED = "FINISHED"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @classmethod
+    def _missing_(cls, value: object) -> SearcherSignal | None:
+        return cls.FINISHED if value == "finished" else None  # (its value before it was Ray's string)
 
 
 Suggestion: TypeAlias = "dict[str, Any] | Literal[SearcherSignal.FINISHED] | None"
