@@ -41,29 +41,18 @@ def main() -> None:
         hook = getattr(msg, "kind", None)
         return f"{name}:{hook.name}" if name in ("SchedulerCall", "SchedulerReply") and hook is not None else name
 
-    core, deliver, step = SimWorld._core, SimWorld._deliver, SimWorld._step
+    def timed(method: Any, name: Any) -> Any:
+        def wrapper(self: SimWorld, *args: Any) -> None:
+            started = clock()
+            method(self, *args)
+            k = name(args)
+            spent[k] += clock() - started
+            count[k] += 1
+        return wrapper
 
-    def timed_core(self: SimWorld, event: Any) -> None:
-        started = clock()
-        core(self, event)
-        k = "core:" + kind(event)
-        spent[k] += clock() - started
-        count[k] += 1
-
-    def timed_deliver(self: SimWorld, handle: Any, msg: Any) -> None:
-        started = clock()
-        deliver(self, handle, msg)
-        k = "actor:" + kind(msg)
-        spent[k] += clock() - started
-        count[k] += 1
-
-    def timed_step(self: SimWorld, handle: Any, token: int) -> None:
-        started = clock()
-        step(self, handle, token)
-        spent["step"] += clock() - started
-        count["step"] += 1
-
-    SimWorld._core, SimWorld._deliver, SimWorld._step = timed_core, timed_deliver, timed_step  # type: ignore[method-assign]
+    SimWorld._core = timed(SimWorld._core, lambda a: "core:" + kind(a[0]))  # type: ignore[method-assign]
+    SimWorld._deliver = timed(SimWorld._deliver, lambda a: "actor:" + kind(a[1]))  # type: ignore[method-assign]
+    SimWorld._step = timed(SimWorld._step, lambda a: "step")  # type: ignore[method-assign]
     step_s = args.step_s
 
     def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
