@@ -469,3 +469,13 @@ def test_a_wrapper_around_the_default_generator_is_refused(wrap: str, storage_di
         Tuner(_reports, param_space={"x": uniform(0, 1)},
               tune_config=TuneConfig(search_alg=alg, num_samples=4, metric="loss", mode="min"),
               run_config=RunConfig(system="simple", storage=storage_dir, verbose=0)).fit()
+
+
+def test_an_unpicklable_param_space_value_is_named_by_its_key(storage_dir) -> None:
+    def train(config: dict) -> None:
+        report({"x": 1})
+
+    space = {"lr": 0.1, "model": {"opts": [1, threading.Lock()]}}
+    with pytest.raises(ConfigError, match=r"param_space\['model'\]\['opts'\]\[1\] cannot be pickled .*_thread.lock"):
+        Tuner(train, param_space=space, run_config=RunConfig(storage=storage_dir, verbose=0))
+    assert not os.path.exists(storage_dir) or not os.listdir(storage_dir)  # (refused before anything is written)

@@ -36,6 +36,30 @@ def pickled(obj: Any, what: str) -> bytes:
         ) from exc
 
 
+def pickled_search(searcher: Any, stopper: Any, param_space: dict[str, Any] | None) -> None:
+    """The searcher (which holds the param_space) and the stopper travel to the controller: a param_space value
+    that cannot is named by its key, anything else as the searcher's or the stopper's."""
+    try:
+        cloudpickle.dumps(param_space)
+    except Exception as exc:
+        raise ConfigError(
+            f"param_space{_unpicklable_at(param_space)} cannot be pickled ({type(exc).__name__}: {exc}); a trial's "
+            "config is sent to the process that runs it: pass plain values (numbers, strings, lists, dicts, search "
+            "spaces) and create locks, open files, clients or models inside the trainable") from exc
+    pickled((searcher, stopper), "search algorithm or stopper")
+
+
+def _unpicklable_at(value: Any) -> str:
+    """The first key path (``['a']['b']``) under which ``value`` holds what cannot be pickled ('' for itself)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        try:
+            cloudpickle.dumps(item)
+        except Exception:
+            return f"[{key!r}]{_unpicklable_at(item)}"
+    return ""
+
+
 def check_callbacks(callbacks: list[Any] | None, where: str) -> None:
     """Callbacks are ``actors.Callback`` instances; one that runs in the controller must pickle."""
     from actors._driver.callbacks import Callback

@@ -23,6 +23,7 @@ from actors._driver.checks import (
     make_run_stopper,
     max_len_identifier,
     pickled,
+    pickled_search,
     required_metrics,
     resolve_checkpoint_at_end,
 )
@@ -108,7 +109,7 @@ class Tuner:
         self._scheduler = pickled(scheduler, "scheduler")
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
         check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
-        pickled((searcher, self._stopper), "search algorithm or stopper")
+        pickled_search(searcher, self._stopper, param_space)
         pickled((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
         self._system = rc.system
