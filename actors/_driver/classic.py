@@ -172,9 +172,10 @@ def run(run_or_experiment: Callable[..., Any] | type | str | Any, *, name: str |
     cc = _checkpointing(checkpoint_config, keep_checkpoints_num, checkpoint_score_attr, checkpoint_freq,
                         checkpoint_at_end)
     storage = os.fspath(storage_path) if storage_path is not None else None
-    # as Ray: a mode without a metric compares the unnamed metric (a trainable that returns a number)
+    # as Ray: a mode without a metric is the mode of a scheduler's or searcher's own metric, and the analysis
+    # compares the unnamed metric with it (a trainable that returns a number)
     tune_config = TuneConfig(
-        metric=metric, mode=mode if metric is not None else None, num_samples=num_samples, scheduler=scheduler,
+        metric=metric, mode=mode, num_samples=num_samples, scheduler=scheduler,
         search_alg=search_alg, max_concurrent_trials=max_concurrent_trials or None,
         reuse_actors=reuse_actors, time_budget_s=time_budget_s, trial_name_creator=trial_name_creator,
         trial_dirname_creator=trial_dirname_creator)
