@@ -671,23 +671,26 @@ def _nine(config: dict[str, Any]) -> None:
         report({"loss": config["a"] / (i + 1)})
 
 
-@pytest.mark.parametrize(("tune_kw", "asha_kw", "iterations"), [
-    ({"mode": "min"}, {"metric": "loss"}, [9, 1, 1, 1]),  # (a=1 is best at every rung; the others stop at 1)
-    ({"metric": "loss"}, {"mode": "max"}, [9, 9, 9, 9]),  # (each later trial is better at its rung)
+@pytest.mark.parametrize(("case", "tune_kw", "asha_kw"), [
+    ("tuner_mode_only", {"mode": "min"}, {"metric": "loss"}),  # (a=1 is best at every rung; the others stop at 1)
+    ("tuner_metric_only", {"metric": "loss"}, {"mode": "max"}),  # (each later trial is better at its rung)
 ])
 def test_metric_and_mode_may_come_one_from_tuneconfig_one_from_the_scheduler_as_in_ray(
-        tune_kw: dict[str, str], asha_kw: dict[str, str], iterations: list[int], storage_dir: str) -> None:
-    """Recorded from Ray 2.60: TuneConfig(mode='min') without a metric is accepted; the scheduler's own metric
-    takes its mode, and get_best_result(metric=...) takes TuneConfig's mode (as the scheduler takes a metric)."""
+        case: str, tune_kw: dict[str, str], asha_kw: dict[str, str], storage_dir: str) -> None:
+    """Recorded from Ray 2.60 (tests/data/ray_api_semantics.json): TuneConfig(mode='min') without a metric is
+    accepted; the scheduler's own metric takes its mode, and get_best_result(metric=...) takes TuneConfig's mode
+    (as the scheduler takes a metric)."""
     from actors.schedulers import ASHAScheduler
+    from tests._ray_api import RAY_API
 
+    ray = RAY_API["runs"][case]
     grid = Tuner(_nine, param_space={"a": grid_search([1, 2, 3, 4])},
                  tune_config=TuneConfig(**tune_kw, max_concurrent_trials=1,  # type: ignore[arg-type]
                                         scheduler=ASHAScheduler(max_t=9, grace_period=1, **asha_kw)),
                  run_config=RunConfig(storage=storage_dir, verbose=0, system="simple")).fit()
-    assert [r.metrics["training_iteration"] for r in sorted(grid, key=lambda r: r.config["a"])] == iterations
+    assert sorted([r.config["a"], r.metrics["training_iteration"]] for r in grid) == ray["iterations"]
     if "mode" in tune_kw:
-        assert grid.get_best_result(metric="loss").config == {"a": 1}
+        assert grid.get_best_result(metric="loss").config == ray["best_loss_config"]
         with pytest.raises(ConfigError, match="no metric given, and TuneConfig sets none"):
             grid.get_best_result()
     else:

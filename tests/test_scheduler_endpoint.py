@@ -104,10 +104,15 @@ def test_ray_tune_decision_constants_are_understood() -> None:
 
 
 def test_decisions_compare_and_print_as_rays_strings() -> None:
-    """Ray 2.60's ``TrialScheduler`` constants are the strings themselves (recorded: ``repr(TrialScheduler.STOP)``
-    is ``'STOP'``): a plugin ported from Ray that compares a decision with one, or prints it, does what it did
-    there. Merging is still ``max`` over the ints."""
+    """Ray 2.60's ``TrialScheduler`` constants are the strings themselves (recorded, tests/data/ray_api_semantics.json:
+    ``repr(TrialScheduler.STOP)`` is ``'STOP'``): a plugin ported from Ray that compares a decision with one, or prints
+    it, does what it did there (but NOOP, which is CONTINUE here). Merging is still ``max`` over the ints."""
     from actors.schedulers import Decision, TrialScheduler
+    from tests._ray_api import RAY_API
+
+    for name in ("CONTINUE", "PAUSE", "STOP"):
+        ray = RAY_API["constants"][name]
+        assert (repr(getattr(TrialScheduler, name)), str(getattr(TrialScheduler, name))) == (ray["repr"], ray["str"])
 
     assert TrialScheduler.STOP == "STOP" and "PAUSE" == TrialScheduler.PAUSE and TrialScheduler.NOOP == "NOOP"
     assert not TrialScheduler.STOP != "STOP" and TrialScheduler.STOP != "PAUSE" and TrialScheduler.STOP != "stop"

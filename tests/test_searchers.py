@@ -85,7 +85,11 @@ def test_finished_sentinel_survives_pickling() -> None:
 
 
 def test_finished_is_rays_string() -> None:
-    """Ray 2.60's ``Searcher.FINISHED`` is ``"FINISHED"`` (recorded: its repr is ``'FINISHED'``)."""
+    """Ray 2.60's ``Searcher.FINISHED`` is ``"FINISHED"`` (recorded, tests/data/ray_api_semantics.json)."""
+    from tests._ray_api import RAY_API
+
+    ray = RAY_API["constants"]["Searcher.FINISHED"]
+    assert (repr(Searcher.FINISHED), str(Searcher.FINISHED)) == (ray["repr"], ray["str"])
     assert Searcher.FINISHED == "FINISHED" and "FINISHED" == Searcher.FINISHED and Searcher.FINISHED != "finished"
     assert (str(Searcher.FINISHED), repr([Searcher.FINISHED])) == ("FINISHED", "['FINISHED']")
 

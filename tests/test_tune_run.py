@@ -387,18 +387,20 @@ def _nine(config: dict[str, Any]) -> None:
 
 
 def test_a_mode_alone_is_the_mode_of_the_schedulers_metric_as_in_ray(storage_dir: str) -> None:
-    """Recorded from Ray 2.60: run(mode="min", scheduler=ASHAScheduler(metric="loss")) runs ASHA minimizing loss
-    (a=1 best at every rung, the others stopped at 1); the analysis compares the unnamed "_metric" with that mode,
-    so best_config is None, and get_best_config("loss") takes the mode."""
+    """Recorded from Ray 2.60 (tests/data/ray_api_semantics.json): run(mode="min",
+    scheduler=ASHAScheduler(metric="loss")) runs ASHA minimizing loss; the analysis compares the unnamed
+    "_metric" with that mode, so best_config is None, and get_best_config("loss") takes the mode."""
     from actors.schedulers import ASHAScheduler
+    from tests._ray_api import RAY_API
 
+    ray = RAY_API["runs"]["run_mode_only"]
     a = tune.run(_nine, config={"a": tune.grid_search([1, 2, 3, 4])}, mode="min", max_concurrent_trials=1,
                  scheduler=ASHAScheduler(metric="loss", max_t=9, grace_period=1), storage_path=storage_dir,
                  verbose=0, system="simple")
-    assert sorted((t.config["a"], t.last_result["training_iteration"]) for t in a.trials) == [
-        (1, 9), (2, 1), (3, 1), (4, 1)]
-    assert (a.default_metric, a.default_mode) == ("_metric", "min")
+    assert sorted([t.config["a"], t.last_result["training_iteration"]] for t in a.trials) == ray["iterations"]
+    assert [a.default_metric, a.default_mode] == ray["default"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert a.best_config is None
-    assert a.get_best_config("loss") == {"a": 1}
+        assert a.best_config == ray["best_config"]
+    assert a.get_best_config("loss") == ray["best_loss_config"]
+    assert repr([t.status for t in a.trials][:1]) == ray["trial_status_repr"]
