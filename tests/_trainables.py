@@ -26,6 +26,17 @@ def fn_trainable(config: dict[str, Any]) -> None:
                 "wall": time.time()}, checkpoint=Checkpoint.from_dict({"step": step}))
 
 
+def gated_trainable(config: dict[str, Any]) -> None:
+    """Reports every 50 ms until the file ``config["gate"]`` exists (at most 120 s): a trial that is surely still
+    running while a test looks at the experiment."""
+    deadline = time.monotonic() + 120.0
+    step = 0
+    while not os.path.exists(config["gate"]) and time.monotonic() < deadline:
+        report({"loss": config.get("x", 1.0) / (step + 1), "step": step})
+        step += 1
+        time.sleep(0.05)
+
+
 class ClassTrainable(Trainable):
     def setup(self, config: dict[str, Any]) -> None:
         self.step_no = 0

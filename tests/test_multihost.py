@@ -129,23 +129,27 @@ def test_non_loopback_leader_without_key_is_refused(monkeypatch):
     _start_authentication("127.0.0.1")  # loopback-only clusters need no key
 
 
-def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, no_leaks):
+def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, no_leaks, tmp_path):
     import glob
     import json
 
-    tuner = Tuner(T.fn_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 40, "slow_save": 0.05},
+    gate = tmp_path / "gate"  # (the trials run until the status is taken: a loaded machine is slow to ask)
+    tuner = Tuner(T.gated_trainable, param_space={"x": grid_search([1.0, 2.0]), "gate": str(gate)},
                   tune_config=TuneConfig(metric="loss", mode="min"),
                   run_config=RunConfig(name="st", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
                                        leader_runs_trials=False, verbose=0))
     out: dict = {}
     thread = fit_in_thread(tuner, out)
-    wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
-    cluster.start_worker("a", cpus=2)
-    wait_for(lambda: sum(1 for p in glob.glob(f"{storage_dir}/st/*/result.json") if os.path.getsize(p)) == 2, 30,
-             "both trials to report")  # (each result.json is created empty at its trial's start, as Ray's)
-    res = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
-                          f"127.0.0.1:{cluster.port}", "--json"], capture_output=True, text=True, timeout=60,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        wait_for(lambda: listening(cluster.port), 20, "the leader to listen")
+        cluster.start_worker("a", cpus=2)
+        wait_for(lambda: sum(1 for p in glob.glob(f"{storage_dir}/st/*/result.json") if os.path.getsize(p)) == 2,
+                 30, "both trials to report")  # (each result.json is created empty at its trial's start, as Ray's)
+        res = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
+                              f"127.0.0.1:{cluster.port}", "--json"], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, PYTHONPATH=ROOT))
+    finally:
+        gate.touch()
     assert res.returncode == 0, res.stderr[-2000:]
     status = json.loads(res.stdout)
     assert status["experiment"] == "st"
@@ -241,3 +245,50 @@ def test_placement_timeout_must_be_positive():
     for bad in (0, -1.0, "30", True):
         with pytest.raises(ConfigError, match="placement_timeout_s"):
             RunConfig(placement_timeout_s=bad)  # type: ignore[arg-type]
+
+
+_ENDED_RACE = """
+import socket, sys
+import actors._cluster.join as join
+from actors._cluster.member import cluster_status
+from actors._driver.errors import ConfigError
+
+port = int(sys.argv[1])
+leader = socket.socket()
+leader.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+leader.bind(("127.0.0.1", port))
+leader.listen()
+
+def check_leader(*args, **kwargs):  # the experiment ends right after the command found its leader listening
+    leader.close()
+
+join.check_leader = check_leader
+try:
+    print("STATUS", cluster_status(f"127.0.0.1:{port}"))
+except ConfigError as exc:
+    print("REFUSED", exc)
+"""
+
+
+def test_cluster_status_never_starts_an_admin_of_its_own_when_the_experiment_just_ended(tmp_path) -> None:
+    """Found under load: `audition cluster status` started just as the experiment ended found the port listening,
+    then Thespian, finding no admin there, started one of its own on the leader's port (a detached process left
+    running, holding the command's output open) and the command printed an empty status from it."""
+    import psutil
+
+    from actors._driver.system import free_port
+
+    port = free_port("127.0.0.1")
+    script = tmp_path / "race.py"
+    script.write_text(_ENDED_RACE)
+    try:
+        res = subprocess.run([sys.executable, str(script), str(port)], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, PYTHONPATH=ROOT))
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "REFUSED the experiment on the leader at 127.0.0.1:" in res.stdout, res.stdout
+        assert "ended while this command connected" in res.stdout
+        assert not listening(port)
+    finally:  # (the broken command's admin, if any: it would listen on the port)
+        for conn in psutil.net_connections("tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                psutil.Process(conn.pid).kill()

@@ -7,11 +7,13 @@ until SIGINT/SIGTERM and then shuts its actor system (and every actor on it) dow
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from actors._driver.errors import ConfigError
@@ -147,6 +149,22 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
 __all__ = ["run_worker"]
 
 
+@contextlib.contextmanager
+def _attach_only(gone: str) -> Iterator[None]:
+    """``ActorSystem(...)`` inside may join a running admin but never start one: it raises ``ConfigError(gone)``."""
+    from thespian.system.multiprocCommon import multiprocessCommon
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise ConfigError(gone)
+
+    start = multiprocessCommon._startAdmin
+    multiprocessCommon._startAdmin = refuse  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        multiprocessCommon._startAdmin = start  # type: ignore[method-assign]
+
+
 def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = None) -> dict[str, Any]:
     """Ask the controller of the experiment led at ``leader`` (an address of this machine).
 
@@ -178,8 +196,12 @@ def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = 
     from actors._cluster.join import check_leader
 
     check_leader(host, port, current_auth(), wait_s=0)  # a wrong or missing key: said now, not after a timeout
-    # An external client of the running system: never call shutdown() on it (that would stop the leader).
-    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=_log_defs(), transientUnique=True)
+    # An external client of the running system: never call shutdown() on it (that would stop the leader). Nor
+    # start one: had the experiment ended since the check above, Thespian would start an admin of its own on the
+    # leader's port (a detached process that outlives this command) and answer from an empty controller there.
+    with _attach_only(f"the experiment on the leader at {host}:{port} ended while this command connected: "
+                      "nothing listens there any more"):
+        asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=_log_defs(), transientUnique=True)
     controller = asys.createActor(ControllerActor, globalName=CONTROLLER_NAME)
     reply = asys.ask(controller, ClusterStatusRequest(), datetime.timedelta(seconds=timeout_s))
     if not isinstance(reply, ClusterStatus):
