@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from actors._driver.system import free_port
+from tests._marked import MARKER, left_behind, marked_env
 from tests.test_auth_transport import KEY, WRONG_KEY, Server
 from tests.test_key_file import ROOT, _env, _family, _key_file, _kill_family
 
@@ -79,9 +80,12 @@ def test_keyed_leader_refuses_workers_without_its_key(tmp_path: Path) -> None:
         _refused(res, "requires a cluster key and this worker has none", "--key-file")
         res, _tag = _worker(port, "--key-file", _key_file(tmp_path, WRONG_KEY, name="wrong"))
         _refused(res, "uses a different cluster key", "--key-file")
+        token, _ = marked_env()
+        env = dict(_env(), **{MARKER: token})
         status = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
                                  f"127.0.0.1:{port}", "--key-file", _key_file(tmp_path, WRONG_KEY, name="wrong2")],
-                                cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert not left_behind(token, within_s=0)
         assert status.returncode == 2 and "uses a different cluster key" in status.stderr, status.stderr[-2000:]
         assert "rejected frame" in leader.log()  # the leader saw the wrong key's hello, and said so
         assert leader.request("ask still-here") == {"answer": "echo:still-here"}

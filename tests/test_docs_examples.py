@@ -12,17 +12,15 @@ import os
 import re
 import subprocess
 import sys
-import time
-import uuid
 
-import psutil
 import pytest
+
+from tests._marked import left_behind, marked_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("user-guide.md", "coming-from-ray.md", "testing.md")
 NO_RUN = "<!-- no-run -->"
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
-_MARKER = "AUDITION_DOCS_EXAMPLE"
 
 
 def _blocks(name: str) -> list[tuple[int, str, bool]]:
@@ -38,17 +36,6 @@ def _blocks(name: str) -> list[tuple[int, str, bool]]:
 
 CASES = [pytest.param(name, i, code, runnable, id=f"{name.removesuffix('.md')}-{i}")
          for name in DOCS for i, code, runnable in _blocks(name)]
-
-
-def _marked(token: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["pid", "status"]):
-        try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and p.environ().get(_MARKER) == token:
-                out.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue
-    return out
 
 
 def test_every_doc_has_runnable_blocks():
@@ -68,21 +55,11 @@ def test_doc_example_runs(doc, index, code, runnable, tmp_path):
     assert "/tmp/" not in code.replace(str(tmp_path), ""), "a /tmp path the rewrite missed"
     script = tmp_path / f"doc_example_{index}.py"
     script.write_text(code, encoding="utf-8")
-    token = uuid.uuid4().hex
-    env = dict(os.environ, PYTHONPATH=ROOT, **{_MARKER: token})
+    token, env = marked_env(PYTHONPATH=ROOT)
     env.pop("PYTEST_CURRENT_TEST", None)
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path),
                          env=env, timeout=120)
     assert res.returncode == 0, (f"docs/{doc} python block #{index} exited {res.returncode}\n"
                                  f"--- stdout ---\n{res.stdout[-2000:]}\n--- stderr ---\n{res.stderr[-6000:]}")
-    deadline = time.monotonic() + 20.0  # a loaded 2-core box shuts actor systems down slowly
-    left = _marked(token)
-    while left and time.monotonic() < deadline:
-        psutil.wait_procs(left, timeout=0.5)
-        left = _marked(token)
-    for p in left:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    assert not left, f"docs/{doc} python block #{index} left processes running: {[p.pid for p in left]}"
+    left = left_behind(token)
+    assert not left, f"docs/{doc} python block #{index} left processes running: {left}"

@@ -15,6 +15,7 @@ from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from tests import _trainables as T
 from tests._cluster import ROOT, Cluster, fit_in_thread, listening, wait_for
+from tests._marked import left_behind, marked_env
 
 
 def _fit_with_workers(cluster: Cluster, tuner: Tuner, workers: list[tuple[str, int]],
@@ -145,11 +146,13 @@ def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, n
         cluster.start_worker("a", cpus=2)
         wait_for(lambda: sum(1 for p in glob.glob(f"{storage_dir}/st/*/result.json") if os.path.getsize(p)) == 2,
                  30, "both trials to report")  # (each result.json is created empty at its trial's start, as Ray's)
+        token, env = marked_env(PYTHONPATH=ROOT)
         res = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
                               f"127.0.0.1:{cluster.port}", "--json"], capture_output=True, text=True, timeout=60,
-                             env=dict(os.environ, PYTHONPATH=ROOT))
+                             env=env)
     finally:
         gate.touch()
+    assert not left_behind(token, within_s=0), "the status command left processes behind (a Thespian admin?)"
     assert res.returncode == 0, res.stderr[-2000:]
     status = json.loads(res.stdout)
     assert status["experiment"] == "st"
@@ -159,9 +162,10 @@ def test_cluster_status_lists_members_and_free_resources(cluster, storage_dir, n
     thread.join(timeout=60)
     assert "error" not in out, out.get("error")
     cluster.stop()
+    token, env = marked_env(PYTHONPATH=ROOT)
     bad = subprocess.run([sys.executable, "-m", "actors._cli", "cluster", "status", "--leader",
-                          f"127.0.0.1:{cluster.port}"], capture_output=True, text=True, timeout=60,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+                          f"127.0.0.1:{cluster.port}"], capture_output=True, text=True, timeout=60, env=env)
+    assert not left_behind(token, within_s=0)
     assert bad.returncode == 2 and "no audition leader listens" in bad.stderr
 
 
@@ -274,21 +278,19 @@ def test_cluster_status_never_starts_an_admin_of_its_own_when_the_experiment_jus
     """Found under load: `audition cluster status` started just as the experiment ended found the port listening,
     then Thespian, finding no admin there, started one of its own on the leader's port (a detached process left
     running, holding the command's output open) and the command printed an empty status from it."""
-    import psutil
-
     from actors._driver.system import free_port
 
     port = free_port("127.0.0.1")
     script = tmp_path / "race.py"
     script.write_text(_ENDED_RACE)
+    token, env = marked_env(PYTHONPATH=ROOT)
     try:
         res = subprocess.run([sys.executable, str(script), str(port)], capture_output=True, text=True, timeout=60,
-                             env=dict(os.environ, PYTHONPATH=ROOT))
-        assert res.returncode == 0, res.stderr[-2000:]
-        assert "REFUSED the experiment on the leader at 127.0.0.1:" in res.stdout, res.stdout
-        assert "ended while this command connected" in res.stdout
-        assert not listening(port)
-    finally:  # (the broken command's admin, if any: it would listen on the port)
-        for conn in psutil.net_connections("tcp"):
-            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-                psutil.Process(conn.pid).kill()
+                             env=env)
+    finally:
+        left = left_behind(token, within_s=0)  # (the broken command's admin, killed so it leaves nothing behind)
+    assert not left, "the command left a process behind (a Thespian admin on the leader's port)"
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "REFUSED the experiment on the leader at 127.0.0.1:" in res.stdout, res.stdout
+    assert "ended while this command connected" in res.stdout
+    assert not listening(port)
