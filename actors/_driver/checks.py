@@ -40,13 +40,16 @@ def pickled_search(searcher: Any, stopper: Any, param_space: dict[str, Any] | No
     """The searcher (which holds the param_space) and the stopper travel to the controller: a param_space value
     that cannot is named by its key, anything else as the searcher's or the stopper's."""
     try:
-        cloudpickle.dumps(param_space)
-    except Exception as exc:
-        raise ConfigError(
-            f"param_space{_unpicklable_at(param_space)} cannot be pickled ({type(exc).__name__}: {exc}); a trial's "
-            "config is sent to the process that runs it: pass plain values (numbers, strings, lists, dicts, search "
-            "spaces) and create locks, open files, clients or models inside the trainable") from exc
-    pickled((searcher, stopper), "search algorithm or stopper")
+        pickled((searcher, stopper), "search algorithm or stopper")
+    except ConfigError as failed:
+        try:  # (only on failure: the param_space is pickled with the searcher above)
+            cloudpickle.dumps(param_space)
+        except Exception as exc:
+            raise ConfigError(
+                f"param_space{_unpicklable_at(param_space)} cannot be pickled ({type(exc).__name__}: {exc}); a "
+                "trial's config is sent to the process that runs it: pass plain values (numbers, strings, lists, "
+                "dicts, search spaces) and create locks, open files, clients or models inside the trainable") from exc
+        raise failed
 
 
 def _unpicklable_at(value: Any) -> str:
