@@ -14,7 +14,7 @@ from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.reducer import Decision
 from actors._engine.signals import Command, Send
 from actors._engine.spec import ExperimentSpec
-from actors._engine.store import RestoreNotes
+from actors._engine.store import RestoreNotes, SearchProgress
 from actors._engine.trial import TrialStatus
 from actors.messages import (
     CheckpointRef,
@@ -65,8 +65,8 @@ class FakeStore:
         self.policy: list[tuple[str, str, str]] = []  # log_policy calls
         self.first_started: list[tuple[str, str | None]] = []  # on_first_start calls: (trial id, dirname)
 
-    def restore_into(self, table: TrialTable, searcher: Any) -> int:
-        return 0
+    def restore_into(self, table: TrialTable, searcher: Any) -> SearchProgress:
+        return SearchProgress()
 
     def take_restored(self) -> RestoreNotes:
         return RestoreNotes()
@@ -117,12 +117,13 @@ class FakeStore:
     def state_due(self) -> bool:
         return self.due
 
-    def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+    def freeze(self, table: TrialTable, searcher: Any, progress: SearchProgress, tag: int | None = None) -> None:
         if not self.frozen:
             self.snapshots.append(tag)
             self.frozen = True
 
-    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+    def snapshot_table(self, table: TrialTable, searcher: Any, progress: SearchProgress,
+                       tag: int | None = None) -> None:
         if not self.frozen:
             self.snapshots.append(tag)
 

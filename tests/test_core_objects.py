@@ -20,6 +20,7 @@ from actors._engine.members import Membership
 from actors._engine.placement import LOCAL
 from actors._engine.pool import ActorPool
 from actors._engine.signals import DRIVER, Send, Tick, WakeAfter
+from actors._engine.store import SearchProgress
 from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
 from actors._engine.watch import Watchdog, death_message, describe_exit
@@ -426,10 +427,11 @@ class _Searcher:
         raise KeyError("loss")
 
 
-def _source(searcher: Any, num_samples: int = 0, restored: int = 0, **over: Any) -> tuple[TrialSource, TrialTable]:
+def _source(searcher: Any, num_samples: int = 0, restored: int = 0, closed: bool = False,
+            **over: Any) -> tuple[TrialSource, TrialTable]:
     """``num_samples=0``: as the driver passes it when the searcher alone decides how many."""
     source = TrialSource(dataclasses.replace(make_spec(searcher=searcher, **over), num_samples=num_samples))
-    source.restored(restored, ())
+    source.restored(SearchProgress(restored, closed), ())
     return source, TrialTable(0)
 
 
@@ -448,6 +450,29 @@ def test_source_is_done_at_num_samples_or_when_the_searcher_says_so() -> None:
     source, table = _source(_Searcher({"x": 1}, "FINISHED"))  # num_samples 0: the searcher decides
     assert source.draw(table, 8, "t") is not None and source.draw(table, 8, "t") is None and source.done
     assert source.suggested == 1 and list(table.trials) == ["t_00000"]
+
+
+def test_source_saves_whether_the_search_ended_for_good() -> None:
+    """Ray's ``set_finished``: ``stop_all``/``fail_fast`` (``close(for_good=True)``) and the searcher's
+    FINISHED end the search for good, and a restored source draws nothing; an abort's ``close()`` and
+    ``num_samples`` reached are not saved as such (the count says it)."""
+    source, table = _source(_Searcher({"x": 1}, {"x": 2}), num_samples=4)
+    source.close()
+    assert source.done and source.progress == SearchProgress(0, False)
+    source.close(for_good=True)
+    assert source.progress == SearchProgress(0, True)
+    source, table = _source(_Searcher({"x": 1}, "FINISHED"))
+    source.draw(table, 8, "t")
+    source.draw(table, 8, "t")
+    assert source.progress == SearchProgress(1, True)
+    source, table = _source(_Searcher({"x": 1}), num_samples=1)
+    source.draw(table, 8, "t")
+    source.draw(table, 8, "t")
+    assert source.done and source.progress == SearchProgress(1, False)
+    searcher = _Searcher({"x": 1})
+    source, table = _source(searcher, num_samples=9, restored=2, closed=True)
+    assert source.done and source.draw(table, 8, "t") is None and not searcher.asked
+    assert source.progress == SearchProgress(2, True)
 
 
 def test_source_waits_while_the_searcher_has_nothing_yet() -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from actors import Callback, RunConfig, TuneConfig, Tuner, report
 from actors._driver.errors import ConfigError
+from actors._engine.store import SearchProgress
 from actors._engine.trial import TrialStatus
 from actors.search import grid_search
 from storage import MANIFEST_NAME, manifest_path, read_experiment_state, read_results
@@ -601,7 +602,7 @@ def test_retention_spares_the_checkpoint_a_saved_state_names(storage_dir):
         return ck
 
     def save_state() -> None:
-        io.snapshot_table(table, None, 1)
+        io.snapshot_table(table, None, SearchProgress(1))
         io.scheduler_saved(pickle.dumps({}))
 
     ck0 = checkpoint(0)
@@ -627,7 +628,7 @@ def test_marks_are_saved_in_the_state_and_restored(storage_dir):
     marked, old = f"{io.trial_prefix}_00000", f"{io.trial_prefix}_00001"
     table.add(marked, {}).marks = [Mark(MarkKind.PAUSE, 2), Mark(MarkKind.EXPLOIT, 3, "src")]
     table.add(old, {}).marks = [Mark(MarkKind.STOP, 1)]
-    io.snapshot_table(table, None, 2)
+    io.snapshot_table(table, None, SearchProgress(2))
     io.scheduler_saved(pickle.dumps({}))
     state = read_experiment_state(io.ctx, io.layout)
     assert state is not None

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
+from actors._engine.store import SearchProgress
 from actors.testing.sim_history import DeferredHistory
 from actors.testing.sim_store import SimStateWriter, forget_tree, use_sim_storage
 from storage import ExperimentLayout, StateWriter, StorageContext, StorageError, read_experiment_state
@@ -216,7 +217,7 @@ def test_a_state_reuses_an_unchanged_trials_row_and_reads_back_as_a_real_writes(
     for tag, change in enumerate(steps):
         change()
         for io in (real, sim):
-            io.snapshot_table(table, None, 3, tag)
+            io.snapshot_table(table, None, SearchProgress(3), tag)
             io.scheduler_saved(b"scheduler state", tag)
         assert sim.pending_table is None
         states = [json.loads(fs.cat_file(io.layout.state_dir + "/" + json.loads(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 
+from actors._engine.store import SearchProgress
 from storage import read_experiment_state
 from tests.test_restore import _io
 
@@ -22,7 +23,7 @@ def test_a_finished_trial_makes_the_state_due_before_the_interval(storage_dir) -
     io, table = _io(storage_dir)
     io.clock = clock = Clock()
     table.add(f"{io.trial_prefix}_00000", {})
-    io.snapshot_table(table, None, 1, tag=7)
+    io.snapshot_table(table, None, SearchProgress(1), tag=7)
     io.scheduler_saved(pickle.dumps({"s": 1}), 7)
     assert not io.state_due()  # just written, nothing happened
     io.write_cost = 0.001
@@ -40,8 +41,8 @@ def test_a_finished_trial_makes_the_state_due_before_the_interval(storage_dir) -
 def test_only_the_matching_scheduler_answer_completes_a_snapshot(storage_dir) -> None:
     io, table = _io(storage_dir)
     table.add(f"{io.trial_prefix}_00000", {})
-    io.snapshot_table(table, None, 1, tag=3)
-    io.freeze(table, None, 1, tag=5)  # an abort overtook the periodic save
+    io.snapshot_table(table, None, SearchProgress(1), tag=3)
+    io.freeze(table, None, SearchProgress(1), tag=5)  # an abort overtook the periodic save
     io.scheduler_saved(pickle.dumps({"at": 3}), 3)  # the older answer: kept, not written
     assert read_experiment_state(io.ctx, io.layout) is None
     io.scheduler_saved(pickle.dumps({"at": 5}), 5)

@@ -173,13 +173,14 @@ def hand_back_driver_stream(searcher: Any, saved: Any, *, streams: bool) -> None
     experiment's final state (``restore.saved_searcher``), None if it saved none."""
     import random
 
+    from actors.search._file_state import load_state
     from actors.search._numpy_draws import numpy_or_none
     from actors.search._searcher import inner_state
 
     if searcher is None or saved is None:
         return
     try:
-        searcher.restore(saved)
+        load_state(searcher, saved)
     except Exception:  # a searcher of the user's whose restore() fails: the run's results stand
         log.warning("%s.restore() failed on the run's final state; the searcher object in this script keeps "
                     "the state it had before fit()", type(searcher).__name__, exc_info=True)

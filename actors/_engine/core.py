@@ -262,7 +262,7 @@ class ExperimentCore:
                 self.runs.on_ended(m)
 
     def _stop_every_trial(self) -> list[Effect]:
-        self.source.close()
+        self.source.close(for_good=True)
         return self.halts.stop_all(self.table)  # ended without hooks, as Ray (actors._engine.halt)
 
     def _event(self, kind: EventType, rec: TrialRecord, result: dict[str, Any] | None = None,
@@ -316,7 +316,7 @@ class ExperimentCore:
     def _save_state(self) -> None:
         """Snapshot the table and ask the scheduler for its state: written together when it answers."""
         self.unchanged = True
-        self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested, self.call(HookKind.SAVE, None))
+        self.io.snapshot_table(self.table, self.spec.searcher, self.source.progress, self.call(HookKind.SAVE, None))
 
     def _abort(self, reason: str, scheduler_alive: bool = True) -> None:
         """End the experiment early, keeping it resumable.
@@ -334,7 +334,7 @@ class ExperimentCore:
             ready = self.phase is not ExperimentPhase.STARTING
             tag = self.call(HookKind.SAVE, None) if ready and scheduler_alive else None
             try:
-                self.io.freeze(self.table, self.spec.searcher, self.source.suggested, tag)
+                self.io.freeze(self.table, self.spec.searcher, self.source.progress, tag)
             except Exception as exc:  # (a searcher's save() raising, storage): no later table may be written,
                 tag = None  # or the trials the abort halts would be saved as ended and never resumed
                 self.keep_written_state = True
@@ -367,7 +367,7 @@ class ExperimentCore:
         if self.store is not None:  # each step on its own: the results are reported whatever failed
             steps = [self.results.log_unlogged, lambda: self.io.close(final=True)]
             if not self.keep_written_state:
-                steps.insert(1, lambda: self.io.snapshot_table(self.table, self.spec.searcher, self.source.suggested))
+                steps.insert(1, lambda: self.io.snapshot_table(self.table, self.spec.searcher, self.source.progress))
             for step in steps:
                 try:
                     step()

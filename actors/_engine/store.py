@@ -43,6 +43,16 @@ class Recovered(Protocol):
     def usable(self) -> list[CheckpointRef]: ...
 
 
+@dataclass(frozen=True)
+class SearchProgress:
+    """How far the search went, saved with the experiment: the trials suggested, and whether the search
+    was ended for good (a stopper's ``stop_all``, ``fail_fast``, the searcher's ``FINISHED``: Ray's
+    ``set_finished``, so a restored run draws no more trials, as Ray's does not)."""
+
+    suggested: int = 0
+    closed: bool = False
+
+
 @dataclass
 class RestoreNotes:
     """``unseen``: trials resumed from a checkpoint newer than the saved state -> the rows up to it
@@ -59,8 +69,8 @@ class ExperimentStore(Protocol):
     trial_prefix: str  # the trial ids' prefix (kept across restores)
     dirty: bool  # a trial paused, stopped or finished since the last snapshot
 
-    def restore_into(self, table: TrialTable, searcher: Any) -> int:
-        """Load a saved table (Tuner.restore) into ``table``; how many trials were suggested."""
+    def restore_into(self, table: TrialTable, searcher: Any) -> SearchProgress:
+        """Load a saved table (Tuner.restore) into ``table``; how far the search had gone."""
 
     def take_restored(self) -> RestoreNotes:
         """What restoring did that the searcher and scheduler must hear of (asked once, when the
@@ -107,9 +117,10 @@ class ExperimentStore(Protocol):
 
     def state_due(self) -> bool: ...
 
-    def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None: ...
+    def freeze(self, table: TrialTable, searcher: Any, progress: SearchProgress, tag: int | None = None) -> None: ...
 
-    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None: ...
+    def snapshot_table(self, table: TrialTable, searcher: Any, progress: SearchProgress,
+                       tag: int | None = None) -> None: ...
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None: ...
 

@@ -18,6 +18,7 @@ from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.naming import TrialNamer
 from actors._engine.signals import Start
 from actors._engine.spec import ExperimentSpec
+from actors._engine.store import SearchProgress
 from actors._engine.trial import TrialStatus, tag_of
 from actors._engine.verdicts import searcher_failed
 from actors.search._searcher import Searcher
@@ -38,6 +39,7 @@ class TrialSource:
     def __init__(self, spec: ExperimentSpec) -> None:
         self.spec = spec
         self.done = False  # no more trials: the searcher said so, num_samples reached, or the run ends
+        self.closed = False  # ended for good (SearchProgress.closed): saved, so a restored run draws none
         self.suggested = 0
         # whether the searcher's on_trial_result does anything (the default generator's does not:
         # a result is then neither flattened nor passed, once per result)
@@ -49,13 +51,19 @@ class TrialSource:
         self.wall_origin = 0.0  # the wall clock (epoch seconds) at the core's time 0
         self.utc_offset_s = 0  # local time's, when the experiment started
 
-    def restored(self, suggested: int, trials: Iterable[TrialRecord], start: Start | None = None,
+    @property
+    def progress(self) -> SearchProgress:
+        """What the experiment's state saves of the search."""
+        return SearchProgress(self.suggested, self.closed)
+
+    def restored(self, progress: SearchProgress, trials: Iterable[TrialRecord], start: Start | None = None,
                  now: float = 0.0) -> str | None:
-        """The store was opened: ``suggested`` trials were drawn before (0 on a first run). ``start``
+        """The store was opened: ``progress`` is how far the search went before (nothing on a first run). ``start``
         (handled at ``now``) has the wall clock, which dates trial directories. Returns the reason the
         experiment must stop (a name creator that fails for a trial the restore restarted), or None."""
         s = self.spec
-        self.suggested = suggested
+        self.suggested, self.closed = progress.suggested, progress.closed
+        self.done = self.done or progress.closed
         if start is not None:
             self.wall_origin, self.utc_offset_s = start.wall - now, start.utc_offset_s
         trials = list(trials)
@@ -81,9 +89,11 @@ class TrialSource:
         assert self._namer is not None, "restored() names trials: the store is opened first"
         return self._namer.first_start(rec, self.wall_origin + now, self.utc_offset_s)
 
-    def close(self) -> None:
-        """No more trials: every trial is being stopped, or the run is ending."""
+    def close(self, for_good: bool = False) -> None:
+        """No more trials: every trial is being stopped (``for_good``: saved so, as Ray's ``set_finished``;
+        not for an abort, whose restored run goes on drawing, as Ray's after Ctrl-C), or the run is ending."""
         self.done = True
+        self.closed = self.closed or for_good
 
     def ask(self, hook: str, *args: Any) -> tuple[Any, str | None]:
         """Call the search algorithm (user code): its answer, or the message that names it if it raised."""
@@ -118,7 +128,7 @@ class TrialSource:
         if config is None:  # nothing right now (e.g. its max_concurrent is reached)
             return None
         if not isinstance(config, dict):  # the searcher is finished
-            self.done = True
+            self.close(for_good=True)
             return None
         self.suggested += 1
         rec = table.add(trial_id, config)

@@ -17,7 +17,7 @@ import cloudpickle
 
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.spec import ExperimentSpec
-from actors._engine.store import RestoreNotes
+from actors._engine.store import RestoreNotes, SearchProgress
 from actors._engine.trial import TrialStatus
 from actors._shell.experiment_restore import restore_table
 from actors._shell.experiment_state import STATE_VERSION, TRIAL_DIRS_NAMED, SavedStates, b64, trial_row
@@ -84,15 +84,15 @@ class ExperimentIO:
         self.deferred: list[CheckpointRef] = []
 
     # ------------------------------------------------------------------ restore
-    def restore_into(self, table: TrialTable, searcher: Any) -> int:
-        """Load a saved trial table (Tuner.restore); returns how many trials were suggested.
+    def restore_into(self, table: TrialTable, searcher: Any) -> SearchProgress:
+        """Load a saved trial table (Tuner.restore); returns how far the search had gone.
 
         Always called once at start: it also hands this object the live table, whose
         checkpoints retention must never delete.
         """
         self.table = table
         if not self.spec.restore_state:
-            return 0
+            return SearchProgress()
         got = restore_table(self.spec.restore_state, self.ctx, self.layout, table, searcher, self.spec.stopper,
                             self.spec.num_to_keep)
         self.sched_blob = got.scheduler
@@ -101,7 +101,7 @@ class ExperimentIO:
         self.ckpts.update(got.ckpts)
         self.state_refs |= got.state_refs
         self.notes = got.notes
-        return got.suggested
+        return SearchProgress(got.suggested, got.search_closed)
 
     def take_restored(self) -> RestoreNotes:
         notes, self.notes = self.notes, RestoreNotes()
@@ -259,17 +259,18 @@ class ExperimentIO:
         since = self.clock() - self.last_state
         return since >= self.spec.state_interval_s or (self.dirty and since >= STATE_COST_FACTOR * self.write_cost)
 
-    def freeze(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+    def freeze(self, table: TrialTable, searcher: Any, progress: SearchProgress, tag: int | None = None) -> None:
         """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
 
         An aborted run (Ctrl-C, a dead driver, a scheduler bug) must stay resumable: its
         unfinished trials are saved as they were, not as the TERMINATED the abort makes them.
         """
         if not self.frozen:
-            self.snapshot_table(table, searcher, suggested, tag)
+            self.snapshot_table(table, searcher, progress, tag)
             self.frozen = True
 
-    def snapshot_table(self, table: TrialTable, searcher: Any, suggested: int, tag: int | None = None) -> None:
+    def snapshot_table(self, table: TrialTable, searcher: Any, progress: SearchProgress,
+                       tag: int | None = None) -> None:
         """Capture the table now; written once the scheduler's state asked for at the same moment
         (the ``SchedulerCall`` numbered ``tag``) arrives, so the two always match on restore."""
         if self.frozen:
@@ -291,7 +292,8 @@ class ExperimentIO:
             "trial_prefix": self.trial_prefix,
             # rows name their directory once started (as Ray); absent (older states): the trial id's
             "trial_dirs": TRIAL_DIRS_NAMED,
-            "suggested": suggested,
+            "suggested": progress.suggested,
+            "search_closed": progress.closed,  # absent (older states): False
             # cloudpickle: saved searcher state may hold the user's sample_from functions
             "searcher": searcher_state,
             "stopper": stopper_state,

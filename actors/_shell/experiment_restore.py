@@ -17,6 +17,7 @@ from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
 from actors._shell.experiment_state import unb64
 from actors.messages import CheckpointRef
+from actors.search._file_state import load_state
 from storage import ExperimentLayout, StorageContext
 
 
@@ -25,6 +26,7 @@ class Restored:
     """What a restore rebuilt beside the table, for ``ExperimentIO`` to keep."""
 
     suggested: int  # how many trials the searcher had suggested
+    search_closed: bool  # the search was ended for good (store.SearchProgress)
     scheduler: bytes | None  # the scheduler's saved state
     logged_iter: dict[str, int]  # per trial: the last iteration in its history
     max_index: dict[str, int]  # per trial: the highest checkpoint index it used
@@ -60,7 +62,7 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     state_refs: set[str] = set()
     notes = RestoreNotes()
     if state.get("searcher") is not None and searcher is not None:
-        searcher.restore(legacy_loads(unb64(state["searcher"]) or b""))
+        load_state(searcher, legacy_loads(unb64(state["searcher"]) or b""))
     if state.get("stopper") is not None and stopper is not None and hasattr(stopper, "restore"):
         stopper.restore(legacy_loads(unb64(state["stopper"]) or b""))
     for row in state["trials"]:
@@ -89,7 +91,8 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
             notes.unseen[rec.trial_id] = row["unseen"]
         if row.get("restore") == RestoreMark.END:
             notes.ended.append(rec.trial_id)
-    return Restored(int(state["suggested"]), scheduler, logged_iter, max_index, ckpts, state_refs, notes)
+    return Restored(int(state["suggested"]), bool(state.get("search_closed", False)),
+                    scheduler, logged_iter, max_index, ckpts, state_refs, notes)
 
 
 __all__ = ["Restored", "restore_table"]

@@ -17,6 +17,7 @@ import cloudpickle
 from actors._engine.lifecycle import TrialRecord
 from actors._engine.naming import saved_dirname_custom
 from actors._engine.store import STATE_VERSION, TRIAL_DIRS_NAMED
+from actors.search._file_state import state_of
 
 log = logging.getLogger("audition")
 
@@ -39,7 +40,7 @@ class SavedStates:
         if searcher is None:
             return None
         try:
-            saved = searcher.save()
+            saved = state_of(searcher)
         except NotImplementedError as exc:
             if not self.unsaved_searcher:
                 self.unsaved_searcher = True

@@ -58,6 +58,8 @@ class Searcher(ABC):
     """
 
     FINISHED: ClassVar[Literal[SearcherSignal.FINISHED]] = SearcherSignal.FINISHED
+    #: Ray's name for the file :meth:`save_to_dir` writes (``{}``: the session string)
+    CKPT_FILE_TMPL: ClassVar[str] = "searcher-state-{}.pkl"
 
     def __init__(self, metric: str | None = None, mode: str | None = None) -> None:
         # lists only in multi-objective searchers (OptunaSearch(metric=[...], mode=[...]), as in Ray Tune)
@@ -186,18 +188,33 @@ class Searcher(ABC):
             f"{type(self).__name__} does not implement restore(); override save/restore"
         )
 
+    def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
+        """Ray's: this searcher's state in ``checkpoint_dir`` as ``CKPT_FILE_TMPL.format(session_str)``
+        (written whole or not at all), for :meth:`restore_from_dir`. audition's engine keeps the state in
+        the experiment's own state instead, so it never calls this."""
+        from actors.search import _file_state
+
+        _file_state.save_to_dir(self, checkpoint_dir, session_str)
+
     def restore_from_dir(self, checkpoint_dir: str) -> None:
-        """Ray's: this searcher's state as the experiment in ``checkpoint_dir`` last saved it (the one of
-        its kind there, inside the wrappers the run used). Read by the driver's storage code, handed in
-        as ``EXPERIMENT_STATE_READER`` (this module does no I/O of its own)."""
+        """Ray's: the newest ``searcher-state-*.pkl`` file in ``checkpoint_dir`` (:meth:`save_to_dir`'s,
+        or Ray's), else this searcher's state as the experiment in ``checkpoint_dir`` last saved it (the
+        one of its kind there, inside the wrappers the run used). The experiment's state is read by the
+        driver's storage code, handed in as ``EXPERIMENT_STATE_READER`` (this module does no I/O)."""
+        from actors.search import _file_state
+
+        newest = _file_state.newest_file(checkpoint_dir)
+        if newest is not None:
+            _file_state.restore_from_file(self, newest)
+            return
         if EXPERIMENT_STATE_READER is None:
             raise NotImplementedError("restore_from_dir needs audition's driver: `from actors import Tuner` first")
         kind = type(self).__name__
         state = inner_state(EXPERIMENT_STATE_READER(checkpoint_dir), kind)
         if state is None:
             raise ValueError(f"the experiment at {checkpoint_dir} was not run with a {kind}, so there is no "
-                             f"{kind} state to restore")
-        self.restore(state)
+                             f"{kind} state to restore, and it holds no {self.CKPT_FILE_TMPL.format('*')} file")
+        _file_state.load_state(self, state)
 
     def _pickled_state(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The saved state of a searcher that holds a library's objects (a study, an optimizer): metric,

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from actors.search._domain import Domain
+from actors.search._file_state import load_state, state_of
 from actors.search._searcher import Searcher, Suggestion, check_state, ray_restore, ray_save
 
 log = logging.getLogger("audition")
@@ -133,7 +134,7 @@ class ConcurrencyLimiter(_Wrapper):
     def save(self) -> dict[str, Any]:
         return {
             "kind": "ConcurrencyLimiter",
-            "searcher": self.searcher.save(),
+            "searcher": state_of(self.searcher),
             "live": list(self._live),
             "held": copy.deepcopy(self._held),
         }
@@ -141,7 +142,7 @@ class ConcurrencyLimiter(_Wrapper):
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         check_state("ConcurrencyLimiter", state, "ConcurrencyLimiter")
-        self.searcher.restore(state["searcher"])
+        load_state(self.searcher, state["searcher"])
         self._limit = not self.searcher.set_max_concurrency(self.max_concurrent)
         self._live = list(state["live"])
         self._held = copy.deepcopy(state["held"])
@@ -221,7 +222,7 @@ class Repeater(_Wrapper):
     def save(self) -> dict[str, Any]:
         return {
             "kind": "Repeater",
-            "searcher": self.searcher.save(),
+            "searcher": state_of(self.searcher),
             "groups": copy.deepcopy(self._groups),
             "trial_group": dict(self._trial_group),
             "open": self._open,
@@ -230,7 +231,7 @@ class Repeater(_Wrapper):
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         check_state("Repeater", state, "Repeater")
-        self.searcher.restore(state["searcher"])
+        load_state(self.searcher, state["searcher"])
         self._groups = copy.deepcopy(state["groups"])
         self._trial_group = dict(state["trial_group"])
         self._open = state["open"]
@@ -300,12 +301,13 @@ class ConstantsMerged(_Wrapper):
 
     @ray_save
     def save(self) -> dict[str, Any]:
-        return {"kind": "ConstantsMerged", "searcher": self.searcher.save(), "constants": copy.deepcopy(self.constants)}
+        return {"kind": "ConstantsMerged", "searcher": state_of(self.searcher),
+                "constants": copy.deepcopy(self.constants)}
 
     @ray_restore
     def restore(self, state: dict[str, Any]) -> None:
         if isinstance(state, dict) and state.get("kind") != "ConstantsMerged":
-            self.searcher.restore(state)  # saved before the Tuner wrapped this searcher (2026-12-05)
+            load_state(self.searcher, state)  # saved before the Tuner wrapped this searcher (2026-12-05)
             return
         check_state("ConstantsMerged", state, "ConstantsMerged")
-        self.searcher.restore(state["searcher"])
+        load_state(self.searcher, state["searcher"])
