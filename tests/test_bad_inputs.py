@@ -153,11 +153,11 @@ def test_stop_function_that_raises_is_the_users_error(storage_dir) -> None:
 # ---------------------------------------------------------------------------------------- metrics
 @pytest.mark.parametrize("sched, tc, says", [
     (ASHAScheduler(metric="loss", mode="min"), TuneConfig(metric="acc", mode="min"),
-     r"metric is 'loss' in ASHAScheduler\(\.\.\.\) but 'acc' in TuneConfig"),
+     r"metric is 'loss' in AsyncHyperBandScheduler\(\.\.\.\) but 'acc' in TuneConfig"),
     (ASHAScheduler(metric="loss", mode="min"), TuneConfig(metric="loss", mode="max"),
-     r"mode is 'min' in ASHAScheduler\(\.\.\.\) but 'max' in TuneConfig"),
-    (ASHAScheduler(), TuneConfig(), r"ASHAScheduler: metric and mode not set; pass metric=/mode="),
-    (ASHAScheduler(metric="loss"), TuneConfig(), r"ASHAScheduler: mode not set"),
+     r"mode is 'min' in AsyncHyperBandScheduler\(\.\.\.\) but 'max' in TuneConfig"),
+    (ASHAScheduler(), TuneConfig(), r"AsyncHyperBandScheduler: metric and mode not set; pass metric=/mode="),
+    (ASHAScheduler(metric="loss"), TuneConfig(), r"AsyncHyperBandScheduler: mode not set"),
 ], ids=["metric_conflict", "mode_conflict", "neither", "no_mode"])
 def test_scheduler_objective_is_checked_up_front(sched, tc, says, storage_dir) -> None:
     tc.scheduler = sched
@@ -172,7 +172,7 @@ def test_scheduler_metric_never_reported_fails_at_the_first_result_clearly(stora
         _fit(steps, storage_dir, tune_config=tc)
     msg = str(err.value)
     assert "reported a result without the metric 'acc' (it reported ['loss'])" in msg
-    assert "change ASHAScheduler(metric=...)" in msg and "Traceback" not in msg
+    assert "change AsyncHyperBandScheduler(metric=...)" in msg and "Traceback" not in msg
 
 
 # ---------------------------------------------------------------------------------------- checkpoints

@@ -37,7 +37,22 @@ def test_rungs_are_grace_times_powers_up_to_max_t() -> None:
 
 def test_alias_and_batching() -> None:
     assert AsyncHyperBandScheduler is ASHAScheduler
+    assert type(ASHAScheduler()).__name__ == "AsyncHyperBandScheduler"  # Ray's class name (ASHA: its alias)
     assert ASHAScheduler().batching_allowed() is False
+
+
+def test_a_state_saved_under_the_former_class_name_still_restores() -> None:
+    """States written before the class took Ray's name say ``"ASHAScheduler"``; only ASHA itself takes
+    them (a subclass is still told the state is another scheduler's)."""
+    state = ASHAScheduler(max_t=9).save()
+    state["scheduler"] = "ASHAScheduler"
+    ASHAScheduler(max_t=9).restore(state)
+
+    class Custom(ASHAScheduler):
+        pass
+
+    with pytest.raises(ValueError, match="saved by 'ASHAScheduler', not Custom"):
+        Custom(max_t=9).restore(state)
 
 
 def test_who_stops_at_which_rung() -> None:

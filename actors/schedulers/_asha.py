@@ -26,7 +26,7 @@ from actors.schedulers._common import MetricScheduler, check_number
 from actors.schedulers._numeric import nanpercentile, np_sum, numpy_choice, numpy_legacy_rng
 
 
-class ASHAScheduler(MetricScheduler):
+class AsyncHyperBandScheduler(MetricScheduler):
     """Early-stops trials that are not in the top ``1/reduction_factor`` at a rung.
 
     Args:
@@ -45,6 +45,8 @@ class ASHAScheduler(MetricScheduler):
         skip_missing: a result without ``metric`` or ``time_attr`` is passed over (CONTINUE, not
             recorded) as Ray's scheduler does, instead of stopping the experiment with an error.
     """
+
+    _FORMER_NAMES = ("ASHAScheduler",)  # the class's name before 2026-12-05: saved states say it
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "time_attr", "max_t", "grace_period", "reduction_factor", "brackets", "stop_last_trials",
@@ -204,6 +206,8 @@ class ASHAScheduler(MetricScheduler):
         return f"{type(self).__name__}: " + "; ".join(parts)
 
 
-AsyncHyperBandScheduler = ASHAScheduler
+# Ray's other name for the class, as Ray's: ``type(ASHAScheduler(...)).__name__`` is "AsyncHyperBandScheduler"
+# (a scheduler pickled under the name ASHAScheduler, before 2026-12-05, still loads through it)
+ASHAScheduler = AsyncHyperBandScheduler
 
 __all__ = ["ASHAScheduler", "AsyncHyperBandScheduler"]

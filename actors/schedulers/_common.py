@@ -187,7 +187,9 @@ class MetricScheduler(FIFOScheduler):
             raise ValueError(
                 f"{name}.restore: expected the dict returned by {name}.save(), got {str(state)[:200]}"
             )
-        if state.get("scheduler") != name:
+        # a class renamed since the state was written answers to its former names (its own, not a subclass's)
+        saved_by = state.get("scheduler")
+        if saved_by != name and saved_by not in type(self).__dict__.get("_FORMER_NAMES", ()):
             raise ValueError(f"{name}.restore: the state was saved by {state.get('scheduler')!r}, not {name}")
         for p, saved in state["params"].items():
             if p in self._PARAMS and getattr(self, p) != saved:
