@@ -14,6 +14,7 @@ from typing import Any
 
 import cloudpickle
 
+from actors import _searcher_files  # noqa: F401  (installs the searcher files' I/O: save_to_dir, hand-back)
 from actors._driver.callback_state import CallbackStates, restore_states
 from actors._driver.callbacks import CallbackDispatcher
 from actors._driver.checks import (

@@ -194,7 +194,7 @@ class Searcher(ABC):
         the experiment's own state instead, so it never calls this."""
         from actors.search import _file_state
 
-        _file_state.save_to_dir(self, checkpoint_dir, session_str)
+        _file_state.files().save_to_dir(self, checkpoint_dir, session_str)
 
     def restore_from_dir(self, checkpoint_dir: str) -> None:
         """Ray's: the newest ``searcher-state-*.pkl`` file in ``checkpoint_dir`` (:meth:`save_to_dir`'s,
@@ -203,9 +203,7 @@ class Searcher(ABC):
         driver's storage code, handed in as ``EXPERIMENT_STATE_READER`` (this module does no I/O)."""
         from actors.search import _file_state
 
-        newest = _file_state.newest_file(checkpoint_dir)
-        if newest is not None:
-            _file_state.restore_from_file(self, newest)
+        if _file_state.files().restore_from_dir(self, checkpoint_dir):
             return
         if EXPERIMENT_STATE_READER is None:
             raise NotImplementedError("restore_from_dir needs audition's driver: `from actors import Tuner` first")
