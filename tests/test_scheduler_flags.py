@@ -40,7 +40,7 @@ def test_without_skip_missing_the_missing_metric_is_an_error(storage_dir: str) -
 def test_rays_switch_turns_the_strict_metric_check_off(monkeypatch: pytest.MonkeyPatch) -> None:
     sched = ASHAScheduler(metric="score", mode="max")
     assert required_metrics("loss", sched, None) == (("loss", "TuneConfig(metric=...)"),
-                                                     ("score", "ASHAScheduler(metric=...)"))
+                                                     ("score", "AsyncHyperBandScheduler(metric=...)"))
     assert required_metrics(None, ASHAScheduler(metric="score", mode="max", skip_missing=True), None) == ()
     monkeypatch.setenv("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     assert required_metrics("loss", sched, None) == ()

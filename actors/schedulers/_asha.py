@@ -128,17 +128,17 @@ class AsyncHyperBandScheduler(MetricScheduler):
                 self._next_bracket += 1
         return self._trial_bracket[trial_id]
 
-    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_add(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._assign(trial.trial_id)
 
-    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_error(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         """A retried trial is placed in a bracket afresh by the ``on_trial_add`` that follows (the next
         one round-robin, or a new draw), as Ray 2.60 redraws it; what it recorded in its old bracket's
         rungs stays there, as in Ray (recorded: ``tests/test_sched_asha.py``)."""
         self._trial_bracket.pop(trial.trial_id, None)
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         tid = trial.trial_id
         if self.skip_missing and self._missing(result):
@@ -191,7 +191,7 @@ class AsyncHyperBandScheduler(MetricScheduler):
         return float(min(unrecorded)) if unrecorded else math.inf
 
     def on_trial_complete(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:
         """Record the final result at its rung, as Ray Tune does (it raises later cutoffs)."""
         metric, _ = self._objective()

@@ -3,7 +3,7 @@
 A :class:`Scheduler` lives inside the scheduler plugin actor, never in the
 controller: it is created there from a cloudpickled copy, its hooks are called
 one at a time from that actor's message loop, and it reaches the controller
-only through the ``controller`` handle passed to every hook.  The handle records
+only through the ``tune_controller`` handle passed to every hook (Ray's name).  The handle records
 requests (pause, stop, resume, checkpoint, clone); they travel back to the
 controller as one message per hook call and are merged into each trial's pending
 decision by the reducer, so no call can overwrite another.
@@ -132,27 +132,27 @@ class Scheduler(ABC):
             return bool(mro[declared].__dict__["tolerates_batching"])
         return mro[hook_owner] is Scheduler
 
-    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_add(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         """A new trial was created (PENDING); also a retried one, right after ``on_trial_error``
         (Ray's requeue), and, after ``Tuner.restore``, every unfinished trial again."""
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         """A RUNNING trial reported ``result`` (flattened, as Ray's: ``val/loss``, ``config/lr``);
         return what it should do next."""
         return Decision.CONTINUE
 
     def on_trial_complete(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:
         """The trial finished (trainable returned, or a STOP took effect)."""
 
-    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_error(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         """The trial failed: it ended in ERROR, or (with retries left) it is requeued, and
         ``on_trial_add`` follows at once, as Ray Tune calls them."""
 
-    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         """The trial was terminated by a decision other than its own completion."""
 
     def horizon_attr(self) -> str | None:
@@ -177,7 +177,7 @@ class Scheduler(ABC):
         return None
 
     @abstractmethod
-    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+    def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """Pick a PENDING or PAUSED trial to start next, or ``None`` to wait."""
 
     def save(self) -> dict[str, Any]:
@@ -205,8 +205,8 @@ class FIFOScheduler(Scheduler):
 
     tolerates_batching = True
 
-    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
-        trials = controller.get_trials()
+    def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
+        trials = tune_controller.get_trials()
         for status in (TrialStatus.PENDING, TrialStatus.PAUSED):
             for t in trials:
                 if t.status is status:

@@ -82,9 +82,9 @@ def signed(value: Any, mode: Mode, owner: str, key: str, *, keep_nan: bool = Fal
     return v if mode is Mode.MAX else -v
 
 
-def choose_pending_then_paused(controller: SchedulerController) -> TrialSnapshot | None:
+def choose_pending_then_paused(tune_controller: SchedulerController) -> TrialSnapshot | None:
     """FIFO choice: the first PENDING trial, else the first PAUSED one."""
-    trials = controller.get_trials()
+    trials = tune_controller.get_trials()
     for status in (TrialStatus.PENDING, TrialStatus.PAUSED):
         for t in trials:
             if t.status is status:
@@ -151,7 +151,7 @@ class MetricScheduler(FIFOScheduler):
         return float(value)
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         return Decision.CONTINUE
 

@@ -159,7 +159,7 @@ class HyperBandScheduler(MetricScheduler):
 
     # ------------------------------------------------------------------ hooks
 
-    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_add(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._objective()
         known = self._trial_bracket.get(trial.trial_id)
         # added again after a restore: it keeps its bracket. A retried trial was taken out of its bracket
@@ -169,7 +169,7 @@ class HyperBandScheduler(MetricScheduler):
             if trial.trial_id in self._stopped and not trial.status.is_finished:
                 # stopped by a decision the saved table never applied (the experiment was aborted
                 # while it was on its way): choose_trial_to_run would never pick it, so end it now
-                controller.stop_trial(trial)
+                tune_controller.stop_trial(trial)
             return
         cur = self._current
         if cur is None or cur.filled():
@@ -192,7 +192,7 @@ class HyperBandScheduler(MetricScheduler):
         self._trial_bracket[trial.trial_id] = cur
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         tid = trial.trial_id
         if tid in self._stopped:
@@ -205,7 +205,7 @@ class HyperBandScheduler(MetricScheduler):
         b.update(tid, t, score if self._objective()[1] is Mode.MAX else -score)
         if b.continue_trial(tid):
             return Decision.CONTINUE
-        return self._process(controller, b, current=tid)
+        return self._process(tune_controller, b, current=tid)
 
     def horizon_attr(self) -> str | None:
         return self.time_attr
@@ -221,7 +221,7 @@ class HyperBandScheduler(MetricScheduler):
             return math.inf
         return float(b.r)
 
-    def _process(self, controller: SchedulerController, b: _Bracket, current: str | None) -> Decision:
+    def _process(self, tune_controller: SchedulerController, b: _Bracket, current: str | None) -> Decision:
         """Ray's ``_process_bracket``: halve ``b`` once every live trial waits at its milestone.
 
         ``current`` (the trial whose hook runs) is decided by the return value; every other
@@ -234,7 +234,7 @@ class HyperBandScheduler(MetricScheduler):
         if b.finished():
             for tid in list(b.live):
                 if tid != current:
-                    self._stop_other(controller, b, tid)
+                    self._stop_other(tune_controller, b, tid)
             if current is not None:
                 self._stopped.add(current)
             return Decision.STOP
@@ -245,7 +245,7 @@ class HyperBandScheduler(MetricScheduler):
         def stop(tid: str) -> bool:
             """Stop ``tid``; True when it is the trial whose result is being decided."""
             if tid != current:
-                self._stop_other(controller, b, tid)
+                self._stop_other(tune_controller, b, tid)
                 return False
             b.live.pop(tid, None)
             self._stopped.add(tid)
@@ -254,7 +254,7 @@ class HyperBandScheduler(MetricScheduler):
         for tid in bad:
             if stop(tid):
                 action = Decision.STOP
-        status = {s.trial_id: s.status for s in controller.get_trials()}
+        status = {s.trial_id: s.status for s in tune_controller.get_trials()}
         for tid in good:
             if b.continue_trial(tid):
                 if tid == current:
@@ -269,19 +269,19 @@ class HyperBandScheduler(MetricScheduler):
             # checkpoint, placed in a new bracket as Ray places it), also when the halving came from a
             # trial leaving (``current`` None): halve again now. Ray leaves it paused with nothing to
             # resume it, and waits forever
-            return self._process(controller, b, current)
+            return self._process(tune_controller, b, current)
         return action
 
-    def _stop_other(self, controller: SchedulerController, b: _Bracket, tid: str) -> None:
+    def _stop_other(self, tune_controller: SchedulerController, b: _Bracket, tid: str) -> None:
         """Stop a paused (or pausing) trial; it leaves the bracket now, as Ray's nested
         ``on_trial_remove`` makes it do before the halving goes on."""
         b.live.pop(tid, None)
         self._stopped.add(tid)
         self._gone.add(tid)
-        snap = next((s for s in controller.get_trials() if s.trial_id == tid), None)
-        controller.stop_trial(snap or TrialSnapshot(tid, {}, TrialStatus.PAUSED))
+        snap = next((s for s in tune_controller.get_trials() if s.trial_id == tid), None)
+        tune_controller.stop_trial(snap or TrialSnapshot(tid, {}, TrialStatus.PAUSED))
 
-    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         tid = trial.trial_id
         if tid in self._gone:
             return  # left its bracket when this scheduler stopped it
@@ -295,26 +295,26 @@ class HyperBandScheduler(MetricScheduler):
         # Processing also when every live trial waits decides only that case
         waiting = bool(b.live) and b.cur_iter_done()
         if waiting or (not b.finished() and not b.being_processed):
-            self._process(controller, b, current=None)
+            self._process(tune_controller, b, current=None)
 
     def on_trial_complete(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:
-        self.on_trial_remove(controller, trial)
+        self.on_trial_remove(tune_controller, trial)
 
-    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self.on_trial_remove(controller, trial)
+    def on_trial_error(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
+        self.on_trial_remove(tune_controller, trial)
 
-    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+    def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """Band by band, the least complete bracket first: a pending trial, or a paused one
         that a halving promoted (or that is not parked at a milestone)."""
-        snaps = {s.trial_id: s for s in controller.get_trials()}
+        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
         # a trial that ended while this scheduler's hook for it failed (the run aborted, then was
         # restored from a state saved without that end) would hold its bracket's halving forever
         ended = [snaps[t] for band in self._bands for b in band if b is not None for t in b.live
                  if t in snaps and snaps[t].status.is_finished]
         for gone in ended:
-            self.on_trial_remove(controller, gone)
+            self.on_trial_remove(tune_controller, gone)
         for band in self._bands:
             for b in sorted((b for b in band if b is not None), key=_Bracket.completion):
                 for tid in b.live:

@@ -85,7 +85,7 @@ class MedianStoppingRule(MetricScheduler):
         return self._time(result, self.time_attr), score if mode is Mode.MAX else -score
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         tid = trial.trial_id
         if self.skip_missing and self._missing(result):
@@ -106,7 +106,7 @@ class MedianStoppingRule(MetricScheduler):
         # A trial whose result says done ends now: pausing it would resume it past its end.
         done = bool(result.get("done"))
         if len(means) < self.min_samples_required:
-            return Decision.CONTINUE if done else self._yield_if_useful(controller, tid, t)
+            return Decision.CONTINUE if done else self._yield_if_useful(tune_controller, tid, t)
         median = np_median(means)
         # Ray's comparison, NaN semantics included: max(median, best) is best unless best < median.
         op = max if self._objective()[1] is Mode.MAX else min
@@ -128,27 +128,27 @@ class MedianStoppingRule(MetricScheduler):
             return None if self.hard_stop else math.inf
         return float(self.grace_period)
 
-    def _yield_if_useful(self, controller: SchedulerController, tid: str, t: float) -> Decision:
+    def _yield_if_useful(self, tune_controller: SchedulerController, tid: str, t: float) -> Decision:
         """PAUSE so another trial can run and become a sample, at most once per
         ``min_time_slice`` and only when some trial is pending or paused."""
         if not t - self._last_pause.get(tid, -math.inf) > self.min_time_slice:
             return Decision.CONTINUE
-        if not any(o.status in (TrialStatus.PENDING, TrialStatus.PAUSED) for o in controller.get_trials()):
+        if not any(o.status in (TrialStatus.PENDING, TrialStatus.PAUSED) for o in tune_controller.get_trials()):
             return Decision.CONTINUE
         self._last_pause[tid] = t
         return Decision.PAUSE
 
     def on_trial_complete(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:
         """Add the final result to the trial's history (Ray Tune does, so it counts twice)."""
         metric, _ = self._objective()
         if self.time_attr in result and metric in result:
             self._results.setdefault(trial.trial_id, []).append(self._point(result))
 
-    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+    def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """First-in-first-out: the first pending trial, else the first paused one."""
-        return choose_pending_then_paused(controller)
+        return choose_pending_then_paused(tune_controller)
 
     def debug_string(self) -> str:
         return f"{type(self).__name__}: {len(self._stopped)} of {len(self._results)} trials stopped"

@@ -3,7 +3,7 @@
 Every ``perturbation_interval`` of ``time_attr`` (after ``burn_in_period``) a
 trial's score is recorded and the scored population is split into quantiles.
 A top-quantile trial is checkpointed so others can copy it; a bottom-quantile
-trial is restarted (``controller.clone_trial``) from a random top-quantile
+trial is restarted (``tune_controller.clone_trial``) from a random top-quantile
 trial's checkpoint with a perturbed copy of that trial's config.
 
 Asynchronous mode (default): each trial perturbs on its own clock.  When other
@@ -21,7 +21,7 @@ trial that ends before the sync point no longer holds the others back.
 All random choices use ``random.Random(seed)``; the RNG state is saved with
 the rest of the state.  ``exploit_log`` keeps one info dict per exploit; with
 ``log_config`` (the default) each exploit is also logged in Ray's policy files
-(``controller.log_policy``: ``pbt_global.txt``, ``pbt_policy_<trial id>.txt``),
+(``tune_controller.log_policy``: ``pbt_global.txt``, ``pbt_policy_<trial id>.txt``),
 which ``PopulationBasedTrainingReplay`` replays.
 """
 
@@ -170,7 +170,7 @@ class PopulationBasedTraining(MetricScheduler):
 
     # ------------------------------------------------------------------ hooks
 
-    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_add(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         m = self._members.get(trial.trial_id)
         if m is not None and m.ended:
             # added again after it ended (a retry, as Ray requeues it): Ray starts its record afresh,
@@ -183,18 +183,18 @@ class PopulationBasedTraining(MetricScheduler):
         self._member(trial)
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         m = self._member(trial)
         m.prev_iteration, m.iteration = m.iteration, int(result.get("training_iteration", m.iteration))
         self._current = trial.trial_id
         try:
-            return self._on_result(controller, trial, result, m)
+            return self._on_result(tune_controller, trial, result, m)
         finally:
             self._current = None
 
     def _on_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any], m: _Member
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any], m: _Member
     ) -> Decision:
         metric, _ = self._objective()
         if not self.require_attrs and (self.time_attr not in result or metric not in result):
@@ -213,7 +213,7 @@ class PopulationBasedTraining(MetricScheduler):
             if not m.waiting:
                 m.waiting, m.score, m.last_perturbation = True, score, t
                 self._scored(trial, result, score)
-                self._maybe_sync(controller)
+                self._maybe_sync(tune_controller)
             return Decision.PAUSE
         if t < self.burn_in_period or t - m.last_perturbation < self.perturbation_interval:
             return Decision.CONTINUE
@@ -224,12 +224,12 @@ class PopulationBasedTraining(MetricScheduler):
         lower, upper = self._quantiles([tid for tid, mm in self._members.items() if not mm.ended])
         m.checkpointed = trial.trial_id in upper
         if m.checkpointed:
-            controller.checkpoint_trial(trial)
-        elif trial.trial_id in lower and self._exploit(controller, trial, upper, t):
+            tune_controller.checkpoint_trial(trial)
+        elif trial.trial_id in lower and self._exploit(tune_controller, trial, upper, t):
             return Decision.CONTINUE  # the clone restarts the trial
         others_wait = any(
             o.trial_id != trial.trial_id and o.status in (TrialStatus.PENDING, TrialStatus.PAUSED)
-            for o in controller.get_trials()
+            for o in tune_controller.get_trials()
         )
         return Decision.PAUSE if others_wait else Decision.CONTINUE
 
@@ -246,32 +246,32 @@ class PopulationBasedTraining(MetricScheduler):
             return None if m.waiting else float(self._next_sync)
         return float(max(self.burn_in_period, m.last_perturbation + self.perturbation_interval))
 
-    def _ended(self, controller: SchedulerController, trial: TrialSnapshot, errored: bool) -> None:
+    def _ended(self, tune_controller: SchedulerController, trial: TrialSnapshot, errored: bool) -> None:
         m = self._member(trial)
         m.ended, m.waiting = True, False
         m.errored = m.errored or errored
         if self.synch:
-            self._maybe_sync(controller)
+            self._maybe_sync(tune_controller)
 
     def on_trial_complete(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> None:
-        self._ended(controller, trial, errored=False)
+        self._ended(tune_controller, trial, errored=False)
 
-    def on_trial_error(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self._ended(controller, trial, errored=True)
+    def on_trial_error(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
+        self._ended(tune_controller, trial, errored=True)
 
-    def on_trial_remove(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
-        self._ended(controller, trial, errored=False)
+    def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
+        self._ended(tune_controller, trial, errored=False)
 
-    def choose_trial_to_run(self, controller: SchedulerController) -> TrialSnapshot | None:
+    def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """The waiting trial whose last perturbation (or exploit) is earliest, first added
         first on ties (Ray Tune's order); in synch mode the one furthest behind, skipping
         trials parked at the sync point unless the sync happens now."""
         if self.synch:
-            self._maybe_sync(controller)
+            self._maybe_sync(tune_controller)
         candidates = []
-        for t in controller.get_trials():
+        for t in tune_controller.get_trials():
             m = self._members.get(t.trial_id)
             if t.status is TrialStatus.PENDING or (
                 t.status is TrialStatus.PAUSED and (m is None or not m.waiting)
@@ -303,7 +303,7 @@ class PopulationBasedTraining(MetricScheduler):
         return ranked[:k], ranked[-k:]
 
     def _exploit(
-        self, controller: SchedulerController, trial: TrialSnapshot, upper: list[str], t: float
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, upper: list[str], t: float
     ) -> bool:
         """Clone ``trial`` from a random top trial; False if that one has no checkpoint to give.
 
@@ -313,7 +313,7 @@ class PopulationBasedTraining(MetricScheduler):
         Ray waits for a checkpoint still being saved (``wait_for_checkpoint=True``); by default
         audition skips the exploit if none has landed yet.
         """
-        snaps = {s.trial_id: s for s in controller.get_trials()}
+        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
         pick = upper[self._rng.randrange(len(upper))] if upper else None
         if pick is None or pick == trial.trial_id or not self._members[pick].checkpointed or pick not in snaps:
             return False
@@ -334,14 +334,14 @@ class PopulationBasedTraining(MetricScheduler):
         if self.log_config:
             def seen(t: _Member, tid: str) -> int:  # Ray's last_result: the result being decided is not in it yet
                 return t.prev_iteration if tid == getattr(self, "_current", None) else t.iteration
-            controller.log_policy(trial, source, {
+            tune_controller.log_policy(trial, source, {
                 "trial_tag": m.orig_tag, "source_tag": src.orig_tag,
                 "trial_tag_config": m.orig_config or m.config, "source_tag_config": src.orig_config or src.config,
                 "trial_iteration": seen(m, trial.trial_id), "source_iteration": seen(src, source.trial_id),
                 "source_config": copy.deepcopy(source_config), "new_config": copy.deepcopy(new_config)})
         # as Ray: the tag it was added with, then the mutated keys' new values (recorded from Ray 2.60)
         tag = perturbed_tag(m.orig_tag, new_config, self.hyperparam_mutations)
-        controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint,
+        tune_controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint,
                                experiment_tag=tag)
         # the clone resumes where the source's checkpoint is, so its clocks become the source's
         m.config, m.last_perturbation, m.last_train_time = (
@@ -359,12 +359,12 @@ class PopulationBasedTraining(MetricScheduler):
             self.perturbation_factors, self.custom_explore_fn, type(self).__name__, clip=self.clip_perturbations,
         )
 
-    def _maybe_sync(self, controller: SchedulerController) -> bool:
+    def _maybe_sync(self, tune_controller: SchedulerController) -> bool:
         """Synch mode: once every live trial waits at the sync point, exploit and resume all."""
         live = [tid for tid, m in self._members.items() if not m.ended]
         if not live or not all(self._members[tid].waiting for tid in live):
             return False
-        snaps = {s.trial_id: s for s in controller.get_trials()}
+        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
         for tid in live:
             snaps.setdefault(tid, TrialSnapshot(tid, dict(self._members[tid].config), TrialStatus.PAUSED))
         lower, upper = self._quantiles(live)
@@ -372,13 +372,13 @@ class PopulationBasedTraining(MetricScheduler):
             self._members[tid].checkpointed = tid in upper
         for tid in lower:
             m = self._members[tid]
-            self._exploit(controller, snaps[tid], upper, m.time if m.time is not None else 0.0)
+            self._exploit(tune_controller, snaps[tid], upper, m.time if m.time is not None else 0.0)
         latest = max(self._members[tid].time or 0.0 for tid in live)
         while self._next_sync <= latest:
             self._next_sync += self.perturbation_interval
         for tid in live:
             self._members[tid].waiting = False
-            controller.resume_trial(snaps[tid])
+            tune_controller.resume_trial(snaps[tid])
         return True
 
     def debug_string(self) -> str:

@@ -71,7 +71,7 @@ class PopulationBasedTrainingReplay(FIFOScheduler):
         self._num_perturbations = 0
         self._next = 0  # index in _policy of the next change
 
-    def on_trial_add(self, controller: SchedulerController, trial: TrialSnapshot) -> None:
+    def on_trial_add(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         if self._trial is not None and self._trial != trial.trial_id:
             raise ValueError("More than one trial added to PBT replay run. This means the same schedule will be "
                              "trained multiple times. Do you want to set `num_samples=1`?")
@@ -85,10 +85,10 @@ class PopulationBasedTrainingReplay(FIFOScheduler):
             raise ValueError("No replay policy found and trial initialized without a valid config. Either pass a "
                              "`param_space` to `Tuner()` or consider not using PBT replay for this run.")
         if self.config is not None and dict(trial.config) != self.config:
-            controller.clone_trial(trial, trial, dict(self.config), {"replay": self.policy_file, "step": 0})
+            tune_controller.clone_trial(trial, trial, dict(self.config), {"replay": self.policy_file, "step": 0})
 
     def on_trial_result(
-        self, controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
+        self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
         if _ITERATION not in result or self._next >= len(self._policy):
             return Decision.CONTINUE
@@ -100,9 +100,9 @@ class PopulationBasedTrainingReplay(FIFOScheduler):
         log.info("Population Based Training replay is now at step %s. Configuration will be changed to %s.",
                  step, new_config)
         # as Ray: a checkpoint now, the trial paused, restarted from it with the new config
-        controller.checkpoint_trial(trial)
+        tune_controller.checkpoint_trial(trial)
         # as Ray's replay: its own tag, then every key of the new config (not the trial's tag)
-        controller.clone_trial(trial, trial, dict(new_config), {"replay": self.policy_file, "step": step},
+        tune_controller.clone_trial(trial, trial, dict(new_config), {"replay": self.policy_file, "step": step},
                                wait_for_checkpoint=True,
                                experiment_tag=perturbed_tag(self.experiment_tag, new_config, new_config))
         self.current_config = new_config
