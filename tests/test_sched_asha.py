@@ -311,3 +311,44 @@ def test_round_robin_gives_a_retried_trial_the_next_bracket() -> None:
     sim.add("t2")
     assert [sched.bracket_of(t) for t in ["t0", "t1", "t2"]] == [2, 1, 0]
     assert sched.recorded(0)[1] == {"t0": 1.0}  # its earlier record stays, as in Ray
+
+
+def test_debug_string_reads_as_rays() -> None:
+    """Recorded from Ray 2.60 (``benchmarks/ray_oracle/record_api_semantics.py``): the STOPs decided, then
+    each bracket's rungs, highest first, with the cutoff to beat (``mode="min"``: negated losses)."""
+    from tests._fake_controller import FakeController
+    from tests._ray_api import RAY_API
+
+    ray = RAY_API["asha_debug_string"]
+    asha = ASHAScheduler(metric="loss", mode="min", max_t=9, grace_period=1, reduction_factor=3, brackets=2,
+                         random_brackets=True, seed=0)  # Ray's draw after numpy.random.seed(0)
+    assert asha.debug_string() == ray["before"]
+    ctl = FakeController()
+    snaps = [ctl.add_trial(t) for t in "ABCD"]
+    for snap in snaps:
+        asha.on_trial_add(ctl, snap)
+    decisions, stopped = [], set()
+    for it in range(1, 10):
+        for n, snap in enumerate(snaps):
+            if snap.trial_id not in stopped:
+                d = asha.on_trial_result(ctl, snap, {"training_iteration": it, "loss": (n + 1) / it + 0.1 * n})
+                decisions.append(f"{snap.trial_id}{it}:{d}")
+                if d == "STOP":
+                    stopped.add(snap.trial_id)
+    assert decisions == ray["decisions"]
+    assert asha.debug_string() == ray["after"]
+
+
+def test_the_stop_count_survives_a_restore_and_states_saved_before_it() -> None:
+    sim = _sim()
+    _play(sim, SCRIPT[:9])
+    stops = sum(d is S for _, _, d in sim.decisions)
+    assert stops and f"num_stopped={stops}" in sim.scheduler.debug_string()
+    state = sim.scheduler.save()
+    again = ASHAScheduler(metric="acc", mode="max", max_t=16, grace_period=1, reduction_factor=2)
+    again.restore(state)
+    assert again.debug_string() == sim.scheduler.debug_string()
+    del state["state"]["_num_stopped"]  # as saved before the count was kept: one STOP per stopped trial
+    older = ASHAScheduler(metric="acc", mode="max", max_t=16, grace_period=1, reduction_factor=2)
+    older.restore(state)
+    assert f"num_stopped={len(state['state']['_stopped'])}" in older.debug_string()

@@ -53,7 +53,8 @@ class AsyncHyperBandScheduler(MetricScheduler):
         "random_brackets", "skip_missing",
     )
     global_numpy_draws_on_add = 1  # Ray: np.random.choice(len(brackets), p=...) for every added trial
-    _STATE: ClassVar[tuple[str, ...]] = ("_rungs", "_trial_bracket", "_next_bracket", "_stopped", "_rng")
+    _STATE: ClassVar[tuple[str, ...]] = ("_rungs", "_trial_bracket", "_next_bracket", "_stopped", "_num_stopped",
+                                         "_rng")
 
     def __init__(
         self,
@@ -96,6 +97,7 @@ class AsyncHyperBandScheduler(MetricScheduler):
         self._trial_bracket: dict[str, int] = {}
         self._next_bracket = 0
         self._stopped: set[str] = set()
+        self._num_stopped = 0  # STOPs decided in on_trial_result (Ray's count, for debug_string)
 
     def _state_keys(self) -> tuple[str, ...]:
         return self._STATE if self.random_brackets else tuple(k for k in self._STATE if k != "_rng")
@@ -144,6 +146,7 @@ class AsyncHyperBandScheduler(MetricScheduler):
         if self.skip_missing and self._missing(result):
             return Decision.CONTINUE  # Ray's check comes first, before the stopped set
         if tid in self._stopped:
+            self._num_stopped += 1
             return Decision.STOP
         t = self._time(result, self.time_attr)
         score = self._score(result, keep_nan=True)
@@ -153,6 +156,7 @@ class AsyncHyperBandScheduler(MetricScheduler):
             decision = self._judge(tid, t, score)
         if decision is Decision.STOP:
             self._stopped.add(tid)
+            self._num_stopped += 1
         return decision
 
     def _judge(self, tid: str, t: float, score: float) -> Decision:
@@ -169,8 +173,8 @@ class AsyncHyperBandScheduler(MetricScheduler):
                 continue
             decision = Decision.CONTINUE
             if recorded:
-                cutoff = nanpercentile(list(recorded.values()), (1 - 1 / self.reduction_factor) * 100)
-                if score < cutoff:
+                cutoff = self._cutoff(recorded)
+                if cutoff is not None and score < cutoff:
                     decision = Decision.STOP
             recorded[tid] = score
             return decision
@@ -199,11 +203,25 @@ class AsyncHyperBandScheduler(MetricScheduler):
             self._judge(trial.trial_id, self._time(result, self.time_attr), self._score(result, keep_nan=True))
 
     def debug_string(self) -> str:
-        parts = []
-        for b, rungs in enumerate(self._rungs):
-            desc = ", ".join(f"{m}:{len(r)}" for m, r in rungs)
-            parts.append(f"bracket {b} [{desc}]")
-        return f"{type(self).__name__}: " + "; ".join(parts)
+        """Ray's: the STOPs decided, then per bracket each rung's milestone and current cutoff (the
+        score to beat, higher is better: negated for ``mode="min"``), highest rung first."""
+        lines = [f"Using AsyncHyperBand: num_stopped={self._num_stopped}"]
+        for rungs in self._rungs:
+            lines.append("Bracket: " + " | ".join(f"Iter {m:.3f}: {self._cutoff(recorded)}"
+                                                  for m, recorded in reversed(rungs)))
+        return "\n".join(lines)
+
+    def _cutoff(self, recorded: dict[str, float]) -> float | None:
+        if not recorded:
+            return None
+        return nanpercentile(list(recorded.values()), (1 - 1 / self.reduction_factor) * 100)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        inner = state.get("state") if isinstance(state, dict) else None
+        if isinstance(inner, dict) and "_num_stopped" not in inner and "_stopped" in inner:
+            # saved before the count was kept (2026-12-05): each stopped trial was stopped once
+            state = {**state, "state": {**inner, "_num_stopped": len(inner["_stopped"])}}
+        super().restore(state)
 
 
 # Ray's other name for the class, as Ray's: ``type(ASHAScheduler(...)).__name__`` is "AsyncHyperBandScheduler"

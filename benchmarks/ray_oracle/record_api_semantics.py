@@ -1,6 +1,6 @@
 """Record small facts of Ray Tune's API that a ported script sees (the oracle for
 ``tests/data/ray_api_semantics.json``): the string constants' values and how they print, and where a
-``mode`` given without a ``metric`` goes.
+``mode`` given without a ``metric`` goes, and ASHA's ``debug_string``.
 
 Run with a Python that has Ray installed, never audition's environment::
 
@@ -24,6 +24,32 @@ def _nine(config: dict[str, Any]) -> None:
 
     for i in range(9):
         tune.report({"loss": config["a"] / (i + 1)})
+
+
+def _asha_debug_string() -> dict[str, Any]:
+    """``debug_string()`` of ASHA (two brackets drawn after ``numpy.random.seed(0)``) before and after
+    four trials report ``loss = (n + 1) / it + 0.1 n`` for it = 1..9 until told STOP, driven directly (a
+    trial is anything with a ``trial_id``)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from ray.tune.schedulers import AsyncHyperBandScheduler
+
+    np.random.seed(0)
+    s = AsyncHyperBandScheduler(metric="loss", mode="min", max_t=9, grace_period=1, reduction_factor=3, brackets=2)
+    before = s.debug_string()
+    trials = [SimpleNamespace(trial_id=t) for t in "ABCD"]
+    for t in trials:
+        s.on_trial_add(None, t)
+    decisions, stopped = [], set()
+    for it in range(1, 10):  # a trial told STOP reports no more, as under Tune
+        for n, t in enumerate(trials):
+            if t.trial_id not in stopped:
+                d = str(s.on_trial_result(None, t, {"training_iteration": it, "loss": (n + 1) / it + 0.1 * n}))
+                decisions.append(f"{t.trial_id}{it}:{d}")
+                if d == "STOP":
+                    stopped.add(t.trial_id)
+    return {"before": before, "after": s.debug_string(), "decisions": decisions}
 
 
 def main() -> None:
@@ -65,6 +91,7 @@ def main() -> None:
         "best_loss_config": a.get_best_config("loss"),
         "trial_status_repr": repr([t.status for t in a.trials][:1])}
     out["runs"] = runs
+    out["asha_debug_string"] = _asha_debug_string()
     with open(sys.argv[1], "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
