@@ -35,7 +35,7 @@ class MyScheduler(FIFOScheduler):
         self.best: float | None = None  # best score at ``at`` so far; higher is better
         self.stopped: list[str] = []
 
-    def on_trial_result(self, controller: SchedulerController, trial: TrialSnapshot,
+    def on_trial_result(self, tune_controller: SchedulerController, trial: TrialSnapshot,
                         result: dict[str, Any]) -> Decision:
         if result.get("training_iteration") != self.at:
             return Decision.CONTINUE
