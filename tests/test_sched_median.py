@@ -171,3 +171,31 @@ def test_save_restore_mid_stream() -> None:
     rest = _play(part, "CDE")
     assert {**first, **rest} == expected
     assert part.decisions == full.decisions
+
+
+def test_debug_string_and_decisions_read_as_rays() -> None:
+    """Recorded from Ray 2.60 (``benchmarks/ray_oracle/record_api_semantics.py``): four trials report
+    ``loss = (n + 1) / it`` until told STOP."""
+    from actors.schedulers import FIFOScheduler
+    from tests._fake_controller import FakeController
+    from tests._ray_api import RAY_API
+
+    ray = RAY_API["asha_debug_string"]
+    assert FIFOScheduler().debug_string() == ray["fifo"]
+    median = MedianStoppingRule(metric="loss", mode="min", grace_period=1, min_samples_required=2)
+    ctl = FakeController()
+    snaps = [ctl.add_trial(t) for t in "ABCD"]
+    for snap in snaps:
+        median.on_trial_add(ctl, snap)
+    snaps = [ctl.set_status(t, TrialStatus.RUNNING) for t in "ABCD"]  # none waits (Ray's: no live trial waits)
+    decisions, stopped = [], set()
+    for it in range(1, 6):
+        for n, snap in enumerate(snaps):
+            if snap.trial_id not in stopped:
+                d = median.on_trial_result(ctl, snap, {"training_iteration": it, "time_total_s": float(it),
+                                                       "loss": (n + 1) / it})
+                decisions.append(f"{snap.trial_id}{it}:{d}")
+                if d == "STOP":
+                    stopped.add(snap.trial_id)
+    assert decisions == ray["median_decisions"]
+    assert median.debug_string() == ray["median"]

@@ -205,6 +205,9 @@ class FIFOScheduler(Scheduler):
 
     tolerates_batching = True
 
+    def debug_string(self) -> str:
+        return "Using FIFO scheduling algorithm."  # Ray's words
+
     def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         trials = tune_controller.get_trials()
         for status in (TrialStatus.PENDING, TrialStatus.PAUSED):

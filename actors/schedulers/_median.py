@@ -151,7 +151,7 @@ class MedianStoppingRule(MetricScheduler):
         return choose_pending_then_paused(tune_controller)
 
     def debug_string(self) -> str:
-        return f"{type(self).__name__}: {len(self._stopped)} of {len(self._results)} trials stopped"
+        return f"Using MedianStoppingRule: num_stopped={len(self._stopped)}."  # Ray's words
 
 
 __all__ = ["MedianStoppingRule"]

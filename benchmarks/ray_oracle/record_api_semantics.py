@@ -49,7 +49,29 @@ def _asha_debug_string() -> dict[str, Any]:
                 decisions.append(f"{t.trial_id}{it}:{d}")
                 if d == "STOP":
                     stopped.add(t.trial_id)
-    return {"before": before, "after": s.debug_string(), "decisions": decisions}
+    from ray.tune.schedulers import FIFOScheduler, MedianStoppingRule
+
+    class _Trial:  # hashable, as the median rule keys its tables by trial
+        def __init__(self, trial_id: str) -> None:
+            self.trial_id, self.status = trial_id, "RUNNING"
+
+    controller = SimpleNamespace(get_live_trials=lambda: [])  # (asked when samples are too few to judge)
+    trials = [_Trial(t) for t in "ABCD"]
+    median = MedianStoppingRule(metric="loss", mode="min", grace_period=1, min_samples_required=2)
+    for t in trials:
+        median.on_trial_add(controller, t)
+    median_decisions, stopped = [], set()
+    for it in range(1, 6):
+        for n, t in enumerate(trials):
+            if t.trial_id not in stopped:
+                d = str(median.on_trial_result(controller, t, {"training_iteration": it, "time_total_s": float(it),
+                                                         "loss": (n + 1) / it}))
+                median_decisions.append(f"{t.trial_id}{it}:{d}")
+                if d == "STOP":
+                    stopped.add(t.trial_id)
+    return {"before": before, "after": s.debug_string(), "decisions": decisions,
+            "fifo": FIFOScheduler().debug_string(), "median": median.debug_string(),
+            "median_decisions": median_decisions}
 
 
 def main() -> None:
