@@ -58,8 +58,8 @@ class TrialSource:
 
     def restored(self, progress: SearchProgress, trials: Iterable[TrialRecord], start: Start | None = None,
                  now: float = 0.0) -> str | None:
-        """The store was opened: ``progress`` is how far the search went before (nothing on a first run). ``start``
-        (handled at ``now``) has the wall clock, which dates trial directories. Returns the reason the
+        """The store was opened: ``progress`` is how far the search went before (nothing on a first run).
+        ``start`` (handled at ``now``) has the wall clock, which dates trial directories. Returns the reason the
         experiment must stop (a name creator that fails for a trial the restore restarted), or None."""
         s = self.spec
         self.suggested, self.closed = progress.suggested, progress.closed
@@ -90,8 +90,10 @@ class TrialSource:
         return self._namer.first_start(rec, self.wall_origin + now, self.utc_offset_s)
 
     def close(self, for_good: bool = False) -> None:
-        """No more trials: every trial is being stopped (``for_good``: saved so, as Ray's ``set_finished``;
-        not for an abort, whose restored run goes on drawing, as Ray's after Ctrl-C), or the run is ending."""
+        """No more trials: every trial is being stopped (``for_good``: saved so, as Ray's ``set_finished``,
+        which its controller calls for ``stop_all`` and ``fail_fast=True`` (and its search generator on
+        ``FINISHED``); not for an abort (Ctrl-C,
+        ``fail_fast="raise"``), whose restored run goes on drawing, as Ray's), or the run is ending."""
         self.done = True
         self.closed = self.closed or for_good
 
