@@ -1,6 +1,6 @@
 """The file I/O of searchers' states (``actors.search._file_state.SearcherFiles``): a file-writing
 searcher's ``save(path)``/``restore(path)`` on temporary files, and Ray's ``save_to_dir`` and
-``restore_from_dir`` files. Importing this module installs it; the driver and the controller do.
+``restore_from_dir`` files. Importing this module installs it (``_file_state.files()`` does, when first asked).
 """
 
 from __future__ import annotations
@@ -81,6 +81,11 @@ class _Files:
         with open(newest, "rb") as f:
             load_state(searcher, loads(f.read()))
         return True
+
+    def experiment_searcher_state(self, path: str) -> Any:
+        from actors._driver.restore import experiment_searcher_state
+
+        return experiment_searcher_state(path)
 
 
 _file_state.FILES = _Files()

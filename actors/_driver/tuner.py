@@ -14,7 +14,6 @@ from typing import Any
 
 import cloudpickle
 
-from actors import _searcher_files  # noqa: F401  (installs the searcher files' I/O: save_to_dir, hand-back)
 from actors._driver.callback_state import CallbackStates, restore_states
 from actors._driver.callbacks import CallbackDispatcher
 from actors._driver.checks import (
@@ -45,7 +44,7 @@ from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
-from actors._driver.restore import experiment_searcher_state, hand_back_plugins, saved_searcher
+from actors._driver.restore import hand_back_plugins, saved_searcher
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
     capture_driver_stream,
@@ -63,12 +62,10 @@ from actors._engine.naming import saved_dirname_custom
 from actors._engine.spec import ExperimentSpec
 from actors._tempdirs import sweep
 from actors.messages import ExperimentFinished
-from actors.search import _searcher as _searcher_module
 from actors.stoppers import with_time_budget
 
 log = logging.getLogger("audition")
 
-_searcher_module.EXPERIMENT_STATE_READER = experiment_searcher_state  # Searcher.restore_from_dir reads with it
 
 
 class Tuner:

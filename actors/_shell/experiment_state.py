@@ -14,7 +14,6 @@ from typing import Any
 
 import cloudpickle
 
-from actors import _searcher_files  # noqa: F401  (installs the searcher files' I/O in the controller)
 from actors._engine.lifecycle import TrialRecord
 from actors._engine.naming import saved_dirname_custom
 from actors._engine.store import STATE_VERSION, TRIAL_DIRS_NAMED

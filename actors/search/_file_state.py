@@ -6,8 +6,8 @@ themselves that way. audition's plugins return their state from ``save()`` inste
 the wrappers reach any searcher through :func:`state_of` and :func:`load_state`, so one written
 either way runs: a file-writing searcher's state is the bytes of its file (held as ``{"kind": <class
 name>, RAY_FILE: bytes}``), written back to a file for its ``restore(path)``. The files are the
-port :class:`SearcherFiles`'s (``actors._searcher_files``, which the driver and the controller
-load): this package does no I/O.
+port :class:`SearcherFiles`'s (``actors._searcher_files``, loaded when first asked for): this package
+does no I/O.
 """
 
 from __future__ import annotations
@@ -38,14 +38,19 @@ class SearcherFiles(Protocol):
         """Ray's ``Searcher.restore_from_dir`` from the newest ``searcher-state-*.pkl`` in ``checkpoint_dir``;
         False if it has none."""
 
+    def experiment_searcher_state(self, path: str) -> Any:
+        """The searcher state the experiment at ``path`` (any storage URL) last saved, decoded; raises
+        naming what is missing."""
 
-#: set when ``actors._searcher_files`` is imported (by the driver and by the controller)
+
+#: set when ``actors._searcher_files`` is imported (:func:`files` imports it when first asked)
 FILES: SearcherFiles | None = None
 
 
 def files() -> SearcherFiles:
-    if FILES is None:
-        raise NotImplementedError("a searcher's files need audition's driver: `from actors import Tuner` first")
+    if FILES is None:  # (a script that imported only actors.search): the port is installed on import
+        from actors import _searcher_files  # noqa: F401
+    assert FILES is not None, "actors._searcher_files installs the port"
     return FILES
 
 

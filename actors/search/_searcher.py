@@ -199,16 +199,15 @@ class Searcher(ABC):
     def restore_from_dir(self, checkpoint_dir: str) -> None:
         """Ray's: the newest ``searcher-state-*.pkl`` file in ``checkpoint_dir`` (:meth:`save_to_dir`'s,
         or Ray's), else this searcher's state as the experiment in ``checkpoint_dir`` last saved it (the
-        one of its kind there, inside the wrappers the run used). The experiment's state is read by the
-        driver's storage code, handed in as ``EXPERIMENT_STATE_READER`` (this module does no I/O)."""
+        one of its kind there, inside the wrappers the run used). Both are read through the
+        ``_file_state.SearcherFiles`` port (this module does no I/O)."""
         from actors.search import _file_state
 
-        if _file_state.files().restore_from_dir(self, checkpoint_dir):
+        files = _file_state.files()
+        if files.restore_from_dir(self, checkpoint_dir):
             return
-        if EXPERIMENT_STATE_READER is None:
-            raise NotImplementedError("restore_from_dir needs audition's driver: `from actors import Tuner` first")
         kind = type(self).__name__
-        state = inner_state(EXPERIMENT_STATE_READER(checkpoint_dir), kind)
+        state = inner_state(files.experiment_searcher_state(checkpoint_dir), kind)
         if state is None:
             raise ValueError(f"the experiment at {checkpoint_dir} was not run with a {kind}, so there is no "
                              f"{kind} state to restore, and it holds no {self.CKPT_FILE_TMPL.format('*')} file")
@@ -245,8 +244,6 @@ def inner_state(state: Any, kind: str) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and state.get("kind") == kind else None
 
 
-#: ``path -> the searcher state an experiment saved`` (None without one), set by ``actors._driver``
-EXPERIMENT_STATE_READER: Callable[[str], Any] | None = None
 
 
 def ray_save(save: Callable[[Any], dict[str, Any]]) -> Callable[..., Any]:
