@@ -222,3 +222,25 @@ def test_an_aborted_run_restores_a_file_searcher_and_goes_on(tmp_path: Path, mon
     assert sorted(r.config["n"] for r in grid) == [1, 2, 3, 4]
     assert fresh.count == 4  # (the first run's completions were restored: all four trials' scores are there)
     assert sorted(d for d in fresh.done if d is not None) == sorted(r.metrics["score"] for r in grid)
+
+
+def test_a_script_that_imports_only_the_search_package_saves_and_restores(tmp_path: Path) -> None:
+    """The files' I/O is loaded when first asked for (a fresh process: here it is loaded already)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from actors.search import BasicVariantGenerator, uniform\n"
+            "g = BasicVariantGenerator()\n"
+            "g.save_to_dir(sys.argv[1], 'one')\n"
+            "BasicVariantGenerator().restore_from_dir(sys.argv[1])\n"
+            "try:\n"
+            "    BasicVariantGenerator().restore_from_dir(sys.argv[2])\n"
+            "except Exception as exc:\n"
+            "    print(type(exc).__name__, exc)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(tmp_path / "none")], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "PYTHONPATH": root}, check=False)
+    assert out.returncode == 0, out.stderr
+    assert os.listdir(tmp_path) == ["searcher-state-one.pkl"]
+    assert out.stdout.startswith("ConfigError no searcher state was saved under"), out.stdout
