@@ -244,3 +244,40 @@ def test_a_script_that_imports_only_the_search_package_saves_and_restores(tmp_pa
     assert out.returncode == 0, out.stderr
     assert os.listdir(tmp_path) == ["searcher-state-one.pkl"]
     assert out.stdout.startswith("ConfigError no searcher state was saved under"), out.stdout
+
+
+class _RestoreFailsWhenAsked(FileSearcher):
+    def restore(self, checkpoint_path: str) -> None:  # type: ignore[override]
+        if os.environ.get("SEARCH_RESUME_FAIL"):
+            raise ValueError("cannot read my file")
+        super().restore(checkpoint_path)
+
+
+def test_a_searcher_whose_restore_raises_ends_the_restore_clearly_and_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEARCH_RESUME_FLAG", str(tmp_path / "flag"))
+    with pytest.raises(Exception, match="boom"):  # an aborted run, so the restore has trials to resume
+        Tuner(_fails_once, tune_config=TuneConfig(search_alg=_RestoreFailsWhenAsked(), metric="score", mode="max",
+                                                  num_samples=4),
+              run_config=RunConfig(storage_path=str(tmp_path), name="e", system="simple", verbose=0,
+                                   failure_config=FailureConfig(fail_fast="raise"))).fit()
+    experiment = tmp_path / "e"
+    from storage import ExperimentLayout, StorageContext, read_experiment_state
+
+    ctx = StorageContext(str(tmp_path))
+    prefix = read_experiment_state(ctx, ExperimentLayout(ctx, "e"))["trial_prefix"]
+    (experiment / f"{prefix}_00099").mkdir()  # a trial's directory newer than the state: a restore removes it
+    before = sorted(str(p.relative_to(experiment)) for p in experiment.rglob("*"))
+    monkeypatch.setenv("SEARCH_RESUME_FAIL", "1")
+    with pytest.raises(Exception) as failed:
+        Tuner.restore(str(experiment), _fails_once, resume_errored=True).fit()
+    message = str(failed.value)
+    assert ("the experiment could not be restored: _RestoreFailsWhenAsked.restore() raised ValueError: cannot read "
+            "my file") in message and "fix _RestoreFailsWhenAsked.restore()" in message
+    assert "controller could not start" not in message
+    after = sorted(str(p.relative_to(experiment)) for p in experiment.rglob("*"))
+    assert [p for p in before if p not in after] == []  # nothing is gone: the searcher was restored first
+    monkeypatch.delenv("SEARCH_RESUME_FAIL")
+    grid = Tuner.restore(str(experiment), _fails_once, resume_errored=True).fit()
+    assert sorted(r.config["n"] for r in grid) == [1, 2, 3, 4] and not grid.errors
+    assert not (experiment / f"{prefix}_00099").exists()  # (the restore that ran did clean up)

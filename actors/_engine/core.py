@@ -221,7 +221,8 @@ class ExperimentCore:
             self.store, table, src = self.open_store(spec), self.table, self.source
             problem = src.restored(self.io.restore_into(table, spec.searcher), table.trials.values(), start, self.now)
         except Exception as exc:
-            self._finish(f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
+            self._finish(self.explain(exc)
+                         or f"controller could not start the experiment: {exc!r}\n{traceback.format_exc()}")
             return
         if problem is not None:
             self._finish(problem)

@@ -57,7 +57,7 @@ from actors._engine.signals import (
 )
 from actors._engine.spec import ExperimentSpec
 from actors._shell.experiment_io import ExperimentIO
-from actors._shell.experiment_state import StateSaveFailed
+from actors._shell.experiment_state import StateRestoreFailed, StateSaveFailed
 from actors._shell.logger_host import LoggerFailed
 from actors._shell.proc import die_with_parent, exit_status_of, pid_alive, process_exit, record_child_exits
 from actors._shell.scheduler_actor import SchedulerActor
@@ -74,6 +74,8 @@ def explain(exc: BaseException) -> str | None:
         return f"{exc}; what was written before is kept"
     if isinstance(exc, StateSaveFailed):
         return f"the experiment's state could not be saved: {exc}"
+    if isinstance(exc, StateRestoreFailed):
+        return f"the experiment could not be restored: {exc}"
     if isinstance(exc, StorageError):  # the storage package already retried: a clear end, not a bug report
         return f"the controller could not write to storage: {exc}; what was written before is kept"
     return None

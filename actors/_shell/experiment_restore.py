@@ -8,6 +8,7 @@ checkpoints and results the state never named); then each saved row becomes a tr
 from __future__ import annotations
 
 import copy
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ from actors._engine.lifecycle import TrialTable
 from actors._engine.store import RestoreNotes
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
-from actors._shell.experiment_state import unb64
+from actors._shell.experiment_state import StateRestoreFailed, unb64
 from actors.messages import CheckpointRef
 from actors.search._file_state import load_state
 from storage import ExperimentLayout, StorageContext
@@ -33,6 +34,23 @@ class Restored:
     ckpts: dict[str, list[CheckpointRef]]  # per trial: the checkpoints kept (num_to_keep)
     state_refs: set[str]  # checkpoints the state names: never deleted
     notes: RestoreNotes
+
+
+def _restore_plugins(state: dict[str, Any], searcher: Any, stopper: Any) -> None:
+    """The searcher's and stopper's saved states handed back; their ``restore`` is the user's code, so
+    one that raises ends the run with ``StateRestoreFailed`` naming it (and its traceback)."""
+    for kind, plugin, restore in (("searcher", searcher, load_state),
+                                  ("stopper", stopper, lambda p, saved: p.restore(saved))):
+        if state.get(kind) is None or plugin is None or not hasattr(plugin, "restore"):
+            continue
+        try:
+            restore(plugin, legacy_loads(unb64(state[kind]) or b""))
+        except Exception as exc:
+            name = type(plugin).__name__
+            raise StateRestoreFailed(
+                f"{name}.restore() raised {type(exc).__name__}: {exc} (handed the {kind}'s state the experiment "
+                f"saved); fix {name}.restore() so it takes what its save() returned, then restore again: the "
+                f"experiment's files are as they were\n{''.join(traceback.format_exception(exc))}") from exc
 
 
 def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: ExperimentLayout, table: TrialTable,
@@ -54,6 +72,7 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
         if older:  # saved by an older audition: every trial's files are in its trial id's directory already
             row["opened"] = True
         layout.set_dirname(row["trial_id"], row.get("dirname"))
+    _restore_plugins(state, searcher, stopper)  # (first: one that fails has changed nothing in storage)
     kept = prepare_storage(ctx, layout, state)
     scheduler = unb64(state.get("scheduler"))
     logged_iter: dict[str, int] = {}
@@ -61,10 +80,6 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
     ckpts: dict[str, list[CheckpointRef]] = {}
     state_refs: set[str] = set()
     notes = RestoreNotes()
-    if state.get("searcher") is not None and searcher is not None:
-        load_state(searcher, legacy_loads(unb64(state["searcher"]) or b""))
-    if state.get("stopper") is not None and stopper is not None and hasattr(stopper, "restore"):
-        stopper.restore(legacy_loads(unb64(state["stopper"]) or b""))
     for row in state["trials"]:
         rec = table.add(row["trial_id"], row["config"])
         table.set_status(rec, TrialStatus(row["status"]))

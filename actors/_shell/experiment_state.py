@@ -27,6 +27,11 @@ class StateSaveFailed(Exception):
     names which, what it raised and what to do (the controller ends the run with it)."""
 
 
+class StateRestoreFailed(Exception):
+    """A searcher's or stopper's ``restore`` raised on the state the experiment saved: the message names
+    which, what it raised and what to do (the controller ends the run with it, before any file changed)."""
+
+
 class SavedStates:
     """The searcher's and stopper's saved states, encoded; the last text is reused while one is unchanged."""
 
