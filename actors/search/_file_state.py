@@ -54,15 +54,24 @@ def files() -> SearcherFiles:
     return FILES
 
 
+_WRITES_A_FILE: dict[type, bool] = {}  # per class: its save's signature is read once (every state write asks)
+
+
 def writes_a_file(searcher: Any) -> bool:
     """Whether ``searcher.save`` needs a path (Ray's ``save(self, checkpoint_path)``), where audition's
     ``save()`` takes none (or, in audition's own plugins, an optional one)."""
+    cls, own = type(searcher), "save" in getattr(searcher, "__dict__", ())  # (an instance's own save: not cached)
+    if not own and cls in _WRITES_A_FILE:
+        return _WRITES_A_FILE[cls]
     try:
         params = inspect.signature(searcher.save).parameters.values()
     except (AttributeError, TypeError, ValueError):
         return False
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return bool(positional) and positional[0].default is inspect.Parameter.empty
+    writes = bool(positional) and positional[0].default is inspect.Parameter.empty
+    if not own:
+        _WRITES_A_FILE[cls] = writes
+    return writes
 
 
 def state_of(searcher: Any) -> Any:
