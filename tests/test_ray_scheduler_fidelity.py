@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors._legacy import loads as legacy_loads
 from actors.messages import ActionKind, HookKind, SchedulerReply
 from actors.schedulers import (
     ASHAScheduler,
@@ -80,9 +81,12 @@ def _our_outcome(kind: str, tid: str, reply: SchedulerReply) -> Any:
     return (reply.decision.name, stops, saves, exploit)
 
 
-def replay(name: str, stream: dict[str, Any], sched: Scheduler | None = None) -> tuple[int, list[str]]:
+def replay(name: str, stream: dict[str, Any], sched: Scheduler | None = None,
+           debug: list[str] | None = None) -> tuple[int, list[str]]:
     """Feed one recorded stream to audition's scheduler (``sched``, else built from the stream's
-    parameters); (decisions compared, differences). A null time or value is a result without that key."""
+    parameters); (decisions compared, differences). A null time or value is a result without that key.
+    ``debug`` gets the scheduler's ``debug_string()`` at the end (of a copy restored from its saved state:
+    the kit's scheduler lives in its actor)."""
     spec = stream["spec"]
     time_attr, metric = spec["time_attr"], spec["metric"]
     table: dict[str, TrialSnapshot] = {}
@@ -131,6 +135,11 @@ def replay(name: str, stream: dict[str, Any], sched: Scheduler | None = None) ->
                     update(a[1], ckpt=1)
             if kind == "result" and ev[3] == "PAUSE":
                 update(tid, ckpt=1)
+        if debug is not None:
+            saved = send(kit, HookKind.SAVE, None).state
+            copy = _make(name, stream)
+            copy.restore(legacy_loads(saved or b"")["scheduler"])
+            debug.append(copy.debug_string())
     return compared, diffs
 
 
@@ -146,8 +155,11 @@ _NOT_YET: set[str] = set()
     for p in _streams(n)])
 def test_same_decisions_as_ray(name: str, index: int) -> None:
     stream = _load(name)["streams"][index]
-    compared, diffs = replay(name, stream)
+    debug: list[str] = []
+    compared, diffs = replay(name, stream, debug=debug)
     assert compared > 20
+    if name != "hyperband":  # (HyperBand's debug_string is audition's own: docs/coming-from-ray.md)
+        assert debug == [stream["debug"]]
     stranded = _RAY_STRANDS.get((name, index), {})
     for event, tid in stranded.items():  # Ray leaves the trial paused for good: the recording ends stuck
         ev = stream["events"]

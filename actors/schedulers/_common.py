@@ -104,6 +104,7 @@ class MetricScheduler(FIFOScheduler):
     tolerates_batching = False
     _PARAMS: ClassVar[tuple[str, ...]] = ()
     _STATE: ClassVar[tuple[str, ...]] = ()
+    _STATE_DEFAULTS: ClassVar[dict[str, Any]] = {}  # a _STATE key's value when a state saved before it lacks it
 
     def __init__(self, metric: str | None, mode: str | None) -> None:
         name = type(self).__name__
@@ -201,14 +202,15 @@ class MetricScheduler(FIFOScheduler):
             self.metric = state["metric"]
         if state.get("mode") is not None:
             self.mode = parse_mode(state["mode"], name)
-        missing = sorted(set(self._state_keys()) - set(state["state"]))
+        saved = {**self._STATE_DEFAULTS, **state["state"]}  # (a key added later has a default for older states)
+        missing = sorted(set(self._state_keys()) - set(saved))
         if missing:  # e.g. HyperBand's state before it made Ray Tune 2.60's decisions (2026-12-03)
             raise ValueError(
                 f"{name}.restore: the saved state has no {', '.join(missing)}: it was saved by an older audition "
                 f"whose {name} kept its state differently; finish that experiment with the audition version "
                 "that started it, or start it anew"
             )
-        for s, value in copy.deepcopy(state["state"]).items():
+        for s, value in copy.deepcopy(saved).items():
             setattr(self, s, value)
 
 

@@ -68,7 +68,8 @@ class PopulationBasedTraining(MetricScheduler):
         "resample_probability", "perturbation_factors", "log_config", "require_attrs", "synch",
         "clip_perturbations",
     )
-    _STATE: ClassVar[tuple[str, ...]] = ("_members", "_rng", "_next_sync", "_exploits")
+    _STATE: ClassVar[tuple[str, ...]] = ("_members", "_rng", "_next_sync", "_exploits", "_num_checkpoints")
+    _STATE_DEFAULTS: ClassVar[dict[str, Any]] = {"_num_checkpoints": 0}  # (not counted before 2026-12-05)
 
     def __init__(
         self,
@@ -149,6 +150,7 @@ class PopulationBasedTraining(MetricScheduler):
         self._rng = random.Random(seed)
         self._next_sync = max(self.perturbation_interval, self.burn_in_period)
         self._exploits: list[dict[str, Any]] = []
+        self._num_checkpoints = 0  # top-quantile trials checkpointed at a perturbation (Ray's count)
         self._current: str | None = None  # the trial whose result is being decided
 
     def config_fill(self) -> Callable[[dict[str, Any]], None] | None:
@@ -224,6 +226,7 @@ class PopulationBasedTraining(MetricScheduler):
         lower, upper = self._quantiles([tid for tid, mm in self._members.items() if not mm.ended])
         m.checkpointed = trial.trial_id in upper
         if m.checkpointed:
+            self._num_checkpoints += 1
             tune_controller.checkpoint_trial(trial)
         elif trial.trial_id in lower and self._exploit(tune_controller, trial, upper, t):
             return Decision.CONTINUE  # the clone restarts the trial
@@ -342,7 +345,7 @@ class PopulationBasedTraining(MetricScheduler):
         # as Ray: the tag it was added with, then the mutated keys' new values (recorded from Ray 2.60)
         tag = perturbed_tag(m.orig_tag, new_config, self.hyperparam_mutations)
         tune_controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint,
-                               experiment_tag=tag)
+                                    experiment_tag=tag)
         # the clone resumes where the source's checkpoint is, so its clocks become the source's
         m.config, m.last_perturbation, m.last_train_time = (
             copy.deepcopy(new_config), src.last_perturbation, src.last_train_time)
@@ -370,6 +373,7 @@ class PopulationBasedTraining(MetricScheduler):
         lower, upper = self._quantiles(live)
         for tid in live:
             self._members[tid].checkpointed = tid in upper
+        self._num_checkpoints += len(upper)
         for tid in lower:
             m = self._members[tid]
             self._exploit(tune_controller, snaps[tid], upper, m.time if m.time is not None else 0.0)
@@ -382,10 +386,7 @@ class PopulationBasedTraining(MetricScheduler):
         return True
 
     def debug_string(self) -> str:
-        return (
-            f"{type(self).__name__}: {len(self._members)} trials, {len(self._exploits)} exploits"
-            + (f", next sync at {self._next_sync}" if self.synch else "")
-        )
+        return f"PopulationBasedTraining: {self._num_checkpoints} checkpoints, {len(self._exploits)} perturbs"
 
 
 __all__ = ["PopulationBasedTraining"]

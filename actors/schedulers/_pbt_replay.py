@@ -103,8 +103,8 @@ class PopulationBasedTrainingReplay(FIFOScheduler):
         tune_controller.checkpoint_trial(trial)
         # as Ray's replay: its own tag, then every key of the new config (not the trial's tag)
         tune_controller.clone_trial(trial, trial, dict(new_config), {"replay": self.policy_file, "step": step},
-                               wait_for_checkpoint=True,
-                               experiment_tag=perturbed_tag(self.experiment_tag, new_config, new_config))
+                                    wait_for_checkpoint=True,
+                                    experiment_tag=perturbed_tag(self.experiment_tag, new_config, new_config))
         self.current_config = new_config
         self._num_perturbations += 1
         self._next += 1

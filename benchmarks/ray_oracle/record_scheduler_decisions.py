@@ -228,7 +228,7 @@ def simulate(sched: Any, spec: dict[str, Any], seed: int, *, pbt: bool = False,
             t.ckpt_pos = rec_trial(rec, src[2]).ckpt_save_pos
         elif t.pos >= len(pts):
             rec.stop_trial(t)  # Ray: the trainable returned -> on_trial_complete
-    return {"spec": spec, "seed": seed, "events": rec.events}
+    return {"spec": spec, "seed": seed, "events": rec.events, "debug": sched.debug_string()}
 
 
 def rec_trial(rec: Recorder, tid: str) -> Any:
