@@ -101,11 +101,14 @@ def _same_rows(ours: list[list[Any]], ray: list[list[Any]]) -> None:
     assert sorted(r[1:] for r in ours if r not in known) == sorted(r[1:] for r in ray if r[0] == -1)
 
 
-def test_a_searcher_that_saves_to_a_file_runs_and_hands_its_state_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("system", ["simple", "multiproc"])
+def test_a_searcher_that_saves_to_a_file_runs_and_hands_its_state_back(tmp_path: Path, system: str) -> None:
+    """``multiproc``: the searcher runs in the controller's process, so the script's object gets the run's
+    final state back through its ``restore(path)``."""
     searcher = FileSearcher()
     grid = Tuner(_score_x, tune_config=TuneConfig(search_alg=searcher, metric="score", mode="max", num_samples=4,
                                                   max_concurrent_trials=1),
-                 run_config=RunConfig(storage_path=str(tmp_path), name="file_searcher", system="simple",
+                 run_config=RunConfig(storage_path=str(tmp_path), name="file_searcher", system=system,
                                       verbose=0)).fit()
     fresh = FileSearcher()
     fresh.restore_from_dir(str(tmp_path / "file_searcher"))
