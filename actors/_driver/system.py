@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import signal
 import socket
 import threading
@@ -84,9 +85,37 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now, below the kernel's ephemeral range when there is room.
+
+    A port the kernel hands out for ``bind(0)`` lies in that range, and once released it may go to
+    any process's next ``bind(0)`` or outgoing connection: Thespian's actors listen that way, so an
+    actor of another run could hold the port before the admin binds it, and the start then fails
+    after 11 s with "not a valid or useable ActorSystem Admin" (seen once, with the test suite in
+    four processes on a loaded machine). Below the range only a process that names the port takes it.
+    """
+    low = _ephemeral_low()
+    if low is not None and low > 2048:
+        draw = random.SystemRandom()  # (never the global stream: a user's seeded draws must not move)
+        for _ in range(64):
+            port = draw.randrange(max(1024, low - 10_000), low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int | None:
+    """The first port of the kernel's ephemeral range (Linux), None where it cannot be read."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 # PendingActorResponse.ERROR_ActorSystem_Shutting_Down: a create that raced the system's own shutdown
