@@ -145,3 +145,27 @@ def test_the_admin_port_is_chosen_below_the_ephemeral_range_without_moving_the_g
     assert all(max(1024, low - 10_000) <= p < low for p in ports), (low, ports)
     with socket.socket() as s:
         s.bind(("127.0.0.1", ports[0]))  # free, as promised
+
+
+def _two(config: dict[str, Any]) -> None:
+    from actors import report
+
+    for i in range(2):
+        report({"loss": config["x"] / (i + 1)})
+
+
+def test_an_admin_slower_than_thespians_wait_is_attached_to_not_left_behind(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, no_leaks: None) -> None:
+    """On a loaded machine the admin Thespian forks took longer than the 5 s Thespian waits: the start
+    failed ("not a valid ActorSystem admin") and the admin was left running (seen in CI). Made
+    deterministic here: Thespian waits not at all, so its start always fails while the admin comes up."""
+    from datetime import timedelta
+
+    import thespian.system.multiprocCommon as common
+
+    from actors import RunConfig, Tuner, grid_search
+
+    monkeypatch.setattr(common, "MAX_ADMIN_STARTUP_DELAY", timedelta(0))
+    grid = Tuner(_two, param_space={"x": grid_search([1, 2])},
+                 run_config=RunConfig(storage=str(tmp_path), name="late", verbose=0, system="multiproc")).fit()
+    assert sorted(r.metrics["loss"] for r in grid) == [0.5, 1.0]  # and no_leaks: nothing left running

@@ -16,6 +16,7 @@ import random
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -190,7 +191,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
         record_child_exits()  # before the admin forks: every process of the system hears each child's death
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
-        asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+        asys = _start_local(caps, os.environ["THESPIAN_BASE_IPADDR"], port)
         asys.audition_admin_port = port
         return asys
     if kind.startswith("tcp://"):
@@ -211,6 +212,47 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         asys.audition_admin_port = port
         return asys
     raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc', 'simple' or 'tcp://HOST:PORT'")
+
+
+# How long an admin that did not answer within Thespian's 5 s may take to bind its port
+ADMIN_LATE_S = 20.0
+
+
+def _start_local(caps: dict[str, Any], host: str, port: int) -> Any:
+    """The multi-process system on this machine. On a loaded machine the admin Thespian forks may take
+    longer than the 5 s Thespian waits for it (seen in CI: "not a valid ActorSystem admin", and the
+    admin left running): Thespian gives up but the admin still comes up. Then, once its port is bound,
+    a second start attaches to it (it is this run's own, on a port just drawn for it)."""
+    from thespian.actors import ActorSystem, InvalidActorAddress
+
+    try:
+        return ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+    except InvalidActorAddress as exc:
+        first = exc
+    if not _bound(host, port, ADMIN_LATE_S):
+        raise ConfigError(f"the actor system did not start: its admin process did not come up within "
+                          f"{5 + ADMIN_LATE_S:.0f} s ({first}); is the machine overloaded? Try again") from first
+    log.info("the actor system's admin answered late (a loaded machine); attaching to it")
+    try:
+        return ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+    except InvalidActorAddress as exc:
+        raise ConfigError(f"the actor system did not start: its admin on port {port} does not answer ({exc}); "
+                          "is the machine overloaded? Try again") from exc
+
+
+def _bound(host: str, port: int, timeout_s: float) -> bool:
+    """Whether something binds ``host:port`` within ``timeout_s`` (Thespian's own probe: a bind that fails)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # (polling a port another process is about to bind: nothing to wait on)
 
 
 class _Interrupts:
