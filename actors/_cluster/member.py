@@ -17,7 +17,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from actors._driver.errors import ConfigError
-from actors._driver.system import _bind_loopback, _log_defs, _start_authentication, free_port, parse_host_port
+from actors._driver.system import (
+    _bind_loopback,
+    _log_defs,
+    _start_authentication,
+    free_port,
+    parse_host_port,
+    start_multiproc,
+)
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
 from actors._shell.proc import record_child_exits, watch_owner
 from actors._tempdirs import sweep
@@ -99,7 +106,6 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     # Re-register with the leader every few seconds (Thespian's default is 7m22s), so a
     # worker that lost its leader, or its link, rejoins quickly.  Read by Thespian at import.
     os.environ.setdefault("CONVENTION_REREGISTRATION_PERIOD", "0:05")
-    from thespian.actors import ActorSystem
 
     lhost, lport = parse_host_port(leader, what="--leader")
     _check_bind(bind, key_file)
@@ -132,7 +138,7 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     # it started ends within seconds: the admin is detached, so it watches this process itself
     record_child_exits()  # the admin reaps this member's trial processes: it must hear each one's death
     watch_owner(shutdown_after_s=0.0, kill_after_s=WORKER_ORPHAN_KILL_S)
-    asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+    asys = start_multiproc(caps, addr, port)
     try:
         advertised = os.environ["THESPIAN_BASE_IPADDR"]
         where = f"{advertised}:{port}" + (f" (listening on {addr})" if addr != advertised else "")

@@ -191,7 +191,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
         record_child_exits()  # before the admin forks: every process of the system hears each child's death
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
-        asys = _start_local(caps, os.environ["THESPIAN_BASE_IPADDR"], port)
+        asys = start_multiproc(caps, os.environ["THESPIAN_BASE_IPADDR"], port)
         asys.audition_admin_port = port
         return asys
     if kind.startswith("tcp://"):
@@ -205,7 +205,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         record_child_exits()  # before the admin forks: every process of the system hears each child's death
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
         try:
-            asys = ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
+            asys = start_multiproc(caps, host, port)
         except Exception as exc:
             raise ConfigError(f"could not start the convention leader on {host}:{port} ({exc}); is the port "
                               "free and the address one of this machine's?") from exc
@@ -218,11 +218,12 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
 ADMIN_LATE_S = 20.0
 
 
-def _start_local(caps: dict[str, Any], host: str, port: int) -> Any:
-    """The multi-process system on this machine. On a loaded machine the admin Thespian forks may take
+def start_multiproc(caps: dict[str, Any], host: str, port: int) -> Any:
+    """A multi-process system whose admin this process starts on ``host:port`` (a run's own, a
+    multi-host leader, an ``audition worker``). On a loaded machine the admin Thespian forks may take
     longer than the 5 s Thespian waits for it (seen in CI: "not a valid ActorSystem admin", and the
     admin left running): Thespian gives up but the admin still comes up. Then, once its port is bound,
-    a second start attaches to it (it is this run's own, on a port just drawn for it)."""
+    a second start attaches to it (this process's own: the port was free when it was chosen)."""
     from thespian.actors import ActorSystem, InvalidActorAddress
 
     try:
@@ -312,4 +313,4 @@ def shutdown_orphaned_system(admin_port: int) -> None:
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-__all__ = ["actor_system", "free_port", "pid_alive", "shutdown_orphaned_system"]
+__all__ = ["actor_system", "free_port", "pid_alive", "shutdown_orphaned_system", "start_multiproc"]
