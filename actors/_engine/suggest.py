@@ -90,10 +90,10 @@ class TrialSource:
         return self._namer.first_start(rec, self.wall_origin + now, self.utc_offset_s)
 
     def close(self, for_good: bool = False) -> None:
-        """No more trials: every trial is being stopped (``for_good``: saved so, as Ray's ``set_finished``,
-        which its controller calls for ``stop_all`` and ``fail_fast=True`` (and its search generator on
-        ``FINISHED``); not for an abort (Ctrl-C,
-        ``fail_fast="raise"``), whose restored run goes on drawing, as Ray's), or the run is ending."""
+        """No more trials: every trial is being stopped, or the run is ending. ``for_good``: saved so, as
+        Ray's ``set_finished``, which its controller calls for ``stop_all`` and ``fail_fast=True`` and its
+        search generator on ``FINISHED``; not for an abort (Ctrl-C, ``fail_fast="raise"``), whose restored
+        run goes on drawing, as Ray's."""
         self.done = True
         self.closed = self.closed or for_good
 

@@ -49,8 +49,8 @@ def _restore_plugins(state: dict[str, Any], searcher: Any, stopper: Any) -> None
             name = type(plugin).__name__
             raise StateRestoreFailed(
                 f"{name}.restore() raised {type(exc).__name__}: {exc} (handed the {kind}'s state the experiment "
-                f"saved); fix {name}.restore() so it takes what its save() returned, then restore again: the "
-                f"experiment's files are as they were\n{''.join(traceback.format_exception(exc))}") from exc
+                f"saved); fix {name}.restore() so it takes what its save() returned, then restore again (this "
+                f"attempt removed nothing the experiment saved)\n{''.join(traceback.format_exception(exc))}") from exc
 
 
 def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: ExperimentLayout, table: TrialTable,
