@@ -158,8 +158,7 @@ def test_same_decisions_as_ray(name: str, index: int) -> None:
     debug: list[str] = []
     compared, diffs = replay(name, stream, debug=debug)
     assert compared > 20
-    if name != "hyperband":  # (HyperBand's debug_string is audition's own: docs/coming-from-ray.md)
-        assert debug == [stream["debug"]]
+    assert debug == [stream["debug"]], (debug, stream["debug"])
     stranded = _RAY_STRANDS.get((name, index), {})
     for event, tid in stranded.items():  # Ray leaves the trial paused for good: the recording ends stuck
         ev = stream["events"]

@@ -100,7 +100,10 @@ class HyperBandScheduler(MetricScheduler):
     """
 
     _PARAMS: ClassVar[tuple[str, ...]] = ("time_attr", "max_t", "reduction_factor", "stop_last_trials")
-    _STATE: ClassVar[tuple[str, ...]] = ("_bands", "_current", "_trial_bracket", "_stopped", "_gone")
+    _STATE: ClassVar[tuple[str, ...]] = ("_bands", "_current", "_trial_bracket", "_stopped", "_gone", "_num_stopped",
+                                         "_status")
+    # (kept since 2026-12-05, for debug_string: an older state starts them anew)
+    _STATE_DEFAULTS: ClassVar[dict[str, Any]] = {"_num_stopped": 0, "_status": {}}
 
     def __init__(
         self,
@@ -126,6 +129,8 @@ class HyperBandScheduler(MetricScheduler):
         self._trial_bracket: dict[str, _Bracket] = {}
         self._stopped: set[str] = set()  # stopped by this scheduler: later results get STOP
         self._gone: set[str] = set()  # already left their bracket when this scheduler stopped them
+        self._num_stopped = 0  # trials a halving stopped (Ray's count)
+        self._status: dict[str, TrialStatus] = {}  # each trial's status as last seen, for debug_string
 
     # ------------------------------------------------------------------ bracket shapes
 
@@ -161,6 +166,7 @@ class HyperBandScheduler(MetricScheduler):
 
     def on_trial_add(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._objective()
+        self._status[trial.trial_id] = trial.status
         known = self._trial_bracket.get(trial.trial_id)
         # added again after a restore: it keeps its bracket. A retried trial was taken out of its bracket
         # by on_trial_error (not stopped by this scheduler) and joins the bracket being filled, as Ray's
@@ -194,6 +200,14 @@ class HyperBandScheduler(MetricScheduler):
     def on_trial_result(
         self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
     ) -> Decision:
+        decision = self._on_result(tune_controller, trial, result)
+        # as Ray's Trial objects will show it once the decision is applied (debug_string)
+        self._status[trial.trial_id] = {Decision.STOP: TrialStatus.TERMINATED,
+                                        Decision.PAUSE: TrialStatus.PAUSED}.get(decision, trial.status)
+        return decision
+
+    def _on_result(self, tune_controller: SchedulerController, trial: TrialSnapshot,
+                   result: dict[str, Any]) -> Decision:
         tid = trial.trial_id
         if tid in self._stopped:
             return Decision.STOP
@@ -241,6 +255,7 @@ class HyperBandScheduler(MetricScheduler):
         b.being_processed = True
         sign = 1.0 if self._objective()[1] is Mode.MAX else -1.0
         good, bad = b.halve(sign)
+        self._num_stopped += len(bad)
 
         def stop(tid: str) -> bool:
             """Stop ``tid``; True when it is the trial whose result is being decided."""
@@ -278,11 +293,13 @@ class HyperBandScheduler(MetricScheduler):
         b.live.pop(tid, None)
         self._stopped.add(tid)
         self._gone.add(tid)
+        self._status[tid] = TrialStatus.TERMINATED
         snap = next((s for s in tune_controller.get_trials() if s.trial_id == tid), None)
         tune_controller.stop_trial(snap or TrialSnapshot(tid, {}, TrialStatus.PAUSED))
 
     def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         tid = trial.trial_id
+        self._status[tid] = trial.status
         if tid in self._gone:
             return  # left its bracket when this scheduler stopped it
         b = self._trial_bracket.get(tid)
@@ -309,6 +326,7 @@ class HyperBandScheduler(MetricScheduler):
         """Band by band, the least complete bracket first: a pending trial, or a paused one
         that a halving promoted (or that is not parked at a milestone)."""
         snaps = {s.trial_id: s for s in tune_controller.get_trials()}
+        self._status.update((tid, snap.status) for tid, snap in snaps.items())
         # a trial that ended while this scheduler's hook for it failed (the run aborted, then was
         # restored from a state saved without that end) would hold its bracket's halving forever
         ended = [snaps[t] for band in self._bands for b in band if b is not None for t in b.live
@@ -329,11 +347,24 @@ class HyperBandScheduler(MetricScheduler):
         return None
 
     def debug_string(self) -> str:
-        rows = [
-            f"s={b.s} n={b.n} milestone={b.r} live={len(b.live)} completed={b.completion():.1%}"
-            for band in self._bands for b in band if b is not None
-        ]
-        return f"{type(self).__name__}: " + "; ".join(rows)
+        """Ray's: the trials halvings stopped, then each round's brackets: size, milestone, progress and
+        how many of the trials ever in it are in each status (as last seen: this scheduler sees trials
+        only in its hooks)."""
+        lines = [f"Using HyperBand: num_stopped={self._num_stopped} "
+                 f"total_brackets={sum(len(band) for band in self._bands)}"]
+        for i, band in enumerate(self._bands):
+            lines.append(f"Round #{i}:")
+            for b in band:
+                if b is None:
+                    continue
+                counts: dict[str, int] = {}
+                for tid in b.trials:
+                    status = str(self._status.get(tid, TrialStatus.PENDING))
+                    counts[status] = counts.get(status, 0) + 1
+                statuses = ", ".join(sorted(f"{k}: {v}" for k, v in counts.items()))
+                lines.append(f"  Bracket(Max Size (n)={b.n}, Milestone (r)={b.r}, "
+                             f"completed={b.completion():.1%}): {{{statuses}}} ")
+        return "\n".join(lines)
 
 
 __all__ = ["HyperBandScheduler"]
