@@ -206,6 +206,19 @@ def test_save_restore_mid_stream_matches_uninterrupted_run() -> None:
     assert part.decisions == full.decisions
     assert part.ctl.calls == full.ctl.calls
     assert part.iteration == full.iteration
+    assert part.scheduler.debug_string() == full.scheduler.debug_string()  # the counts travel with the state
+
+
+def test_a_state_saved_before_the_debug_counts_still_restores() -> None:
+    sim = Simulator(HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3))
+    for i in range(5):
+        sim.add(f"t{i}")
+    state = pickle.loads(pickle.dumps(sim.scheduler.save()))
+    for key in ("_num_stopped", "_status"):
+        del state["state"][key]
+    older = HyperBandScheduler(metric="acc", mode="max", max_t=9, reduction_factor=3)
+    older.restore(state)
+    assert older.debug_string().startswith("Using HyperBand: num_stopped=0 total_brackets=")
 
 
 def test_state_saved_by_the_pre_ray_layout_is_refused_by_name() -> None:
