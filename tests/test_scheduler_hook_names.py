@@ -69,3 +69,17 @@ def test_a_subclass_calling_the_hooks_by_keyword_decides_as_asha() -> None:
     ours = play(KeywordASHA(**kw))  # type: ignore[arg-type]
     assert ours == play(ASHAScheduler(**kw))  # type: ignore[arg-type]
     assert Decision.STOP in [d for _, _, d in ours]  # (the play is one where ASHA stops some)
+
+
+def test_set_search_properties_takes_rays_spec_keywords() -> None:
+    """Ray's signature is ``set_search_properties(metric, mode, **spec)``: a ported scheduler passing its
+    ``**spec`` on to the base class works (audition itself passes none: docs/coming-from-ray.md)."""
+
+    class Ported(ASHAScheduler):
+        def set_search_properties(self, metric: Any, mode: Any, **spec: Any) -> bool:
+            return super().set_search_properties(metric, mode, **spec)
+
+    sched = Ported()
+    assert sched.set_search_properties("loss", "min", num_samples=4, stop={}, time_budget_s=None)
+    assert (sched.metric, str(sched.mode)) == ("loss", "min")
+    assert FIFOScheduler().set_search_properties("loss", "min", num_samples=4)

@@ -284,3 +284,66 @@ def test_a_searcher_whose_restore_raises_ends_the_restore_clearly_and_changes_no
     grid = Tuner.restore(str(experiment), _fails_once, resume_errored=True).fit()
     assert sorted(r.config["n"] for r in grid) == [1, 2, 3, 4] and not grid.errors
     assert not (experiment / f"{prefix}_00099").exists()  # (the restore that ran did clean up)
+
+
+class SpecSearcher(Searcher):
+    """The recorder's: keeps what ``set_search_properties`` was given (reprs), suggests ``x`` = 1, 2, ..."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Any] = []
+        self.n = 0
+
+    def set_search_properties(self, metric: Any, mode: Any, config: Any, **spec: Any) -> bool:
+        self.seen.append([metric, mode, sorted(config), {k: repr(v) for k, v in sorted(spec.items())}])
+        return True
+
+    def suggest(self, trial_id: str) -> dict[str, Any]:
+        self.n += 1
+        return {"x": self.n}
+
+    def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("case", "space", "tune_kw", "run_kw"), [
+    ("with_param_space", {"c": 5}, {"num_samples": 2}, {"stop": {"training_iteration": 5}}),
+    ("samples_forever_with_budget", {"c": 5}, {"num_samples": -1, "time_budget_s": 2.0}, {}),
+    ("without_param_space", None, {"num_samples": 2}, {})])
+def test_a_searcher_gets_the_experiments_spec_as_rays(tmp_path: Path, case: str, space: Any, tune_kw: dict[str, Any],
+                                                      run_kw: dict[str, Any]) -> None:
+    """Ray passes ``num_samples`` (-1 as ``sys.maxsize``), ``stop`` (``{}`` when none) and ``time_budget_s`` to
+    ``set_search_properties``; before, audition passed none of them. One difference kept (documented): without
+    a ``param_space`` Ray never calls it, audition does (the searcher learns TuneConfig's metric and mode)."""
+    searcher = SpecSearcher()
+    grid = Tuner(_score_x_of_n, param_space=space, tune_config=TuneConfig(search_alg=searcher, metric="score",
+                                                                         mode="max", **tune_kw),
+                 run_config=RunConfig(storage_path=str(tmp_path), name=case, system="simple", verbose=0,
+                                      **run_kw)).fit()
+    assert grid
+    ray = RAY["set_search_properties"][case]
+    if case == "without_param_space":
+        assert ray == [] and searcher.seen == [["score", "max", [], {
+            "num_samples": "2", "stop": "{}", "time_budget_s": "None"}]]
+    else:
+        assert searcher.seen == ray
+
+
+def _score_x_of_n(config: dict[str, Any]) -> None:
+    report({"score": config["x"]})
+
+
+class _OldSignature(SpecSearcher):
+    def set_search_properties(self, metric: Any, mode: Any, config: Any) -> bool:  # type: ignore[override]
+        self.seen.append([metric, mode, sorted(config)])
+        return True
+
+
+def test_a_searcher_written_before_the_spec_is_called_without_it(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    searcher = _OldSignature()
+    Tuner(_score_x_of_n, param_space={"c": 5}, tune_config=TuneConfig(search_alg=searcher, metric="score",
+                                                                      mode="max", num_samples=1),
+          run_config=RunConfig(storage_path=str(tmp_path), name="old", system="simple", verbose=0)).fit()
+    assert searcher.seen == [["score", "max", ["c"]]]
+    assert "add **spec to its parameters" in caplog.text

@@ -18,8 +18,9 @@ from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
 log = logging.getLogger("audition")
 
 
-def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> tuple[Any, int]:
-    """The searcher and the number of trials it is asked for (``num_samples``, or the grid times it)."""
+def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None, *, stop: Any = None) -> tuple[Any, int]:
+    """The searcher and the number of trials it is asked for (``num_samples``, or the grid times it).
+    ``stop``: ``RunConfig.stop``, which a searcher's ``set_search_properties`` gets as Ray's does."""
     if tc.search_alg is None:
         # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
         # trial only when one can run (a run stopped early has only the trials it started)
@@ -45,7 +46,10 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
             searcher.set_search_properties(tc.metric, tc.mode, param_space or {}, num_samples=samples(tc))
             num_samples = searcher.total_trials
         else:
-            took_space = searcher.set_search_properties(tc.metric, tc.mode, param_space or {})
+            # as Ray's: the experiment's public spec too (Experiment.PUBLIC_KEYS, recorded from Ray 2.60)
+            took_space = _set_search_properties(searcher, tc.metric, tc.mode, param_space or {},
+                                                stop={} if stop is None else stop,
+                                                num_samples=samples(tc), time_budget_s=tc.time_budget_s)
             if not took_space and param_space:
                 if domain_paths(param_space):  # Ray refuses unresolved values here too
                     raise ConfigError(
@@ -65,6 +69,21 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None) -> t
             if tc.max_concurrent_trials:
                 searcher = concurrency_limited(searcher, tc.max_concurrent_trials)
     return searcher, num_samples
+
+
+def _set_search_properties(searcher: Any, metric: str | None, mode: str | None, config: dict[str, Any],
+                           **spec: Any) -> bool:
+    """``searcher.set_search_properties(metric, mode, config, **spec)``; a searcher written before Ray
+    added ``**spec`` is called without it, as Ray calls it (its ``TypeError`` names the keyword)."""
+    try:
+        return bool(searcher.set_search_properties(metric, mode, config, **spec))
+    except TypeError as exc:
+        if "set_search_properties() got an unexpected keyword argument" not in str(exc):
+            raise
+        log.warning("%s.set_search_properties() takes no **spec, so it is called without the experiment's "
+                    "num_samples, stop and time_budget_s (as Ray does); add **spec to its parameters to get them",
+                    type(searcher).__name__)
+        return bool(searcher.set_search_properties(metric, mode, config))
 
 
 def concurrency_limited(searcher: Any, cap: int) -> Any:

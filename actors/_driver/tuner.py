@@ -92,7 +92,7 @@ class Tuner:
         found = None if self._by_name is not None and not is_registered(self._by_name) else resolve_trainable(trainable)
         self.trainable_name: str = found[1] if found is not None else str(self._by_name)
         self._registered = True if found is None else found[2]
-        searcher, self._num_samples = experiment_searcher(tc, param_space)
+        searcher, self._num_samples = experiment_searcher(tc, param_space, stop=rc.stop)
         self._searcher = searcher
         # what Tuner.restore(param_space=...) is checked against, as Ray checks it (flattened, sorted keys)
         self._param_space_keys = sorted(flatten(param_space or {}))

@@ -106,8 +106,10 @@ class Scheduler(ABC):
         """
         return None
 
-    def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
-        """Take the experiment's metric/mode when the scheduler was built without them."""
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        """Take the experiment's metric/mode when the scheduler was built without them. ``**spec``: Ray's
+        signature (its ``num_samples``, ``stop``, ``time_budget_s``), taken so a ported scheduler's
+        ``super().set_search_properties(metric, mode, **spec)`` works; audition passes none (documented)."""
         if self.metric is None and metric is not None:
             self.metric = metric
         if self.mode is None and mode is not None:

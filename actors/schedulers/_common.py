@@ -113,8 +113,8 @@ class MetricScheduler(FIFOScheduler):
         self.metric = metric
         self.mode = parse_mode(mode, name)
 
-    def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
-        """Fill metric/mode from the experiment when they were not given here."""
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        """Fill metric/mode from the experiment when they were not given here (``**spec``: as the base's)."""
         parsed = parse_mode(mode, type(self).__name__)
         if self.metric is None and metric is not None:
             self.metric = metric

@@ -54,6 +54,31 @@ def _searcher_class() -> Any:
     return FileSearcher
 
 
+def _spec_searcher_class() -> Any:
+    from ray.tune.search import Searcher
+
+    class SpecSearcher(Searcher):
+        """Keeps what ``set_search_properties`` was given (reprs), suggests ``x`` = 1, 2, ..."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[Any] = []
+            self.n = 0
+
+        def set_search_properties(self, metric: Any, mode: Any, config: Any, **spec: Any) -> bool:
+            self.seen.append([metric, mode, sorted(config), {k: repr(v) for k, v in sorted(spec.items())}])
+            return True
+
+        def suggest(self, trial_id: str) -> dict[str, Any]:
+            self.n += 1
+            return {"x": self.n}
+
+        def on_trial_complete(self, trial_id: str, result: Any = None, error: bool = False) -> None:
+            pass
+
+    return SpecSearcher
+
+
 def _stop_after_three() -> Any:
     from ray.tune import Stopper
 
@@ -128,6 +153,19 @@ def main() -> None:
     fresh.restore_from_dir(where)
     out["save_to_dir"] = {"files": sorted(os.listdir(where)), "restored_count": fresh.count,
                           "template": FileSearcher.CKPT_FILE_TMPL}
+
+    SpecSearcher = _spec_searcher_class()
+    spec_seen: dict[str, Any] = {}
+    for case, space, tune_kw, run_kw in (
+            ("with_param_space", {"c": 5}, {"num_samples": 2}, {"stop": {"training_iteration": 5}}),
+            ("samples_forever_with_budget", {"c": 5}, {"num_samples": -1, "time_budget_s": 2.0}, {}),
+            ("without_param_space", None, {"num_samples": 2}, {})):
+        searcher = SpecSearcher()
+        Tuner(_score_x, param_space=space, tune_config=TuneConfig(search_alg=searcher, metric="score", mode="max",
+                                                                  **tune_kw),
+              run_config=RunConfig(storage_path=store, name=case, verbose=0, **run_kw)).fit()
+        spec_seen[case] = searcher.seen
+    out["set_search_properties"] = spec_seen
 
     for case, tune_kw, run_kw, trainable, space in (
             ("file_searcher_stop_all", {"search_alg": FileSearcher(), "num_samples": 6}, {"stop": StopAfterThree()},
