@@ -108,8 +108,9 @@ def test_table_curves_and_pause_marks_in_chromium(tmp_path, serve):
         page.wait_for_function("""() => { const r = document.querySelectorAll('#trial-table tbody tr');
                                           return r.length === 1 && r[0].dataset.status === 'ERROR'; }""")
         page.click("#trial-table tbody tr a")
+        # (60 s: under the whole suite's load the trial's files took longer than Playwright's 15 s once)
         page.wait_for_function("(document.getElementById('trial-error') || {textContent: ''})"
-                               ".textContent.includes('diverged at step 3')")
+                               ".textContent.includes('diverged at step 3')", timeout=60_000)
         assert "Traceback" in page.text_content("#trial-error")
 
 
