@@ -48,7 +48,7 @@ class _Files:
         without a ``save`` is skipped with a warning, as Ray skips it."""
         import cloudpickle
 
-        name = CKPT_FILE_TMPL.format(session_str)
+        name = _template(searcher).format(session_str)
         tmp = os.path.join(checkpoint_dir, f".{uuid.uuid4()}-tmp-{name}")
         try:
             if writes_a_file(searcher):
@@ -69,7 +69,7 @@ class _Files:
     def restore_from_dir(self, searcher: Any, checkpoint_dir: str) -> bool:
         """The greatest name wins, as in Ray (its session strings are timestamps)."""
         where = glob.escape(os.path.expanduser(checkpoint_dir))
-        found = glob.glob(os.path.join(where, CKPT_FILE_TMPL.format("*")))
+        found = glob.glob(os.path.join(where, _template(searcher).format("*")))
         if not found:
             return False
         newest = max(found)
@@ -86,6 +86,11 @@ class _Files:
         from actors._driver.restore import experiment_searcher_state
 
         return experiment_searcher_state(path)
+
+
+def _template(searcher: Any) -> str:
+    """The searcher's ``CKPT_FILE_TMPL`` (Ray's reads ``self.CKPT_FILE_TMPL``: a subclass may change it)."""
+    return str(getattr(searcher, "CKPT_FILE_TMPL", CKPT_FILE_TMPL))
 
 
 _file_state.FILES = _Files()

@@ -347,3 +347,18 @@ def test_a_searcher_written_before_the_spec_is_called_without_it(tmp_path: Path,
           run_config=RunConfig(storage_path=str(tmp_path), name="old", system="simple", verbose=0)).fit()
     assert searcher.seen == [["score", "max", ["c"]]]
     assert "add **spec to its parameters" in caplog.text
+
+
+def test_save_to_dir_follows_a_searchers_own_file_template(tmp_path: Path) -> None:
+    """Ray's ``save_to_dir``/``restore_from_dir`` read ``self.CKPT_FILE_TMPL``, so a subclass may rename the file."""
+
+    class Renamed(FileSearcher):
+        CKPT_FILE_TMPL = "my-searcher-{}.pkl"
+
+    searcher = Renamed()
+    searcher.suggest("a")
+    searcher.save_to_dir(str(tmp_path), "s")
+    assert os.listdir(tmp_path) == ["my-searcher-s.pkl"]
+    fresh = Renamed()
+    fresh.restore_from_dir(str(tmp_path))
+    assert fresh.count == 1

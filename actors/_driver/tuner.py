@@ -67,7 +67,6 @@ from actors.stoppers import with_time_budget
 log = logging.getLogger("audition")
 
 
-
 class Tuner:
     """Run a hyperparameter search (Ray Tune's ``Tuner``)."""
 

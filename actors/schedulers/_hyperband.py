@@ -25,6 +25,9 @@ from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import MetricScheduler, Mode, check_number
 
+# a trial's status once the engine applied the decision on its result (as Ray's Trial shows it)
+_APPLIED = {Decision.STOP: TrialStatus.TERMINATED, Decision.PAUSE: TrialStatus.PAUSED}
+
 
 @dataclass
 class _Bracket:
@@ -202,8 +205,7 @@ class HyperBandScheduler(MetricScheduler):
     ) -> Decision:
         decision = self._on_result(tune_controller, trial, result)
         # as Ray's Trial objects will show it once the decision is applied (debug_string)
-        self._status[trial.trial_id] = {Decision.STOP: TrialStatus.TERMINATED,
-                                        Decision.PAUSE: TrialStatus.PAUSED}.get(decision, trial.status)
+        self._status[trial.trial_id] = _APPLIED.get(decision, trial.status)
         return decision
 
     def _on_result(self, tune_controller: SchedulerController, trial: TrialSnapshot,

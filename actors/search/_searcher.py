@@ -14,6 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from actors.search._file_state import CKPT_FILE_TMPL as _CKPT_FILE_TMPL
+
 _MODES = ("min", "max")
 DEFAULT_METRIC = "_metric"  # Ray's name for the metric of a searcher given only a mode
 
@@ -59,7 +61,7 @@ class Searcher(ABC):
 
     FINISHED: ClassVar[Literal[SearcherSignal.FINISHED]] = SearcherSignal.FINISHED
     #: Ray's name for the file :meth:`save_to_dir` writes (``{}``: the session string)
-    CKPT_FILE_TMPL: ClassVar[str] = "searcher-state-{}.pkl"
+    CKPT_FILE_TMPL: ClassVar[str] = _CKPT_FILE_TMPL
 
     def __init__(self, metric: str | None = None, mode: str | None = None) -> None:
         # lists only in multi-objective searchers (OptunaSearch(metric=[...], mode=[...]), as in Ray Tune)
