@@ -226,16 +226,16 @@ def test_driver_killed_then_restored_pbt_keeps_its_population_and_exploits(tmp_p
     for r in grid:
         assert r.status is TrialStatus.TERMINATED, (r.trial_id, r.error)
         # an exploit copies another trial's step counter, so lengths differ; and a clone's rows go on from
-        # its source's checkpoint after its own rows, as in Ray: an exploit from a source whose checkpoint is
-        # behind the trial starts a new run of iterations at or below its last (seen when the restored PBT,
-        # which never saw a row committed after its saved state, perturbed at the next one). Otherwise the
+        # its source's checkpoint after its own rows, as in Ray. The source's checkpoint may be behind the
+        # trial (seen when the restored PBT, which never saw a row committed after its saved state, perturbed
+        # at the next one: [1..7, 7, 8..12]) or ahead of it (the restore resumed the trials from checkpoints
+        # at different iterations, so a source can be ahead: a forward jump, seen in CI). Otherwise the
         # history is contiguous (the restore truncated it where the trial went on), and every row's step
-        # is its iteration's (each run resumed from the right checkpoint).
+        # is its iteration's (each run resumed from the right checkpoint); only an exploit makes a jump.
         its = iterations(r)
         assert its[0] == 1 and [h["step"] for h in r.metrics_history] == [i - 1 for i in its], (r.trial_id, its)
-        back = [k for k in range(1, len(its)) if its[k] != its[k - 1] + 1]
-        assert all(its[k] <= its[k - 1] for k in back), (r.trial_id, its)
-        assert len(back) <= sum(e["trial_id"] == r.trial_id for e in exploits_after), (r.trial_id, its)
+        jumps = [k for k in range(1, len(its)) if its[k] != its[k - 1] + 1]
+        assert len(jumps) <= sum(e["trial_id"] == r.trial_id for e in exploits_after), f"{r.trial_id}: {its}"
         # ran to the trainable's own end; or (a race PBT may lose, as Ray Tune's does) it cloned a
         # source whose last result was in but whose end was not yet known, and so took over a
         # checkpoint at the end: either way its final checkpoint is the last step's
