@@ -200,6 +200,9 @@ class SchedulerSetup(_Message):
     # what Ray's Trial has beyond the controller's snapshot, for the plugin's views of trials:
     # trainable_name (str(trial)), path/local_path (its directory), evaluated_params (its tag's values)
     describe: TrialDescription | None = None
+    # call the plugin's set_search_properties(metric, mode) first; False: the driver called it (with Ray's
+    # **spec) on the object this is a copy of, and Ray calls it once
+    search_properties: bool = True
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from actors import FailureConfig, RunConfig, TuneConfig, Tuner, report
+from actors.schedulers import Decision, FIFOScheduler
 from actors.search import ConcurrencyLimiter, Searcher, grid_search
 from actors.search._file_state import RAY_FILE, load_state, state_of, writes_a_file
 from actors.stoppers import Stopper
@@ -347,6 +348,73 @@ def test_a_searcher_written_before_the_spec_is_called_without_it(tmp_path: Path,
           run_config=RunConfig(storage_path=str(tmp_path), name="old", system="simple", verbose=0)).fit()
     assert searcher.seen == [["score", "max", ["c"]]]
     assert "add **spec to its parameters" in caplog.text
+
+
+class SpecScheduler(FIFOScheduler):
+    """The recorder's: keeps what ``set_search_properties`` was given (reprs); stops every trial at its first
+    result when it was told ``num_samples=2`` (what decides is the scheduler actor's copy, not this object)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Any] = []
+        self.spec: dict[str, Any] = {}
+
+    def set_search_properties(self, metric: Any, mode: Any, **spec: Any) -> bool:
+        self.seen.append([metric, mode, {k: repr(v) for k, v in sorted(spec.items())}])
+        self.spec = spec
+        return True
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
+        return self.STOP if self.spec.get("num_samples") == 2 else self.CONTINUE
+
+
+class OldScheduler(SpecScheduler):
+    def set_search_properties(self, metric: Any, mode: Any) -> bool:  # type: ignore[override]
+        self.seen.append([metric, mode])
+        return True
+
+
+class Refusing(SpecScheduler):
+    def set_search_properties(self, metric: Any, mode: Any, **spec: Any) -> bool:
+        return False
+
+
+def _steps(config: dict[str, Any]) -> None:
+    for i in range(3):
+        report({"score": config["x"] * 10 + i})
+
+
+@pytest.mark.parametrize(("case", "cls", "tune_kw", "run_kw", "system"), [
+    ("with_stop", SpecScheduler, {"num_samples": 2}, {"stop": {"training_iteration": 5}}, "simple"),
+    ("with_stop", SpecScheduler, {"num_samples": 2}, {"stop": {"training_iteration": 5}}, "multiproc"),
+    ("forever_with_budget", SpecScheduler, {"num_samples": -1, "time_budget_s": 2.0}, {}, "simple"),
+    ("old_signature", OldScheduler, {"num_samples": 2}, {}, "simple")])
+def test_a_scheduler_gets_the_experiments_spec_as_rays(tmp_path: Path, case: str, cls: type[SpecScheduler],
+                                                       tune_kw: dict[str, Any], run_kw: dict[str, Any], system: str,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """Ray passes a scheduler's ``set_search_properties`` the same ``**spec`` as a searcher's (before, audition
+    passed none), and an old signature is called without it, with a warning. The copy that decides, in the
+    scheduler actor, gets it too: told ``num_samples=2`` it stops every trial at its first result, as Ray's."""
+    scheduler = cls()
+    grid = Tuner(_steps, param_space={"x": grid_search([1, 2])}, tune_config=TuneConfig(
+        scheduler=scheduler, metric="score", mode="max", **tune_kw),
+        run_config=RunConfig(storage_path=str(tmp_path), name=case, system=system, verbose=0, **run_kw)).fit()
+    ray = RAY["scheduler_set_search_properties"][case]
+    assert scheduler.seen == ray["seen"]  # the driver's object: called once, as Ray's
+    if case != "forever_with_budget":  # (Ray's 2 s ended before a trial reported; audition's did not)
+        assert sorted({r.metrics.get("training_iteration") for r in grid}) == ray["iterations"]
+    assert ("add **spec to its parameters" in caplog.text) is (case == "old_signature")
+
+
+def test_a_scheduler_refusing_the_experiments_objective_is_refused_as_rays(tmp_path: Path) -> None:
+    """Ray raises ``ValueError`` when a scheduler's ``set_search_properties`` returns False (it has its own
+    metric/mode); audition raises its ``ConfigError`` (a ``ValueError``) from ``Tuner(...)``, naming it."""
+    assert RAY["scheduler_set_search_properties"]["refusing"].startswith("ValueError: You passed a `metric`")
+    with pytest.raises(ValueError, match=r"Refusing.set_search_properties\(\) refused the experiment's metric/mode"):
+        Tuner(_steps, param_space={"x": grid_search([1, 2])},
+              tune_config=TuneConfig(scheduler=Refusing(), metric="score", mode="max"),
+              run_config=RunConfig(storage_path=str(tmp_path), name="refusing", system="simple", verbose=0))
+    assert not any(tmp_path.iterdir())  # nothing written
 
 
 def test_save_to_dir_follows_a_searchers_own_file_template(tmp_path: Path) -> None:

@@ -142,12 +142,16 @@ def resolve_checkpoint_at_end(trainable: Any, checkpoint_config: Any) -> bool:
     return getattr(trainable, "save_checkpoint", None) is not Trainable.save_checkpoint
 
 
-def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | None) -> None:
-    """Give the scheduler the experiment's metric/mode; refuse a conflict or a missing objective.
+def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | None,
+                              spec: dict[str, Any] | None = None) -> None:
+    """Give the scheduler the experiment's metric/mode and Ray's public ``spec``; refuse a conflict or a
+    missing objective.
 
-    Ray refuses metric/mode on both the scheduler and ``TuneConfig``; here the same value in both
-    places is accepted, a different one is refused.
+    Ray refuses metric/mode on both a built-in scheduler and ``TuneConfig``; audition's built-ins accept
+    the same value in both places and refuse a different one. A scheduler whose ``set_search_properties``
+    answers False is refused with Ray's reason.
     """
+    from actors.schedulers._base import set_search_properties
     from actors.schedulers._common import MetricScheduler
 
     name = type(scheduler).__name__
@@ -157,7 +161,16 @@ def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | No
             raise ConfigError(f"{what} is {str(own)!r} in {name}(...) but {tuned!r} in TuneConfig(...); "
                               f"give {what} in one place only (or the same in both)")
     try:
-        scheduler.set_search_properties(metric, mode)
+        took, with_spec = set_search_properties(scheduler, metric, mode, spec or {})
+        if not with_spec:
+            log.warning("%s.set_search_properties() takes no **spec, so it is called without the experiment's "
+                        "num_samples, stop and time_budget_s (as Ray does); add **spec to its parameters to get "
+                        "them", name)
+        if not took:
+            raise ConfigError(
+                f"{name}.set_search_properties() refused the experiment's metric/mode (it returned False): the "
+                "scheduler was built with its own metric and mode. Give them to the scheduler or to TuneConfig, "
+                "not both (as Ray Tune refuses it)")
         if isinstance(scheduler, MetricScheduler):
             scheduler._objective()
     except (TypeError, ValueError) as exc:

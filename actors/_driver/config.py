@@ -142,6 +142,12 @@ def samples(tc: TuneConfig) -> int:
     return sys.maxsize if tc.num_samples == -1 else tc.num_samples
 
 
+def public_spec(tc: TuneConfig, stop: Any) -> dict[str, Any]:
+    """Ray's ``Experiment.public_spec`` (its ``PUBLIC_KEYS``): the ``**spec`` a searcher's and a scheduler's
+    ``set_search_properties`` get (recorded from Ray 2.60: ``stop`` is ``{}`` when none was given)."""
+    return {"stop": {} if stop is None else stop, "num_samples": samples(tc), "time_budget_s": tc.time_budget_s}
+
+
 @dataclass(frozen=True)
 class SyncConfig:
     """Ray Tune's ``SyncConfig``. audition writes results and checkpoints straight to storage, so nothing

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from actors._driver.config import TuneConfig, samples
+from actors._driver.config import TuneConfig, public_spec, samples
 from actors._driver.errors import ConfigError
 from actors.search import BasicVariantGenerator, Searcher
 from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
@@ -18,9 +18,10 @@ from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
 log = logging.getLogger("audition")
 
 
-def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None, *, stop: Any = None) -> tuple[Any, int]:
+def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None,
+                        spec: dict[str, Any] | None = None) -> tuple[Any, int]:
     """The searcher and the number of trials it is asked for (``num_samples``, or the grid times it).
-    ``stop``: ``RunConfig.stop``, which a searcher's ``set_search_properties`` gets as Ray's does."""
+    ``spec``: Ray's public spec (``config.public_spec``), which a searcher's ``set_search_properties`` gets."""
     if tc.search_alg is None:
         # as Ray: max_concurrent_trials caps the default generator's live trials, so it creates a
         # trial only when one can run (a run stopped early has only the trials it started)
@@ -48,8 +49,7 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None, *, s
         else:
             # as Ray's: the experiment's public spec too (Experiment.PUBLIC_KEYS, recorded from Ray 2.60)
             took_space = _set_search_properties(searcher, tc.metric, tc.mode, param_space or {},
-                                                stop={} if stop is None else stop,
-                                                num_samples=samples(tc), time_budget_s=tc.time_budget_s)
+                                                **(spec if spec is not None else public_spec(tc, None)))
             if not took_space and param_space:
                 if domain_paths(param_space):  # Ray refuses unresolved values here too
                     raise ConfigError(

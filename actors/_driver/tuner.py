@@ -34,6 +34,7 @@ from actors._driver.config import (
     TuneConfig,
     check_resources,
     default_cpus,
+    public_spec,
     samples,
 )
 from actors._driver.controller_client import ControllerClient
@@ -91,19 +92,20 @@ class Tuner:
         found = None if self._by_name is not None and not is_registered(self._by_name) else resolve_trainable(trainable)
         self.trainable_name: str = found[1] if found is not None else str(self._by_name)
         self._registered = True if found is None else found[2]
-        searcher, self._num_samples = experiment_searcher(tc, param_space, stop=rc.stop)
+        spec = public_spec(tc, rc.stop)  # Ray's: what the searcher's and scheduler's set_search_properties get
+        searcher, self._num_samples = experiment_searcher(tc, param_space, spec)
         self._searcher = searcher
         # what Tuner.restore(param_space=...) is checked against, as Ray checks it (flattened, sorted keys)
         self._param_space_keys = sorted(flatten(param_space or {}))
         # Ray tags a default-generator trial by its drawn values only (Trial.experiment_tag)
         self._searched = tag_paths(searcher, param_space or {}) if isinstance(searcher, BasicVariantGenerator) else None
         scheduler = load_scheduler(tc.scheduler)
-        check_scheduler_objective(scheduler, tc.metric, tc.mode)
+        check_scheduler_objective(scheduler, tc.metric, tc.mode, spec)
         check_scheduler_takes_searcher(scheduler, tc.search_alg)
         wire_global_draws(searcher, scheduler)
         self._searched = with_filled_keys(self._searched, searcher, param_space)
         self._required = required_metrics(tc.metric, scheduler, searcher)
-        self._scheduler = pickled(scheduler, "scheduler")
+        self._scheduler = pickled(scheduler, "scheduler")  # (set up above: the actor's copy is not set up again)
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
         check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         pickled_search(searcher, self._stopper, param_space)

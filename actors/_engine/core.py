@@ -232,7 +232,7 @@ class ExperimentCore:
         self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
         describe = TrialDescription(spec.trainable_name, spec.experiment_uri, spec.storage_is_local, spec.tag_paths)
         self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state(),
-                                             describe))
+                                             describe, search_properties=False))
         self.upkeep.check_time_limits()  # a time budget counts from here
         self.out.append(WakeAfter(spec.progress_interval_s, Tick.PERIODIC))
 

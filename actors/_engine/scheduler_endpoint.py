@@ -51,7 +51,8 @@ class SchedulerEndpoint:
         """Unpickle and configure the plugin (restoring its saved state on resume)."""
         try:
             sched = cloudpickle.loads(msg.scheduler)
-            self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state, describe=msg.describe)
+            self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state, describe=msg.describe,
+                                      search_properties=msg.search_properties)
             return SchedulerReady(sched.batching_allowed(), type(sched).__name__, overridden_hooks(sched),
                                   self.host.horizon_attr)
         except Exception as exc:

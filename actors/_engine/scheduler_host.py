@@ -26,7 +26,7 @@ from actors.messages import (
     SchedulerCall,
     SchedulerReply,
 )
-from actors.schedulers._base import Scheduler, SchedulerController
+from actors.schedulers._base import Scheduler, SchedulerController, set_search_properties
 
 
 def _pause_saves(actions: list[SchedulerAction], trial_id: str) -> list[SchedulerAction]:
@@ -110,7 +110,8 @@ class SchedulerHost:
     """Owns one scheduler object and answers ``SchedulerCall``s."""
 
     def __init__(self, scheduler: Scheduler, metric: str | None, mode: str | None,
-                 state: bytes | None = None, describe: TrialDescription | None = None) -> None:
+                 state: bytes | None = None, describe: TrialDescription | None = None,
+                 search_properties: bool = True) -> None:
         if not isinstance(scheduler, Scheduler):
             raise TypeError(
                 f"scheduler must be an actors.schedulers.Scheduler instance, got {type(scheduler).__name__}"
@@ -124,7 +125,8 @@ class SchedulerHost:
         # Ray's Trial fields the controller's snapshots leave out (its name, directory, evaluated_params)
         self.describe = describe
         self.evaluated: dict[str, dict[str, Any]] = {}  # per trial, worked out once
-        scheduler.set_search_properties(metric, mode)
+        if search_properties:  # (an experiment's driver did, on the object this is a copy of: Ray calls it once)
+            set_search_properties(scheduler, metric, mode, {})
         self.horizon_attr = horizon_attr(scheduler)
         if state is not None:
             saved = legacy_loads(state)

@@ -109,7 +109,10 @@ class Scheduler(ABC):
     def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
         """Take the experiment's metric/mode when the scheduler was built without them. ``**spec``: Ray's
         signature (its ``num_samples``, ``stop``, ``time_budget_s``), taken so a ported scheduler's
-        ``super().set_search_properties(metric, mode, **spec)`` works; audition passes none (documented)."""
+        ``super().set_search_properties(metric, mode, **spec)`` works. Called once, in the driver, when the
+        experiment is built (the scheduler actor runs a copy made after it; ``SchedulerTestKit`` calls it
+        without ``spec``). False: the scheduler refuses the experiment's metric/mode (it has its own); the
+        driver then refuses the experiment, as Ray does."""
         if self.metric is None and metric is not None:
             self.metric = metric
         if self.mode is None and mode is not None:
@@ -217,6 +220,19 @@ class FIFOScheduler(Scheduler):
                 if t.status is status:
                     return t
         return None
+
+
+def set_search_properties(scheduler: Scheduler, metric: str | None, mode: str | None,
+                          spec: dict[str, Any]) -> tuple[bool, bool]:
+    """``scheduler.set_search_properties(metric, mode, **spec)``, or without ``spec`` for a scheduler written
+    before Ray added it (Ray's ``_set_search_properties_backwards_compatible``): (its answer, whether it took
+    ``spec``). Who warns about the old signature is the caller's choice (the driver does, once)."""
+    try:
+        return bool(scheduler.set_search_properties(metric, mode, **spec)), True
+    except TypeError as exc:
+        if not spec or "set_search_properties() got an unexpected keyword argument" not in str(exc):
+            raise
+        return bool(scheduler.set_search_properties(metric, mode)), False
 
 
 __all__ = ["FIFOScheduler", "Scheduler", "SchedulerController"]

@@ -98,6 +98,45 @@ def _stop_after_three() -> Any:
     return StopAfterThree
 
 
+def _spec_scheduler_classes() -> Any:
+    from ray.tune.schedulers import FIFOScheduler
+
+    class SpecScheduler(FIFOScheduler):
+        """Keeps what ``set_search_properties`` was given (reprs); stops every trial at its first result
+        when it was told ``num_samples=2`` (so what decides shows whether the deciding copy got the spec)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[Any] = []
+            self.spec: dict[str, Any] = {}
+
+        def set_search_properties(self, metric: Any, mode: Any, **spec: Any) -> bool:
+            self.seen.append([metric, mode, {k: repr(v) for k, v in sorted(spec.items())}])
+            self.spec = spec
+            return True
+
+        def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+            return self.STOP if self.spec.get("num_samples") == 2 else self.CONTINUE
+
+    class OldScheduler(SpecScheduler):
+        def set_search_properties(self, metric: Any, mode: Any) -> bool:  # type: ignore[override]
+            self.seen.append([metric, mode])
+            return True
+
+    class Refusing(SpecScheduler):
+        def set_search_properties(self, metric: Any, mode: Any, **spec: Any) -> bool:
+            return False
+
+    return SpecScheduler, OldScheduler, Refusing
+
+
+def _steps(config: dict[str, Any]) -> None:
+    from ray import tune
+
+    for i in range(3):
+        tune.report({"score": config["x"] * 10 + i})
+
+
 def _score_x(config: dict[str, Any]) -> None:
     from ray import tune
 
@@ -166,6 +205,27 @@ def main() -> None:
               run_config=RunConfig(storage_path=store, name=case, verbose=0, **run_kw)).fit()
         spec_seen[case] = searcher.seen
     out["set_search_properties"] = spec_seen
+
+    SpecScheduler, OldScheduler, Refusing = _spec_scheduler_classes()
+    scheduler_seen: dict[str, Any] = {}
+    for case, cls, tune_kw, run_kw in (
+            ("with_stop", SpecScheduler, {"num_samples": 2}, {"stop": {"training_iteration": 5}}),
+            ("forever_with_budget", SpecScheduler, {"num_samples": -1, "time_budget_s": 2.0}, {}),
+            ("old_signature", OldScheduler, {"num_samples": 2}, {})):
+        scheduler = cls()
+        grid = Tuner(_steps, param_space={"x": tune.grid_search([1, 2])}, tune_config=TuneConfig(
+            scheduler=scheduler, metric="score", mode="max", **tune_kw),
+            run_config=RunConfig(storage_path=store, name=f"scheduler_{case}", verbose=0, **run_kw)).fit()
+        scheduler_seen[case] = {"seen": scheduler.seen,
+                                "iterations": sorted({(r.metrics or {}).get("training_iteration") for r in grid})}
+    try:
+        Tuner(_steps, param_space={"x": tune.grid_search([1, 2])},
+              tune_config=TuneConfig(scheduler=Refusing(), metric="score", mode="max"),
+              run_config=RunConfig(storage_path=store, name="scheduler_refusing", verbose=0)).fit()
+        scheduler_seen["refusing"] = "ran"
+    except Exception as exc:  # (Ray wraps nothing here: the ValueError itself)
+        scheduler_seen["refusing"] = f"{type(exc).__name__}: {exc}"
+    out["scheduler_set_search_properties"] = scheduler_seen
 
     for case, tune_kw, run_kw, trainable, space in (
             ("file_searcher_stop_all", {"search_alg": FileSearcher(), "num_samples": 6}, {"stop": StopAfterThree()},
