@@ -1,7 +1,8 @@
 """Record how Ray Tune saves and resumes a search (the oracle for ``tests/data/ray_search_resume.json``):
 a searcher written the way Ray's guide writes one (``save(checkpoint_path)``/``restore(checkpoint_path)``
-on a file), ``save_to_dir``/``restore_from_dir``, and what a restored experiment draws after a
-stopper's ``stop_all`` or ``fail_fast`` ended the search.
+on a file), ``save_to_dir``/``restore_from_dir``, what a restored experiment draws after a
+stopper's ``stop_all`` or ``fail_fast`` ended the search, and what a searcher's and a scheduler's
+``set_search_properties`` are given (``**spec``; an old signature; a scheduler answering False).
 
 Run with a Python that has Ray installed, never audition's environment::
 
