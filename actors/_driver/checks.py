@@ -161,16 +161,16 @@ def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | No
             raise ConfigError(f"{what} is {str(own)!r} in {name}(...) but {tuned!r} in TuneConfig(...); "
                               f"give {what} in one place only (or the same in both)")
     try:
-        took, with_spec = set_search_properties(scheduler, metric, mode, spec or {})
+        answer, with_spec = set_search_properties(scheduler, metric, mode, spec or {})
         if not with_spec:
             log.warning("%s.set_search_properties() takes no **spec, so it is called without the experiment's "
                         "num_samples, stop and time_budget_s (as Ray does); add **spec to its parameters to get "
                         "them", name)
-        if not took:
+        if not answer:  # (as Ray: any false answer, None too)
             raise ConfigError(
-                f"{name}.set_search_properties() refused the experiment's metric/mode (it returned False): the "
-                "scheduler was built with its own metric and mode. Give them to the scheduler or to TuneConfig, "
-                "not both (as Ray Tune refuses it)")
+                f"{name}.set_search_properties() refused the experiment's metric/mode (it returned {answer!r}): "
+                "the scheduler was built with its own metric and mode. Give them to the scheduler or to "
+                "TuneConfig, not both (as Ray Tune refuses it); a scheduler that takes them returns True")
         if isinstance(scheduler, MetricScheduler):
             scheduler._objective()
     except (TypeError, ValueError) as exc:
