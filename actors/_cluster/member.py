@@ -18,8 +18,8 @@ from typing import Any
 
 from actors._driver.errors import ConfigError
 from actors._driver.system import (
-    _bind_loopback,
     _log_defs,
+    _patch_transport,
     _start_authentication,
     free_port,
     parse_host_port,
@@ -111,7 +111,7 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     _check_bind(bind, key_file)
     res = parse_resources_arg(cpus, resources)
     addr = _listen_and_advertise(bind, lhost)
-    _bind_loopback()
+    _patch_transport()
     _authenticate(addr, key_file)
     from actors._cluster.auth import current_auth
     from actors._cluster.join import check_leader
@@ -196,7 +196,7 @@ def cluster_status(leader: str, timeout_s: float = 10.0, key_file: str | None = 
                               "with RunConfig(system='tcp://HOST:PORT')?")
     os.environ["THESPIAN_BASE_IPADDR"] = host
     os.environ["AUDITION_BIND_ADDR"] = host
-    _bind_loopback()
+    _patch_transport()
     _authenticate(host, key_file)
     from actors._cluster.auth import current_auth
     from actors._cluster.join import check_leader

@@ -4,7 +4,8 @@ The multi-process default is Thespian's TCP base bound to loopback on a free
 port chosen per run: the queue base never reports a SIGKILLed child and its admin
 dies on one bad message (see ../shared/notes/thespian.md), and a fixed port lets
 a later run attach to a stale admin.  Thespian binds its sockets on every
-interface; ``_bind_loopback`` narrows that to the advertised address.
+interface; ``_bind_loopback`` narrows that to the advertised address. Thespian pickles each message;
+``_pickle_by_value_when_needed`` lets one plain pickle refuses (a lambda in a config) go by cloudpickle.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 import random
 import signal
 import socket
@@ -27,6 +29,37 @@ from actors._shell.proc import pid_alive, record_child_exits, watch_owner
 
 _patched = False
 log = logging.getLogger("audition")
+
+
+def _patch_transport() -> None:
+    """Thespian's TCP transport as audition needs it; call before the actor system starts (and before
+    authentication, which signs what this pickler writes): fork-started processes inherit it."""
+    _bind_loopback()
+    _pickle_by_value_when_needed()
+
+
+class _ByValueWhenNeeded:
+    """Thespian's pickler (``TCPTransport``'s module-level ``serializer``, plain ``pickle``) falling back to
+    cloudpickle for a message plain pickle refuses: a lambda or a local function in a config (Ray passes
+    such a ``param_space`` value to the trainable as it is) or in a result. Before, the send was declared
+    poison and the run hung until the driver gave up. Every other message is pickled as before."""
+
+    loads = staticmethod(pickle.loads)
+
+    @staticmethod
+    def dumps(obj: Any) -> bytes:
+        try:
+            return pickle.dumps(obj)
+        except (pickle.PicklingError, AttributeError, TypeError):  # (what cannot go by value raises again)
+            import cloudpickle
+
+            return bytes(cloudpickle.dumps(obj))
+
+
+def _pickle_by_value_when_needed() -> None:
+    from thespian.system.transport import TCPTransport
+
+    TCPTransport.serializer = _ByValueWhenNeeded  # type: ignore[assignment]
 
 
 def _bind_loopback() -> None:
@@ -185,7 +218,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
     if kind == "multiproc":
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
         os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
-        _bind_loopback()
+        _patch_transport()
         _start_authentication(os.environ["THESPIAN_BASE_IPADDR"])
         port = free_port()
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
@@ -198,7 +231,7 @@ def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
         host, port = parse_host_port(kind[len("tcp://"):], what="RunConfig(system=...)")
         os.environ["THESPIAN_BASE_IPADDR"] = host
         os.environ["AUDITION_BIND_ADDR"] = host
-        _bind_loopback()
+        _patch_transport()
         _start_authentication(host)
         caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
                 RESOURCES_CAP: dict(leader_resources or {})}

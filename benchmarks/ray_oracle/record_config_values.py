@@ -1,0 +1,56 @@
+"""Record what Ray Tune does with functions in a ``param_space`` (the oracle for
+``tests/data/ray_config_values.json``): a lambda, a ``grid_search`` over functions (a lambda and a
+local closure), and a one-argument lambda nested in a dict are config values like any other: each
+trial's trainable gets the function itself (not resolved as ``sample_from``) and can call it, and
+``Result.config`` holds it.
+
+Run with a Python that has Ray installed, never audition's environment::
+
+    /tmp/rayvenv/bin/python benchmarks/ray_oracle/record_config_values.py tests/data/ray_config_values.json
+
+``tests/test_config_values.py`` runs the same experiment under audition, in every actor system, and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from typing import Any
+
+
+def space(tune: Any) -> dict[str, Any]:
+    """The param_space (the test builds the same with audition's ``grid_search``)."""
+    offset = 10
+
+    def closure(x: int) -> int:
+        return x + offset
+
+    return {"f": lambda: 1, "g": tune.grid_search([lambda x: x * 2, closure]), "nest": {"h": lambda spec: 3}}
+
+
+def seen(config: dict[str, Any]) -> dict[str, Any]:
+    """What the trainable reports about its config's functions."""
+    return {"f_type": type(config["f"]).__name__, "f": config["f"](), "g": config["g"](1),
+            "h_type": type(config["nest"]["h"]).__name__, "h": config["nest"]["h"](None)}
+
+
+def main() -> None:
+    import ray
+    from ray import tune
+    from ray.tune import RunConfig, TuneConfig, Tuner
+
+    def train(config: dict[str, Any]) -> None:
+        tune.report(seen(config))
+
+    grid = Tuner(train, param_space=space(tune), tune_config=TuneConfig(max_concurrent_trials=1),
+                 run_config=RunConfig(storage_path=tempfile.mkdtemp(), name="functions", verbose=0)).fit()
+    rows = sorted(([{k: r.metrics[k] for k in ("f_type", "f", "g", "h_type", "h")},
+                    type(r.config["g"]).__name__, r.error is not None] for r in grid), key=json.dumps)
+    with open(sys.argv[1], "w") as f:
+        json.dump({"ray": ray.__version__, "trials": rows}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
