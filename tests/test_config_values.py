@@ -4,7 +4,8 @@
 A lambda or a local function in a ``param_space`` is a value like any other: the trainable gets the function
 and calls it. Thespian pickles every message with plain ``pickle``, which refuses such a function: the
 send was declared poison and the run hung until the driver gave up ("the controller sent nothing for
-60s"). Now a message plain pickle refuses goes by cloudpickle (``actors._driver.system._ByValueWhenNeeded``).
+60s"). Now a message plain pickle refuses goes by cloudpickle (``actors._driver.system._ByValueWhenNeeded``),
+and ``report()`` refuses only a value cloudpickle refuses too (a lambda as a metric is Ray's too).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.search import grid_search
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
-from record_config_values import seen, space  # (the recorder's space and report, run here)
+from record_config_values import metric_rows, reported, seen, space  # (the recorder's space and report, run here)
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_config_values.json")) as _f:
     RAY: dict[str, Any] = json.load(_f)
@@ -44,6 +45,18 @@ def test_functions_in_the_param_space_reach_the_trainable_as_rays(tmp_path: Path
     rows = sorted(([{k: r.metrics[k] for k in ("f_type", "f", "g", "h_type", "h")},
                     type(r.config["g"]).__name__, r.error is not None] for r in grid), key=json.dumps)
     assert rows == RAY["trials"]
+
+
+def _train_reporting(config: dict[str, Any]) -> None:
+    report(reported(config))
+
+
+@pytest.mark.parametrize("system", ["multiproc", "simple"])
+def test_a_function_reported_as_a_metric_is_in_the_result_as_rays(tmp_path: Path, system: str, no_leaks: Any) -> None:
+    """report() refused it ("cannot be pickled": its check used plain pickle); Ray keeps it, callable."""
+    grid = Tuner(_train_reporting, run_config=RunConfig(storage_path=str(tmp_path), name="reported", system=system,
+                                                        verbose=0)).fit()
+    assert metric_rows(grid) == RAY["reported"]
 
 
 def test_the_transport_pickles_plainly_and_by_value_only_when_it_must() -> None:

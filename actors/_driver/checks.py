@@ -257,11 +257,14 @@ def check_result(metrics: dict[str, Any]) -> None:
             continue
         try:
             pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            raise TypeError(
-                f"report(): the value of {key!r} ({kind.__name__}) cannot be sent to the controller "
-                f"because it cannot be pickled ({exc}); report numbers, strings or other plain data, "
-                "and keep objects such as locks, files or models out of the result") from None
+        except Exception:
+            try:  # a lambda or a local function: the transport sends it by cloudpickle (system._ByValueWhenNeeded)
+                cloudpickle.dumps(value)
+            except Exception as exc:
+                raise TypeError(
+                    f"report(): the value of {key!r} ({kind.__name__}) cannot be sent to the controller "
+                    f"because it cannot be pickled ({exc}); report numbers, strings or other plain data, "
+                    "and keep objects such as locks, files or models out of the result") from None
         np = sys.modules.get("numpy")
         if np is not None and isinstance(value, np.generic):
             _PLAIN.add(kind)  # a numpy scalar type: every value of it pickles

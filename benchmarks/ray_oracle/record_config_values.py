@@ -2,7 +2,7 @@
 ``tests/data/ray_config_values.json``): a lambda, a ``grid_search`` over functions (a lambda and a
 local closure), and a one-argument lambda nested in a dict are config values like any other: each
 trial's trainable gets the function itself (not resolved as ``sample_from``) and can call it, and
-``Result.config`` holds it.
+``Result.config`` holds it. A lambda reported as a metric is in ``Result.metrics``, callable.
 
 Run with a Python that has Ray installed, never audition's environment::
 
@@ -35,6 +35,17 @@ def seen(config: dict[str, Any]) -> dict[str, Any]:
             "h_type": type(config["nest"]["h"]).__name__, "h": config["nest"]["h"](None)}
 
 
+def reported(config: dict[str, Any]) -> dict[str, Any]:
+    """A result holding a lambda (and a number)."""
+    return {"loss": 1, "fn": lambda: 5}
+
+
+def metric_rows(grid: Any) -> list[Any]:
+    """What ``Result.metrics`` holds of ``reported``'s result."""
+    return [[r.metrics.get("loss"), type(r.metrics.get("fn")).__name__, r.metrics["fn"]() if callable(
+        r.metrics.get("fn")) else None, r.error is not None] for r in grid]
+
+
 def main() -> None:
     import ray
     from ray import tune
@@ -47,8 +58,15 @@ def main() -> None:
                  run_config=RunConfig(storage_path=tempfile.mkdtemp(), name="functions", verbose=0)).fit()
     rows = sorted(([{k: r.metrics[k] for k in ("f_type", "f", "g", "h_type", "h")},
                     type(r.config["g"]).__name__, r.error is not None] for r in grid), key=json.dumps)
+
+    def train_reporting(config: dict[str, Any]) -> None:
+        tune.report(reported(config))
+
+    grid = Tuner(train_reporting, run_config=RunConfig(storage_path=tempfile.mkdtemp(), name="reported",
+                                                       verbose=0)).fit()
     with open(sys.argv[1], "w") as f:
-        json.dump({"ray": ray.__version__, "trials": rows}, f, indent=1, sort_keys=True)
+        json.dump({"ray": ray.__version__, "trials": rows, "reported": metric_rows(grid)}, f, indent=1,
+                  sort_keys=True)
         f.write("\n")
 
 
