@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +91,51 @@ def test_functions_in_the_param_space_reach_a_trial_on_another_member(cluster: A
                     type(r.config["g"]).__name__, r.error is not None] for r in out["grid"]), key=json.dumps)
     assert rows == RAY["trials"]
     cluster.stop()
+
+
+def _leader(port: int, storage: str) -> None:
+    """Script mode: this process leads (no trials of its own) and starts one ``audition worker``, both taking
+    the cluster key from the environment; prints the rows the tests compare."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    worker = subprocess.Popen([sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{port}",
+                               "--cpus", "1", "--id", f"w-{uuid.uuid4().hex[:8]}"],
+                              env=dict(os.environ, PYTHONPATH=root), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    from tests import test_config_values as me  # (by reference, as the pytest tests: a worker imports it)
+
+    try:
+        grid = Tuner(me._train, param_space=me.space(me._Tune), tune_config=TuneConfig(max_concurrent_trials=1),
+                     run_config=RunConfig(name="functions", storage=storage, verbose=0,
+                                          system=f"tcp://127.0.0.1:{port}", leader_runs_trials=False)).fit()
+        rows = sorted(([{k: r.metrics[k] for k in ("f_type", "f", "g", "h_type", "h")},
+                        type(r.config["g"]).__name__, r.error is not None] for r in grid), key=json.dumps)
+        print(json.dumps({"rows": rows, "auth": _authenticated()}), flush=True)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+
+
+def _authenticated() -> bool:
+    from actors._cluster.auth import current_auth
+
+    return current_auth() is not None
+
+
+def test_functions_in_the_param_space_cross_an_authenticated_cluster(tmp_path: Path, no_leaks: Any) -> None:
+    """With a cluster key every frame is signed: the signing wraps the transport's pickler (installed first),
+    so a config sent by cloudpickle is signed and checked like any other (a separate process: enabling
+    authentication patches Thespian for the life of the process)."""
+    from actors._driver.system import free_port
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITION_CLUSTER_KEY", "AUDITION_ALLOW"))}
+    env.update(PYTHONPATH=root, AUDITION_CLUSTER_KEY=uuid.uuid4().hex * 2)
+    done = subprocess.run([sys.executable, "-m", "tests.test_config_values", str(free_port()), str(tmp_path)],
+                          env=env, cwd=root, capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"rows": RAY["trials"], "auth": True}
+
+
+if __name__ == "__main__":
+    _leader(int(sys.argv[1]), sys.argv[2])

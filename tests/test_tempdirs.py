@@ -122,7 +122,7 @@ def test_audition_worker_sweeps_once_its_system_is_down(tmpdir_here: str, monkey
             at_shutdown.append(os.path.isdir(made))
 
     monkeypatch.setattr(thespian.actors, "ActorSystem", FakeSystem)
-    for name in ("_bind_loopback", "_authenticate", "watch_owner", "record_child_exits", "_check_bind"):
+    for name in ("_patch_transport", "_authenticate", "watch_owner", "record_child_exits", "_check_bind"):
         monkeypatch.setattr(member, name, lambda *a, **k: None)
     monkeypatch.setattr(member, "_listen_and_advertise", lambda *a, **k: "127.0.0.1")
     monkeypatch.setattr("actors._cluster.join.check_leader", lambda *a, **k: None)

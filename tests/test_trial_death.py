@@ -188,7 +188,7 @@ def test_the_admin_of_every_multi_process_system_forks_with_child_deaths_reporte
 
     monkeypatch.setattr(thespian.actors, "ActorSystem", actor_system)
     for module in (system, member):
-        for name in ("_bind_loopback", "_start_authentication", "watch_owner"):
+        for name in ("_patch_transport", "_start_authentication", "watch_owner"):
             monkeypatch.setattr(module, name, lambda *a, **k: None)
     monkeypatch.setattr(proc, "watch_owner", lambda *a, **k: None)
     monkeypatch.setattr(member, "_authenticate", lambda *a, **k: None)
