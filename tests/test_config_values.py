@@ -20,13 +20,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from actors import RunConfig, TuneConfig, Tuner, report
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.search import grid_search
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
-from record_config_values import metric_rows, reported, seen, space  # (the recorder's space and report, run here)
+from record_config_values import (  # (the recorder's space and report, run here)
+    fails_once,
+    metric_rows,
+    odd_space,
+    reported,
+    restored_rows,
+    seen,
+    space,
+)
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_config_values.json")) as _f:
     RAY: dict[str, Any] = json.load(_f)
@@ -59,6 +69,30 @@ def test_a_function_reported_as_a_metric_is_in_the_result_as_rays(tmp_path: Path
     grid = Tuner(_train_reporting, run_config=RunConfig(storage_path=str(tmp_path), name="reported", system=system,
                                                         verbose=0)).fit()
     assert metric_rows(grid) == RAY["reported"]
+
+
+def _train_once(config: dict[str, Any]) -> None:
+    report(fails_once(config))
+
+
+@pytest.mark.parametrize("system", ["multiproc", "simple"])
+def test_a_restored_trial_gets_back_config_values_json_cannot_hold(tmp_path: Path, system: str,
+                                                                   no_leaks: Any) -> None:
+    """The state stores them under Ray's cloudpickle marker and ``Tuner.restore`` loads them (before: each was
+    ``str(value)``, and the restored trial calling its function raised "'str' object is not callable")."""
+    from actors._config_codec import FALLBACK
+    from storage import ExperimentLayout, StorageContext, read_experiment_state
+
+    Tuner(_train_once, param_space=odd_space(_Tune, str(tmp_path / "flag")),
+          tune_config=TuneConfig(max_concurrent_trials=1),
+          run_config=RunConfig(storage_path=str(tmp_path), name="odd", system=system, verbose=0)).fit()
+    ctx = StorageContext(str(tmp_path))
+    state = read_experiment_state(ctx, ExperimentLayout(ctx, "odd"))
+    assert state is not None
+    stored = state["trials"][0]["config"]
+    assert stored["f"]["_type"] == FALLBACK and stored["t"] == [1, 2] and stored["flag"].endswith("flag")
+    grid = Tuner.restore(str(tmp_path / "odd"), _train_once, resume_errored=True).fit()
+    assert restored_rows(grid) == RAY["restored"]
 
 
 def test_the_transport_pickles_plainly_and_by_value_only_when_it_must() -> None:
@@ -139,3 +173,28 @@ def test_functions_in_the_param_space_cross_an_authenticated_cluster(tmp_path: P
 
 if __name__ == "__main__":
     _leader(int(sys.argv[1]), sys.argv[2])
+
+
+_plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=10)
+
+
+@given(st.dictionaries(st.text(max_size=4), _plain_values, max_size=5))
+def test_a_config_json_holds_is_stored_as_it_is(config: dict[str, Any]) -> None:
+    """The common case costs no copy (the same object), and reads back equal."""
+    from actors._config_codec import decode, encode
+
+    assert encode(config) is config
+    assert decode(json.loads(json.dumps(config))) == config
+
+
+@given(st.dictionaries(st.text(max_size=4), _plain_values, max_size=4), st.text(max_size=4))
+def test_any_other_value_goes_under_rays_marker_and_comes_back(config: dict[str, Any], key: str) -> None:
+    from actors._config_codec import FALLBACK, decode, encode
+
+    odd = {**config, key: {"s": {1, 2}, "t": (3, 4)}}
+    stored = json.loads(json.dumps(encode(odd)))
+    assert stored[key]["s"]["_type"] == FALLBACK and stored[key]["t"] == [3, 4]
+    assert decode(stored) == {**config, key: {"s": {1, 2}, "t": [3, 4]}}

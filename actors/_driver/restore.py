@@ -16,6 +16,7 @@ import os
 import posixpath
 from typing import Any
 
+from actors._config_codec import UnreadableConfig, decode_trials
 from actors._driver.errors import ConfigError
 from actors._driver.resume import ResumeChoices, ResumeType
 from actors._engine.flat import flatten
@@ -88,7 +89,11 @@ def restore_tuner(cls: Any, path: str, trainable: Any, choices: ResumeChoices, o
         raise ConfigError(f"no experiment state under {where}: the run stopped before its first state "
                           "write; start it again with fit()")
     _check_state(state, where)
-    state = _rebase(state, layout.experiment_dir)
+    state = _rebase(state, layout.experiment_dir)  # (a copy)
+    try:
+        decode_trials(state)  # each config's values as saved: functions, numpy values, objects (Ray's too)
+    except UnreadableConfig as exc:
+        raise ConfigError(f"cannot restore {where}: {exc}") from exc
     try:
         saved = legacy_loads(raw)
         spec = copy.copy(saved["spec"])

@@ -2,7 +2,9 @@
 ``tests/data/ray_config_values.json``): a lambda, a ``grid_search`` over functions (a lambda and a
 local closure), and a one-argument lambda nested in a dict are config values like any other: each
 trial's trainable gets the function itself (not resolved as ``sample_from``) and can call it, and
-``Result.config`` holds it. A lambda reported as a metric is in ``Result.metrics``, callable.
+``Result.config`` holds it. A lambda reported as a metric is in ``Result.metrics``, callable. A trial
+restored by ``Tuner.restore`` gets back the config values JSON cannot hold (a function, a numpy array and
+``float32``, a set, an object) as they were; a tuple comes back a list.
 
 Run with a Python that has Ray installed, never audition's environment::
 
@@ -46,6 +48,42 @@ def metric_rows(grid: Any) -> list[Any]:
         r.metrics.get("fn")) else None, r.error is not None] for r in grid]
 
 
+class Net:
+    """A user's object as a config value."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"Net({self.n})"
+
+
+def odd_space(tune: Any, flag: str) -> dict[str, Any]:
+    """Config values JSON cannot hold; trial a=2 fails once (``flag``), so a restore reruns it."""
+    import numpy as np
+
+    return {"a": tune.grid_search([1, 2]), "flag": flag, "f": lambda x: x * 10, "t": (1, 2), "arr": np.arange(3),
+            "f32": np.float32(1.5), "s": {1, 2}, "obj": Net(3), "nested": {"b": abs}}
+
+
+def fails_once(config: dict[str, Any]) -> dict[str, Any]:
+    """The restore case's step: raises once for a=2, else what the trial reports."""
+    import os
+
+    if config["a"] == 2 and not os.path.exists(config["flag"]):
+        open(config["flag"], "w").close()
+        raise RuntimeError("once")
+    return {"v": config["f"](config["a"])}
+
+
+def restored_rows(grid: Any) -> list[Any]:
+    """Each restored trial's config values, by type and str (a numpy repr differs between versions), and what
+    it reported."""
+    return sorted([r.config["a"], r.metrics.get("v"), r.error is not None,
+                   {k: [type(v).__name__, str(v)] for k, v in sorted(r.config.items()) if k not in ("a", "flag", "f")},
+                   type(r.config["f"]).__name__] for r in grid)
+
+
 def main() -> None:
     import ray
     from ray import tune
@@ -64,9 +102,21 @@ def main() -> None:
 
     grid = Tuner(train_reporting, run_config=RunConfig(storage_path=tempfile.mkdtemp(), name="reported",
                                                        verbose=0)).fit()
+    reported_rows = metric_rows(grid)
+
+    def train_once(config: dict[str, Any]) -> None:
+        tune.report(fails_once(config))
+
+    import os
+
+    store = tempfile.mkdtemp()
+    Tuner(train_once, param_space=odd_space(tune, os.path.join(store, "flag")),
+          tune_config=TuneConfig(max_concurrent_trials=1),
+          run_config=RunConfig(storage_path=store, name="odd", verbose=0)).fit()
+    grid = Tuner.restore(os.path.join(store, "odd"), train_once, resume_errored=True).fit()
     with open(sys.argv[1], "w") as f:
-        json.dump({"ray": ray.__version__, "trials": rows, "reported": metric_rows(grid)}, f, indent=1,
-                  sort_keys=True)
+        json.dump({"ray": ray.__version__, "trials": rows, "reported": reported_rows,
+                   "restored": restored_rows(grid)}, f, indent=1, sort_keys=True)
         f.write("\n")
 
 
