@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "
 from record_config_values import (  # (the recorder's space and report, run here)
     fails_once,
     metric_rows,
+    metric_types,
+    odd_metrics,
     odd_space,
     reported,
     restored_rows,
@@ -78,9 +80,8 @@ def _train_once(config: dict[str, Any]) -> None:
 @pytest.mark.parametrize("system", ["multiproc", "simple"])
 def test_a_restored_trial_gets_back_config_values_json_cannot_hold(tmp_path: Path, system: str,
                                                                    no_leaks: Any) -> None:
-    """The state stores them under Ray's cloudpickle marker and ``Tuner.restore`` loads them (before: each was
-    ``str(value)``, and the restored trial calling its function raised "'str' object is not callable")."""
-    from actors._config_codec import FALLBACK
+    """The state carries them cloudpickled beside the JSON view and ``Tuner.restore`` loads them (before: each
+    was ``str(value)``, and the restored trial calling its function raised "'str' object is not callable")."""
     from storage import ExperimentLayout, StorageContext, read_experiment_state
 
     Tuner(_train_once, param_space=odd_space(_Tune, str(tmp_path / "flag")),
@@ -89,10 +90,21 @@ def test_a_restored_trial_gets_back_config_values_json_cannot_hold(tmp_path: Pat
     ctx = StorageContext(str(tmp_path))
     state = read_experiment_state(ctx, ExperimentLayout(ctx, "odd"))
     assert state is not None
-    stored = state["trials"][0]["config"]
-    assert stored["f"]["_type"] == FALLBACK and stored["t"] == [1, 2] and stored["flag"].endswith("flag")
+    row = state["trials"][0]  # readable by what unpickles nothing (as before), the exact values beside it
+    assert row["config"]["f"].startswith("<function") and row["config"]["t"] == [1, 2] and row["config_pickled"]
     grid = Tuner.restore(str(tmp_path / "odd"), _train_once, resume_errored=True).fit()
     assert restored_rows(grid) == RAY["restored"]
+
+
+def _train_odd(config: dict[str, Any]) -> None:
+    report(odd_metrics(config))
+
+
+def test_a_restored_experiments_results_keep_metric_values_json_cannot_hold(tmp_path: Path, no_leaks: Any) -> None:
+    """``Tuner.restore(...).get_results()`` reads the saved state: its last results are Ray's as they were."""
+    Tuner(_train_odd, run_config=RunConfig(storage_path=str(tmp_path), name="odd_metrics", verbose=0)).fit()
+    assert metric_types(Tuner.restore(str(tmp_path / "odd_metrics"), _train_odd).get_results()) == \
+        RAY["restored_metrics"]
 
 
 def test_the_transport_pickles_plainly_and_by_value_only_when_it_must() -> None:
@@ -182,19 +194,20 @@ _plain_values = st.recursive(
 
 
 @given(st.dictionaries(st.text(max_size=4), _plain_values, max_size=5))
-def test_a_config_json_holds_is_stored_as_it_is(config: dict[str, Any]) -> None:
-    """The common case costs no copy (the same object), and reads back equal."""
-    from actors._config_codec import decode, encode
+def test_values_json_holds_carry_nothing_extra(values: dict[str, Any]) -> None:
+    from actors._state_codec import pickled
 
-    assert encode(config) is config
-    assert decode(json.loads(json.dumps(config))) == config
+    assert pickled(values) is None
 
 
 @given(st.dictionaries(st.text(max_size=4), _plain_values, max_size=4), st.text(max_size=4))
-def test_any_other_value_goes_under_rays_marker_and_comes_back(config: dict[str, Any], key: str) -> None:
-    from actors._config_codec import FALLBACK, decode, encode
+def test_other_values_ride_along_pickled_and_come_back_as_after_a_json_round_trip(values: dict[str, Any],
+                                                                                  key: str) -> None:
+    """A set comes back a set; a tuple a list (as Ray's restore gives it), also beside a value that is pickled."""
+    from actors._state_codec import load_pickled, pickled
 
-    odd = {**config, key: {"s": {1, 2}, "t": (3, 4)}}
-    stored = json.loads(json.dumps(encode(odd)))
-    assert stored[key]["s"]["_type"] == FALLBACK and stored[key]["t"] == [3, 4]
-    assert decode(stored) == {**config, key: {"s": {1, 2}, "t": [3, 4]}}
+    odd = {**values, key: {"s": {1, 2}, "t": (3, 4)}}
+    row = {"trial_id": "t", "config": json.loads(json.dumps(odd, default=str)), "config_pickled": pickled(odd)}
+    state = json.loads(json.dumps({"trials": [row]}))
+    load_pickled(state)
+    assert state["trials"][0] == {"trial_id": "t", "config": {**values, key: {"s": {1, 2}, "t": [3, 4]}}}

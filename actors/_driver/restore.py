@@ -16,13 +16,13 @@ import os
 import posixpath
 from typing import Any
 
-from actors._config_codec import UnreadableConfig, decode_trials
 from actors._driver.errors import ConfigError
 from actors._driver.resume import ResumeChoices, ResumeType
 from actors._engine.flat import flatten
 from actors._engine.store import RestoreMark
 from actors._engine.trial import TrialStatus
 from actors._legacy import loads as legacy_loads
+from actors._state_codec import UnreadableValues, load_pickled
 
 log = logging.getLogger("audition")
 
@@ -91,8 +91,8 @@ def restore_tuner(cls: Any, path: str, trainable: Any, choices: ResumeChoices, o
     _check_state(state, where)
     state = _rebase(state, layout.experiment_dir)  # (a copy)
     try:
-        decode_trials(state)  # each config's values as saved: functions, numpy values, objects (Ray's too)
-    except UnreadableConfig as exc:
+        load_pickled(state)  # configs and last results as they were: functions, numpy values, objects (as Ray)
+    except UnreadableValues as exc:
         raise ConfigError(f"cannot restore {where}: {exc}") from exc
     try:
         saved = legacy_loads(raw)

@@ -14,10 +14,10 @@ from typing import Any
 
 import cloudpickle
 
-from actors._config_codec import encode as encode_config
 from actors._engine.lifecycle import TrialRecord
 from actors._engine.naming import saved_dirname_custom
 from actors._engine.store import STATE_VERSION, TRIAL_DIRS_NAMED
+from actors._state_codec import pickled
 from actors.search._file_state import state_of
 
 log = logging.getLogger("audition")
@@ -99,7 +99,7 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
     """A trial as the state saves it (``experiment_restore.restore_table`` reads it back)."""
     c = r.checkpoint
     row = {
-        "trial_id": r.trial_id, "config": encode_config(r.config), "status": r.status.value,
+        "trial_id": r.trial_id, "config": r.config, "status": r.status.value,
         "last_result": r.last_result, "num_failures": r.num_failures, "error": r.error,
         "traceback": r.traceback,
         "checkpoint": None if c is None else {
@@ -119,6 +119,10 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
     # out from); the others are worked out again
     if "@" in r.tag or "_" not in r.trial_id:
         row["experiment_tag"] = r.tag
+    for key, values in (("config", r.config), ("last_result", r.last_result)):  # exactly (actors._state_codec)
+        exact = pickled(values)
+        if exact is not None:
+            row[f"{key}_pickled"] = exact
     return row
 
 

@@ -4,7 +4,8 @@ local closure), and a one-argument lambda nested in a dict are config values lik
 trial's trainable gets the function itself (not resolved as ``sample_from``) and can call it, and
 ``Result.config`` holds it. A lambda reported as a metric is in ``Result.metrics``, callable. A trial
 restored by ``Tuner.restore`` gets back the config values JSON cannot hold (a function, a numpy array and
-``float32``, a set, an object) as they were; a tuple comes back a list.
+``float32``, a set, an object) as they were; a tuple comes back a list. So does a finished trial's last
+result in ``Tuner.restore(...).get_results()``.
 
 Run with a Python that has Ray installed, never audition's environment::
 
@@ -84,6 +85,19 @@ def restored_rows(grid: Any) -> list[Any]:
                    type(r.config["f"]).__name__] for r in grid)
 
 
+def odd_metrics(config: dict[str, Any]) -> dict[str, Any]:
+    """A result JSON cannot hold all of."""
+    import numpy as np
+
+    return {"loss": np.float32(0.5), "arr": np.arange(2), "fn": lambda: 5, "s": {1}, "t": (1, 2)}
+
+
+def metric_types(grid: Any) -> list[Any]:
+    """The restored results' metrics, by type and str, and the function's answer."""
+    return [[{k: [type(r.metrics[k]).__name__, str(r.metrics[k])] for k in ("loss", "arr", "s", "t")},
+             type(r.metrics["fn"]).__name__, r.metrics["fn"]() if callable(r.metrics["fn"]) else None] for r in grid]
+
+
 def main() -> None:
     import ray
     from ray import tune
@@ -114,9 +128,16 @@ def main() -> None:
           tune_config=TuneConfig(max_concurrent_trials=1),
           run_config=RunConfig(storage_path=store, name="odd", verbose=0)).fit()
     grid = Tuner.restore(os.path.join(store, "odd"), train_once, resume_errored=True).fit()
+
+    def train_odd(config: dict[str, Any]) -> None:
+        tune.report(odd_metrics(config))
+
+    Tuner(train_odd, run_config=RunConfig(storage_path=store, name="odd_metrics", verbose=0)).fit()
+    results = Tuner.restore(os.path.join(store, "odd_metrics"), train_odd).get_results()
     with open(sys.argv[1], "w") as f:
         json.dump({"ray": ray.__version__, "trials": rows, "reported": reported_rows,
-                   "restored": restored_rows(grid)}, f, indent=1, sort_keys=True)
+                   "restored": restored_rows(grid), "restored_metrics": metric_types(results)}, f, indent=1,
+                  sort_keys=True)
         f.write("\n")
 
 
