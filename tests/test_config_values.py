@@ -211,3 +211,22 @@ def test_other_values_ride_along_pickled_and_come_back_as_after_a_json_round_tri
     state = json.loads(json.dumps({"trials": [row]}))
     load_pickled(state)
     assert state["trials"][0] == {"trial_id": "t", "config": {**values, key: {"s": {1, 2}, "t": [3, 4]}}}
+
+
+def test_a_rows_exact_values_are_pickled_once_per_result_not_per_state_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state writes every row each second: a trial whose last result holds a ``float32`` loss is pickled again
+    only when a new result replaced it; one whose values JSON holds keeps nothing."""
+    import numpy as np
+
+    from actors._shell import experiment_io
+    from actors._state_codec import pickled
+
+    calls: list[Any] = []
+    monkeypatch.setattr(experiment_io, "pickled", lambda values: calls.append(values) or pickled(values))
+    io = object.__new__(experiment_io.ExperimentIO)
+    io._exact = {}
+    first, second = {"loss": np.float32(0.5)}, {"loss": np.float32(0.25)}
+    assert io._exact_text("t", "last_result", first) == io._exact_text("t", "last_result", first) is not None
+    assert len(calls) == 1
+    assert io._exact_text("t", "last_result", second) != io._exact_text("t", "last_result", first)
+    assert io._exact_text("t", "last_result", {"loss": 0.5}) is None and io._exact == {}

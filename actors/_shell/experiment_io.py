@@ -23,6 +23,7 @@ from actors._shell.experiment_restore import restore_table
 from actors._shell.experiment_state import STATE_VERSION, TRIAL_DIRS_NAMED, SavedStates, b64, trial_row
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
+from actors._state_codec import pickled
 from actors.messages import CheckpointRef, TrialSummary
 from storage import (
     ExperimentLayout,
@@ -76,6 +77,8 @@ class ExperimentIO:
         self.frozen = False
         self.dirty = False  # a trial paused, stopped or finished since the last snapshot
         self.write_cost = 0.0  # seconds the last snapshot + write took
+        # per (trial, "config"/"last_result"): the values JSON cannot hold all of, and their pickled text
+        self._exact: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
         self.saved_states = SavedStates()  # the searcher's and stopper's, encoded
         self.table: TrialTable | None = None
         # checkpoint retention defers deleting what a saved (or about to be saved) state names
@@ -332,7 +335,26 @@ class ExperimentIO:
             self._delete_unreferenced()
 
     def _row(self, r: TrialRecord) -> dict[str, Any]:
-        return trial_row(r, self.logged_iter.get(r.trial_id, 0), self.max_index.get(r.trial_id, -1))
+        row = trial_row(r, self.logged_iter.get(r.trial_id, 0), self.max_index.get(r.trial_id, -1))
+        for key, values in (("config", r.config), ("last_result", r.last_result)):
+            exact = self._exact_text(r.trial_id, key, values)
+            if exact is not None:
+                row[f"{key}_pickled"] = exact
+        return row
+
+    def _exact_text(self, trial_id: str, key: str, values: dict[str, Any]) -> str | None:
+        """``actors._state_codec.pickled(values)``, kept per trial while the same object (the engine replaces
+        a trial's config and last result, never changes them): a row whose values JSON holds is walked each
+        write (~4 us) and keeps nothing; one holding a ``float32`` loss is pickled once per result, not per write."""
+        cached = self._exact.get((trial_id, key))
+        if cached is not None and cached[0] is values:
+            return cached[1]
+        text = pickled(values)
+        if text is None:
+            self._exact.pop((trial_id, key), None)
+        else:
+            self._exact[(trial_id, key)] = (values, text)
+        return text
 
     def close(self, final: bool) -> None:
         self.loggers.close()

@@ -17,7 +17,6 @@ import cloudpickle
 from actors._engine.lifecycle import TrialRecord
 from actors._engine.naming import saved_dirname_custom
 from actors._engine.store import STATE_VERSION, TRIAL_DIRS_NAMED
-from actors._state_codec import pickled
 from actors.search._file_state import state_of
 
 log = logging.getLogger("audition")
@@ -119,10 +118,6 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
     # out from); the others are worked out again
     if "@" in r.tag or "_" not in r.trial_id:
         row["experiment_tag"] = r.tag
-    for key, values in (("config", r.config), ("last_result", r.last_result)):  # exactly (actors._state_codec)
-        exact = pickled(values)
-        if exact is not None:
-            row[f"{key}_pickled"] = exact
     return row
 
 
