@@ -151,7 +151,7 @@ def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | No
     the same value in both places and refuse a different one. A scheduler whose ``set_search_properties``
     answers False is refused with Ray's reason.
     """
-    from actors.schedulers._base import set_search_properties
+    from actors._driver.searcher_setup import set_search_properties
     from actors.schedulers._common import MetricScheduler
 
     name = type(scheduler).__name__
@@ -161,11 +161,7 @@ def check_scheduler_objective(scheduler: Any, metric: str | None, mode: str | No
             raise ConfigError(f"{what} is {str(own)!r} in {name}(...) but {tuned!r} in TuneConfig(...); "
                               f"give {what} in one place only (or the same in both)")
     try:
-        answer, with_spec = set_search_properties(scheduler, metric, mode, spec or {})
-        if not with_spec:
-            log.warning("%s.set_search_properties() takes no **spec, so it is called without the experiment's "
-                        "num_samples, stop and time_budget_s (as Ray does); add **spec to its parameters to get "
-                        "them", name)
+        answer = set_search_properties(scheduler, metric, mode, **(spec or {}))
         if not answer:  # (as Ray: any false answer, None too)
             raise ConfigError(
                 f"{name}.set_search_properties() refused the experiment's metric/mode (it returned {answer!r}): "

@@ -48,8 +48,8 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None,
             num_samples = searcher.total_trials
         else:
             # as Ray's: the experiment's public spec too (Experiment.PUBLIC_KEYS, recorded from Ray 2.60)
-            took_space = _set_search_properties(searcher, tc.metric, tc.mode, param_space or {},
-                                                **(spec if spec is not None else public_spec(tc, None)))
+            took_space = bool(set_search_properties(searcher, tc.metric, tc.mode, param_space or {},
+                                                    **(spec if spec is not None else public_spec(tc, None))))
             if not took_space and param_space:
                 if domain_paths(param_space):  # Ray refuses unresolved values here too
                     raise ConfigError(
@@ -71,19 +71,19 @@ def experiment_searcher(tc: TuneConfig, param_space: dict[str, Any] | None,
     return searcher, num_samples
 
 
-def _set_search_properties(searcher: Any, metric: str | None, mode: str | None, config: dict[str, Any],
-                           **spec: Any) -> bool:
-    """``searcher.set_search_properties(metric, mode, config, **spec)``; a searcher written before Ray
-    added ``**spec`` is called without it, as Ray calls it (its ``TypeError`` names the keyword)."""
+def set_search_properties(plugin: Any, *args: Any, **spec: Any) -> Any:
+    """``plugin.set_search_properties(*args, **spec)`` for a searcher (metric, mode, config) or a scheduler
+    (metric, mode), and its answer; one written before Ray added ``**spec`` is called without it, with a
+    warning, as Ray's ``_set_search_properties_backwards_compatible`` does (its ``TypeError`` names the keyword)."""
     try:
-        return bool(searcher.set_search_properties(metric, mode, config, **spec))
+        return plugin.set_search_properties(*args, **spec)
     except TypeError as exc:
-        if "set_search_properties() got an unexpected keyword argument" not in str(exc):
+        if not spec or "set_search_properties() got an unexpected keyword argument" not in str(exc):
             raise
         log.warning("%s.set_search_properties() takes no **spec, so it is called without the experiment's "
                     "num_samples, stop and time_budget_s (as Ray does); add **spec to its parameters to get them",
-                    type(searcher).__name__)
-        return bool(searcher.set_search_properties(metric, mode, config))
+                    type(plugin).__name__)
+        return plugin.set_search_properties(*args)
 
 
 def concurrency_limited(searcher: Any, cap: int) -> Any:
@@ -278,6 +278,7 @@ def tag_paths(searcher: Any, space: dict[str, Any]) -> Any:
 
 
 __all__ = [
-    "capture_driver_stream", "concurrency_limited", "domain_paths", "experiment_searcher", "hand_back_driver_stream",
-    "check_scheduler_takes_searcher", "seed_driver_stream", "tag_paths", "wire_global_draws", "with_filled_keys",
+    "capture_driver_stream", "check_scheduler_takes_searcher", "concurrency_limited", "domain_paths",
+    "experiment_searcher", "hand_back_driver_stream", "seed_driver_stream", "set_search_properties", "tag_paths",
+    "wire_global_draws", "with_filled_keys",
 ]

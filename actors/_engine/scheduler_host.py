@@ -26,7 +26,7 @@ from actors.messages import (
     SchedulerCall,
     SchedulerReply,
 )
-from actors.schedulers._base import Scheduler, SchedulerController, set_search_properties
+from actors.schedulers._base import Scheduler, SchedulerController
 
 
 def _pause_saves(actions: list[SchedulerAction], trial_id: str) -> list[SchedulerAction]:
@@ -126,7 +126,7 @@ class SchedulerHost:
         self.describe = describe
         self.evaluated: dict[str, dict[str, Any]] = {}  # per trial, worked out once
         if search_properties:  # (an experiment's driver did, on the object this is a copy of: Ray calls it once)
-            set_search_properties(scheduler, metric, mode, {})
+            scheduler.set_search_properties(metric, mode)
         self.horizon_attr = horizon_attr(scheduler)
         if state is not None:
             saved = legacy_loads(state)

@@ -23,7 +23,7 @@ from actors._shell.experiment_restore import restore_table
 from actors._shell.experiment_state import STATE_VERSION, TRIAL_DIRS_NAMED, SavedStates, b64, trial_row
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
-from actors._state_codec import pickled
+from actors._state_codec import PICKLED, pickled
 from actors.messages import CheckpointRef, TrialSummary
 from storage import (
     ExperimentLayout,
@@ -336,8 +336,8 @@ class ExperimentIO:
 
     def _row(self, r: TrialRecord) -> dict[str, Any]:
         row = trial_row(r, self.logged_iter.get(r.trial_id, 0), self.max_index.get(r.trial_id, -1))
-        for key, values in (("config", r.config), ("last_result", r.last_result)):
-            exact = self._exact_text(r.trial_id, key, values)
+        for key in PICKLED:  # ("config", "last_result": the record's attributes of those names)
+            exact = self._exact_text(r.trial_id, key, getattr(r, key))
             if exact is not None:
                 row[f"{key}_pickled"] = exact
         return row

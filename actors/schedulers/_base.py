@@ -222,17 +222,4 @@ class FIFOScheduler(Scheduler):
         return None
 
 
-def set_search_properties(scheduler: Scheduler, metric: str | None, mode: str | None,
-                          spec: dict[str, Any]) -> tuple[Any, bool]:
-    """``scheduler.set_search_properties(metric, mode, **spec)``, or without ``spec`` for a scheduler written
-    before Ray added it (Ray's ``_set_search_properties_backwards_compatible``): (its answer, whether it took
-    ``spec``). Who warns about the old signature is the caller's choice (the driver does, once)."""
-    try:
-        return scheduler.set_search_properties(metric, mode, **spec), True
-    except TypeError as exc:
-        if not spec or "set_search_properties() got an unexpected keyword argument" not in str(exc):
-            raise
-        return scheduler.set_search_properties(metric, mode), False
-
-
 __all__ = ["FIFOScheduler", "Scheduler", "SchedulerController"]
