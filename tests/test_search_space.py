@@ -101,8 +101,8 @@ def test_integral_floats_are_accepted_for_int_domains() -> None:
     ("space", "fragment"),
     [
         ([1, 2], "param_space must be a dict"),
-        ({1: uniform(0, 1)}, "key 1 (int) is not a string"),
-        ({"a": {"b": {2: 1}}}, "at 'a/b': key 2"),
+        ({(1,): uniform(0, 1)}, "key (1,) (tuple) cannot be a param_space key"),
+        ({"a": {"b": {b"x": 1}}}, "at 'a/b': key b'x'"),
         ({"a": {"grid_search": []}}, "at 'a': grid_search([]): values is empty"),
         ({"a": grid_search([grid_search([1])])}, "grid_search cannot be nested inside grid_search"),
         ({"a": choice([{"b": grid_search([1, 2])}])}, "grid_search cannot be nested inside choice"),

@@ -20,6 +20,7 @@ from actors._driver.errors import ConfigError, NoBestTrialError, TrialError, tri
 from actors._driver.metric_analysis import UNANALYSED, MetricAnalysis
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import Paths, TagPaths, TrialStatus, tag_of
+from actors._state_codec import load_metrics
 from actors.messages import TrialSummary
 from actors.result import EXPERIMENT_TAG
 
@@ -92,7 +93,7 @@ class Result:
         from storage import list_checkpoints
 
         ctx, layout = self._layout()
-        found = [(Checkpoint(ctx.uri(info.path), self._options), dict(info.metadata.get("metrics") or {}))
+        found = [(Checkpoint(ctx.uri(info.path), self._options), load_metrics(info.metadata, ctx.uri(info.path)))
                  for info in list_checkpoints(ctx, layout.trial_dir(self.trial_id)) if info.committed]
         return ray_checkpoint_order(found, self._checkpoint_config)
 

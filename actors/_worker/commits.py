@@ -15,6 +15,7 @@ import shutil
 from typing import TYPE_CHECKING, Any
 
 from actors._driver.checkpoint import Checkpoint
+from actors._state_codec import pickled_exactly
 from actors._tempdirs import owned_tempdir
 from actors.messages import CheckpointRef
 
@@ -74,6 +75,9 @@ class CheckpointCommits:
 
         meta = {"iteration": iteration, "time_total_s": time_total, "metrics": metrics,
                 "results": self._unconfirmed(window, iteration)}
+        exact = pickled_exactly(result or {})  # (Ray's best_checkpoints give the reported values back as they were)
+        if exact is not None:
+            meta["metrics_pickled"] = exact
         with checkpoint.as_directory() as local:
             try:
                 commit_checkpoint(self.ctx, dest, local, meta)

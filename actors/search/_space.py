@@ -1,6 +1,6 @@
 """Walking a param_space: validation, grid expansion and per-variant resolution.
 
-A space is a tree of dicts (string keys), lists and tuples whose leaves are
+A space is a tree of dicts (keys of JSON's types, as Ray's), lists and tuples whose leaves are
 constants or :class:`~actors.search._domain.Domain` objects.  Resolution happens
 in two phases, as in Ray Tune: grid values and random domains first, then
 ``sample_from`` functions in key order, retried in passes so one function may
@@ -15,7 +15,8 @@ from typing import Any
 
 from actors.search._domain import Categorical, Domain, Function, GridSearch, SearchSpaceError
 
-Path = tuple[str | int, ...]
+Path = tuple[Any, ...]
+_KEY_TYPES = (str, int, float, type(None))  # what JSON takes as a dict key (bool is an int)
 
 
 def format_path(path: Path) -> str:
@@ -48,12 +49,12 @@ def normalize(space: Any, path: Path = (), inside: str | None = None) -> Any:
     if isinstance(space, Categorical):
         return Categorical(tuple(normalize(v, path, inside or "choice") for v in space.categories))
     if isinstance(space, dict):
-        out: dict[str, Any] = {}
+        out: dict[Any, Any] = {}
         for key, value in space.items():
-            if not isinstance(key, str):
+            if not isinstance(key, _KEY_TYPES):  # (Ray's configs go through JSON: its key types, as Ray's)
                 raise SearchSpaceError(
-                    f"at {format_path(path)!r}: key {key!r} ({type(key).__name__}) is not a string; "
-                    "param_space keys must be strings"
+                    f"at {format_path(path)!r}: key {key!r} ({type(key).__name__}) cannot be a param_space key; "
+                    "use a string (or an int, float, bool or None, which JSON files store as strings)"
                 )
             out[key] = normalize(value, (*path, key), inside)
         return out

@@ -331,6 +331,7 @@ class SimTrial:
 
     def _commit(self, result: dict[str, Any] | None) -> CheckpointRef:
         """Commit a checkpoint as CheckpointCommits.commit does; a StorageError fails the run (``_Stop``)."""
+        from actors._state_codec import pickled_exactly
         from storage._io import dumps
 
         assert self._ctx is not None
@@ -341,6 +342,9 @@ class SimTrial:
         rows = self.window.unconfirmed(self.committed_iteration, self._iteration)
         meta = {"iteration": self._iteration, "time_total_s": self.time_total, "metrics": metrics,
                 "results": json.loads(dumps(rows))}
+        exact = pickled_exactly(result or {})
+        if exact is not None:
+            meta["metrics_pickled"] = exact
         try:
             self.commit(self._ctx, dest, meta)
         except StorageError as exc:
