@@ -23,12 +23,14 @@ from hypothesis import strategies as st
 
 from actors import Checkpoint, CheckpointConfig, RunConfig, TuneConfig, Tuner, report
 from actors._state_codec import UnreadableValues, load_metrics, pickled, pickled_exactly
-from actors.search import SearchSpaceError, grid_search
+from actors.search import SearchSpaceError, grid_search, uniform
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
 from record_exact_values import (  # (the recorder's experiments, run here)
+    SEARCHERS,
     checkpoint_rows,
     checkpointed,
+    int_key_domain_result,
     int_key_result,
     int_key_rows,
     int_key_space,
@@ -126,3 +128,40 @@ def test_other_metrics_come_back_exactly(values: dict[str, Any], odd: Any) -> No
     assert text is not None
     back = load_metrics({"metrics": {}, "metrics_pickled": text}, "x")
     assert back == values and _describe(back) == _describe(values)
+
+
+def _searcher(name: str) -> Any:
+    from actors import search
+
+    if name == "optuna":
+        return search.OptunaSearch(seed=0)
+    if name == "hyperopt":
+        return search.HyperOptSearch(random_state_seed=0)
+    if name == "bayesopt":
+        return search.BayesOptSearch(random_state=0)
+    if name == "nevergrad":
+        import nevergrad as ng
+
+        return search.NevergradSearch(optimizer=ng.optimizers.OnePlusOne)
+    return search.ZOOptSearch(budget=10)
+
+
+def _train_int_key_domain(config: dict[str, Any]) -> None:
+    report(int_key_domain_result(config))
+
+
+@pytest.mark.parametrize("name", SEARCHERS)
+def test_every_searcher_fills_a_domain_under_an_int_key(tmp_path: Path, name: str, no_leaks: Any) -> None:
+    """Ray 2.60's HyperOpt fills it; its other searchers raise TypeError (recorded). audition runs them all, and
+    the trainable reads the value under the key it gave: a path-naming searcher's ``"w/0"`` suggestion comes
+    back as ``{"w": {"0": ...}}`` and goes to the param_space's key ``0`` (before, BayesOpt's trials failed with
+    ``KeyError: 0`` and Nevergrad raised ``TypeError``)."""
+    grid = Tuner(_train_int_key_domain, param_space={"w": {0: uniform(0, 1), 1: 3}},
+                 tune_config=TuneConfig(metric="loss", mode="min", num_samples=2, search_alg=_searcher(name)),
+                 run_config=RunConfig(storage_path=str(tmp_path), verbose=0, system="simple")).fit()
+    assert [r.error for r in grid] == [None, None]
+    keys = [[type(k).__name__ for k in r.config["w"]] for r in grid]
+    assert keys == RAY["int_key_searchers"][name] or RAY["int_key_searchers"][name] == "TypeError"
+    assert keys == [["int", "int"], ["int", "int"]]
+    for r in grid:
+        assert r.config["w"][1] == 3 and isinstance(r.config["w"][0], float) and 0 <= r.config["w"][0] <= 1

@@ -35,6 +35,14 @@ def import_nevergrad() -> Any:
     return nevergrad
 
 
+def _text_keys(value: Any) -> Any:
+    """Dicts with every key as text (an int key ``0`` names ``w/0``; the Tuner maps a suggested ``"0"`` back
+    onto the key ``0``), where Ray's ``flatten_dict`` raises ``TypeError`` on it."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _text_keys(v) for k, v in value.items()}
+    return value
+
+
 def _searched(spec: dict[str, Any]) -> list[tuple[str, Domain]]:
     """Each search domain by its ``a/b`` name, in Ray's order (its ``flatten_dict`` puts nested keys after
     the top level's): the order of nevergrad's ``Dict``, so of the optimizer's vector."""
@@ -42,7 +50,7 @@ def _searched(spec: dict[str, Any]) -> list[tuple[str, Domain]]:
 
     validate_param_space(spec)
     out: list[tuple[str, Domain]] = []
-    for key, value in flatten_dict(normalize(spec), prevent_delimiter=True).items():
+    for key, value in flatten_dict(_text_keys(normalize(spec)), prevent_delimiter=True).items():
         if isinstance(value, Domain):
             out.append((key, value))
         elif isinstance(value, list | tuple) and has_domain(value):  # (Ray fails with a TypeError)

@@ -238,9 +238,16 @@ class Repeater(_Wrapper):
 
 
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated with ``over``, nested dicts merged key by key (Ray's ``merge_dicts``)."""
+    """``base`` updated with ``over``, nested dicts merged key by key (Ray's ``merge_dicts``).
+
+    A searcher that names its parameters by flat paths (``"w/0"``) suggests ``{"w": {"0": ...}}`` for a
+    param_space key ``0``: such a string key goes to ``base``'s key of the same text, so the trainable reads
+    the value under the key it gave (Ray 2.60's path-naming searchers raise ``TypeError`` on an int key)."""
     out = copy.deepcopy(base)
+    aliases = {str(k): k for k in out if not isinstance(k, str)}
     for key, value in over.items():
+        if aliases and isinstance(key, str) and key not in out:
+            key = aliases.get(key, key)
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merged(out[key], value)
         else:

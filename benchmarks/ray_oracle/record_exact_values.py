@@ -8,7 +8,8 @@
   ``IntEnum`` as its int, a ``str`` subclass as a str, an ``OrderedDict`` as a dict, ``numpy.float64`` as a
   float, number keys as strings, a tuple as a list), the rest as it was (a ``float32``);
 * a ``param_space`` dict with int keys (class weights, say) is taken as it is: the trainable gets int keys, the
-  tag names ``0=...``, ``params.json`` and the frames show strings, and a restored config has string keys.
+  tag names ``0=...``, ``params.json`` and the frames show strings, and a restored config has string keys;
+  with a search domain under an int key, HyperOpt fills it and the other searchers Ray offers raise ``TypeError``.
 
 Run with a Python that has Ray installed, never audition's environment::
 
@@ -84,6 +85,38 @@ def int_key_result(config: dict[str, Any]) -> dict[str, Any]:
     return {"loss": config["w"][0] + config["cw"][1], "per_class": {0: 0.5, 1: 0.25}}
 
 
+def int_key_domain_result(config: dict[str, Any]) -> dict[str, Any]:
+    """What the trainable searched under an int key reports."""
+    return {"loss": config["w"][0]}
+
+
+def ray_searcher(name: str) -> Any:
+    """Ray's searcher of that name, seeded."""
+    if name == "optuna":
+        from ray.tune.search.optuna import OptunaSearch
+
+        return OptunaSearch(seed=0)
+    if name == "hyperopt":
+        from ray.tune.search.hyperopt import HyperOptSearch
+
+        return HyperOptSearch(random_state_seed=0)
+    if name == "bayesopt":
+        from ray.tune.search.bayesopt import BayesOptSearch
+
+        return BayesOptSearch(random_state=0)
+    if name == "nevergrad":
+        import nevergrad as ng
+        from ray.tune.search.nevergrad import NevergradSearch
+
+        return NevergradSearch(optimizer=ng.optimizers.OnePlusOne)
+    from ray.tune.search.zoopt import ZOOptSearch
+
+    return ZOOptSearch(budget=10)
+
+
+SEARCHERS = ("optuna", "hyperopt", "bayesopt", "nevergrad", "zoopt")
+
+
 def checkpoint_rows(grid: Any) -> list[Any]:
     """Each trial's best_checkpoints metrics and its metrics, described."""
     out = []
@@ -157,10 +190,24 @@ def main() -> None:
     keys = int_key_rows(grid)
     keys_best = describe(grid.get_best_result().config)
     keys_restored = restored_configs(tune.Tuner.restore(os.path.join(store, "keys"), train_keys).get_results())
+
+    def train_int_key_domain(config: dict[str, Any]) -> None:
+        tune.report(int_key_domain_result(config))
+
+    searchers = {}
+    for name in SEARCHERS:  # each: what fit() raised, or the types of the trials' keys under "w"
+        try:
+            grid = tune.Tuner(train_int_key_domain, param_space={"w": {0: tune.uniform(0, 1), 1: 3}},
+                              tune_config=tune.TuneConfig(metric="loss", mode="min", num_samples=2,
+                                                          search_alg=ray_searcher(name)),
+                              run_config=tune.RunConfig(storage_path=store, verbose=0)).fit()
+            searchers[name] = [[type(k).__name__ for k in r.config["w"]] for r in grid]
+        except Exception as exc:
+            searchers[name] = type(exc).__name__
     with open(sys.argv[1], "w") as f:
         json.dump({"ray": ray.__version__, "checkpoints": fresh_ck, "checkpoints_restored": restored_ck,
                    "odd_fresh": odd_fresh, "odd_restored": odd_restored, "int_keys": keys, "int_keys_best": keys_best,
-                   "int_keys_restored": keys_restored}, f, indent=1, sort_keys=True)
+                   "int_keys_restored": keys_restored, "int_key_searchers": searchers}, f, indent=1, sort_keys=True)
         f.write("\n")
 
 
