@@ -10,6 +10,7 @@ tested in tests/test_core_unit.py.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 from actors._engine.feed import EVENTS_DELAY_S, DriverFeed, progress_report
@@ -427,9 +428,9 @@ class _Searcher:
         raise KeyError("loss")
 
 
-def _source(searcher: Any, num_samples: int = 0, restored: int = 0, closed: bool = False,
+def _source(searcher: Any, num_samples: int = sys.maxsize, restored: int = 0, closed: bool = False,
             **over: Any) -> tuple[TrialSource, TrialTable]:
-    """``num_samples=0``: as the driver passes it when the searcher alone decides how many."""
+    """``num_samples=sys.maxsize``: as the driver passes ``num_samples=-1``, when the searcher alone decides."""
     source = TrialSource(dataclasses.replace(make_spec(searcher=searcher, **over), num_samples=num_samples))
     source.restored(SearchProgress(restored, closed), ())
     return source, TrialTable(0)
@@ -447,7 +448,7 @@ def test_source_adds_trials_while_ray_wants_more_pending_and_numbers_them() -> N
 def test_source_is_done_at_num_samples_or_when_the_searcher_says_so() -> None:
     source, table = _source(_Searcher({"x": 1}, {"x": 2}), num_samples=1)
     assert source.draw(table, 8, "t") is not None and source.draw(table, 8, "t") is None and source.done
-    source, table = _source(_Searcher({"x": 1}, "FINISHED"))  # num_samples 0: the searcher decides
+    source, table = _source(_Searcher({"x": 1}, "FINISHED"))  # num_samples -1: the searcher decides
     assert source.draw(table, 8, "t") is not None and source.draw(table, 8, "t") is None and source.done
     assert source.suggested == 1 and list(table.trials) == ["t_00000"]
 

@@ -378,7 +378,7 @@ def test_num_samples_minus_one_samples_until_the_time_budget_ends_the_run(storag
     from actors._driver.config import samples
 
     assert samples(TuneConfig(num_samples=-1)) == sys.maxsize
-    with pytest.raises(ConfigError, match=r"num_samples=-2\): use an int >= 1, or -1 to sample until"):
+    with pytest.raises(ConfigError, match=r"num_samples=-2\): use an int >= 1 \(0 runs no trial, as in Ray\), or -1"):
         TuneConfig(num_samples=-2)
 
 

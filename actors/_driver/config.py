@@ -126,9 +126,10 @@ class TuneConfig:
             raise ConfigError(f"TuneConfig(metric={self.metric!r}): use the name of a reported result key, "
                               "such as metric='loss'")
         if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or (
-                self.num_samples < 1 and self.num_samples != -1):
-            raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1, or -1 to sample "
-                              "until a stop condition (time_budget_s, a stopper's stop_all) ends the run")
+                self.num_samples < 0 and self.num_samples != -1):
+            raise ConfigError(f"TuneConfig(num_samples={self.num_samples!r}): use an int >= 1 (0 runs no trial, as "
+                              "in Ray), or -1 to sample until a stop condition (time_budget_s, a stopper's stop_all) "
+                              "ends the run")
         if self.max_concurrent_trials is not None and (
             not isinstance(self.max_concurrent_trials, int) or self.max_concurrent_trials < 1
         ):

@@ -309,9 +309,12 @@ class _Interrupts:
             signal.signal(s, h)
 
     def _handler(self, signum: int, frame: Any) -> None:
-        if self.holding:
+        if self.holding and self.pending is None:
             self.pending = signum
             return
+        # a second signal while the first waits: the Thespian call that holds it has not returned (a runaway
+        # in-process experiment, say), so it is raised where the driver is, as Ray's second Ctrl-C is
+        self.pending = None
         raise Interrupted(signum)
 
     def hold(self) -> None:

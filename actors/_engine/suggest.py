@@ -120,7 +120,7 @@ class TrialSource:
         if self.done or table.count(TrialStatus.PENDING) >= pending_trials_wanted(
                 s.searcher, room, s.total_resources.get("cpu", 1.0)):
             return None
-        if self.suggested >= s.num_samples and s.num_samples > 0:
+        if self.suggested >= s.num_samples:  # (0: none at all, as Ray's num_samples=0; -1 arrives as sys.maxsize)
             self.done = True
             return None
         trial_id = f"{trial_prefix}_{self.suggested:05d}"

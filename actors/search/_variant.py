@@ -40,9 +40,9 @@ _KIND = "BasicVariantGenerator"
 
 
 def _check_num_samples(num_samples: Any) -> int:
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 0:
         raise SearchSpaceError(
-            f"num_samples must be an integer >= 1, got {num_samples!r}; "
+            f"num_samples must be an integer >= 1 (0 draws no trial), got {num_samples!r}; "
             "it is how many times each grid point is run (use 1 for a plain grid search)"
         )
     return num_samples
