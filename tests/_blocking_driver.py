@@ -2,7 +2,8 @@
 
 MODE ``block``: two trials report once, then block in a C call that holds the GIL (their actor
 thread cannot run either). MODE ``signal-at-start:INT`` / ``signal-at-start:TERM``: the driver
-sends itself that signal just after Thespian's admin process started, inside ``ActorSystem()``.
+sends itself that signal just after Thespian's admin process started, inside ``ActorSystem()``;
+``signal-at-start:TERM:2`` sends it twice (a second signal must not interrupt the start either).
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ def blocked(config: dict) -> None:
     ctypes.PyDLL(None).sleep(3600)  # PyDLL keeps the GIL: nothing else in this process runs
 
 
-def _signal_once_the_admin_runs(sig: int) -> None:
+def _signal_once_the_admin_runs(sig: int, times: int = 1) -> None:
     from thespian.system import multiprocCommon
 
     original = multiprocCommon.multiprocessCommon._startAdmin
 
     def start_admin(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         original(self, *args, **kwargs)
-        os.kill(os.getpid(), sig)
+        for _ in range(times):
+            os.kill(os.getpid(), sig)
 
     multiprocCommon.multiprocessCommon._startAdmin = start_admin
 
@@ -40,7 +42,8 @@ def _signal_once_the_admin_runs(sig: int) -> None:
 if __name__ == "__main__":
     storage, mode = sys.argv[1], sys.argv[2]
     if mode.startswith("signal-at-start:"):
-        _signal_once_the_admin_runs(getattr(signal, "SIG" + mode.split(":", 1)[1]))
+        name, _, times = mode.split(":", 1)[1].partition(":")
+        _signal_once_the_admin_runs(getattr(signal, "SIG" + name), int(times or 1))
     try:
         Tuner(blocked, tune_config=TuneConfig(num_samples=2),
               run_config=RunConfig(name="blocked", storage=storage, verbose=0, trial_stop_grace_s=2.0)).fit()

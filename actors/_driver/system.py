@@ -199,7 +199,7 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
             interrupts.deliver()
             yield asys
         finally:
-            interrupts.hold()
+            interrupts.hold(firm=True)
             asys.shutdown()
         interrupts.deliver()  # one that came during the shutdown still interrupts, now that all is down
 
@@ -296,6 +296,7 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self.holding = True
+        self.firm = True  # while the system starts or shuts down: a signal waits, however many come
         self.pending: int | None = None
         self.previous: dict[int, Any] = {}
 
@@ -309,19 +310,24 @@ class _Interrupts:
             signal.signal(s, h)
 
     def _handler(self, signum: int, frame: Any) -> None:
-        if self.holding and self.pending is None:
+        if self.holding and (self.firm or self.pending is None):
             self.pending = signum
             return
-        # a second signal while the first waits: the Thespian call that holds it has not returned (a runaway
-        # in-process experiment, say), so it is raised where the driver is, as Ray's second Ctrl-C is
+        # a second signal while the first waits on a call into the running system: that call has not
+        # returned (a runaway in-process experiment, say), so it is raised where the driver is, as Ray's
+        # second Ctrl-C is
         self.pending = None
         raise Interrupted(signum)
 
-    def hold(self) -> None:
+    def hold(self, firm: bool = False) -> None:
+        """Hold signals from now; ``firm`` (starting or shutting down) holds every one, otherwise a second
+        signal while one is held is raised at once."""
         self.holding = True
+        self.firm = firm
 
     def deliver(self) -> None:
         self.holding = False
+        self.firm = False
         if self.pending is not None:
             signum, self.pending = self.pending, None
             raise Interrupted(signum)
