@@ -109,6 +109,8 @@ class Tuner:
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
         check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         pickled_search(searcher, self._stopper, param_space)
+        # the default generator as built: a second fit() draws its trials again, as Ray's fresh generator does
+        self._unused_generator = cloudpickle.dumps(searcher) if tc.search_alg is None else None
         pickled((tc.trial_name_creator, tc.trial_dirname_creator), "trial_name_creator or trial_dirname_creator")
         kind = "multiproc" if str(rc.system).startswith("tcp://") else rc.system
         self._system = rc.system
@@ -249,6 +251,9 @@ class Tuner:
 
         new_run = getattr(self, "_prebuilt", None) is None
         if new_run:  # a new run draws from the driver's numpy stream, as Ray
+            if getattr(self, "_drawn", False) and getattr(self, "_unused_generator", None) is not None:
+                self._searcher = cloudpickle.loads(self._unused_generator)
+            self._drawn = True
             capture_driver_stream(self._searcher)
         spec = self._spec()
         self._save_tuner(spec)
