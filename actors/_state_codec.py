@@ -58,9 +58,7 @@ def _as_json_shapes(value: Any) -> Any:
         return value
     if isinstance(value, str):
         return str.__str__(value)
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
+    if isinstance(value, int):  # (bool is in _EXACT, and cannot be subclassed)
         return int(value)
     if isinstance(value, float):
         return float(value)

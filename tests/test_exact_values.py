@@ -14,20 +14,24 @@ import json
 import os
 import sys
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from actors import Checkpoint, CheckpointConfig, RunConfig, TuneConfig, Tuner, report
-from actors._state_codec import UnreadableValues, load_metrics, pickled, pickled_exactly
+from actors._state_codec import UnreadableValues, _as_json_shapes, load_metrics, pickled, pickled_exactly
 from actors.search import SearchSpaceError, grid_search, uniform
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
 from record_exact_values import (  # (the recorder's experiments, run here)
     SEARCHERS,
+    Color,
+    Name,
     checkpoint_rows,
     checkpointed,
     int_key_domain_result,
@@ -165,3 +169,21 @@ def test_every_searcher_fills_a_domain_under_an_int_key(tmp_path: Path, name: st
     assert keys == [["int", "int"], ["int", "int"]]
     for r in grid:
         assert r.config["w"][1] == 3 and isinstance(r.config["w"][0], float) and 0 <= r.config["w"][0] <= 1
+
+
+_shaped_leaves = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3)
+                  | st.sampled_from([Color.RED, Name("n")]) | st.floats(allow_nan=False).map(np.float64))
+_shaped = st.recursive(
+    _shaped_leaves,
+    lambda inner: (st.lists(inner, max_size=3) | st.lists(inner, max_size=3).map(tuple)
+                   | st.dictionaries(st.text(max_size=2) | st.integers() | st.booleans() | st.none()
+                                     | st.floats(allow_nan=False), inner, max_size=3)
+                   | st.dictionaries(st.text(max_size=2), inner, max_size=3).map(OrderedDict)),
+    max_leaves=8)
+
+
+@given(_shaped)
+def test_restored_shapes_are_a_json_round_trip(value: Any) -> None:
+    """What JSON holds comes back as Ray's JSON state gives it: Python's json round trip, type for type."""
+    back = json.loads(json.dumps(value))
+    assert _describe(_as_json_shapes(value)) == _describe(back)
