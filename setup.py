@@ -62,6 +62,11 @@ XGBOOST = ["xgboost>=2.1,<4"]
 # lightgbm 4.6 is the oldest whose lightgbm.cv names its results as 4.7's (4.3-4.5: "cv_agg-valid binary_error-mean")
 LIGHTGBM = ["lightgbm>=4.6,<5"]
 GBDT_TEST = ["xgboost-cpu>=2.1.1,<4", "lightgbm>=4.6,<5", "scikit-learn>=1.3,<2"]
+# actors.integration.pytorch_lightning (Ray's ray.tune.integration.pytorch_lightning); bring your own torch
+LIGHTNING = ["lightning>=2.4,<3"]
+# the tests compare trained values with Ray's, recorded with these; torch 2.13.0 is the CPU build this machine
+# kind keeps on disk (/opt/wheels: pip takes it for ==2.13.0, where a range would download a CUDA build)
+LIGHTNING_TEST = ["torch==2.13.0", "lightning==2.6.6"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
 DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
@@ -96,6 +101,7 @@ setup(
         "comet": COMET,
         "xgboost": XGBOOST,
         "lightgbm": LIGHTGBM,
+        "lightning": LIGHTNING,
         "pandas": PANDAS,
         "plot": PLOT,
         "tensorboard": TENSORBOARD,
@@ -106,7 +112,7 @@ setup(
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
         + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST + WANDB_TEST
-        + COMET_TEST
+        + COMET_TEST + LIGHTNING_TEST
         + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},
