@@ -60,6 +60,7 @@ MODULES: dict[str, str] = {
     "ray.tune.integration.xgboost": "actors.integration.xgboost",
     "ray.tune.integration.lightgbm": "actors.integration.lightgbm",
     "ray.tune.integration.pytorch_lightning": "actors.integration.pytorch_lightning",
+    "ray.tune.integration.keras": "actors.integration.keras",
     "ray.air.integrations.mlflow": "actors.integration.mlflow",
     "ray.air.integrations.wandb": "actors.integration.wandb",
     "ray.air.integrations.comet": "actors.integration.comet",
