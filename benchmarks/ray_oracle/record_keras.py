@@ -20,11 +20,9 @@ import sys
 import tempfile
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from _reported import reported_values  # (this directory's)
 
-AUTO = {"timestamp", "checkpoint_dir_name", "should_checkpoint", "done", "training_iteration", "trial_id", "date",
-        "time_this_iter_s", "time_total_s", "pid", "hostname", "node_ip", "config", "time_since_restore",
-        "iterations_since_restore", "experiment_tag"}
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 CASES: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -72,8 +70,7 @@ def rows(grid: Any) -> list[Any]:
     out = []
     for r in sorted(grid, key=lambda r: r.config["lr"]):
         history = r.metrics_dataframe
-        reported = sorted(c for c in history.columns if c not in AUTO and not c.startswith("config/"))
-        values = {c: [float(f"{v:.5g}") for v in history[c]] for c in reported}
+        reported, values = reported_values(history)
         files, metadata, weights = None, None, None
         if r.checkpoint is not None:
             metadata = r.checkpoint.get_metadata()

@@ -23,11 +23,8 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from _reported import reported_values  # (this directory's)
 from torch.utils.data import DataLoader, TensorDataset
-
-AUTO = {"timestamp", "checkpoint_dir_name", "should_checkpoint", "done", "training_iteration", "trial_id", "date",
-        "time_this_iter_s", "time_total_s", "pid", "hostname", "node_ip", "config", "time_since_restore",
-        "iterations_since_restore", "experiment_tag"}
 
 # each case: the callback's arguments, and the class ("report" for TuneReportCallback)
 CASES: dict[str, dict[str, Any]] = {
@@ -86,8 +83,7 @@ def rows(grid: Any) -> list[Any]:
     out = []
     for r in sorted(grid, key=lambda r: r.config["lr"]):
         history = r.metrics_dataframe
-        reported = sorted(c for c in history.columns if c not in AUTO and not c.startswith("config/"))
-        values = {c: [float(f"{v:.5g}") for v in history[c]] for c in reported}
+        reported, values = reported_values(history)
         files, state = None, None
         if r.checkpoint is not None:
             with r.checkpoint.as_directory() as d:
