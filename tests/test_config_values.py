@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from actors import RunConfig, TuneConfig, Tuner, report
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.search import grid_search
+from tests._json_values import json_values
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
 from record_config_values import (  # (the recorder's space and report, run here)
@@ -187,20 +188,14 @@ if __name__ == "__main__":
     _leader(int(sys.argv[1]), sys.argv[2])
 
 
-_plain_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-    max_leaves=10)
-
-
-@given(st.dictionaries(st.text(max_size=4), _plain_values, max_size=5))
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=5))
 def test_values_json_holds_carry_nothing_extra(values: dict[str, Any]) -> None:
     from actors._state_codec import pickled
 
     assert pickled(values) is None
 
 
-@given(st.dictionaries(st.text(max_size=4), _plain_values, max_size=4), st.text(max_size=4))
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=4), st.text(max_size=4))
 def test_other_values_ride_along_pickled_and_come_back_as_after_a_json_round_trip(values: dict[str, Any],
                                                                                   key: str) -> None:
     """A set comes back a set; a tuple a list (as Ray's restore gives it), also beside a value that is pickled."""

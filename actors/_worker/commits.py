@@ -65,19 +65,12 @@ class CheckpointCommits:
     def commit(self, checkpoint: Checkpoint, result: dict[str, Any] | None, iteration: int, time_total: float,
                window: ResultWindow) -> CheckpointRef:
         from storage import StorageError, commit_checkpoint
-        from storage._io import dumps
 
         index = self.next_index
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
-        # the whole result, nested values and config included, as Ray's best_checkpoints hold it (JSON-safe)
-        metrics: dict[str, Any] = json.loads(dumps(result or {}))
-
-        meta = {"iteration": iteration, "time_total_s": time_total, "metrics": metrics,
-                "results": self._unconfirmed(window, iteration)}
-        exact = pickled_exactly(result or {})  # (Ray's best_checkpoints give the reported values back as they were)
-        if exact is not None:
-            meta["metrics_pickled"] = exact
+        meta = checkpoint_meta(iteration, time_total, result, self._unconfirmed(window, iteration))
+        metrics: dict[str, Any] = meta["metrics"]
         with checkpoint.as_directory() as local:
             try:
                 commit_checkpoint(self.ctx, dest, local, meta)
@@ -103,4 +96,20 @@ class CheckpointCommits:
         return out
 
 
-__all__ = ["CheckpointCommits"]
+def checkpoint_meta(iteration: int, time_total: float, result: dict[str, Any] | None,
+                    results: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a checkpoint's manifest holds (a real trial's and a simulated one's): its iteration and time, the
+    whole result it was saved at, nested values and config included, as Ray's ``best_checkpoints`` hold it
+    (``metrics``: JSON-safe, what retention scores; ``metrics_pickled`` too when JSON would change the values,
+    which ``Result.best_checkpoints`` loads), and the results the controller may not have (``results``)."""
+    from storage._io import dumps
+
+    meta = {"iteration": iteration, "time_total_s": time_total, "metrics": json.loads(dumps(result or {})),
+            "results": results}
+    exact = pickled_exactly(result or {})
+    if exact is not None:
+        meta["metrics_pickled"] = exact
+    return meta
+
+
+__all__ = ["CheckpointCommits", "checkpoint_meta"]

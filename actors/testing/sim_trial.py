@@ -331,20 +331,16 @@ class SimTrial:
 
     def _commit(self, result: dict[str, Any] | None) -> CheckpointRef:
         """Commit a checkpoint as CheckpointCommits.commit does; a StorageError fails the run (``_Stop``)."""
-        from actors._state_codec import pickled_exactly
+        from actors._worker.commits import checkpoint_meta
         from storage._io import dumps
 
         assert self._ctx is not None
         index = self.next_index
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
-        metrics: dict[str, Any] = json.loads(dumps(result or {}))  # (as CheckpointCommits.commit)
         rows = self.window.unconfirmed(self.committed_iteration, self._iteration)
-        meta = {"iteration": self._iteration, "time_total_s": self.time_total, "metrics": metrics,
-                "results": json.loads(dumps(rows))}
-        exact = pickled_exactly(result or {})
-        if exact is not None:
-            meta["metrics_pickled"] = exact
+        meta = checkpoint_meta(self._iteration, self.time_total, result, json.loads(dumps(rows)))
+        metrics: dict[str, Any] = meta["metrics"]
         try:
             self.commit(self._ctx, dest, meta)
         except StorageError as exc:
