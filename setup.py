@@ -46,6 +46,11 @@ ZOOPT = ["zoopt>=0.4.2,<0.5", "numpy>=1.24,<3", "matplotlib>=3.5,<4"]
 NEVERGRAD = ["nevergrad>=1.0.12,<2", "numpy>=1.24,<3"]
 # the tests compare suggestions with Ray's, recorded with 1.0.12: a later release may move them (and Ray's with them)
 NEVERGRAD_TEST = ["nevergrad==1.0.12"]
+# Ray 2.60's TuneBOHB: hpbandster's BOHB generator (0.7.4, its last release) over a ConfigSpace (1.x: Ray's calls);
+# hpbandster leaves its own dependencies unbounded, bounded here (netifaces builds from source: gcc and headers)
+BOHB = ["hpbandster>=0.7.4,<0.8", "ConfigSpace>=1.2,<2", "statsmodels>=0.14,<1", "Pyro4>=4.80,<5", "serpent>=1.41,<2",
+        "netifaces>=0.11,<0.12", "numpy>=1.24,<3", "scipy>=1.10,<2"]
+BOHB_TEST = ["hpbandster==0.7.4", "ConfigSpace==1.2.2", "statsmodels>=0.14,<0.16"]  # (recorded with them)
 # MLflow's client without its server (the same `mlflow` module); 2.x and 3.x have the calls Ray 2.60 makes
 MLFLOW = ["mlflow-skinny>=2.10,<4"]
 MLFLOW_TEST = ["mlflow-skinny==3.18.0"]  # (recorded with it: tests/data/ray_mlflow.json)
@@ -99,6 +104,7 @@ setup(
         "pb2": PB2,
         "zoopt": ZOOPT,
         "nevergrad": NEVERGRAD,
+        "bohb": BOHB,
         "mlflow": MLFLOW,
         "wandb": WANDB,
         "comet": COMET,
@@ -116,7 +122,7 @@ setup(
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
         + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST + WANDB_TEST
-        + COMET_TEST + LIGHTNING_TEST + KERAS_TEST
+        + COMET_TEST + LIGHTNING_TEST + KERAS_TEST + BOHB + BOHB_TEST
         + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

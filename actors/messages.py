@@ -56,6 +56,9 @@ class ActionKind(Enum):
     CHECKPOINT = "checkpoint"
     CLONE = "clone"
     LOG_POLICY = "log_policy"
+    # a call of the search algorithm's method (``tune_controller.search_alg.searcher.<method>(*args)``, as
+    # Ray's HyperBandForBOHB calls TuneBOHB's on_pause/on_unpause), made in the controller after the hook
+    SEARCHER = "searcher"
 
 
 class SaveKind(Enum):
@@ -86,6 +89,8 @@ class SchedulerAction:
     wait_for_source: bool = False
     save: SaveKind = SaveKind.SCHEDULER  # CHECKPOINT: the kind of save it asks for
     experiment_tag: str | None = None  # CLONE: the trial's new tag (Ray's PBT: ``<tag>@perturbed[...]``)
+    method: str = ""  # SEARCHER: the search algorithm's method, called with ``args``
+    args: tuple[Any, ...] = ()
 
 
 class HookKind(Enum):
@@ -245,6 +250,9 @@ class SchedulerReply(_Message):
     state: bytes | None = None
     # after an ADD or RESULT hook: the trial's decision horizon (Scheduler.decision_horizon); None: none
     horizon: float | None = None
+    # RESULT: per result of the call, the flattened result as the hook left it when the hook changed it
+    # (Ray's search algorithm is handed the dict the scheduler saw: HyperBandForBOHB adds its budget), else None
+    notes: tuple[dict[str, Any] | None, ...] = ()
 
 
 @dataclass(frozen=True)

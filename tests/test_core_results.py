@@ -92,7 +92,8 @@ class FakeOps:
               checkpoint: str | None = None) -> None:
         self.log.append(("event", kind, None if result is None else result["training_iteration"]))
 
-    def searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> bool:
+    def searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any,
+                 flat: dict[str, Any] | None = None) -> bool:
         self.log.append(("searcher", hook, None if result is None else result["training_iteration"]))
         return True
 

@@ -37,6 +37,7 @@ MODULES: dict[str, str] = {
     "ray.tune.schedulers.median_stopping_rule": "actors.schedulers",
     "ray.tune.schedulers.pbt": "actors.schedulers",
     "ray.tune.schedulers.pb2": "actors.schedulers.pb2",
+    "ray.tune.schedulers.hb_bohb": "actors.schedulers.hb_bohb",
     "ray.tune.schedulers.trial_scheduler": "actors.schedulers",
     "ray.tune.search": "actors.search",
     "ray.tune.search.sample": "actors.search",
@@ -49,6 +50,7 @@ MODULES: dict[str, str] = {
     "ray.tune.search.bayesopt": "actors.search.bayesopt",
     "ray.tune.search.zoopt": "actors.search.zoopt",
     "ray.tune.search.nevergrad": "actors.search.nevergrad",
+    "ray.tune.search.bohb": "actors.search.bohb",
     "ray.tune.stopper": "actors.stopper",
     "ray.tune.result": "actors.result",
     "ray.tune.experiment": "actors.experiment",  # Trial, in plugins

@@ -156,11 +156,19 @@ class ExperimentCore:
         ended unwritten, and no stopper (``TimeoutStopper`` keeps time in its state)."""
         return self.unchanged and not self.io.dirty and self.spec.stopper is None
 
-    def _searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> bool:
+    def _searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any,
+                  flat: dict[str, Any] | None = None) -> bool:
         """Tell the search algorithm (user code) of a result, flattened as Ray Tune hands it over;
         False after ending the run naming it if it raised."""
         rec = self.table.trials.get(trial_id)
-        problem = self.source.tell(hook, trial_id, result, *rest, tag=rec.tag if rec is not None else "")[1]
+        problem = self.source.tell(hook, trial_id, result, *rest, tag=rec.tag if rec is not None else "",
+                                   flat=flat)[1]
+        if problem is not None:
+            self._abort(problem)
+        return problem is None
+
+    def _searcher_call(self, method: str, args: tuple[Any, ...]) -> bool:
+        problem = self.source.call(method, args)
         if problem is not None:
             self._abort(problem)
         return problem is None
@@ -416,7 +424,8 @@ class ExperimentCore:
         return True
 
     # the rest of the port: the core's own methods under the port's names
-    emit, send, event, searcher, stop_every_trial = _emit, _send, _event, _searcher, _stop_every_trial
+    emit, send, event, searcher, searcher_call, stop_every_trial = (_emit, _send, _event, _searcher, _searcher_call,
+                                                                   _stop_every_trial)
     abort, finish, save_state, drain = _abort, _finish, _save_state, _drain
 
 

@@ -50,7 +50,9 @@ class DecisionJoin:
         for r in replies:
             decision = merge(decision, Decision(r.decision))
         actions = tuple(a for r in replies for a in r.actions)
-        return SchedulerReply(0, HookKind.RESULT, trial_id, decision, actions)
+        notes = tuple(r.notes[0] if r.notes else None for r in replies)
+        return SchedulerReply(0, HookKind.RESULT, trial_id, decision, actions,
+                              notes=notes if any(n is not None for n in notes) else ())
 
     def forget(self, trial_id: str) -> None:
         """A run of the trial ended: replies still kept for it can belong to no batch any more."""

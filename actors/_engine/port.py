@@ -116,8 +116,15 @@ class CoreOps(Protocol):
         """A trial event for the driver's callbacks (if they listen)."""
         ...
 
-    def searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any) -> bool:
-        """Tell the search algorithm; False after ending the run naming it if it raised."""
+    def searcher(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any,
+                 flat: dict[str, Any] | None = None) -> bool:
+        """Tell the search algorithm (``flat``: the result flattened already, as the scheduler's hook left
+        it); False after ending the run naming it if it raised."""
+        ...
+
+    def searcher_call(self, method: str, args: tuple[Any, ...]) -> bool:
+        """A call of the search algorithm's method a scheduler hook made (``ActionKind.SEARCHER``); False
+        after ending the run naming it if the algorithm has no such method or it raised."""
         ...
 
     def abort(self, reason: str) -> None:

@@ -11,6 +11,7 @@ order; it reaches the core (running effects, hook calls, ending the run) only th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from actors._engine.clones import CloneWaits
 from actors._engine.direct import DecisionJoin
@@ -126,17 +127,18 @@ class ResultPath:
             self.ops.reply(HookKind.RESULT, trial_id, batch.run_id, batch.seq, reply)
 
     def decided(self, trial_id: str, run_id: int, batch_seq: int, decision: Decision,
-                effects: list[Effect]) -> list[Effect] | None:
+                effects: list[Effect], notes: tuple[dict[str, Any] | None, ...] = ()) -> list[Effect] | None:
         """The scheduler's decision on a batch, after the requests its hook recorded (``effects``, not run
         yet): the batch waiting for it is logged (a STOP marks its last row done), those requests run, then
         the decision; then the batches behind it that were decided without the scheduler. The effects
-        still to run; None once the experiment is ending (nothing more to do)."""
+        still to run; None once the experiment is ending (nothing more to do). ``notes``: the results as the
+        hook left them, for the searcher (``SchedulerReply.notes``)."""
         queued = self.unlogged.get(trial_id) or []
         entry = queued[0] if queued else None
         if entry is None or (entry.batch.run_id, entry.batch.seq) != (run_id, batch_seq) or not entry.asked:
             return effects + self.table.decided(trial_id, run_id, batch_seq, decision)
         queued.pop(0)
-        if not self._settle(entry, decision, effects):
+        if not self._settle(entry, decision, effects, notes):
             return None
         while queued and not queued[0].asked:  # decided without the scheduler: next in line now
             if not self._settle(queued.pop(0), Decision.CONTINUE, []):
@@ -145,7 +147,8 @@ class ResultPath:
             self.unlogged.pop(trial_id, None)
         return []
 
-    def _settle(self, entry: Waiting, decision: Decision, effects: list[Effect]) -> bool:
+    def _settle(self, entry: Waiting, decision: Decision, effects: list[Effect],
+                notes: tuple[dict[str, Any] | None, ...] = ()) -> bool:
         """Log a batch whose decision is known and apply it: ``decision`` is the scheduler's on the
         results it was asked about; a stop criterion met after them asks the trial to stop (a result
         the trainable said was its last needs nothing: the trainable returns). False once the
@@ -155,7 +158,7 @@ class ResultPath:
             self._mark_done(batch, asked - 1)
         if entry.hit:
             self._mark_done(batch, len(batch.results) - 1)
-        self._log(batch, told=0 if decision is Decision.STOP else asked)
+        self._log(batch, told=0 if decision is Decision.STOP else asked, notes=notes)
         if self.ops.finished or self.ops.phase is ExperimentPhase.ABORTING:
             return False
         if entry.hit:  # Ray Tune: a stop criterion decides STOP, and the scheduler never sees the result
@@ -170,17 +173,18 @@ class ResultPath:
         msg.results[index]["done"] = True
         self.table.get(msg.trial_id).stop_row = int(msg.results[index].get("training_iteration") or 0)
 
-    def _log(self, msg: TrialResults, told: int) -> None:
+    def _log(self, msg: TrialResults, told: int, notes: tuple[dict[str, Any] | None, ...] = ()) -> None:
         """Write the batch, tell the searcher of its first ``told`` results (not of a stopping one, as
-        Ray) and the callbacks of all."""
+        Ray; each as the scheduler's hook left it, ``notes``) and the callbacks of all."""
         rec = self.table.get(msg.trial_id)
         err = self.ops.io.on_results(rec, msg.results)
         if err:
             self.ops.abort(err)
             return
         if told and self.source.hears_results:
-            for r in msg.results[:told]:
-                if not self.ops.searcher("on_trial_result", msg.trial_id, r):
+            for i, r in enumerate(msg.results[:told]):
+                note = notes[i] if i < len(notes) else None
+                if not self.ops.searcher("on_trial_result", msg.trial_id, r, flat=note):
                     return
         for r in msg.results:
             self.ops.event(EventType.RESULT, rec, result=r)

@@ -77,6 +77,31 @@ class RecordingController(SchedulerController):
     def get_trials(self) -> list[TrialSnapshot]:
         return list(self.trials.values())
 
+    @property
+    def search_alg(self) -> _SearcherCalls:
+        """Calls recorded as ``SEARCHER`` actions (``SchedulerController.search_alg``)."""
+        return _SearcherCalls(self.actions)
+
+
+class _SearcherCalls:
+    """Records calls of the search algorithm's methods (``SEARCHER`` actions)."""
+
+    def __init__(self, actions: list[SchedulerAction]) -> None:
+        self._actions = actions
+
+    @property
+    def searcher(self) -> _SearcherCalls:
+        return self
+
+    def __getattr__(self, method: str) -> Any:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call(*args: Any) -> None:
+            trial_id = args[0] if args and isinstance(args[0], str) else ""
+            self._actions.append(SchedulerAction(ActionKind.SEARCHER, trial_id, False, method=method, args=args))
+        return call
+
 
 _HOOK_METHODS = {
     HookKind.ADD: "on_trial_add",
@@ -146,14 +171,19 @@ class SchedulerHost:
         trial = ctl.trials.get(call.trial_id) if call.trial_id else None
         sched = self.scheduler
         horizon: float | None = None
+        notes: tuple[dict[str, Any] | None, ...] = ()
         if call.kind is HookKind.RESULT:
             assert trial is not None
             tid = trial.trial_id
+            noted: list[dict[str, Any] | None] = []
             for result in call.results:
                 # as Ray 2.60: during the hook trial.last_result is still the previous result (recorded)
                 ctl.trials[tid] = _with_last(trial, before_result(
                     result, self.seen.get(tid, {}), trial.run_start, tid, trial.config, self.saved.get(tid)))
-                d = sched.on_trial_result(ctl, ctl.trials[tid], flatten(result))  # as Ray Tune: "val/loss" keys
+                flat = flatten(result)  # as Ray Tune: "val/loss" keys
+                before = flat.copy()
+                d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
+                noted.append(None if _same(flat, before) else flat)
                 decision = merge(decision, as_decision(d))
                 new = tagged(result, trial.experiment_tag)
                 trial = ctl.trials[tid] = _with_last(trial, new if new is not result else dict(result))
@@ -163,6 +193,8 @@ class SchedulerHost:
             if decision is Decision.PAUSE:
                 ctl.actions = _pause_saves(ctl.actions, trial.trial_id)
             horizon = self._horizon(trial)
+            if any(n is not None for n in noted):
+                notes = tuple(noted)
         elif call.kind is HookKind.ADD:
             assert trial is not None
             ctl.trials[trial.trial_id] = ctl.trials.pop(trial.trial_id)  # added again (a retry): listed last
@@ -186,7 +218,7 @@ class SchedulerHost:
             # the plugin's state only: the mirror is the core's table, which a restore sends again
             state = pickle.dumps({"scheduler": sched._save_to_pickle()})
         return SchedulerReply(call.seq, call.kind, call.trial_id, decision, tuple(ctl.actions), chosen, state,
-                              horizon)
+                              horizon, notes)
 
     def _horizon(self, trial: TrialSnapshot) -> float | None:
         return clean_horizon(self.scheduler.decision_horizon(trial)) if self.horizon_attr else None
@@ -212,6 +244,14 @@ class SchedulerHost:
         if params is None:
             params = self.evaluated[snap.trial_id] = tag_of(snap.trial_id, snap.config, self.describe.tag_paths)[1]
         return self.describe.described(snap, params)
+
+
+def _same(flat: dict[str, Any], before: dict[str, Any]) -> bool:
+    """Whether the hook left the flattened result as it got it (the same keys, each the same object)."""
+    return len(flat) == len(before) and all(before.get(k, _ABSENT) is v for k, v in flat.items())
+
+
+_ABSENT = object()
 
 
 def _with_last(trial: TrialSnapshot, last: dict[str, Any]) -> TrialSnapshot:

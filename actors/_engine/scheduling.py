@@ -84,13 +84,17 @@ class Scheduling:
                 self.ops.io.log_policy(action.trial_id, action.source_id or "",
                                        policy_line(action, self.spec.tag_paths))
                 continue
+            if action.kind is ActionKind.SEARCHER:  # made now: before the searcher hears of the result, as Ray
+                if not self.ops.searcher_call(action.method, action.args):
+                    return
+                continue
             source = None
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.exploit_source(action.source_id)
             effects += self.table.request(action, source)
             self.clone_waits.note(action)
         if kind is HookKind.RESULT and trial_id is not None:
-            rest = self.results.decided(trial_id, run_id, batch_seq, Decision(msg.decision), effects)
+            rest = self.results.decided(trial_id, run_id, batch_seq, Decision(msg.decision), effects, msg.notes)
             if rest is None:
                 return
             effects = rest

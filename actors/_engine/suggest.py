@@ -105,13 +105,40 @@ class TrialSource:
             return None, searcher_failed(self.spec.searcher, hook, exc)
 
     def tell(self, hook: str, trial_id: str, result: dict[str, Any] | None, *rest: Any,
-             tag: str = "") -> tuple[Any, str | None]:
+             tag: str = "", flat: dict[str, Any] | None = None) -> tuple[Any, str | None]:
         """Tell the search algorithm of a trial's result, flattened as Ray Tune hands it over (``ask``'s
-        answer). As Ray 2.60's (recorded): ``on_trial_complete`` gets the trial's last result ending with
-        its ``experiment_tag`` (``tag``), and ``None`` for a trial in error (``error=True``)."""
+        answer; ``flat``: flattened already, as the scheduler's hook left it). As Ray 2.60's (recorded):
+        ``on_trial_complete`` gets the trial's last result ending with its ``experiment_tag`` (``tag``), and
+        ``None`` for a trial in error (``error=True``)."""
         if hook == "on_trial_complete" and result is not None:
             result = None if rest and rest[0] else tagged(result, tag)
-        return self.ask(hook, trial_id, None if result is None else flatten(result), *rest)
+        if flat is None and result is not None:
+            flat = flatten(result)
+        return self.ask(hook, trial_id, flat, *rest)
+
+    def call(self, method: str, args: tuple[Any, ...]) -> str | None:
+        """A scheduler's call of the search algorithm's ``method`` (Ray's ``search_alg.searcher.<method>``):
+        None, or the message that ends the run (no such method, or it raised)."""
+        searcher = self.spec.searcher  # (the wrappers forward: ConcurrencyLimiter, as Ray's, and the Tuner's)
+        if not callable(getattr(searcher, method, None)) or not callable(getattr(self._innermost(), method, None)):
+            what = type(self._innermost()).__name__
+            return (f"the scheduler called the search algorithm's {method}(), which {what} does not have (Ray Tune "
+                    "raises AttributeError there too); give the Tuner a search algorithm that has it (HyperBandForBOHB "
+                    "needs TuneConfig(search_alg=TuneBOHB(...)))")
+        return self.ask_of(searcher, method, *args)
+
+    def _innermost(self) -> Any:
+        searcher = self.spec.searcher
+        while searcher is not None and hasattr(searcher, "searcher"):
+            searcher = searcher.searcher
+        return searcher
+
+    def ask_of(self, searcher: Any, hook: str, *args: Any) -> str | None:
+        try:
+            getattr(searcher, hook)(*args)
+        except Exception as exc:
+            return searcher_failed(self.spec.searcher, hook, exc)
+        return None
 
     def draw(self, table: TrialTable, room: int, trial_prefix: str) -> Drawn | None:
         """Add the next trial to ``table`` if one is wanted now (``room`` trials could start); None

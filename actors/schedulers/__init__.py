@@ -5,6 +5,7 @@ from __future__ import annotations
 from actors._engine.reducer import Decision
 from actors.schedulers._asha import ASHAScheduler, AsyncHyperBandScheduler
 from actors.schedulers._base import FIFOScheduler, Scheduler, SchedulerController
+from actors.schedulers._hb_bohb import HyperBandForBOHB
 from actors.schedulers._hyperband import HyperBandScheduler
 from actors.schedulers._median import MedianStoppingRule
 from actors.schedulers._pb2 import PB2
@@ -19,6 +20,7 @@ __all__ = [
     "AsyncHyperBandScheduler",
     "Decision",
     "FIFOScheduler",
+    "HyperBandForBOHB",
     "HyperBandScheduler",
     "MedianStoppingRule",
     "PB2",

@@ -67,6 +67,15 @@ class SchedulerController(ABC):
     def get_trials(self) -> list[TrialSnapshot]:
         """Snapshots of every trial the scheduler has been told about."""
 
+    @property
+    def search_alg(self) -> Any:
+        """Ray's ``tune_controller.search_alg``, and its ``.searcher``: a method called on it (HyperBandForBOHB's
+        ``search_alg.searcher.on_pause(trial_id)``) is recorded like the requests above and made on the
+        experiment's search algorithm in the controller after the hook returns, before that algorithm hears of
+        the result being decided; the call returns None. A search algorithm without the method ends the run
+        naming it (Ray raises ``AttributeError``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not reach the search algorithm")
+
     def get_live_trials(self) -> set[TrialSnapshot]:
         """Ray's ``tune_controller.get_live_trials()``: the trials not ended yet (PENDING, RUNNING or PAUSED),
         as a set, as Ray's schedulers use it."""

@@ -187,7 +187,7 @@ class HyperBandScheduler(MetricScheduler):
                 if len(band) == self.s_max + 1:
                     band = []
                     self._bands.append(band)
-                s = len(band)
+                s = self._next_s(len(band))
                 r0 = self.bracket_start(s)
                 cur = None if r0 == 0 else _Bracket(
                     s, self.bracket_capacity(s), r0, self.max_t, self.reduction_factor, self.stop_last_trials,
@@ -199,6 +199,13 @@ class HyperBandScheduler(MetricScheduler):
         cur.live[trial.trial_id] = None
         cur.trials.append(trial.trial_id)
         self._trial_bracket[trial.trial_id] = cur
+
+    def _next_s(self, brackets: int) -> int:
+        """The ``s`` of a band's next bracket, after ``brackets`` of them: the smallest first."""
+        return brackets
+
+    def _unpause_trial(self, tune_controller: SchedulerController, tid: str) -> None:
+        """A halving promoted ``tid``, paused (or pausing): Ray's hook, which does nothing here."""
 
     def on_trial_result(
         self, tune_controller: SchedulerController, trial: TrialSnapshot, result: dict[str, Any]
@@ -277,6 +284,7 @@ class HyperBandScheduler(MetricScheduler):
                 if tid == current:
                     action = Decision.CONTINUE
                 elif status.get(tid) is not TrialStatus.PENDING:
+                    self._unpause_trial(tune_controller, tid)
                     b.to_unpause.add(tid)
             elif b.finished() and b.stop_last_trials and stop(tid):
                 action = Decision.STOP

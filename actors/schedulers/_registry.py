@@ -15,8 +15,6 @@ RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stop
                        "hyperband", "hb_bohb", "pbt", "pbt_replay", "pb2", "resource_changing")
 # names audition does not offer -> what Ray builds, and what to use instead
 _NOT_OFFERED = {
-    "hb_bohb": ("HyperBandForBOHB", "it works only with TuneBOHB, which audition does not offer; use "
-                "create_scheduler('hyperband') or HyperBandScheduler"),
     "resource_changing": ("ResourceChangingScheduler", "a trial's resources are fixed when it is placed; use "
                           "with_resources(trainable, {'cpu': N})"),
 }
@@ -27,6 +25,7 @@ def _table() -> dict[str, Callable[[], Any]]:
         PB2,
         AsyncHyperBandScheduler,
         FIFOScheduler,
+        HyperBandForBOHB,
         HyperBandScheduler,
         MedianStoppingRule,
         PopulationBasedTraining,
@@ -36,13 +35,13 @@ def _table() -> dict[str, Callable[[], Any]]:
     return {"fifo": lambda: FIFOScheduler, "async_hyperband": lambda: AsyncHyperBandScheduler,
             "asynchyperband": lambda: AsyncHyperBandScheduler, "median_stopping_rule": lambda: MedianStoppingRule,
             "medianstopping": lambda: MedianStoppingRule, "hyperband": lambda: HyperBandScheduler,
-            "pbt": lambda: PopulationBasedTraining, "pbt_replay": lambda: PopulationBasedTrainingReplay,
-            "pb2": lambda: PB2}
+            "hb_bohb": lambda: HyperBandForBOHB, "pbt": lambda: PopulationBasedTraining,
+            "pbt_replay": lambda: PopulationBasedTrainingReplay, "pb2": lambda: PB2}
 
 
 def create_scheduler(scheduler: str, **kwargs: Any) -> Any:
     """Ray Tune's ``create_scheduler``: the scheduler Ray's ``name`` stands for (``"fifo"``,
-    ``"async_hyperband"``, ``"median_stopping_rule"``, ``"hyperband"``, ``"pbt"``, ``"pbt_replay"``, ...,
+    ``"async_hyperband"``, ``"median_stopping_rule"``, ``"hyperband"``, ``"hb_bohb"``, ``"pbt"``, ``"pbt_replay"``, ...,
     any case), built from the ``kwargs`` its class takes."""
     return build_by_name("create_scheduler", "scheduler", scheduler, _table(), RAY_SCHEDULER_NAMES, _NOT_OFFERED,
                          kwargs)

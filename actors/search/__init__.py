@@ -4,12 +4,14 @@ Importing this package is cheap (no thespian, no optuna): trial and scheduler
 actors import it to resolve configs.  Optuna is loaded only when an
 :class:`OptunaSearch` is created,
 HyperOpt only when a :class:`HyperOptSearch` is, bayes_opt when a :class:`BayesOptSearch` is, zoopt when a
-:class:`ZOOptSearch` is, nevergrad when a :class:`NevergradSearch` is.
+:class:`ZOOptSearch` is, nevergrad when a :class:`NevergradSearch` is, hpbandster and ConfigSpace when a
+:class:`TuneBOHB` is.
 """
 
 from __future__ import annotations
 
 from actors.search._bayesopt import BayesOptSearch
+from actors.search._bohb import TuneBOHB
 from actors.search._constructors import (
     choice,
     grid_search,
@@ -55,6 +57,7 @@ __all__ = [
     "Searcher",
     "SearcherSignal",
     "Spec",
+    "TuneBOHB",
     "ZOOptSearch",
     "NevergradSearch",
     "choice",

@@ -18,9 +18,9 @@ RAY_SEARCHER_NAMES = ("variant_generator", "random", "ax", "hyperopt", "bayesopt
                       "zoopt", "hebo")
 _PORT = ("audition does not port it; use create_searcher('optuna') (OptunaSearch) or create_searcher('hyperopt') "
          "(HyperOptSearch) or create_searcher('bayesopt') (BayesOptSearch) or create_searcher('zoopt') (ZOOptSearch) "
-         "or create_searcher('nevergrad') (NevergradSearch), or write a Searcher subclass")
-_NOT_OFFERED = {"ax": ("AxSearch", _PORT), "bohb": ("TuneBOHB", _PORT),
-                "hebo": ("HEBOSearch", _PORT)}
+         "or create_searcher('nevergrad') (NevergradSearch) or create_searcher('bohb') (TuneBOHB), or write a Searcher "
+         "subclass")
+_NOT_OFFERED = {"ax": ("AxSearch", _PORT), "hebo": ("HEBOSearch", _PORT)}
 
 
 def build_by_name(function: str, kind: str, name: Any, table: Mapping[str, Callable[[], Any]],
@@ -51,6 +51,7 @@ def build_by_name(function: str, kind: str, name: Any, table: Mapping[str, Calla
 
 def _table() -> dict[str, Callable[[], Any]]:
     from actors.search._bayesopt import BayesOptSearch
+    from actors.search._bohb import TuneBOHB
     from actors.search._hyperopt import HyperOptSearch
     from actors.search._nevergrad import NevergradSearch
     from actors.search._optuna import OptunaSearch
@@ -59,13 +60,15 @@ def _table() -> dict[str, Callable[[], Any]]:
 
     return {"variant_generator": lambda: BasicVariantGenerator, "random": lambda: BasicVariantGenerator,
             "optuna": lambda: OptunaSearch, "hyperopt": lambda: HyperOptSearch,
-            "bayesopt": lambda: BayesOptSearch, "zoopt": lambda: ZOOptSearch, "nevergrad": lambda: NevergradSearch}
+            "bayesopt": lambda: BayesOptSearch, "zoopt": lambda: ZOOptSearch, "nevergrad": lambda: NevergradSearch,
+            "bohb": lambda: TuneBOHB}
 
 
 def create_searcher(search_alg: str, **kwargs: Any) -> Any:
     """Ray Tune's ``create_searcher``: the searcher Ray's name stands for (``"variant_generator"`` and
     ``"random"``: ``BasicVariantGenerator``; ``"optuna"``: ``OptunaSearch``; ``"hyperopt"``: ``HyperOptSearch``;
-    ``"bayesopt"``: ``BayesOptSearch``; ``"zoopt"``: ``ZOOptSearch``; ``"nevergrad"``: ``NevergradSearch``; any
+    ``"bayesopt"``: ``BayesOptSearch``; ``"zoopt"``: ``ZOOptSearch``; ``"nevergrad"``: ``NevergradSearch``; ``"bohb"``:
+    ``TuneBOHB``; any
     case), built from the ``kwargs`` its
     class takes."""
     return build_by_name("create_searcher", "search_alg", search_alg, _table(), RAY_SEARCHER_NAMES, _NOT_OFFERED,

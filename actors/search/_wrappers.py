@@ -130,6 +130,14 @@ class ConcurrencyLimiter(_Wrapper):
         """Passed to the searcher inside, as Ray's ``ConcurrencyLimiter`` does (a ``Repeater`` does not)."""
         self.searcher.add_evaluated_point(parameters, value, error, pruned, intermediate_values)
 
+    def on_pause(self, trial_id: str) -> None:
+        """Passed to the searcher inside, as Ray's (HyperBandForBOHB tells TuneBOHB of its pauses)."""
+        self.searcher.on_pause(trial_id)  # type: ignore[attr-defined]
+
+    def on_unpause(self, trial_id: str) -> None:
+        """Passed to the searcher inside, as Ray's."""
+        self.searcher.on_unpause(trial_id)  # type: ignore[attr-defined]
+
     @ray_save
     def save(self) -> dict[str, Any]:
         return {
@@ -282,6 +290,17 @@ class ConstantsMerged(_Wrapper):
         super().__init__(_check_searcher("ConstantsMerged", searcher))
         self.constants = copy.deepcopy(constants)
         self._warned: set[str] = set()
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """The searcher inside answers (a ``ConcurrencyLimiter`` outside then leaves the limit to it, as Ray's)."""
+        return self.searcher.set_max_concurrency(max_concurrent)
+
+    def on_pause(self, trial_id: str) -> None:
+        """Passed to the searcher inside (HyperBandForBOHB tells TuneBOHB of its pauses)."""
+        self.searcher.on_pause(trial_id)  # type: ignore[attr-defined]
+
+    def on_unpause(self, trial_id: str) -> None:
+        self.searcher.on_unpause(trial_id)  # type: ignore[attr-defined]
 
     def suggest(self, trial_id: str) -> Suggestion:
         suggestion = self.searcher.suggest(trial_id)
