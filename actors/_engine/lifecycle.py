@@ -223,8 +223,8 @@ class TrialTable:
             if rec.status is TrialStatus.PAUSED:
                 self._transition(rec, TrialStatus.PENDING)
             return []
-        if kind is ActionKind.LOG_POLICY:  # a record to write (the core does), no request of the trial's run
-            return []
+        if kind in (ActionKind.LOG_POLICY, ActionKind.SEARCHER):
+            return []  # a record to write, a call of the search algorithm (the core makes both): no request of the run
         decision = Decision.STOP if kind is ActionKind.STOP else Decision.PAUSE
         if rec.status is TrialStatus.RUNNING:
             return self._merge_running(rec, decision, action.should_checkpoint)
