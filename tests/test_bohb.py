@@ -223,3 +223,57 @@ def test_a_searcher_that_limits_itself_is_left_to_it(storage_dir: str, no_leaks:
 
     limiter = ConcurrencyLimiter(ConstantsMerged(Own(), {"k": 1}), max_concurrent=2)
     assert limiter._limit is False and limiter.searcher.searcher.limit == 2
+
+
+class _CtrlCAt(tune.Callback):
+    """Ctrl-C at the n-th result the driver sees."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen = n, 0
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        self.seen += 1
+        if self.seen == self.n:
+            raise KeyboardInterrupt
+
+
+def _interrupted_then_restored(storage: str, n: int) -> list[dict[str, Any]]:
+    curve, metric, _, space, searcher, scheduler, samples, _ = _case("dict")
+
+    def train(config: dict[str, Any]) -> None:
+        for i in range(1, 40):
+            tune.report({metric: curve(config, i)})
+
+    np.random.seed(0)
+    with pytest.raises(KeyboardInterrupt):
+        tune.Tuner(train, param_space=space,
+                   tune_config=tune.TuneConfig(metric=metric, mode="min", search_alg=searcher, scheduler=scheduler,
+                                               num_samples=samples, max_concurrent_trials=1),
+                   run_config=tune.RunConfig(storage=storage, name="cut", verbose=0, system="simple",
+                                             callbacks=[_CtrlCAt(n)])).fit()
+    grid = tune.Tuner.restore(os.path.join(storage, "cut"), train, resume_unfinished=True).fit()
+    return [{"config": plain(r.config), "iterations": list(r.metrics_dataframe.get("training_iteration", [])),
+             "last": float(f"{r.metrics[metric]:.6g}") if metric in r.metrics else None,
+             "error": r.error is not None} for r in grid]
+
+
+@pytest.mark.parametrize("n", [9, 12])
+def test_a_bohb_run_stopped_and_restored_ends_as_rays_uninterrupted_run(n: int, storage_dir: str,
+                                                                        no_leaks: None) -> None:
+    """Ctrl-C while trials wait paused at their milestones (the 9th result: the bracket's last trial; the 12th:
+    promoted trials resumed), then ``Tuner.restore``: the searcher's model and the brackets come back, and the
+    experiment ends with Ray's configs and values."""
+    expected = [{**t, "iterations": _rewound(t["iterations"])} for t in _ray("dict")["trials"]]
+    assert _interrupted_then_restored(storage_dir, n) == expected
+
+
+def test_a_paused_trial_keeps_its_results_through_a_restore(storage_dir: str, no_leaks: None) -> None:
+    """Ctrl-C at the 3rd result: trials 0 and 1 wait paused at milestone 1 with no checkpoint. Restored, the
+    halving stops trial 0 before it runs again; it ends with its result, as in the run never stopped. Before,
+    the restore dropped every row past a paused trial's checkpoint (here all of them), so trial 0 ended with
+    no result at all. (The trial running at the Ctrl-C redoes its result, which the searcher hears again, as
+    in Ray, so the later model-based configurations differ from the uninterrupted run's.)"""
+    got = _interrupted_then_restored(storage_dir, 3)
+    ray = _ray("dict")["trials"]
+    assert got[:7] == [{**t, "iterations": _rewound(t["iterations"])} for t in ray[:7]]
+    assert all(t["iterations"] for t in got)

@@ -115,10 +115,17 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
                    and (ck.get("metrics") or {}).get("trial_id", tid) != tid
                    and int(row.get("saved_logged_iteration") or upto) <= upto
                    and int(row["last_result"].get("training_iteration", 0)) > upto)
+    exploited = any(isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ())
+    if row["restore"] == RestoreMark.RESUME and row["status"] == "PAUSED" and not empty_clone and not exploited:
+        # a paused trial keeps the rows the saved state had logged: the restored scheduler and searcher saw them,
+        # and a trial its scheduler stops before it runs again (HyperBand's halving) ends with them, as in a run
+        # not interrupted; the rows past its checkpoint are dropped when it starts again (TrialTable.start)
+        upto = max(upto, min(int(row.get("saved_logged_iteration") or 0),
+                             int(row["last_result"].get("training_iteration", 0))))
     writer.truncate(upto, lineage_only=empty_clone)
     if row["restore"] == RestoreMark.RESUME:
-        # the history now ends where the trial continues from, and so does its last result until it
-        # reports again (a trial stopped before that, by its scheduler or another abort, keeps it)
+        # the history now ends where the trial continues from (a paused one: where the state left it), and so
+        # does its last result until it reports again (a trial stopped before that keeps it)
         history = writer.json.rows()
         row["last_result"] = history[-1] if history else {}
     writer.close()

@@ -84,13 +84,7 @@ class HyperBandForBOHB(HyperBandScheduler):
             tid in b.to_unpause or b.continue_trial(tid)))
 
     def _pick(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
-        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
-        self._status.update((tid, snap.status) for tid, snap in snaps.items())
-        # (a trial that ended while its end was not told: see HyperBandScheduler.choose_trial_to_run)
-        ended = [snaps[t] for band in self._bands for b in band if b is not None for t in b.live
-                 if t in snaps and snaps[t].status.is_finished]
-        for gone in ended:
-            self.on_trial_remove(tune_controller, gone)
+        snaps = self._current_snapshots(tune_controller)
         for band in self._bands:
             for b in band:
                 if b is None:

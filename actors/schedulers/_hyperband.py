@@ -335,14 +335,7 @@ class HyperBandScheduler(MetricScheduler):
     def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """Band by band, the least complete bracket first: a pending trial, or a paused one
         that a halving promoted (or that is not parked at a milestone)."""
-        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
-        self._status.update((tid, snap.status) for tid, snap in snaps.items())
-        # a trial that ended while this scheduler's hook for it failed (the run aborted, then was
-        # restored from a state saved without that end) would hold its bracket's halving forever
-        ended = [snaps[t] for band in self._bands for b in band if b is not None for t in b.live
-                 if t in snaps and snaps[t].status.is_finished]
-        for gone in ended:
-            self.on_trial_remove(tune_controller, gone)
+        snaps = self._current_snapshots(tune_controller)
         for band in self._bands:
             for b in sorted((b for b in band if b is not None), key=_Bracket.completion):
                 for tid in b.live:
@@ -355,6 +348,18 @@ class HyperBandScheduler(MetricScheduler):
                             tid in b.to_unpause or b.continue_trial(tid))):
                         return snap
         return None
+
+    def _current_snapshots(self, tune_controller: SchedulerController) -> dict[str, TrialSnapshot]:
+        """Every trial's snapshot by id, after taking out of its bracket a trial that ended while this
+        scheduler's hook for it failed (the run aborted, then was restored from a state saved without that
+        end): it would hold its bracket's halving forever."""
+        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
+        self._status.update((tid, snap.status) for tid, snap in snaps.items())
+        ended = [snaps[t] for band in self._bands for b in band if b is not None for t in b.live
+                 if t in snaps and snaps[t].status.is_finished]
+        for gone in ended:
+            self.on_trial_remove(tune_controller, gone)
+        return snaps
 
     def debug_string(self) -> str:
         """Ray's: the trials halvings stopped, then each round's brackets: size, milestone, progress and
