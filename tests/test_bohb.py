@@ -277,3 +277,42 @@ def test_a_paused_trial_keeps_its_results_through_a_restore(storage_dir: str, no
     ray = _ray("dict")["trials"]
     assert got[:7] == [{**t, "iterations": _rewound(t["iterations"])} for t in ray[:7]]
     assert all(t["iterations"] for t in got)
+
+
+def test_the_schedulers_said_to_leave_results_as_they_are_do() -> None:
+    """``_leaves_results`` spares the result copy per hook call (SchedulerHost.watch_results); checked here with
+    the watch forced on: 3 trials x 9 results each, no reply carries a changed result. HyperBandForBOHB, which
+    declares nothing, is watched, and a user's subclass of a declaring class is too."""
+    from actors.schedulers import (
+        PB2,
+        ASHAScheduler,
+        HyperBandScheduler,
+        MedianStoppingRule,
+        PopulationBasedTraining,
+    )
+
+    for sched in (ASHAScheduler(max_t=9, grace_period=1), HyperBandScheduler(max_t=9),
+                  MedianStoppingRule(time_attr="training_iteration", grace_period=1, min_samples_required=1),
+                  PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=2,
+                                          hyperparam_mutations={"x": [1.0, 2.0]}),
+                  PB2(time_attr="training_iteration", perturbation_interval=2, hyperparam_bounds={"x": [0.0, 3.0]})):
+        assert type(sched).__dict__["_leaves_results"] is True
+        host = SchedulerHost(sched, "loss", "min")
+        assert not host.watch_results
+        host.watch_results = True
+        seq = 0
+        for tid in "abc":
+            seq += 1
+            host.handle(SchedulerCall(seq, HookKind.ADD, tid, (), (_snap(tid, TrialStatus.PENDING),)))
+        for i in range(1, 10):
+            for j, tid in enumerate("abc"):
+                seq += 1
+                reply = host.handle(SchedulerCall(seq, HookKind.RESULT, tid, (
+                    {"loss": 1.0 / i + j, "training_iteration": i, "time_total_s": float(i)},), (_snap(tid),)))
+                assert reply.notes == (), (type(sched).__name__, reply.notes)
+    assert SchedulerHost(HyperBandForBOHB(max_t=9), "loss", "min").watch_results
+
+    class Mine(ASHAScheduler):
+        pass
+
+    assert SchedulerHost(Mine(max_t=9), "loss", "min").watch_results

@@ -153,6 +153,9 @@ class SchedulerHost:
         if search_properties:  # (an experiment's driver did, on the object this is a copy of: Ray calls it once)
             scheduler.set_search_properties(metric, mode)
         self.horizon_attr = horizon_attr(scheduler)
+        # whether a hook's changes to its result dict are looked for (for the search algorithm): not for a
+        # class of audition's that declares it leaves results as they are (its own body; a subclass is watched)
+        self.watch_results = not type(scheduler).__dict__.get("_leaves_results", False)
         if state is not None:
             saved = legacy_loads(state)
             scheduler.restore(saved["scheduler"])
@@ -175,15 +178,18 @@ class SchedulerHost:
         if call.kind is HookKind.RESULT:
             assert trial is not None
             tid = trial.trial_id
-            noted: list[dict[str, Any] | None] = []
+            noted: list[dict[str, Any] | None] | None = [] if self.watch_results else None
             for result in call.results:
                 # as Ray 2.60: during the hook trial.last_result is still the previous result (recorded)
                 ctl.trials[tid] = _with_last(trial, before_result(
                     result, self.seen.get(tid, {}), trial.run_start, tid, trial.config, self.saved.get(tid)))
                 flat = flatten(result)  # as Ray Tune: "val/loss" keys
-                before = flat.copy()
-                d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
-                noted.append(None if _same(flat, before) else flat)
+                if noted is None:
+                    d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
+                else:
+                    before = flat.copy()
+                    d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
+                    noted.append(None if _same(flat, before) else flat)
                 decision = merge(decision, as_decision(d))
                 new = tagged(result, trial.experiment_tag)
                 trial = ctl.trials[tid] = _with_last(trial, new if new is not result else dict(result))
@@ -193,7 +199,7 @@ class SchedulerHost:
             if decision is Decision.PAUSE:
                 ctl.actions = _pause_saves(ctl.actions, trial.trial_id)
             horizon = self._horizon(trial)
-            if any(n is not None for n in noted):
+            if noted and any(n is not None for n in noted):
                 notes = tuple(noted)
         elif call.kind is HookKind.ADD:
             assert trial is not None

@@ -46,6 +46,8 @@ class AsyncHyperBandScheduler(MetricScheduler):
             recorded) as Ray's scheduler does, instead of stopping the experiment with an error.
     """
 
+    _leaves_results = True  # its on_trial_result never changes the result (SchedulerHost.watch_results)
+
     _FORMER_NAMES = ("ASHAScheduler",)  # the class's name before 2026-12-05: saved states say it
 
     _PARAMS: ClassVar[tuple[str, ...]] = (

@@ -102,6 +102,8 @@ class HyperBandScheduler(MetricScheduler):
         stop_last_trials: stop trials at ``max_t`` (else they run until they end).
     """
 
+    _leaves_results = True  # its on_trial_result never changes the result (SchedulerHost.watch_results)
+
     _PARAMS: ClassVar[tuple[str, ...]] = ("time_attr", "max_t", "reduction_factor", "stop_last_trials")
     _STATE: ClassVar[tuple[str, ...]] = ("_bands", "_current", "_trial_bracket", "_stopped", "_gone", "_num_stopped",
                                          "_status")

@@ -39,6 +39,8 @@ class MedianStoppingRule(MetricScheduler):
             kept) as Ray's rule does, instead of stopping the experiment with an error.
     """
 
+    _leaves_results = True  # its on_trial_result never changes the result (SchedulerHost.watch_results)
+
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "time_attr", "grace_period", "min_samples_required", "min_time_slice", "hard_stop", "skip_missing",
     )

@@ -67,6 +67,8 @@ class PB2(PopulationBasedTraining):
     """Ray Tune's ``PB2``: ``hyperparam_bounds`` maps each searched key to ``[low, high]`` (nested dicts
     allowed); the rest is PBT's (``seed`` and ``wait_for_checkpoint`` are audition's, see PBT)."""
 
+    _leaves_results = True  # its on_trial_result never changes the result (SchedulerHost.watch_results)
+
     _STATE: ClassVar[tuple[str, ...]] = (*PopulationBasedTraining._STATE, "_rows", "_last_exploration_time",
                                          "_running", "_np_rng")
 

@@ -63,6 +63,8 @@ class _Member:
 class PopulationBasedTraining(MetricScheduler):
     """PBT with Ray Tune's parameters; see the module docstring for the protocol."""
 
+    _leaves_results = True  # its on_trial_result never changes the result (SchedulerHost.watch_results)
+
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "time_attr", "perturbation_interval", "burn_in_period", "quantile_fraction",
         "resample_probability", "perturbation_factors", "log_config", "require_attrs", "synch",
