@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any
 
 import pytest
 
 pytest.importorskip("hpbandster")
 pytest.importorskip("ConfigSpace")
 
-from actors import RunConfig, TuneConfig  # noqa: E402
-from actors._driver.config import CheckpointConfig, FailureConfig  # noqa: E402
-from actors.schedulers.hb_bohb import HyperBandForBOHB  # noqa: E402
-from actors.search.bohb import TuneBOHB  # noqa: E402
-from actors.testing import simulate  # noqa: E402
-from actors.testing.invariants import restore_violations, violations  # noqa: E402
-from tests._sim_scenarios import ABORTING, FAULTS, SPACE, curve, draw_faults  # noqa: E402
+from actors import RunConfig, TuneConfig
+from actors._driver.config import CheckpointConfig, FailureConfig
+from actors.schedulers.hb_bohb import HyperBandForBOHB
+from actors.search.bohb import TuneBOHB
+from actors.testing import simulate
+from actors.testing.invariants import restore_violations, violations
+from tests._sim_scenarios import ABORTING, FAULTS, SPACE, curve, draw_faults
 
 SEEDS = 72  # eight per fault kind
 
