@@ -13,6 +13,7 @@ from typing import Any
 from actors._driver.config import TuneConfig, public_spec, samples
 from actors._driver.errors import ConfigError
 from actors.search import BasicVariantGenerator, Searcher
+from actors.search._searcher import innermost
 from actors.search._wrappers import ConcurrencyLimiter, ConstantsMerged
 
 log = logging.getLogger("audition")
@@ -154,12 +155,6 @@ def with_filled_keys(searched: Any, searcher: Any, param_space: dict[str, Any] |
     return TagPaths(searched, (), keys)
 
 
-def _innermost(searcher: Any) -> Any:
-    while hasattr(searcher, "searcher"):
-        searcher = searcher.searcher
-    return searcher
-
-
 def capture_driver_stream(searcher: Any) -> None:
     """At ``fit()``: the generator (or a searcher that draws from numpy's global stream, as ZOOpt's does)
     takes numpy's global state from the driver (``numpy.random.seed`` in the script), since it draws in the
@@ -168,7 +163,7 @@ def capture_driver_stream(searcher: Any) -> None:
     if generator is not None:
         generator.capture_driver_stream()
         return
-    inner = _innermost(searcher)
+    inner = innermost(searcher)
     if callable(getattr(inner, "capture_driver_stream", None)):
         inner.capture_driver_stream()
 
@@ -206,7 +201,7 @@ def hand_back_driver_stream(searcher: Any, saved: Any, *, streams: bool) -> None
     if not streams:
         return
     if _default_generator(searcher) is None:  # a searcher that drew from numpy's stream taken at fit(): it goes on
-        handed = getattr(_innermost(searcher), "driver_stream", None)
+        handed = getattr(innermost(searcher), "driver_stream", None)
         np = numpy_or_none()
         state = handed() if callable(handed) else None
         if state is not None and np is not None:

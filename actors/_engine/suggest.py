@@ -21,7 +21,7 @@ from actors._engine.spec import ExperimentSpec
 from actors._engine.store import SearchProgress
 from actors._engine.trial import TrialStatus, tag_of
 from actors._engine.verdicts import searcher_failed
-from actors.search._searcher import Searcher
+from actors.search._searcher import Searcher, innermost
 from actors.search._variant import pending_trials_wanted
 
 
@@ -118,27 +118,14 @@ class TrialSource:
 
     def call(self, method: str, args: tuple[Any, ...]) -> str | None:
         """A scheduler's call of the search algorithm's ``method`` (Ray's ``search_alg.searcher.<method>``):
-        None, or the message that ends the run (no such method, or it raised)."""
-        searcher = self.spec.searcher  # (the wrappers forward: ConcurrencyLimiter, as Ray's, and the Tuner's)
-        if not callable(getattr(searcher, method, None)) or not callable(getattr(self._innermost(), method, None)):
-            what = type(self._innermost()).__name__
-            return (f"the scheduler called the search algorithm's {method}(), which {what} does not have (Ray Tune "
-                    "raises AttributeError there too); give the Tuner a search algorithm that has it (HyperBandForBOHB "
-                    "needs TuneConfig(search_alg=TuneBOHB(...)))")
-        return self.ask_of(searcher, method, *args)
-
-    def _innermost(self) -> Any:
-        searcher = self.spec.searcher
-        while searcher is not None and hasattr(searcher, "searcher"):
-            searcher = searcher.searcher
-        return searcher
-
-    def ask_of(self, searcher: Any, hook: str, *args: Any) -> str | None:
-        try:
-            getattr(searcher, hook)(*args)
-        except Exception as exc:
-            return searcher_failed(self.spec.searcher, hook, exc)
-        return None
+        None, or the message that ends the run (no such method, or it raised). The wrappers forward it
+        (``ConcurrencyLimiter``, as Ray's, and the Tuner's own); the algorithm inside must have it."""
+        inner = innermost(self.spec.searcher)
+        if not callable(getattr(self.spec.searcher, method, None)) or not callable(getattr(inner, method, None)):
+            return (f"the scheduler called the search algorithm's {method}(), which {type(inner).__name__} does "
+                    "not have (Ray Tune raises AttributeError there too); give the Tuner a search algorithm that "
+                    "has it (HyperBandForBOHB needs TuneConfig(search_alg=TuneBOHB(...)))")
+        return self.ask(method, *args)[1]
 
     def draw(self, table: TrialTable, room: int, trial_prefix: str) -> Drawn | None:
         """Add the next trial to ``table`` if one is wanted now (``room`` trials could start); None

@@ -18,6 +18,7 @@ from typing import Any
 
 from actors._engine.marks import MarkKind
 from actors._engine.store import RestoreMark
+from actors._engine.trial import TrialStatus
 from actors._shell.experiment_state import TRIAL_DIRS_NAMED
 
 log = logging.getLogger("audition")
@@ -115,8 +116,8 @@ def _prepare_trial(ctx: Any, layout: Any, row: dict[str, Any]) -> list[Any]:
                    and (ck.get("metrics") or {}).get("trial_id", tid) != tid
                    and int(row.get("saved_logged_iteration") or upto) <= upto
                    and int(row["last_result"].get("training_iteration", 0)) > upto)
-    exploited = any(isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ())
-    if row["restore"] == RestoreMark.RESUME and row["status"] == "PAUSED" and not empty_clone and not exploited:
+    if (row["restore"] == RestoreMark.RESUME and row["status"] == TrialStatus.PAUSED.value and not empty_clone
+            and not _exploited(row)):
         # a paused trial keeps the rows the saved state had logged: the restored scheduler and searcher saw them,
         # and a trial its scheduler stops before it runs again (HyperBand's halving) ends with them, as in a run
         # not interrupted; the rows past its checkpoint are dropped when it starts again (TrialTable.start)
@@ -137,8 +138,12 @@ def _history_reach(ctx: Any, layout: Any, row: dict[str, Any]) -> tuple[int, lis
     """``lineage_reach`` of the trial's history in storage (cloned: its saved marks hold an exploit)."""
     from storage import read_results
 
-    return lineage_reach(read_results(ctx, layout, row["trial_id"]), cloned=any(
-        isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ()))
+    return lineage_reach(read_results(ctx, layout, row["trial_id"]), cloned=_exploited(row))
+
+
+def _exploited(row: dict[str, Any]) -> bool:
+    """Whether the row's saved marks hold a PBT exploit (its history then mixes lineages)."""
+    return any(isinstance(m, dict) and m.get("kind") == MarkKind.EXPLOIT.value for m in row.get("marks") or ())
 
 
 def _known_reached(ctx: Any, layout: Any, row: dict[str, Any], max_index: int, reach: int) -> int:

@@ -17,7 +17,7 @@ from actors._engine.reducer import Decision
 from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.schedulers._base import SchedulerController
 from actors.schedulers._common import Mode
-from actors.schedulers._hyperband import HyperBandScheduler, _Bracket
+from actors.schedulers._hyperband import HyperBandScheduler
 
 
 class HyperBandForBOHB(HyperBandScheduler):
@@ -61,30 +61,20 @@ class HyperBandForBOHB(HyperBandScheduler):
     def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """Band by band, bracket by bracket in their order: a pending trial or a promoted paused one; when
         nothing runs, a bracket whose live trials all wait is halved first (Ray's)."""
-        pick = self._pick(tune_controller)
-        if pick is not None:
+        snaps = self._current_snapshots(tune_controller)
+        pick = self._pick(snaps)
+        if pick is not None or any(s.status is TrialStatus.RUNNING for s in snaps.values()):
             return pick
-        snaps = {s.trial_id: s for s in tune_controller.get_trials()}
-        if any(s.status is TrialStatus.RUNNING for s in snaps.values()):
-            return None
         for band in self._bands:
             for b in band:
                 if b is None or not any(snaps[t].status is TrialStatus.PAUSED for t in b.live if t in snaps):
                     continue
                 self._process(tune_controller, b, current=None)
                 if any(self._runnable(b, t, snaps) for t in b.live if t in snaps):
-                    return self._pick(tune_controller)
+                    return self._pick(snaps)
         return None
 
-    def _runnable(self, b: _Bracket, tid: str, snaps: dict[str, TrialSnapshot]) -> bool:
-        # (a paused trial short of its milestone, paused by the engine when a run is restored, runs too:
-        # Ray has no such trial, as in HyperBandScheduler.choose_trial_to_run)
-        status = snaps[tid].status
-        return status is TrialStatus.PENDING or (status is TrialStatus.PAUSED and (
-            tid in b.to_unpause or b.continue_trial(tid)))
-
-    def _pick(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
-        snaps = self._current_snapshots(tune_controller)
+    def _pick(self, snaps: dict[str, TrialSnapshot]) -> TrialSnapshot | None:
         for band in self._bands:
             for b in band:
                 if b is None:

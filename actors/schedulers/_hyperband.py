@@ -341,15 +341,16 @@ class HyperBandScheduler(MetricScheduler):
         for band in self._bands:
             for b in sorted((b for b in band if b is not None), key=_Bracket.completion):
                 for tid in b.live:
-                    snap = snaps.get(tid)
-                    if snap is None:
-                        continue
-                    # a paused trial short of its milestone (paused by the engine, e.g. running when
-                    # the driver died and restored paused) is never parked: Ray has no such trial
-                    if snap.status is TrialStatus.PENDING or (snap.status is TrialStatus.PAUSED and (
-                            tid in b.to_unpause or b.continue_trial(tid))):
-                        return snap
+                    if tid in snaps and self._runnable(b, tid, snaps):
+                        return snaps[tid]
         return None
+
+    def _runnable(self, b: _Bracket, tid: str, snaps: dict[str, TrialSnapshot]) -> bool:
+        """Pending, or paused and promoted by a halving. A paused trial short of its milestone (paused by the
+        engine, e.g. running when the driver died and restored paused) is never parked: Ray has no such trial."""
+        status = snaps[tid].status
+        return status is TrialStatus.PENDING or (status is TrialStatus.PAUSED and (
+            tid in b.to_unpause or b.continue_trial(tid)))
 
     def _current_snapshots(self, tune_controller: SchedulerController) -> dict[str, TrialSnapshot]:
         """Every trial's snapshot by id, after taking out of its bracket a trial that ended while this

@@ -107,7 +107,6 @@ class TuneBOHB(Searcher):
         self.paused: set[str] = set()
         self._max_concurrent = max_concurrent
         self._points = copy.deepcopy(points_to_evaluate)
-        self._metric_op = 1.0
         self.bohber: Any = None
         self._stream = DriverStream()  # numpy's global stream, as the driver's was at fit()
         if self._space:
@@ -134,7 +133,6 @@ class TuneBOHB(Searcher):
         _, bohb = import_bohb()
         if self._metric is None and self._mode:
             self._metric = "_metric"  # (Ray's anonymous metric)
-        self._metric_op = -1.0 if self._mode == "max" else 1.0
         if self._seed is not None:
             self._space.seed(self._seed)
         self.running, self.paused = set(), set()
@@ -175,7 +173,8 @@ class TuneBOHB(Searcher):
             if self._metric not in result:
                 raise RuntimeError(f"TuneBOHB: a result has no {self._metric!r}; report it from the trainable, or "
                                    "give the searcher the metric it reports")
-            job = _Job(self._metric_op * result[self._metric], result["hyperband_info"]["budget"],
+            sign = -1.0 if self._mode == "max" else 1.0  # (hpbandster minimises its loss)
+            job = _Job(sign * result[self._metric], result["hyperband_info"]["budget"],
                        self.trial_to_params[trial_id])
             with self._stream.use():
                 self.bohber.new_result(job)
@@ -211,7 +210,6 @@ class TuneBOHB(Searcher):
         self.running, self.paused, self._points = set(p["running"]), set(p["paused"]), p["points"]
         self._max_concurrent, self._seed, self._bohb_config = p["max_concurrent"], p["seed"], p["bohb_config"]
         self._stream.state = p["np_state"]
-        self._metric_op = -1.0 if self._mode == "max" else 1.0
 
 
 __all__ = ["TuneBOHB", "convert_space"]

@@ -290,3 +290,10 @@ def check_state(owner: str, state: Any, kind: str) -> dict[str, Any]:
             f"{owner}.restore(): state was saved by {found!r}, not {kind!r}; pass that searcher's save()"
         )
     return state
+
+
+def innermost(searcher: Any) -> Any:
+    """The search algorithm inside its wrappers (``ConcurrencyLimiter``, ``Repeater``, the Tuner's own)."""
+    while hasattr(searcher, "searcher"):
+        searcher = searcher.searcher
+    return searcher
