@@ -20,6 +20,7 @@ from __future__ import annotations
 import hmac
 import os
 import threading
+from typing import Any
 
 from actors._cluster import auth_reader
 from actors._cluster.auth_codec import AuthError, ByteBudget, FrameAuth
@@ -50,6 +51,10 @@ def enable_authentication(key: bytes, *, clock_skew_s: float = 60.0, max_frame_b
                           f"({max_frame_bytes}), or no frame of the largest size could ever be received")
     auth = FrameAuth(key, max_age_s=DEFAULT_MAX_TRANSMIT_PERIOD.total_seconds() + clock_skew_s,
                      max_skew_s=clock_skew_s)
+    _install(auth, max_frame_bytes, max_buffered_bytes)
+
+
+def _install(auth: FrameAuth, max_frame_bytes: int, max_buffered_bytes: int) -> None:
     with _install_lock:
         current = auth_reader.installed()
         if current is not None:
@@ -78,6 +83,25 @@ def enable_from_environment() -> bool:
     return True
 
 
+def authentication_settings() -> dict[str, Any] | None:
+    """This process's authentication, for a process it starts afresh (the actor system's own interpreter,
+    ``actors._driver.fresh_system``): the derived MAC key and the limits, never the key. None: not enabled."""
+    state = auth_reader.installed()
+    if state is None:
+        return None
+    return {"mac_key": state.auth.mac_key.hex(), "max_age_s": state.auth.max_age_s,
+            "max_skew_s": state.auth.max_skew_s, "replay_capacity": state.auth.replay_capacity,
+            "max_frame_bytes": state.max_frame_bytes, "max_buffered_bytes": state.budget.limit}
+
+
+def enable_with_settings(settings: dict[str, Any]) -> None:
+    """Enable what ``authentication_settings`` returned in the process that started this one."""
+    auth = FrameAuth.from_mac_key(bytes.fromhex(settings["mac_key"]), max_age_s=float(settings["max_age_s"]),
+                                  max_skew_s=float(settings["max_skew_s"]),
+                                  replay_capacity=int(settings["replay_capacity"]))
+    _install(auth, int(settings["max_frame_bytes"]), int(settings["max_buffered_bytes"]))
+
+
 def authentication_enabled() -> bool:
     return auth_reader.installed() is not None
 
@@ -89,5 +113,6 @@ def current_auth() -> FrameAuth | None:
 
 
 __all__ = ["ENV_KEY", "ENV_KEY_FILE", "MIN_KEY_BYTES", "AuthError", "FrameAuth", "authentication_enabled",
+           "authentication_settings", "enable_with_settings",
            "check_key", "current_auth", "enable_authentication", "enable_from_environment", "load_cluster_key",
            "load_key_file"]

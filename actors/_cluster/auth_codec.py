@@ -68,7 +68,18 @@ class FrameAuth:
 
     def __init__(self, key: bytes, *, max_age_s: float, max_skew_s: float, replay_capacity: int = 200_000) -> None:
         check_key(key)
-        self.mac_key = hmac.digest(key, _CONTEXT, "sha256")  # domain separation from other uses of the key
+        self._setup(hmac.digest(key, _CONTEXT, "sha256"), max_age_s, max_skew_s, replay_capacity)
+
+    @classmethod
+    def from_mac_key(cls, mac_key: bytes, *, max_age_s: float, max_skew_s: float,
+                     replay_capacity: int = 200_000) -> FrameAuth:
+        """The codec another process built (``mac_key`` as derived there): for a process it starts afresh."""
+        auth = cls.__new__(cls)
+        auth._setup(mac_key, max_age_s, max_skew_s, replay_capacity)
+        return auth
+
+    def _setup(self, mac_key: bytes, max_age_s: float, max_skew_s: float, replay_capacity: int) -> None:
+        self.mac_key = mac_key  # domain separation from other uses of the key
         self._template = hmac.new(self.mac_key, digestmod=hashlib.sha256)  # copy() skips the per-call key setup
         self.max_age_s = max_age_s
         self.max_skew_s = max_skew_s

@@ -49,7 +49,10 @@ def patch_thespian(st: Installed) -> None:
 
     def serializer(self: Any, intent: Any) -> bytes:
         recipient = address_pair(getattr(intent, "targetAddr", None))  # the (IP, port) it will dial
-        return bytes(to_send((self.myAddress, intent.message), lambda obj: auth.seal(dumps(obj), recipient=recipient)))
+        # the module's pickler as it is now: audition's by-value fallback may be set after this patch (a key
+        # enabled in code before fit()); captured here, a lambda in a config was declared poison and the run hung
+        return bytes(to_send((self.myAddress, intent.message),
+                             lambda obj: auth.seal(tt.serializer.dumps(obj), recipient=recipient)))
 
     incoming_init = tt.TCPIncoming_Common.__init__
 

@@ -172,6 +172,17 @@ class ShutdownNoise(logging.Filter):
         return not (text.startswith("Pending Actor create for") and f" failed ({_SHUTTING_DOWN}):" in text)
 
 
+def prepare_client(host: str) -> None:
+    """What a process attaching to a system started elsewhere needs: the same transport and signing."""
+    _patch_transport()
+    _start_authentication(host)
+
+
+def held_interrupts() -> _Interrupts:
+    """Ctrl-C and SIGTERM held (for a start done outside ``actor_system``)."""
+    return _Interrupts()
+
+
 def _log_defs() -> dict[str, Any]:
     """Thespian's own logging: warnings and above to stderr of the admin (not the user's root logger)."""
     return {
@@ -200,7 +211,14 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
             yield asys
         finally:
             interrupts.hold(firm=True)
-            asys.shutdown()
+            try:
+                asys.shutdown()
+            finally:
+                helper = getattr(asys, "audition_helper", None)
+                if helper is not None:
+                    from actors._driver.fresh_system import end_helper
+
+                    end_helper(helper)
         interrupts.deliver()  # one that came during the shutdown still interrupts, now that all is down
 
 
@@ -211,6 +229,19 @@ ORPHAN_KILL_S = 15.0
 
 
 def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
+    from actors._driver.fresh_system import fork_unsafe_reason, start_fresh
+
+    if kind != "simple":
+        reason = fork_unsafe_reason()
+        if reason is not None:
+            log.info("%s: the actor system starts from a fresh interpreter (trials get this process's sys.path, "
+                     "environment and working directory, not its memory)", reason)
+            return start_fresh(kind, leader_resources)
+    return start_here(kind, leader_resources)
+
+
+def start_here(kind: str, leader_resources: dict[str, float] | None) -> Any:
+    """Start ``kind``'s system from this process: Thespian forks the admin, and every actor, from here."""
     from thespian.actors import ActorSystem
 
     if kind == "simple":

@@ -1,0 +1,159 @@
+"""An actor system started by a fresh interpreter, for a driver whose memory a forked process cannot use.
+
+Thespian forks the admin from the process that starts the system, and every actor descends from it.
+A driver in which TensorFlow has run (any op: its eager context and thread pools exist) gives forked
+children whose first ``tf.function`` waits forever on threads that were not copied (measured with
+TensorFlow 2.21: a ``tf.constant`` in the parent, then ``model.fit`` in the child, hangs; importing
+TensorFlow alone does not). Ray starts its workers afresh, so such a script runs there. Here, when
+:func:`fork_unsafe_reason` names a cause, a new interpreter runs the same ``_start`` the driver would
+(``serve``), the driver attaches to that admin as a client, and the trials get the driver's
+``sys.path``, environment and working directory but none of its memory, as Ray's workers do.
+
+The helper lives as long as the driver: it waits for the end of its stdin (the driver's end of the
+pipe), so a driver killed with SIGKILL leaves an orphaned admin that shuts itself down as any other
+(``actors._shell.proc.watch_owner`` watches the helper). The driver's command line follows ``--`` in
+the helper's, so ``ps`` shows which script the actor system belongs to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from actors._cluster.auth import authentication_settings, enable_with_settings
+from actors._driver.errors import ConfigError
+
+ENV = "AUDITION_START_METHOD"  # auto (the default), fork, fresh
+START_S = 60.0  # how long the helper may take to start the system (an interpreter, imports, the admin)
+
+
+def fork_unsafe_reason() -> str | None:
+    """Why this process's actor system must come from a fresh interpreter, or None (fork it, as always)."""
+    setting = os.environ.get(ENV, "auto").strip().lower()
+    if setting == "fresh":
+        return f"${ENV}=fresh"
+    if setting == "fork":
+        return None
+    if setting != "auto":
+        raise ConfigError(f"${ENV}={os.environ[ENV]!r} is not one of auto, fork, fresh: unset it for the default "
+                          "(a fresh interpreter only when this process has run TensorFlow)")
+    return _tensorflow_ran()
+
+
+def _tensorflow_ran() -> str | None:
+    if "tensorflow" not in sys.modules:  # (never imported here: nothing to ask)
+        return None
+    try:
+        from tensorflow.python.eager import context
+
+        ctx = context.context_safe()
+        if ctx is not None and getattr(ctx, "_context_handle", None) is not None:
+            return "TensorFlow has run in this process"
+    except Exception:  # another TensorFlow layout: ask nothing, fork as before
+        return None
+    return None
+
+
+def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
+    """Start ``kind``'s system in a new interpreter and attach to it; the helper is ``asys.audition_helper``."""
+    from actors._driver import system
+
+    code = "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); " \
+           "from actors._driver.fresh_system import serve; serve()"
+    request = json.dumps({"kind": kind, "leader_resources": leader_resources})
+    paths = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+    helper = subprocess.Popen([sys.executable, "-c", code, json.dumps(paths), request, "--", *sys.argv],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert helper.stdin is not None
+        # a cluster key enabled in this process (not only from the environment, which the helper inherits)
+        # goes by the pipe: a command line is readable by every user of the machine
+        helper.stdin.write(json.dumps({"auth": authentication_settings()}).encode() + b"\n")
+        helper.stdin.flush()
+        answer = _read_answer(helper)
+        if "error" in answer:
+            raise ConfigError(answer["error"])
+        host, port = answer["host"], int(answer["port"])
+        os.environ["THESPIAN_BASE_IPADDR"] = host
+        os.environ["AUDITION_BIND_ADDR"] = host
+        system.prepare_client(host)
+        from thespian.actors import ActorSystem
+
+        asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=system._log_defs(),
+                           transientUnique=True)
+    except BaseException:
+        end_helper(helper)
+        raise
+    asys.audition_admin_port = port
+    asys.audition_helper = helper
+    return asys
+
+
+def _read_answer(helper: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert helper.stdout is not None
+    deadline = time.monotonic() + START_S
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ConfigError(f"the actor system's fresh interpreter did not start it within {START_S:.0f} s; "
+                              "is the machine overloaded? Try again, or set AUDITION_START_METHOD=fork")
+        ready, _, _ = select.select([helper.stdout], [], [], left)
+        if ready:
+            line = helper.stdout.readline()
+            if not line:
+                raise ConfigError(f"the actor system's fresh interpreter exited ({helper.wait()}) before starting "
+                                  "it; its error is above")
+            return dict(json.loads(line))
+
+
+def end_helper(helper: subprocess.Popen[bytes]) -> None:
+    """Close the helper's stdin (it exits) and reap it; kill it if it does not go within 5 s."""
+    for pipe in (helper.stdin, helper.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+    try:
+        helper.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        helper.kill()
+        helper.wait()
+
+
+def serve() -> None:
+    """The helper's program: start the system as the driver would have, say where, wait for the driver's end."""
+    from actors._driver import system
+
+    request = json.loads(sys.argv[2])
+    out = sys.stdout
+    sys.stdout = sys.stderr  # (the answer line is the only thing on the pipe)
+    try:
+        settings = json.loads(sys.stdin.buffer.readline() or b"{}").get("auth")
+        if settings is not None:  # before the system starts: the admin and every actor fork with it
+            enable_with_settings(settings)
+        with system.held_interrupts():  # the admin forks with the driver's handlers, as it would from there
+            asys = system.start_here(request["kind"], request["leader_resources"])
+    except Exception as exc:
+        out.write(json.dumps({"error": f"the actor system did not start: {exc}"}) + "\n")
+        out.flush()
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle (it reaches both)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    out.write(json.dumps({"host": os.environ["THESPIAN_BASE_IPADDR"], "port": asys.audition_admin_port}) + "\n")
+    out.flush()
+    try:
+        while sys.stdin.buffer.read(65536):  # until the driver closes its end or dies
+            pass
+    except OSError:
+        pass
+    os._exit(0)  # the driver shut the system down; or it died, and the admin sees this process go
+
+
+__all__ = ["ENV", "end_helper", "fork_unsafe_reason", "serve", "start_fresh"]

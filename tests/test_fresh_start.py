@@ -1,0 +1,158 @@
+"""A driver whose memory a forked process cannot use gets an actor system started by a fresh interpreter.
+
+Thespian forks every actor from the process that starts the system; after TensorFlow has run in the
+driver, a forked trial's first ``tf.function`` waited forever (the run hung). The scripts run as real
+processes; ``processes_with`` finds the helper and every actor by the driver's command line, which the
+helper's carries after ``--``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors._driver.errors import ConfigError
+from actors._driver.fresh_system import ENV, fork_unsafe_reason
+from tests._cluster import wait_for
+from tests._driver_script import processes_with
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _run(script: str, storage: str, method: str | None, timeout: float, *args: str) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop(ENV, None)
+    if method is not None:
+        env[ENV] = method
+    try:
+        done = subprocess.run([sys.executable, script, storage, *args], env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    finally:
+        wait_for(lambda: not processes_with(script, storage), 20, "the actor system's processes to exit")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _fake_tensorflow(monkeypatch: pytest.MonkeyPatch, ran: bool) -> None:
+    context = types.ModuleType("tensorflow.python.eager.context")
+    handle = object() if ran else None
+    context.context_safe = lambda: types.SimpleNamespace(_context_handle=handle)  # type: ignore[attr-defined]
+    eager = types.ModuleType("tensorflow.python.eager")
+    eager.context = context  # type: ignore[attr-defined]
+    python = types.ModuleType("tensorflow.python")
+    python.eager = eager  # type: ignore[attr-defined]
+    tf = types.ModuleType("tensorflow")
+    tf.python = python  # type: ignore[attr-defined]
+    for name, module in [("tensorflow", tf), ("tensorflow.python", python), ("tensorflow.python.eager", eager),
+                         ("tensorflow.python.eager.context", context)]:
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_the_start_method_follows_the_setting_and_whether_tensorflow_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "fresh")
+    assert fork_unsafe_reason() == f"${ENV}=fresh"
+    _fake_tensorflow(monkeypatch, ran=True)
+    monkeypatch.setenv(ENV, "fork")
+    assert fork_unsafe_reason() is None  # (told to fork: forks, whatever ran)
+    monkeypatch.setenv(ENV, "auto")
+    assert fork_unsafe_reason() == "TensorFlow has run in this process"
+    monkeypatch.delenv(ENV)
+    assert fork_unsafe_reason() == "TensorFlow has run in this process"
+    _fake_tensorflow(monkeypatch, ran=False)  # imported, never run: forking is safe
+    assert fork_unsafe_reason() is None
+    monkeypatch.setenv(ENV, "spawn")
+    with pytest.raises(ConfigError, match=r"'spawn' is not one of auto, fork, fresh"):
+        fork_unsafe_reason()
+
+
+@pytest.mark.parametrize("method,key", [("fork", False), ("fresh", False), ("fork", True), ("fresh", True)],
+                         ids=["fork", "fresh", "fork-with-a-key-given-in-code", "fresh-with-a-key-given-in-code"])
+def test_objects_of_the_main_script_reach_the_trials_either_way(tmp_path: Path, method: str, key: bool) -> None:
+    out = _run(os.path.join(HERE, "_fresh_driver.py"), str(tmp_path / "res"), method, 120, *(["key"] * key))
+    assert out == {"errors": [], "scores": [3.0, 3.0], "iterations": [3, 3], "h": [0.5, 0.5],
+                   "callback_results": 6,
+                   # the cluster key the driver enabled in code signs the fresh system's frames too
+                   "signed": [key] * 2,
+                   # a module attribute the driver set at run time: a forked trial has it, a fresh one not (Ray's)
+                   "marked": [method == "fork"] * 2}
+
+
+def _train(config: dict[str, Any]) -> None:
+    from actors import report
+
+    report({"pid": os.getpid(), "x": config["x"]})
+
+
+def test_fit_in_a_long_lived_process_ends_its_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    from actors import RunConfig, Tuner
+    from actors.search import grid_search
+
+    monkeypatch.setenv(ENV, "fresh")
+    before = {p.pid for p in psutil.Process().children()}
+    grid = Tuner(_train, param_space={"x": grid_search([1, 2])},
+                 run_config=RunConfig(storage_path=str(tmp_path), verbose=0)).fit()
+    assert sorted(r.metrics["x"] for r in grid) == [1, 2] and not grid.errors
+    trial_pid = grid[0].metrics["pid"]
+    assert trial_pid not in [p.pid for p in psutil.Process().children(recursive=True)]  # (not forked from here)
+    assert [p.pid for p in psutil.Process().children() if p.pid not in before] == []  # the helper was reaped
+
+
+def test_ctrl_c_ends_a_fresh_system_and_fit_returns(tmp_path: Path) -> None:
+    script, storage = os.path.join(HERE, "_long_driver.py"), str(tmp_path / "res")
+    env = dict(os.environ, PYTHONPATH=ROOT, **{ENV: "fresh"})
+    proc = subprocess.Popen([sys.executable, script, storage], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(list(Path(storage).glob("long/*/result.json"))) == 2
+                 and all(p.stat().st_size for p in Path(storage).glob("long/*/result.json")), 60,
+                 "the first results of both trials")
+        family = processes_with(script, storage)  # (the driver's, the helper's and the actors' command lines)
+        assert [p.ppid() for p in family if "-c" in p.cmdline()].count(proc.pid) == 1  # the helper
+        assert len([p for p in family if "-c" in p.cmdline()]) > 3  # and the admin, the logger, the actors
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert (proc.returncode, out.strip()) == (0, "fit returned"), err[-2000:]
+        wait_for(lambda: not processes_with(script, storage), 20, "the actor system's processes to exit")
+    finally:
+        for p in [proc, *processes_with(script, storage)]:
+            p.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_a_sigkilled_driver_leaves_no_fresh_system_behind(tmp_path: Path) -> None:
+    script, storage = os.path.join(HERE, "_long_driver.py"), str(tmp_path / "res")
+    env = dict(os.environ, PYTHONPATH=ROOT, **{ENV: "fresh"})
+    proc = subprocess.Popen([sys.executable, script, storage], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: any(Path(storage).glob("long/*/result.json")), 60, "a first result")
+        proc.kill()
+        proc.wait(timeout=10)
+        wait_for(lambda: not processes_with(script, storage), 45, "the orphaned actor system to shut itself down")
+        from actors import Tuner
+
+        assert Tuner.can_restore(f"{storage}/long")
+    finally:
+        for p in [proc, *processes_with(script, storage)]:
+            p.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_a_driver_that_ran_tensorflow_gets_trials_that_train(tmp_path: Path) -> None:
+    pytest.importorskip("tensorflow")
+    out = _run(os.path.join(HERE, "_tf_driver.py"), str(tmp_path / "res"), None, timeout=150)
+    assert out["errors"] == [] and out["iterations"] == [2]
+    assert 0 < out["losses"][0] < 100
