@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402  (after the skip: nevergrad brings it)
 from actors import RunConfig, TuneConfig, Tuner, report  # noqa: E402
 from actors import search as tune  # noqa: E402
 from actors.search.nevergrad import NevergradSearch  # noqa: E402
+from tests._ulps import assert_close  # noqa: E402
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_nevergrad.json")) as _f:
     RAY = json.load(_f)
@@ -71,13 +72,13 @@ def test_the_same_numpy_seed_suggests_what_ray_suggests(caplog: pytest.LogCaptur
     np.random.seed(0)
     with caplog.at_level("WARNING", "audition"):
         got = _drive(NevergradSearch(optimizer=ng.optimizers.OnePlusOne, metric="loss", mode="min"), 8)
-    assert _same(got) == RAY["oneplusone"]
+    assert_close(_same(got), RAY["oneplusone"])
     assert float(np.random.random()) == RAY["np_after_oneplusone"]  # nevergrad took from numpy's stream as Ray's
     assert "Nevergrad does not support quantization. Dropped quantization." in caplog.text  # (qrandint, as Ray)
     # a ConfiguredOptimizer (TwoPointsDE), a failed trial told nothing
     np.random.seed(2)
     got = _drive(NevergradSearch(optimizer=ng.optimizers.TwoPointsDE, metric="loss", mode="min"), 8, fail=(2,))
-    assert _same(got) == RAY["de_configured"]
+    assert_close(_same(got), RAY["de_configured"])
     # log-uniform and quantized domains: Log for loguniform and lograndint, quantization dropped
     np.random.seed(5)
     searcher = NevergradSearch(optimizer=ng.optimizers.OnePlusOne, metric="loss", mode="min")
@@ -89,7 +90,7 @@ def test_the_same_numpy_seed_suggests_what_ray_suggests(caplog: pytest.LogCaptur
         c = searcher.suggest(f"t{i}")
         got.append(c)
         searcher.on_trial_complete(f"t{i}", {"loss": c["qu"] + c["li"] * 0.01 + c["ql"] * 0.001 + c["lu"]})
-    assert _same(got) == RAY["log_quantized"]
+    assert_close(_same(got), RAY["log_quantized"])
 
 
 def test_points_to_evaluate_come_first_and_max_is_negated_as_in_ray() -> None:
@@ -98,13 +99,13 @@ def test_points_to_evaluate_come_first_and_max_is_negated_as_in_ray() -> None:
     np.random.seed(1)
     got = _drive(NevergradSearch(optimizer=ng.optimizers.OnePlusOne, metric="loss", mode="max",
                                  points_to_evaluate=points), 6)
-    assert _same(got) == RAY["max_points"]
+    assert_close(_same(got), RAY["max_points"])
     # audition also takes the points nested (Ray's must name nested parameters "nest/y": nevergrad refuses others)
     nested = [{**{k: v for k, v in p.items() if k != "nest/y"}, "nest": {"y": p["nest/y"]}} for p in points]
     np.random.seed(1)
     got = _drive(NevergradSearch(optimizer=ng.optimizers.OnePlusOne, metric="loss", mode="max",
                                  points_to_evaluate=nested), 6)
-    assert _same(got) == RAY["max_points"]
+    assert_close(_same(got), RAY["max_points"])
 
 
 def test_its_own_space_and_a_built_optimizer_with_names_as_in_ray() -> None:
@@ -113,12 +114,12 @@ def test_its_own_space_and_a_built_optimizer_with_names_as_in_ray() -> None:
     got = _drive(NevergradSearch(optimizer=ng.optimizers.CMA, optimizer_kwargs={"budget": 20}, space=own,
                                  metric="loss", mode="min"), 6, space=None,
                  loss=lambda c: (c["x"] - 1) ** 2 + c["nest"]["y"])
-    assert _same(got) == RAY["cma_own_space"]
+    assert_close(_same(got), RAY["cma_own_space"])
     np.random.seed(4)
     got = _drive(NevergradSearch(optimizer=ng.optimizers.OnePlusOne(parametrization=2), space=["a", "b"],
                                  metric="loss", mode="min"), 5, space=None,
                  loss=lambda c: (c["a"] - 0.3) ** 2 + (c["b"] + 0.2) ** 2)
-    assert _same(got) == RAY["built_names"]  # numpy float64 values, as Ray's
+    assert_close(_same(got), RAY["built_names"])  # numpy float64 values, as Ray's
 
 
 def test_bad_arguments_raise_rays_errors() -> None:
@@ -173,7 +174,7 @@ def test_a_restored_searcher_suggests_what_the_original_would_have(tmp_path: Any
     original.save(str(tmp_path / "searcher.pkl"))
     original.on_trial_complete("t3", {"loss": _loss(live)})
     rest = _drive(original, 4, space=None)
-    assert _same(first) == RAY["oneplusone"][:3]
+    assert_close(_same(first), RAY["oneplusone"][:3])
     for state in (saved, str(tmp_path / "searcher.pkl")):
         restored = NevergradSearch(optimizer=ng.optimizers.OnePlusOne)
         restored.restore(state)
@@ -196,5 +197,5 @@ def test_a_tuner_runs_the_trials_ray_runs(tmp_path: Any, system: str) -> None:
                  run_config=RunConfig(storage=str(tmp_path), name="ng", system=system, verbose=0)).fit()
     got = [(list(r.config), list(r.config["nest"]), r.config["x"], r.config["nest"]["y"], r.metrics["experiment_tag"],
             r.metrics["loss"]) for r in sorted(grid, key=lambda r: int(r.metrics["experiment_tag"].split("_")[0]))]
-    assert _same(got) == RAY["tuner"]
+    assert_close(_same(got), RAY["tuner"])
     assert float(np.random.random()) == RAY["np_after_tuner"]
