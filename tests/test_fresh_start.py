@@ -156,3 +156,12 @@ def test_a_driver_that_ran_tensorflow_gets_trials_that_train(tmp_path: Path) -> 
     out = _run(os.path.join(HERE, "_tf_driver.py"), str(tmp_path / "res"), None, timeout=150)
     assert out["errors"] == [] and out["iterations"] == [2]
     assert 0 < out["losses"][0] < 100
+
+
+@pytest.mark.slow
+def test_a_driver_that_ran_a_parallel_pytorch_op_still_forks_trials_that_train(tmp_path: Path) -> None:
+    # (forked as always: PyTorch's OpenMP pool is the thread's that ran the op, and a trainable runs on its own
+    # thread; a parallel op on a forked child's main thread would wait forever)
+    pytest.importorskip("torch")
+    out = _run(os.path.join(HERE, "_torch_driver.py"), str(tmp_path / "res"), None, timeout=150)
+    assert out == {"fresh": None, "errors": [], "iterations": [3]}
