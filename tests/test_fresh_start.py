@@ -39,7 +39,8 @@ def _run(script: str, storage: str, method: str | None, timeout: float, *args: s
     finally:
         wait_for(lambda: not processes_with(script, storage), 20, "the actor system's processes to exit")
     assert done.returncode == 0, done.stderr[-3000:]
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    *before, last = done.stdout.strip().splitlines()
+    return dict(json.loads(last), printed=before)
 
 
 def _fake_tensorflow(monkeypatch: pytest.MonkeyPatch, ran: bool) -> None:
@@ -83,7 +84,9 @@ def test_objects_of_the_main_script_reach_the_trials_either_way(tmp_path: Path, 
                    # the cluster key the driver enabled in code signs the fresh system's frames too
                    "signed": [key] * 2,
                    # a module attribute the driver set at run time: a forked trial has it, a fresh one not (Ray's)
-                   "marked": [method == "fork"] * 2}
+                   "marked": [method == "fork"] * 2,
+                   # what an actor writes to its fd 1 reaches the driver's stdout either way (a C library's output)
+                   "printed": ["written to fd 1 by the scheduler's process"] * 2}
 
 
 def _train(config: dict[str, Any]) -> None:
@@ -92,20 +95,39 @@ def _train(config: dict[str, Any]) -> None:
     report({"pid": os.getpid(), "x": config["x"]})
 
 
-def test_fit_in_a_long_lived_process_ends_its_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("system", ["multiproc", "tcp"])
+def test_fit_in_a_long_lived_process_ends_its_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     system: str) -> None:
     import psutil
 
     from actors import RunConfig, Tuner
+    from actors._driver.system import free_port
     from actors.search import grid_search
 
     monkeypatch.setenv(ENV, "fresh")
     before = {p.pid for p in psutil.Process().children()}
+    kind = system if system == "multiproc" else f"tcp://127.0.0.1:{free_port()}"  # (a leader no member joins)
     grid = Tuner(_train, param_space={"x": grid_search([1, 2])},
-                 run_config=RunConfig(storage_path=str(tmp_path), verbose=0)).fit()
+                 run_config=RunConfig(storage_path=str(tmp_path), verbose=0, system=kind)).fit()
     assert sorted(r.metrics["x"] for r in grid) == [1, 2] and not grid.errors
     trial_pid = grid[0].metrics["pid"]
     assert trial_pid not in [p.pid for p in psutil.Process().children(recursive=True)]  # (not forked from here)
     assert [p.pid for p in psutil.Process().children() if p.pid not in before] == []  # the helper was reaped
+
+
+def test_a_system_the_fresh_interpreter_cannot_start_is_a_clear_error(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    from actors import RunConfig, Tuner
+
+    monkeypatch.setenv(ENV, "fresh")
+    before = {p.pid for p in psutil.Process().children()}
+    with pytest.raises(ConfigError, match=r"^the actor system did not start: refusing to listen on 192\.0\.2\.1 "
+                                          r"without a cluster key"):
+        Tuner(_train, param_space={"x": 1},
+              run_config=RunConfig(storage_path=str(tmp_path), verbose=0, system="tcp://192.0.2.1:45678")).fit()
+    assert [p.pid for p in psutil.Process().children() if p.pid not in before] == []
 
 
 def test_ctrl_c_ends_a_fresh_system_and_fit_returns(tmp_path: Path) -> None:
@@ -154,7 +176,7 @@ def test_a_sigkilled_driver_leaves_no_fresh_system_behind(tmp_path: Path) -> Non
 def test_a_driver_that_ran_tensorflow_gets_trials_that_train(tmp_path: Path) -> None:
     pytest.importorskip("tensorflow")
     out = _run(os.path.join(HERE, "_tf_driver.py"), str(tmp_path / "res"), None, timeout=150)
-    assert out["errors"] == [] and out["iterations"] == [2]
+    assert out["errors"] == [] and out["iterations"] == [2] and out["printed"] == []
     assert 0 < out["losses"][0] < 100
 
 
@@ -164,4 +186,4 @@ def test_a_driver_that_ran_a_parallel_pytorch_op_still_forks_trials_that_train(t
     # thread; a parallel op on a forked child's main thread would wait forever)
     pytest.importorskip("torch")
     out = _run(os.path.join(HERE, "_torch_driver.py"), str(tmp_path / "res"), None, timeout=150)
-    assert out == {"fresh": None, "errors": [], "iterations": [3]}
+    assert out == {"fresh": None, "errors": [], "iterations": [3], "printed": []}

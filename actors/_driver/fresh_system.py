@@ -73,15 +73,21 @@ def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
            "from actors._driver.fresh_system import serve; serve()"
     request = json.dumps({"kind": kind, "leader_resources": leader_resources})
     paths = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
-    helper = subprocess.Popen([sys.executable, "-c", code, json.dumps(paths), request, "--", *sys.argv],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # the answer comes by a pipe of its own: the helper's stdout and stderr stay this process's, as a forked
+    # admin's and actors' would (a pipe nobody read would block a chatty C library after 64 KiB)
+    answer_r, answer_w = os.pipe()
+    try:
+        helper = subprocess.Popen([sys.executable, "-c", code, json.dumps(paths), request, str(answer_w), "--",
+                                   *sys.argv], stdin=subprocess.PIPE, pass_fds=(answer_w,))
+    finally:
+        os.close(answer_w)
     try:
         assert helper.stdin is not None
         # a cluster key enabled in this process (not only from the environment, which the helper inherits)
         # goes by the pipe: a command line is readable by every user of the machine
         helper.stdin.write(json.dumps({"auth": authentication_settings()}).encode() + b"\n")
         helper.stdin.flush()
-        answer = _read_answer(helper)
+        answer = _read_answer(helper, answer_r)
         if "error" in answer:
             raise ConfigError(answer["error"])
         host, port = answer["host"], int(answer["port"])
@@ -95,36 +101,44 @@ def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
     except BaseException:
         end_helper(helper)
         raise
+    finally:
+        os.close(answer_r)
     asys.audition_admin_port = port
     asys.audition_helper = helper
     return asys
 
 
-def _read_answer(helper: subprocess.Popen[bytes]) -> dict[str, Any]:
-    assert helper.stdout is not None
-    deadline = time.monotonic() + START_S
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
+def _read_answer(helper: subprocess.Popen[bytes], answer: int) -> dict[str, Any]:
+    """The helper's one JSON line; an error naming what happened if it exits first or takes too long."""
+    exited = os.pidfd_open(helper.pid)
+    try:
+        deadline = time.monotonic() + START_S
+        data = b""
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([answer, exited], [], [], max(left, 0.0))
+            if answer in ready:
+                chunk = os.read(answer, 65536)
+                data += chunk
+                if chunk:
+                    continue
+            if ready:  # it exited (or closed the pipe) without a whole answer
+                raise ConfigError(f"the actor system's fresh interpreter exited ({helper.wait()}) before "
+                                  "starting it; its error is above")
             raise ConfigError(f"the actor system's fresh interpreter did not start it within {START_S:.0f} s; "
                               "is the machine overloaded? Try again, or set AUDITION_START_METHOD=fork")
-        ready, _, _ = select.select([helper.stdout], [], [], left)
-        if ready:
-            line = helper.stdout.readline()
-            if not line:
-                raise ConfigError(f"the actor system's fresh interpreter exited ({helper.wait()}) before starting "
-                                  "it; its error is above")
-            return dict(json.loads(line))
+        return dict(json.loads(data))
+    finally:
+        os.close(exited)
 
 
 def end_helper(helper: subprocess.Popen[bytes]) -> None:
     """Close the helper's stdin (it exits) and reap it; kill it if it does not go within 5 s."""
-    for pipe in (helper.stdin, helper.stdout):
-        if pipe is not None:
-            try:
-                pipe.close()
-            except OSError:
-                pass
+    if helper.stdin is not None:
+        try:
+            helper.stdin.close()
+        except OSError:
+            pass
     try:
         helper.wait(timeout=5.0)
     except subprocess.TimeoutExpired:
@@ -137,22 +151,21 @@ def serve() -> None:
     from actors._driver import system
 
     request = json.loads(sys.argv[2])
-    out = sys.stdout
-    sys.stdout = sys.stderr  # (the answer line is the only thing on the pipe)
-    try:
-        settings = json.loads(sys.stdin.buffer.readline() or b"{}").get("auth")
-        if settings is not None:  # before the system starts: the admin and every actor fork with it
-            enable_with_settings(settings)
-        with system.held_interrupts():  # the admin forks with the driver's handlers, as it would from there
-            asys = system.start_here(request["kind"], request["leader_resources"])
-    except Exception as exc:
-        out.write(json.dumps({"error": f"the actor system did not start: {exc}"}) + "\n")
-        out.flush()
-        os._exit(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle (it reaches both)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    out.write(json.dumps({"host": os.environ["THESPIAN_BASE_IPADDR"], "port": asys.audition_admin_port}) + "\n")
-    out.flush()
+    with open(int(sys.argv[3]), "w") as answer:  # (the forked admin keeps a copy of it: nothing writes there)
+        try:
+            settings = json.loads(sys.stdin.buffer.readline() or b"{}").get("auth")
+            if settings is not None:  # before the system starts: the admin and every actor fork with it
+                enable_with_settings(settings)
+            with system.held_interrupts():  # the admin forks with the driver's handlers, as it would from there
+                asys = system.start_here(request["kind"], request["leader_resources"])
+        except Exception as exc:
+            answer.write(json.dumps({"error": f"the actor system did not start: {exc}"}) + "\n")
+            answer.flush()
+            os._exit(1)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle (it reaches both)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        answer.write(json.dumps({"host": os.environ["THESPIAN_BASE_IPADDR"], "port": asys.audition_admin_port})
+                     + "\n")
     try:
         while sys.stdin.buffer.read(65536):  # until the driver closes its end or dies
             pass
