@@ -115,6 +115,28 @@ def test_fit_in_a_long_lived_process_ends_its_helper(tmp_path: Path, monkeypatch
     assert [p.pid for p in psutil.Process().children() if p.pid not in before] == []  # the helper was reaped
 
 
+def _train_with(config: dict[str, Any], data: Any) -> None:
+    from actors import report
+
+    report({"total": float(sum(data)) * config["x"]})
+
+
+def test_with_parameters_objects_reach_a_fresh_system_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a forked trial inherits them; a fresh interpreter inherits nothing: they are written to the machine's
+    # object area, and removed when fit() ends)
+    from actors import RunConfig, Tuner, with_parameters
+    from actors._driver.parameters import OBJECTS_DIR_ENV
+    from actors.search import grid_search
+
+    monkeypatch.setenv(ENV, "fresh")
+    monkeypatch.setenv(OBJECTS_DIR_ENV, str(tmp_path / "objects"))
+    grid = Tuner(with_parameters(_train_with, data=list(range(10))), param_space={"x": grid_search([1, 2])},
+                 run_config=RunConfig(storage_path=str(tmp_path / "res"), verbose=0)).fit()
+    assert not grid.errors and sorted(r.metrics["total"] for r in grid) == [45.0, 90.0]
+    assert not [p for p in (tmp_path / "objects").iterdir() if not p.name.endswith(".lock")]
+    assert not (tmp_path / "res" / grid.experiment_path.rsplit("/", 1)[-1] / ".objects").exists()  # (not uploaded)
+
+
 def test_a_system_the_fresh_interpreter_cannot_start_is_a_clear_error(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import psutil

@@ -108,3 +108,21 @@ def test_one_trial_at_a_time_ends_with_a_message_where_ray_waits(storage_dir: st
                    tune_config=tune.TuneConfig(search_alg=ZOOptSearch(budget=10, metric="loss", mode="min"),
                                                num_samples=10, max_concurrent_trials=1),
                    run_config=tune.RunConfig(storage=storage_dir, verbose=0, system="simple")).fit()
+
+
+def test_a_searcher_unpickled_where_zoopt_built_no_dimension_suggests_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    # zoopt keeps the rounding of continuous dimensions in a process-wide list filled when a Dimension2 is built:
+    # a searcher unpickled in an actor system started from a fresh interpreter (TensorFlow ran in the driver)
+    # failed in its first sampled suggest with zoopt's IndexError
+    import cloudpickle
+    from zoopt.utils.zoo_global import gl
+
+    np.random.seed(0)
+    alg, space = _searcher("max_points")
+    alg.set_search_properties(None, None, space)
+    alg.capture_driver_stream()
+    blob = cloudpickle.dumps(alg)
+    want = [alg.suggest(f"t{i}") for i in range(3)]
+    monkeypatch.setattr(gl, "float_precisions", [])  # (a fresh process: no Dimension2 built there)
+    copy = cloudpickle.loads(blob)
+    assert [copy.suggest(f"t{i}") for i in range(3)] == want

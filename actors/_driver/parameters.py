@@ -7,7 +7,9 @@ by the cheapest route there is:
 * On the driver's machine, by inheritance: the driver keeps every object in this module, and
   the actor system is started by ``fork`` (the only start method audition allows) after that,
   so every trial process on the machine sees the driver's objects, copy-on-write: no pickling,
-  no copy, no file.
+  no copy, no file. When the system starts from a fresh interpreter instead (TensorFlow ran in the
+  driver: ``actors/_driver/fresh_system.py``), each object is written to this machine's object area
+  as for other machines below, and mapped from there.
 * Other machines (multi-host): ``fit()`` writes each object once to a file (pickle protocol 5:
   numpy arrays and other buffers out of band, 64-byte aligned) in this machine's object area
   and to ``<experiment>/.objects/<key>`` in storage. A trial process elsewhere downloads it once
@@ -233,12 +235,14 @@ class Published:
     ctx: Any = None
 
 
-def publish(chain: list[Parameters], ctx: Any, experiment_dir: str, multi_host: bool) -> Published:
+def publish(chain: list[Parameters], ctx: Any, experiment_dir: str, multi_host: bool,
+            by_file: bool = False) -> Published:
     """Multi-host: write every object once to this machine's object area (for worker processes
     here) and to storage (for other machines). A single machine needs nothing: trial processes
-    inherit the objects by fork."""
+    inherit the objects by fork; ``by_file`` (the actor system starts from a fresh interpreter, which
+    inherits nothing): this machine's object area only."""
     out = Published(ctx=ctx)
-    if not multi_host:
+    if not (multi_host or by_file):
         return out
     try:
         for params in chain:
@@ -249,6 +253,8 @@ def publish(chain: list[Parameters], ctx: Any, experiment_dir: str, multi_host: 
                 path = os.path.join(objects_dir(), key)
                 out.files.append(path)
                 out.nbytes += write_object(path, _owned[key], f"with_parameters({name}=...)")
+                if not multi_host:
+                    continue
                 from storage import upload_file
 
                 remote = posixpath.join(experiment_dir, STORAGE_DIR, key)

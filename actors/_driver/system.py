@@ -195,8 +195,10 @@ def _log_defs() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def actor_system(kind: str, leader_resources: dict[str, float] | None = None) -> Iterator[Any]:
-    """Yield a fresh actor system of ``kind``; it is shut down on every exit path.
+def actor_system(kind: str, leader_resources: dict[str, float] | None = None, *,
+                 fresh_reason: str | None = None) -> Iterator[Any]:
+    """Yield a fresh actor system of ``kind``; it is shut down on every exit path. ``fresh_reason``
+    (``fresh_system.fork_unsafe_reason()``): start it from a fresh interpreter, not by forking this process.
 
     Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` while it runs, and are held while it starts
     and while it shuts down: one landing in between would leave an admin nobody shuts down. Code that
@@ -204,7 +206,7 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None) ->
     Thespian's transport, mid-send or mid-receive, the exception can leave a message half sent.
     """
     with _Interrupts() as interrupts:
-        asys = _start(kind, leader_resources)
+        asys = _start(kind, leader_resources, fresh_reason)
         asys.audition_interrupts = interrupts
         try:
             interrupts.deliver()
@@ -228,15 +230,13 @@ ORPHAN_SHUTDOWN_S = 8.0
 ORPHAN_KILL_S = 15.0
 
 
-def _start(kind: str, leader_resources: dict[str, float] | None) -> Any:
-    from actors._driver.fresh_system import fork_unsafe_reason, start_fresh
+def _start(kind: str, leader_resources: dict[str, float] | None, fresh_reason: str | None = None) -> Any:
+    if kind != "simple" and fresh_reason is not None:
+        from actors._driver.fresh_system import start_fresh
 
-    if kind != "simple":
-        reason = fork_unsafe_reason()
-        if reason is not None:
-            log.info("%s: the actor system starts from a fresh interpreter (trials get this process's sys.path, "
-                     "environment and working directory, not its memory)", reason)
-            return start_fresh(kind, leader_resources)
+        log.info("%s: the actor system starts from a fresh interpreter (trials get this process's sys.path, "
+                 "environment and working directory, not its memory)", fresh_reason)
+        return start_fresh(kind, leader_resources)
     return start_here(kind, leader_resources)
 
 

@@ -39,6 +39,7 @@ from actors._driver.config import (
 )
 from actors._driver.controller_client import ControllerClient
 from actors._driver.errors import TuneError
+from actors._driver.fresh_system import fork_unsafe_reason
 from actors._driver.loggers import controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
@@ -239,8 +240,11 @@ class Tuner:
         for cb in self.run_config.callbacks or []:  # before anything is written or started
             cb.on_experiment_start(where, self._ctx.is_local)
         # with_parameters objects: written once for this machine (and storage, for other machines)
+        # decided once, here: a system started afresh cannot inherit the with_parameters objects either
+        self._fresh_reason = None if self._system == "simple" else fork_unsafe_reason()
         published = publish(getattr(self, "_parameters", []), self._ctx,
-                            ExperimentLayout(self._ctx, self.name).experiment_dir, self._multi_host)
+                            ExperimentLayout(self._ctx, self.name).experiment_dir, self._multi_host,
+                            by_file=self._fresh_reason is not None)
         try:
             return self._fit()
         finally:
@@ -290,7 +294,7 @@ class Tuner:
         try:
             client = ControllerClient(self._dispatcher, self._reporter, self._states,
                                       self.run_config.controller_timeout_s)
-            with actor_system(self._system, spec.leader_resources) as asys:
+            with actor_system(self._system, spec.leader_resources, fresh_reason=self._fresh_reason) as asys:
                 finished = client.run(asys, spec, self._system, self._ctx.uri(exp_dir))
             self._interrupted = client.interrupted  # (read by `audition resume`, which then exits 130)
         finally:

@@ -141,6 +141,10 @@ class ZOOptSearch(Searcher):
                                "with search domains to the Tuner")
         self._check_metric_mode()
         with self._stream.use():
+            # zoopt keeps the continuous dimensions' rounding in a process-wide list that building a Dimension2
+            # fills; this process may have built none (a searcher unpickled in an actor system started afresh:
+            # an IndexError in zoopt) or another searcher's since
+            self._zoopt.Dimension2([self._dims[k] for k in self._dims])
             solution = self.optimizer.suggest()
         if isinstance(solution, str) and solution == "FINISHED":
             return Searcher.FINISHED
