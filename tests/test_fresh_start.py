@@ -209,3 +209,19 @@ def test_a_driver_that_ran_a_parallel_pytorch_op_still_forks_trials_that_train(t
     pytest.importorskip("torch")
     out = _run(os.path.join(HERE, "_torch_driver.py"), str(tmp_path / "res"), None, timeout=150)
     assert out == {"fresh": None, "errors": [], "iterations": [3], "printed": []}
+
+
+def test_every_built_in_searcher_suggests_the_same_after_a_fresh_unpickle() -> None:
+    for library in ("optuna", "hyperopt", "bayes_opt", "nevergrad", "zoopt", "hpbandster"):
+        pytest.importorskip(library)
+    import cloudpickle
+
+    from tests._fresh_searchers import drive, searchers
+
+    blob = cloudpickle.dumps(searchers())
+    want = {name: drive(s) for name, s in searchers().items()}
+    done = subprocess.run([sys.executable, os.path.join(HERE, "_fresh_searchers.py")], input=blob,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    got = json.loads(done.stdout)
+    assert got == want and all(sum(isinstance(c, dict) for c in v) >= 4 for v in got.values())  # (zoopt: then None)
