@@ -225,3 +225,12 @@ def test_every_built_in_searcher_suggests_the_same_after_a_fresh_unpickle() -> N
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     got = json.loads(done.stdout)
     assert got == want and all(sum(isinstance(c, dict) for c in v) >= 4 for v in got.values())  # (zoopt: then None)
+
+
+def test_no_interpreter_to_start_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from actors import RunConfig, Tuner
+
+    monkeypatch.setenv(ENV, "fresh")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(ConfigError, match=r"could not start a fresh interpreter .*no-python.*METHOD=fork"):
+        Tuner(_train, param_space={"x": 1}, run_config=RunConfig(storage_path=str(tmp_path), verbose=0)).fit()

@@ -79,6 +79,10 @@ def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
     try:
         helper = subprocess.Popen([sys.executable, "-c", code, json.dumps(paths), request, str(answer_w), "--",
                                    *sys.argv], stdin=subprocess.PIPE, pass_fds=(answer_w,))
+    except OSError as exc:
+        os.close(answer_r)
+        raise ConfigError(f"could not start a fresh interpreter ({sys.executable!r}) for the actor system: {exc}; "
+                          f"set {ENV}=fork to fork it from this process instead") from exc
     finally:
         os.close(answer_w)
     try:
