@@ -12,7 +12,8 @@ TensorFlow alone does not). Ray starts its workers afresh, so such a script runs
 PyTorch needs none of this: its CPU pool (GNU OpenMP) is lost in a fork too, but it belongs to the
 thread that ran the parallel op, and a trainable runs on a thread of its own in the trial process, which
 builds a new pool (measured with torch 2.13: a 500x500 product in the driver, then training in a trial;
-the same product on a forked child's main thread never ends). ``tests/test_fresh_start.py`` keeps both.
+the same product on a forked child's main thread never ends), as do search algorithms and schedulers
+(``actors/_shell/plugin_thread.py``). ``tests/test_fresh_start.py`` keeps both.
 
 The helper lives as long as the driver: it waits for the end of its stdin (the driver's end of the
 pipe), so a driver killed with SIGKILL leaves an orphaned admin that shuts itself down as any other

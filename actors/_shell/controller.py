@@ -59,6 +59,7 @@ from actors._engine.spec import ExperimentSpec
 from actors._shell.experiment_io import ExperimentIO
 from actors._shell.experiment_state import StateRestoreFailed, StateSaveFailed
 from actors._shell.logger_host import LoggerFailed
+from actors._shell.plugin_thread import plugin_caller
 from actors._shell.proc import die_with_parent, exit_status_of, pid_alive, process_exit, record_child_exits
 from actors._shell.scheduler_actor import SchedulerActor
 from actors._shell.trial_actor import TrialActor
@@ -91,6 +92,7 @@ class ControllerActor(ActorTypeDispatcher):
         self.core: ExperimentCore | None = None
         self.driver: Any = None
         self.addr: dict[Handle, Any] = {}
+        self.plugins = plugin_caller()  # the core calls the search algorithm and stoppers
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:
         if isinstance(msg, StartExperiment):
@@ -112,7 +114,7 @@ class ControllerActor(ActorTypeDispatcher):
             self.send(sender, ExperimentFinished((), f"controller could not start the experiment: {exc!r}\n"
                                                  f"{traceback.format_exc()}", 0.0, 0, 0))
             return
-        self.core = ExperimentCore(spec, ExperimentIO, explain, os.getpid())
+        self.core = self.plugins(ExperimentCore, spec, ExperimentIO, explain, os.getpid())
         wall = time.time()  # the wall clock and local time date trial directories, as Ray's
         self._handle(Start(wall, time.localtime(wall).tm_gmtoff), sender)
 
@@ -149,7 +151,7 @@ class ControllerActor(ActorTypeDispatcher):
 
     def _handle(self, event: Any, sender: Any) -> None:
         assert self.core is not None
-        self._carry_out(self.core.handle(event, self.clock()), sender)
+        self._carry_out(self.plugins(self.core.handle, event, self.clock()), sender)
 
     def _carry_out(self, commands: list[Command], sender: Any) -> None:
         for c in commands:

@@ -22,6 +22,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ThespianWatch
 
 from actors._engine.scheduler_endpoint import SchedulerEndpoint, decides_every_result
 from actors._shell.decision_server import DecisionServer
+from actors._shell.plugin_thread import plugin_caller
 from actors._shell.proc import die_with_parent
 from actors.messages import (
     DecidedResults,
@@ -41,6 +42,7 @@ class SchedulerActor(ActorTypeDispatcher):
         super().__init__(*args, **kwargs)
         die_with_parent()
         self.endpoint = SchedulerEndpoint()
+        self.plugins = plugin_caller()  # the scheduler's hooks
         self.server: DecisionServer | None = None
         self.controller: Any = None
         self.pending: list[DirectDecision] = []
@@ -48,7 +50,7 @@ class SchedulerActor(ActorTypeDispatcher):
 
     def receiveMsg_SchedulerSetup(self, msg: SchedulerSetup, sender: Any) -> None:
         self.controller = sender
-        ready = self.endpoint.setup(msg)
+        ready = self.plugins(self.endpoint.setup, msg)
         if (isinstance(ready, SchedulerReady) and decides_every_result(ready) and self.server is None
                 and self._can_watch()):
             self.server = DecisionServer()
@@ -57,14 +59,14 @@ class SchedulerActor(ActorTypeDispatcher):
 
     def receiveMsg_SchedulerCall(self, msg: SchedulerCall, sender: Any) -> None:
         self._flush()
-        for answer in self.endpoint.call(msg):
+        for answer in self.plugins(self.endpoint.call, msg):
             self.send(sender, answer)
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         if self.server is None:
             return
         for conn, request in self.server.ready(msg.ready):
-            answer, reply = self.endpoint.decide(request)
+            answer, reply = self.plugins(self.endpoint.decide, request)
             self.server.answer(conn, request, answer)
             if isinstance(reply, SchedulerFailed):
                 self._flush()
