@@ -8,15 +8,18 @@ helper's carries after ``--``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from actors._driver.errors import ConfigError
@@ -152,12 +155,23 @@ def test_a_system_the_fresh_interpreter_cannot_start_is_a_clear_error(tmp_path: 
     assert [p.pid for p in psutil.Process().children() if p.pid not in before] == []
 
 
-def test_ctrl_c_ends_a_fresh_system_and_fit_returns(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _long_run(tmp_path: Path, **popen: Any) -> Iterator[tuple[subprocess.Popen[Any], str, str]]:
+    """``_long_driver.py`` in a fresh actor system; it and every process of its system killed at the end."""
     script, storage = os.path.join(HERE, "_long_driver.py"), str(tmp_path / "res")
     env = dict(os.environ, PYTHONPATH=ROOT, **{ENV: "fresh"})
-    proc = subprocess.Popen([sys.executable, script, storage], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, script, storage], env=env, **popen)
     try:
+        yield proc, script, storage
+    finally:
+        for p in [proc, *processes_with(script, storage)]:
+            with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):
+                p.kill()
+        proc.wait(timeout=10)
+
+
+def test_ctrl_c_ends_a_fresh_system_and_fit_returns(tmp_path: Path) -> None:
+    with _long_run(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as (proc, script, storage):
         wait_for(lambda: len(list(Path(storage).glob("long/*/result.json"))) == 2
                  and all(p.stat().st_size for p in Path(storage).glob("long/*/result.json")), 60,
                  "the first results of both trials")
@@ -168,19 +182,11 @@ def test_ctrl_c_ends_a_fresh_system_and_fit_returns(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=30)
         assert (proc.returncode, out.strip()) == (0, "fit returned"), err[-2000:]
         wait_for(lambda: not processes_with(script, storage), 20, "the actor system's processes to exit")
-    finally:
-        for p in [proc, *processes_with(script, storage)]:
-            p.kill()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.slow
 def test_a_sigkilled_driver_leaves_no_fresh_system_behind(tmp_path: Path) -> None:
-    script, storage = os.path.join(HERE, "_long_driver.py"), str(tmp_path / "res")
-    env = dict(os.environ, PYTHONPATH=ROOT, **{ENV: "fresh"})
-    proc = subprocess.Popen([sys.executable, script, storage], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
+    with _long_run(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as (proc, script, storage):
         wait_for(lambda: any(Path(storage).glob("long/*/result.json")), 60, "a first result")
         proc.kill()
         proc.wait(timeout=10)
@@ -188,10 +194,6 @@ def test_a_sigkilled_driver_leaves_no_fresh_system_behind(tmp_path: Path) -> Non
         from actors import Tuner
 
         assert Tuner.can_restore(f"{storage}/long")
-    finally:
-        for p in [proc, *processes_with(script, storage)]:
-            p.kill()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.slow
