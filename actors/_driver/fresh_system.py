@@ -32,7 +32,6 @@ import sys
 import time
 from typing import Any
 
-from actors._cluster.auth import authentication_settings, enable_with_settings
 from actors._driver.errors import ConfigError
 
 ENV = "AUDITION_START_METHOD"  # auto (the default), fork, fresh
@@ -68,6 +67,7 @@ def _tensorflow_ran() -> str | None:
 
 def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
     """Start ``kind``'s system in a new interpreter and attach to it; the helper is ``asys.audition_helper``."""
+    from actors._cluster.auth import authentication_settings
     from actors._driver import system
 
     code = "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); " \
@@ -153,6 +153,7 @@ def end_helper(helper: subprocess.Popen[bytes]) -> None:
 
 def serve() -> None:
     """The helper's program: start the system as the driver would have, say where, wait for the driver's end."""
+    from actors._cluster.auth import enable_with_settings
     from actors._driver import system
 
     request = json.loads(sys.argv[2])
