@@ -2,9 +2,9 @@
 
 GNU OpenMP's thread pool, which PyTorch's CPU ops use, does not survive a fork, and it belongs to the thread
 that ran the op: a parallel op on a forked child's main thread waits forever. The trainable runs on a thread
-of its own in its (forked) trial process; with ``searcher`` or ``scheduler`` as the second argument, a search
-algorithm or a scheduler also computes with torch (as BoTorch does), in the forked controller or scheduler
-actor. Prints one JSON line with how the actor system started and the trials' results.
+of its own in its (forked) trial process; the search algorithm and the scheduler here compute with torch too
+(as BoTorch does), in the forked controller and scheduler actor. Prints one JSON line with how the actor
+system started and the trials' results.
 """
 
 from __future__ import annotations
@@ -63,11 +63,9 @@ if __name__ == "__main__":
     from actors._driver.fresh_system import fork_unsafe_reason
 
     big = torch.randn(500, 500) @ torch.randn(500, 500)  # the pool runs here
-    plugin = sys.argv[2] if len(sys.argv) > 2 else ""
-    tune_config = TuneConfig(metric="loss", mode="min", num_samples=2 if plugin == "searcher" else 1,
-                             search_alg=TorchSearcher() if plugin == "searcher" else None,
-                             scheduler=TorchScheduler() if plugin == "scheduler" else None)
-    grid = Tuner(train, param_space={} if plugin == "searcher" else {"lr": 0.01}, tune_config=tune_config,
+    tune_config = TuneConfig(metric="loss", mode="min", num_samples=2, search_alg=TorchSearcher(),
+                             scheduler=TorchScheduler())
+    grid = Tuner(train, tune_config=tune_config,
                  run_config=RunConfig(storage_path=sys.argv[1], name="torch", verbose=0)).fit()
     print(json.dumps({"fresh": fork_unsafe_reason(), "errors": [str(e) for e in grid.errors],
                       "iterations": sorted(r.metrics["training_iteration"] for r in grid)}), flush=True)
