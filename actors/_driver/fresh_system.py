@@ -96,8 +96,6 @@ def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
         if "error" in answer:
             raise ConfigError(answer["error"])
         host, port = answer["host"], int(answer["port"])
-        os.environ["THESPIAN_BASE_IPADDR"] = host
-        os.environ["AUDITION_BIND_ADDR"] = host
         system.prepare_client(host)
         from thespian.actors import ActorSystem
 

@@ -173,7 +173,10 @@ class ShutdownNoise(logging.Filter):
 
 
 def prepare_client(host: str) -> None:
-    """What a process attaching to a system started elsewhere needs: the same transport and signing."""
+    """What every process that starts or attaches to a system on ``host`` needs first: the address its
+    sockets bind, the same transport, the same signing."""
+    os.environ["THESPIAN_BASE_IPADDR"] = host
+    os.environ["AUDITION_BIND_ADDR"] = host
     _patch_transport()
     _start_authentication(host)
 
@@ -247,10 +250,7 @@ def start_here(kind: str, leader_resources: dict[str, float] | None) -> Any:
     if kind == "simple":
         return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     if kind == "multiproc":
-        os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
-        os.environ["AUDITION_BIND_ADDR"] = os.environ["THESPIAN_BASE_IPADDR"]
-        _patch_transport()
-        _start_authentication(os.environ["THESPIAN_BASE_IPADDR"])
+        prepare_client(os.environ.get("THESPIAN_BASE_IPADDR", "127.0.0.1"))
         port = free_port()
         caps = {"Admin Port": port, "Process Startup Method": "fork"}
         record_child_exits()  # before the admin forks: every process of the system hears each child's death
@@ -260,10 +260,7 @@ def start_here(kind: str, leader_resources: dict[str, float] | None) -> Any:
         return asys
     if kind.startswith("tcp://"):
         host, port = parse_host_port(kind[len("tcp://"):], what="RunConfig(system=...)")
-        os.environ["THESPIAN_BASE_IPADDR"] = host
-        os.environ["AUDITION_BIND_ADDR"] = host
-        _patch_transport()
-        _start_authentication(host)
+        prepare_client(host)
         caps = {"Admin Port": port, "Process Startup Method": "fork", MEMBER_CAP: "leader",
                 RESOURCES_CAP: dict(leader_resources or {})}
         record_child_exits()  # before the admin forks: every process of the system hears each child's death

@@ -184,11 +184,9 @@ class SchedulerHost:
                 ctl.trials[tid] = _with_last(trial, before_result(
                     result, self.seen.get(tid, {}), trial.run_start, tid, trial.config, self.saved.get(tid)))
                 flat = flatten(result)  # as Ray Tune: "val/loss" keys
-                if noted is None:
-                    d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
-                else:
-                    before = flat.copy()
-                    d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
+                before = {} if noted is None else flat.copy()  # (compared only when noted)
+                d = sched.on_trial_result(ctl, ctl.trials[tid], flat)
+                if noted is not None:
                     noted.append(None if _same(flat, before) else flat)
                 decision = merge(decision, as_decision(d))
                 new = tagged(result, trial.experiment_tag)

@@ -13,11 +13,12 @@ scikit-learn, XGBoost, LightGBM bring it); elsewhere a call is a plain call.
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from actors._shell.proc import in_driver_process
 
 T = TypeVar("T")
 
@@ -66,7 +67,7 @@ class PluginThread:
 def plugin_caller() -> Callable[..., Any]:
     """How this actor process calls plugin code: on a thread of its own in a forked process where GNU OpenMP
     is loaded, else directly (the in-process system runs actors in the driver itself: no fork there)."""
-    if multiprocessing.current_process().name == "MainProcess" or not openmp_loaded():
+    if in_driver_process() or not openmp_loaded():
         return _direct
     return PluginThread().call
 

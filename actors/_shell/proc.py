@@ -33,6 +33,11 @@ _PR_SET_PDEATHSIG = 1
 _FATAL_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
 
 
+def in_driver_process() -> bool:
+    """Whether this actor runs in the process that started its system (the in-process system), not forked."""
+    return multiprocessing.current_process().name == "MainProcess"
+
+
 def die_with_parent() -> None:
     """Have the kernel SIGKILL this actor process when its parent process dies (Linux), and let a
     fatal signal end it (with the Python stacks on stderr) so its parent hears the death at once.
@@ -41,7 +46,7 @@ def die_with_parent() -> None:
     init, idle in Thespian's loop, with nobody to tell it to exit.  Skipped in the
     main process (the in-process system runs actors in the driver itself).
     """
-    if multiprocessing.current_process().name == "MainProcess":
+    if in_driver_process():
         return
     restore_fatal_signals()
     if not sys.platform.startswith("linux"):
