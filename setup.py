@@ -10,6 +10,9 @@ CORE = [
     "cloudpickle>=2.2,<4",
     "fsspec>=2025.3.2,<2027",
     "rich>=13,<16",
+    # a trial's already-loaded OpenBLAS/OpenMP sized as Ray sizes them (actors/_worker/threads.py); 3.5 is the
+    # oldest that finds numpy 2's scipy-openblas
+    "threadpoolctl>=3.5,<4",
 ]
 TEST = [
     "pytest>=8,<10",

@@ -19,17 +19,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from actors._shell.proc import in_driver_process
+from actors._worker.threads import mapped
 
 T = TypeVar("T")
 
 
 def openmp_loaded() -> bool:
     """Whether GNU OpenMP's runtime is mapped into this process (Linux; False where /proc cannot tell)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            return any("libgomp" in line for line in maps)
-    except OSError:
-        return False
+    return mapped(("libgomp",))
 
 
 class PluginThread:

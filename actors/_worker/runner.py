@@ -15,6 +15,7 @@ The thread commits checkpoints to storage itself (``commits``).
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 import os
 import queue
 import sys
@@ -40,6 +41,7 @@ from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
+from actors._worker.threads import size_for_run
 from actors._worker.wakeup import Wakeup
 from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
 from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
@@ -152,6 +154,8 @@ class TrialRunner:
         self.output.start()
         started = self.clock()
         self._run_started = started
+        if self.msg.capture_fds and multiprocessing.current_process().name != "MainProcess":
+            size_for_run(self.msg.resources)  # as Ray: OMP_NUM_THREADS = the trial's CPUs (threads.py)
         try:
             trainable = cloudpickle.loads(self.msg.trainable)
             if self.msg.capture_fds and chdir_wanted():  # (capture_fds: the trial has a process of its own)
