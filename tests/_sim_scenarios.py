@@ -3,6 +3,7 @@ faults, the experiment's size and the interleaving, so a failing seed reproduces
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -53,11 +54,19 @@ class EveryResult(FIFOScheduler):
 
     tolerates_batching = False
 
+    def __init__(self, pause_once: bool = False) -> None:
+        super().__init__()
+        # a trial without checkpoints starts over when it resumes, reaches iteration 2 again and would be
+        # paused for ever (in Ray too): then each trial is paused once
+        self.paused: set[str] | None = set() if pause_once else None
+
     def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
         from actors.schedulers import Decision
 
         it, loss = result["training_iteration"], result["loss"]
-        if it == 2 and loss < 0.15:
+        if it == 2 and loss < 0.15 and (self.paused is None or trial.trial_id not in self.paused):
+            if self.paused is not None:
+                self.paused.add(trial.trial_id)
             controller.pause_trial(trial, should_checkpoint=True)
             return Decision.NOOP
         if it == 4:
@@ -68,11 +77,11 @@ class EveryResult(FIFOScheduler):
         return Decision.STOP if it >= 3 and loss > 0.3 else Decision.CONTINUE
 
 
-def scheduler(name: str, max_t: int) -> Any:
+def scheduler(name: str, max_t: int, checkpoints: bool = True) -> Any:
     if name == "batching":
         return BatchingStopper()
     if name == "per-result":
-        return EveryResult()
+        return EveryResult(pause_once=not checkpoints)
     if name == "fifo":
         return FIFOScheduler()
     if name == "asha":
@@ -122,6 +131,8 @@ class Scenario:
     checkpoint_frequency: int
     checkpoint_at_end: bool
     max_failures: int
+    # False: function trainables that never checkpoint (a pause, retry or restore starts a trial over)
+    checkpoints: bool = True
 
     @property
     def may_abort(self) -> bool:
@@ -134,7 +145,11 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
     kind = kinds[(seed // len(schedulers)) % len(kinds)]
     ckpt = rng.choice([1, 2, 3]) if sched in ("hyperband", "pbt") else rng.choice([0, 1, 2, 3])
     at_end = rng.random() < 0.3
-    return Scenario(seed, sched, kind, rng.randint(4, 6), rng.randint(5, 8), ckpt, at_end, rng.choice([-1, -1, -1, 3]))
+    sc = Scenario(seed, sched, kind, rng.randint(4, 6), rng.randint(5, 8), ckpt, at_end, rng.choice([-1, -1, -1, 3]))
+    # a quarter of the seeds (drawn apart, so the other draws stay as they were): no checkpoints at all
+    if random.Random(seed * 31 + 5).random() < 0.25:
+        sc = dataclasses.replace(sc, checkpoint_frequency=0, checkpoint_at_end=False, checkpoints=False)
+    return sc
 
 
 def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, **extra: Any) -> Any:
@@ -145,11 +160,11 @@ def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None
     more = {"cpus": 3, **more, **extra}
     return simulate(curve, space or SPACE,
                     TuneConfig(metric="loss", mode="min", num_samples=sc.num_samples,
-                               scheduler=scheduler(sc.scheduler, sc.max_iterations)),
+                               scheduler=scheduler(sc.scheduler, sc.max_iterations, sc.checkpoints)),
                     RunConfig(checkpoint_config=CheckpointConfig(checkpoint_frequency=sc.checkpoint_frequency,
                                                                  checkpoint_at_end=sc.checkpoint_at_end),
                               failure_config=FailureConfig(max_failures=sc.max_failures)),
-                    max_iterations=sc.max_iterations, seed=sc.seed, faults=f, **more)
+                    max_iterations=sc.max_iterations, seed=sc.seed, faults=f, checkpoints=sc.checkpoints, **more)
 
 
 def check(sc: Scenario, **extra: Any) -> list[str]:
@@ -160,7 +175,7 @@ def check(sc: Scenario, **extra: Any) -> list[str]:
         problems = violations(sim, num_samples=sc.num_samples, may_abort=sc.may_abort)
         if not problems and sim.error is not None:
             more, again = restore_violations(sim, curve, max_iterations=sc.max_iterations,
-                                             num_samples=sc.num_samples, seed=sc.seed)
+                                             num_samples=sc.num_samples, seed=sc.seed, checkpoints=sc.checkpoints)
             problems += more
         return problems
     finally:

@@ -468,6 +468,25 @@ def test_a_restart_from_a_pbt_sources_checkpoint_never_takes_the_sources_result_
     assert rec2.last_result == own
 
 
+def test_a_clone_without_any_checkpoint_restarting_keeps_its_own_rows_before_the_clone_as_its_last_result() -> None:
+    """PBT cloned a trial whose source had no checkpoint (function trainables that never checkpoint), the
+    clone's run reported and failed, and its retry starts from scratch: the clone's rows are dropped, the
+    trial's own rows from before the clone stay (as Ray appends a clone's), so its last result is the
+    last of those, not an empty one (found by the simulations without checkpoints, seed 193)."""
+    own = {"training_iteration": 2, "trial_id": "t1", "loss": 0.5}
+    table = TrialTable(max_failures=-1)
+    rec = table.add("t1", {"lr": 0.1})
+    rec.last_result = {"training_iteration": 3, "trial_id": "t1", "loss": 0.4}
+    rec.before_clone = dict(own)
+    table.start("t1")
+    assert rec.last_result == own and rec.iteration == 0
+    never_cloned = TrialTable(max_failures=-1)
+    rec2 = never_cloned.add("t2", {"lr": 0.1})
+    rec2.last_result = {"training_iteration": 3, "trial_id": "t2"}
+    never_cloned.start("t2")
+    assert rec2.last_result == {}
+
+
 def test_a_snapshot_has_rays_status_constants() -> None:
     """A plugin ported from Ray compares ``trial.status == Trial.PAUSED`` or ``trial.PAUSED``."""
     from actors._engine.trial import TrialSnapshot

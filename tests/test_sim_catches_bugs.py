@@ -147,3 +147,46 @@ def test_a_decision_merged_before_its_recorded_pause_is_caught(monkeypatch: pyte
     caught = [s for s in seeds if _paused_where_asked(s)]
     print(f"decision before its recorded pause: caught in {len(caught)}/{len(seeds)} seeds")
     assert caught, "the broken engine (decision before the recorded pause) passed every seed"
+
+
+def _restored_losses(seeds: range) -> list[int]:
+    """The seeds whose aborted HyperBand simulation without checkpoints restores with a trial that never
+    runs again missing rows the saved state had logged."""
+    from actors.schedulers import HyperBandScheduler
+    from actors.testing.invariants import restore_violations
+    from tests._sim_scenarios import SPACE, curve
+
+    out = []
+    for seed in seeds:
+        sim = simulate(curve, SPACE, TuneConfig(metric="loss", mode="min", num_samples=8,
+                                                scheduler=HyperBandScheduler(max_t=8, reduction_factor=2)),
+                       RunConfig(failure_config=FailureConfig(max_failures=-1)), max_iterations=10, seed=seed,
+                       faults=Faults(abort_at_s=6.0 + seed % 7), cpus=3, checkpoints=False)
+        again = None
+        try:
+            problems = violations(sim, num_samples=8)
+            if not problems and sim.error is not None:
+                found, again = restore_violations(sim, curve, max_iterations=10, num_samples=8, seed=seed,
+                                                  checkpoints=False)
+                problems += found
+            if problems:
+                out.append(seed)
+        finally:
+            sim.discard()
+            if again is not None:
+                again.discard()
+    return out
+
+
+def test_a_restore_that_drops_a_paused_trials_logged_rows_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(D) The twenty-sixth session's restore bug: a trial paused past its last checkpoint (none, with
+    function trainables that never checkpoint) lost the rows the saved state had logged, and when its
+    scheduler stopped it before it ran again (HyperBand's halving) it ended without them."""
+    import actors._shell.restore_storage as restore_storage
+
+    seeds = range(12)
+    assert _restored_losses(seeds) == []
+    monkeypatch.setattr(restore_storage, "_exploited", lambda row: True)  # paused trials rewound like the others
+    caught = _restored_losses(seeds)
+    print(f"paused trial's logged rows dropped on restore: caught in {len(caught)}/{len(seeds)} seeds")
+    assert caught, "the broken restore (a paused trial's logged rows dropped) passed every seed"

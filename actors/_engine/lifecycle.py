@@ -118,12 +118,15 @@ class TrialTable:
             # the rows after the checkpoint (all, without one) are redone and dropped from the history:
             # the last result is the checkpoint's, unless that is a PBT source's (restored by the clone
             # whose rows are all dropped): then the trial's own last one before the clone (after a
-            # Tuner.restore, the one the restore left, already the history's last row)
+            # Tuner.restore, the one the restore left, already the history's last row); so too for a
+            # clone with no checkpoint at all (its rows before the clone stay, the clone's are dropped)
             ckpt = rec.checkpoint
             if ckpt is not None and ckpt.metrics.get("trial_id", rec.trial_id) != rec.trial_id:
                 rec.last_result = dict(rec.before_clone or rec.last_result)
+            elif ckpt is None:
+                rec.last_result = dict(rec.before_clone or {})
             else:
-                rec.last_result = dict(ckpt.metrics) if ckpt is not None else {}
+                rec.last_result = dict(ckpt.metrics)
         rec.clone = None
         # Ray's last_result as the run starts: the restored checkpoint's result (process_started fills
         # in the keys of a run that restores none)

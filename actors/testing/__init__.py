@@ -12,8 +12,8 @@ from __future__ import annotations
 from actors.testing._kit import ActorTestKit, ProbeActor, SchedulerTestKit
 from actors.testing.faults import Faults
 from actors.testing.sim_trial import SimTrial
-from actors.testing.simulate import CurveTrainable, Simulation, simulate
+from actors.testing.simulate import CurveTrainable, Simulation, curve_function, simulate
 from actors.testing.world import SimWorld
 
 __all__ = ["ActorTestKit", "CurveTrainable", "Faults", "ProbeActor", "SchedulerTestKit", "SimTrial", "SimWorld",
-           "Simulation", "simulate"]
+           "Simulation", "curve_function", "simulate"]

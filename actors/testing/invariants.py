@@ -158,26 +158,42 @@ def _manifest_rows(sim: Any, summary: Any, history: list[dict[str, Any]]) -> lis
 def saved_trials(sim: Any) -> dict[str, tuple[int, list[dict[str, Any]]]]:
     """Per trial of the experiment's saved state: the checkpoint iteration a restore resumes from,
     and the history storage holds now (read before a restore rewrites it)."""
+    return {tid: (ck, history) for tid, (_, ck, _, history) in _saved_rows(sim).items()}
+
+
+def _saved_rows(sim: Any) -> dict[str, tuple[TrialStatus, int, int, list[dict[str, Any]]]]:
+    """Per trial of the saved state: its status, checkpoint iteration, the iteration its rows were
+    logged to when the state was written, and the history storage holds now."""
     from storage import ExperimentLayout, StorageContext, read_experiment_state, read_results
 
     ctx = StorageContext(sim.storage_url)
     layout = ExperimentLayout(ctx, sim.name)
-    out: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+    out: dict[str, tuple[TrialStatus, int, int, list[dict[str, Any]]]] = {}
     for row in (read_experiment_state(ctx, layout) or {}).get("trials", []):
         trial_id = row["trial_id"]
         layout.set_dirname(trial_id, row.get("dirname"))
-        out[trial_id] = (int((row.get("checkpoint") or {}).get("iteration", 0)), read_results(ctx, layout, trial_id))
+        out[trial_id] = (TrialStatus(row["status"]), int((row.get("checkpoint") or {}).get("iteration", 0)),
+                         int(row.get("logged_iteration") or 0), read_results(ctx, layout, trial_id))
     return out
 
 
+def _last_lineage_upto(rows: list[dict[str, Any]], iteration: int) -> int:
+    """How many of ``rows`` reach ``iteration`` in their last lineage (a PBT clone's rows follow its own)."""
+    at = [i for i, h in enumerate(rows) if int(h.get("training_iteration", 0)) == iteration]
+    return at[-1] + 1 if at else min(iteration, len(rows))
+
+
 def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = None, num_samples: int | None = None,
-                       seed: int = 0) -> tuple[list[str], Any]:
+                       seed: int = 0, checkpoints: bool = True) -> tuple[list[str], Any]:
     """An aborted simulation restores and finishes: ``Tuner.restore`` semantics, simulated again
     without faults. Returns the violations and the restored ``Simulation`` (None if there was none).
 
-    A simulation that was not aborted needs no restore: ([], None). One whose storage failed may
+    ``checkpoints``: as the aborted simulation was run (``simulate(checkpoints=...)``). A simulation that
+    was not aborted needs no restore: ([], None). One whose storage failed may
     legitimately have no saved state to restore from. Checks the restored run with ``violations``
-    (it must not be aborted) and that every trial kept the rows up to the checkpoint it resumed from.
+    (it must not be aborted), that every trial kept the rows up to the checkpoint it resumed from, and
+    that a trial saved PAUSED, TERMINATED or ERROR that never ran again kept every row the saved state
+    had logged.
     """
     from actors._driver.tuner import Tuner
     from actors.testing.simulate import simulate
@@ -188,18 +204,27 @@ def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = Non
         if _storage_failed(sim):
             return [], None  # storage failed: the state may never have been written
         return [f"aborted ({sim.error.splitlines()[0]}) but {sim.experiment_path} cannot be restored"], None
-    before = saved_trials(sim)
-    again = simulate(curve, restore=sim.experiment_path, seed=seed, max_iterations=max_iterations)
+    before = _saved_rows(sim)
+    again = simulate(curve, restore=sim.experiment_path, seed=seed, max_iterations=max_iterations,
+                     checkpoints=checkpoints)
     out = [f"restored: {v}" for v in violations(again, num_samples=num_samples, may_abort=False)]
     if again.results is not None:
+        table = getattr(getattr(again.world, "core", None), "table", None)
         for r in again.results:
-            upto, old = before.get(r.trial_id, (0, []))
-            # the rows up to the checkpoint's in the last lineage (a PBT clone's rows follow its own)
-            at = [i for i, h in enumerate(old) if int(h.get("training_iteration", 0)) == upto]
-            upto = at[-1] + 1 if at else min(upto, len(old))
-            new = r.metrics_history
-            if [_key(h) for h in new[:upto]] != [_key(h) for h in old[:upto]]:
-                out.append(f"restored: trial {r.trial_id} lost rows up to its saved checkpoint (iteration {upto})")
+            status, ck, logged, old = before.get(r.trial_id, (TrialStatus.PENDING, 0, 0, []))
+            new = [_key(h) for h in r.metrics_history]
+            upto = _last_lineage_upto(old, ck)
+            if new[:upto] != [_key(h) for h in old[:upto]]:
+                out.append(f"restored: trial {r.trial_id} lost rows up to its saved checkpoint (iteration {ck})")
+            rec = table.trials.get(r.trial_id) if table is not None else None
+            if status in (TrialStatus.PAUSED, TrialStatus.TERMINATED, TrialStatus.ERROR) and rec is not None \
+                    and rec.run_id == 0:
+                # it never ran again: it ends with every row the saved state had logged (its scheduler and
+                # searcher were restored having seen them)
+                upto = _last_lineage_upto(old, logged)
+                if new[:upto] != [_key(h) for h in old[:upto]]:
+                    out.append(f"restored: trial {r.trial_id} ({status.value} when saved) never ran again but lost "
+                               f"rows the saved state had logged (up to iteration {logged})")
     return out, again
 
 

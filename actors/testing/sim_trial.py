@@ -83,8 +83,10 @@ class SimTrial:
     batch_delay_s = TrialActor.batch_delay_s
 
     def __init__(self, curve: Curve, pid: int, max_iterations: int | None = None,
-                 commit: Commit = commit_empty, hostname: str = "simulated", node_ip: str = "127.0.0.1") -> None:
+                 commit: Commit = commit_empty, hostname: str = "simulated", node_ip: str = "127.0.0.1",
+                 saves: bool = True) -> None:
         self.curve = curve
+        self.saves = saves  # False: a function trainable that never passes a checkpoint to report()
         self.save_at_stop = False
         self.pid = pid
         self.max_iterations = max_iterations
@@ -131,8 +133,9 @@ class SimTrial:
             self.commands.append((Command.SAVE, msg.kind))
         else:
             self.stop_requested = True  # the next report unwinds, whatever the command queue holds,
-            self.save_at_stop = self.save_at_stop or msg.save  # unless the stop saves: then the step is
-            self.commands.append((Command.STOP, int(msg.save)))  # reported and the STOP command saves it
+            save = msg.save and self.saves  # (only a class trainable saves when stopped)
+            self.save_at_stop = self.save_at_stop or save  # unless the stop saves: then the step is
+            self.commands.append((Command.STOP, int(save)))  # reported and the STOP command saves it
             if self.asking:  # DecisionClient.ask gives up waiting for the scheduler's answer
                 return self._answered(now, False)
         return self._serve(now, block=True) if self.blocked else []
@@ -219,7 +222,7 @@ class SimTrial:
         metrics = self.pending
         result = self._result(metrics, now)
         freq = self.msg.checkpoint_frequency if self.msg else 0
-        want = (bool(freq) and self._iteration % freq == 0) or bool(metrics.get(SHOULD_CHECKPOINT))
+        want = self.saves and ((bool(freq) and self._iteration % freq == 0) or bool(metrics.get(SHOULD_CHECKPOINT)))
         self.window.reported(result)
         ref = None
         if want:
@@ -270,7 +273,8 @@ class SimTrial:
                 self.window.hold()
             elif cmd is Command.SAVE:
                 try:
-                    saved = self.latest if arg.reuses and self._saved_here() else self._commit(self.last_result)
+                    saved = (self.latest if not self.saves or (arg.reuses and self._saved_here())
+                             else self._commit(self.last_result))
                 except _Stop:
                     return out + self._failed_commit()
                 out += self._flush()
@@ -288,7 +292,7 @@ class SimTrial:
         self.blocked = False
         if self.done:  # the trainable returned: checkpoint_at_end, then the end
             ckpt: CheckpointRef | None = None
-            if self.msg is not None and self.msg.checkpoint_at_end and not self._saved_here():
+            if self.msg is not None and self.msg.checkpoint_at_end and self.saves and not self._saved_here():
                 try:
                     ckpt = self._commit(self.last_result)
                 except _Stop:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,27 @@ class CurveTrainable(Trainable):
 
     def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any]:
         return {"iteration": self.iteration}  # the runner resumes the count from the checkpoint
+
+
+def curve_function(curve: Curve, max_iterations: int | None = None) -> Callable[[dict[str, Any]], None]:
+    """A function trainable that reports ``curve(config, iteration)`` and never checkpoints: what
+    ``simulate(..., checkpoints=False)`` simulates, to run with ``fit()`` beside it."""
+
+    def run(config: dict[str, Any]) -> None:
+        from actors._worker.session import report
+
+        i = 0
+        while True:
+            i += 1
+            metrics = dict(curve(dict(config), i))
+            metrics.setdefault("time_this_iter_s", DEFAULT_STEP_S)
+            if max_iterations is not None and i >= max_iterations:
+                metrics["done"] = True
+            report(metrics)
+
+    name = getattr(curve, "__name__", "curve")
+    run.__name__ = run.__qualname__ = name if name.isidentifier() else "curve"
+    return run
 
 
 @dataclass
@@ -117,7 +139,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
              members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
              max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None,
              direct_decisions: bool = True, skip_idle_ticks: bool = True,
-             callback_checkpoint_p: float | None = None) -> Simulation:
+             callback_checkpoint_p: float | None = None, checkpoints: bool = True) -> Simulation:
     """Run one experiment in simulated time and return its results (see the module's docstring).
 
     ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
@@ -136,6 +158,9 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     ``Callback``, so the controller holds each result batch's decision for the driver's answer, as
     ``fit()`` does, and the callback asks for a checkpoint (``result["should_checkpoint"] = True``) with
     that probability.
+    ``checkpoints``: True, trials are ``CurveTrainable``s, which save whenever asked (a pause, a stop that
+    saves, ``CheckpointConfig``); False, function trainables that never pass a checkpoint to ``report()``
+    (``curve_function``): a paused, retried or restored trial starts over from iteration 1.
     """
     from actors._driver.loggers import controller_loggers
     from actors._driver.searcher_setup import seed_driver_stream
@@ -155,7 +180,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     rc = run_config or RunConfig()
     rc = dataclasses.replace(rc, system="simple", name=rc.name or "simulation", verbose=0,
                              storage=rc.storage or f"memory://audition-sim/{next(_names)}")
-    trainable = CurveTrainable.make(curve, max_iterations)
+    trainable = CurveTrainable.make(curve, max_iterations) if checkpoints else curve_function(curve, max_iterations)
     if restore is not None:  # continue a stored experiment (an aborted simulation), as Tuner.restore does
         tuner = Tuner.restore(restore, trainable)
         tc, rc = tuner.tune_config, tuner.run_config
@@ -183,7 +208,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     world = SimWorld(None, curve, seed=seed, faults=faults, max_iterations=max_iterations, members=members,
                      max_deliveries=max_deliveries, max_time_s=max_time_s, idle_limit_s=idle_limit_s,
                      direct=direct_decisions, skip_idle_ticks=skip_idle_ticks,
-                     callback_checkpoint_p=callback_checkpoint_p)
+                     callback_checkpoint_p=callback_checkpoint_p, checkpoints=checkpoints)
 
     def open_store(s: Any) -> Any:
         # each cost reading advances SIM_WRITE_COST_S: a state write "costs" 2x that, deterministically
@@ -207,4 +232,4 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
                       world.hang_reason, fin, tuner._ctx.url, tuner.name, world)
 
 
-__all__ = ["CurveTrainable", "Simulation", "simulate"]
+__all__ = ["CurveTrainable", "Simulation", "curve_function", "simulate"]

@@ -74,8 +74,9 @@ class SimWorld:
                  max_iterations: int | None = None, members: dict[str, dict[str, float]] | None = None,
                  max_deliveries: int = 1_000_000, max_time_s: float = 1e7, idle_limit_s: float = 120.0,
                  commit: Commit = commit_empty, direct: bool = False, skip_idle_ticks: bool = True,
-                 callback_checkpoint_p: float | None = None) -> None:
+                 callback_checkpoint_p: float | None = None, checkpoints: bool = True) -> None:
         self.core = core
+        self.checkpoints = checkpoints  # False: trials are function trainables that never checkpoint
         # the driver's callbacks answer each held result batch, asking a checkpoint with this chance
         self.callback_checkpoint_p = callback_checkpoint_p
         self.skip_idle_ticks = skip_idle_ticks
@@ -229,7 +230,8 @@ class SimWorld:
         actor = SimActor(cmd.kind, cmd.member)
         if cmd.kind is ActorKind.TRIAL:
             pid = FIRST_PID + cmd.handle
-            actor.trial = SimTrial(self.curve, pid, self.max_iterations, commit=self._commit_checkpoint)
+            actor.trial = SimTrial(self.curve, pid, self.max_iterations, commit=self._commit_checkpoint,
+                                   saves=self.checkpoints)
             self.pids[pid] = cmd.handle
         elif cmd.kind is ActorKind.SCHEDULER:
             self.scheduler = cmd.handle
