@@ -2,7 +2,8 @@
 seed: the same trial configs, statuses, iterations and last metrics (the trial ids differ: a
 simulation numbers its trials by its seed, fit() by a random prefix, so trials are compared in
 creation order). fit() runs CurveTrainable.make(curve, max_iterations), the trainable a simulation's
-trials play.
+trials play (curve_function(curve, max_iterations), a function trainable that never checkpoints, for
+simulate(..., checkpoints=False)).
 
 Timing: FIFO's outcome is timing-independent at any concurrency. ASHA's decisions depend on which
 results reached a rung first, which in a real run depends on thread timing; with one trial at a time
@@ -16,8 +17,8 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, search
-from actors.schedulers import ASHAScheduler, FIFOScheduler
-from actors.testing import CurveTrainable, simulate
+from actors.schedulers import ASHAScheduler, Decision, FIFOScheduler
+from actors.testing import CurveTrainable, curve_function, simulate
 
 MAX_IT = 6
 _names = itertools.count()
@@ -28,7 +29,21 @@ def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 SPACE = {"lr": search.uniform(0.01, 1.0), "decay": search.choice([0.0, 0.05, 0.2])}
-CHECKED = ("training_iteration", "loss", "acc", "done")
+CHECKED = ("training_iteration", "iterations_since_restore", "loss", "acc", "done")
+
+
+class PauseOnce(FIFOScheduler):
+    """Pauses each trial at its third result, once: a decision that does not depend on timing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused: set[str] = set()
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        if result["training_iteration"] == 3 and trial.trial_id not in self.paused:
+            self.paused.add(trial.trial_id)
+            return Decision.PAUSE
+        return Decision.CONTINUE
 
 
 def _table(grid: Any) -> list[tuple[Any, ...]]:
@@ -36,25 +51,32 @@ def _table(grid: Any) -> list[tuple[Any, ...]]:
              [h["training_iteration"] for h in r.metrics_history]) for r in grid]
 
 
-@pytest.mark.parametrize("make, concurrent", [
-    (lambda: FIFOScheduler(), None),
-    (lambda: ASHAScheduler(max_t=MAX_IT, grace_period=1, reduction_factor=2), 1),
-], ids=["fifo", "asha"])
+@pytest.mark.parametrize("make, concurrent, checkpoints", [
+    (lambda: FIFOScheduler(), None, True),
+    (lambda: ASHAScheduler(max_t=MAX_IT, grace_period=1, reduction_factor=2), 1, True),
+    # each trial paused once: without checkpoints it resumes from iteration 1 (its rows redone)
+    (lambda: PauseOnce(), 1, False),
+], ids=["fifo", "asha", "pause-no-checkpoints"])
 @pytest.mark.parametrize("seed", [0, 7])
-def test_no_fault_simulation_matches_fit(make: Any, concurrent: int | None, seed: int) -> None:
+def test_no_fault_simulation_matches_fit(make: Any, concurrent: int | None, checkpoints: bool, seed: int) -> None:
     tc = TuneConfig(metric="loss", mode="min", num_samples=5, scheduler=make(), seed=seed,
                     max_concurrent_trials=concurrent)
-    sim = simulate(curve, SPACE, tc, max_iterations=MAX_IT, seed=seed, cpus=2)
+    sim = simulate(curve, SPACE, tc, max_iterations=MAX_IT, seed=seed, cpus=2, checkpoints=checkpoints)
     try:
         assert not sim.hung and sim.error is None
         simulated = _table(sim.results)
+        paused = {sim.world.core.table.trials[r.trial_id].config["lr"] for r in sim.results
+                  if any(m.kind.value == "pause" for m in sim.world.core.table.trials[r.trial_id].marks)}
     finally:
         sim.discard()
     tc = TuneConfig(metric="loss", mode="min", num_samples=5, scheduler=make(), seed=seed,
                     max_concurrent_trials=concurrent or 2)
-    grid = Tuner(CurveTrainable.make(curve, MAX_IT), param_space=SPACE, tune_config=tc,
+    trainable = CurveTrainable.make(curve, MAX_IT) if checkpoints else curve_function(curve, MAX_IT)
+    grid = Tuner(trainable, param_space=SPACE, tune_config=tc,
                  run_config=RunConfig(system="simple", verbose=0, name="fit",
                                       storage=f"memory://sim-vs-fit/{next(_names)}")).fit()
     assert _table(grid) == simulated
-    if concurrent == 1:  # ASHA stopped some trials early, so the comparison covered its decisions
+    if isinstance(tc.scheduler, ASHAScheduler):  # it stopped some trials early: the comparison covered that
         assert {row[2][0] for row in simulated} != {MAX_IT}
+    if not checkpoints:  # every trial was paused, and started over
+        assert paused == {row[0]["lr"] for row in simulated}
