@@ -18,26 +18,13 @@ from typing import Any
 import pytest
 
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, get_checkpoint, report
-from actors.schedulers import Decision, FIFOScheduler
+from tests._trainables import PauseOnce
 
 STEPS = 6
 PAUSE_AT = 3
 FAIL_AT = 4
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-class PauseOnce(FIFOScheduler):
-    """Pauses every trial once, at ``PAUSE_AT`` (with a checkpoint); FIFO resumes it later."""
-
-    def __init__(self) -> None:
-        self.paused: set[str] = set()
-
-    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
-        if result["training_iteration"] == PAUSE_AT and trial.trial_id not in self.paused:
-            self.paused.add(trial.trial_id)
-            return Decision.PAUSE
-        return Decision.CONTINUE
 
 
 def train(config: dict[str, Any]) -> None:
@@ -56,7 +43,8 @@ def fit_experiment(storage: str, name: str = "demo") -> str:
     from actors.search import grid_search
 
     grid = Tuner(train, param_space={"lr": grid_search([0.01, 0.05, 0.1, 0.3]), "opt": "sgd"},
-                 tune_config=TuneConfig(metric="loss", mode="min", scheduler=PauseOnce(), max_concurrent_trials=2),
+                 tune_config=TuneConfig(metric="loss", mode="min", scheduler=PauseOnce(at=PAUSE_AT),
+                                        max_concurrent_trials=2),
                  run_config=RunConfig(name=name, storage=storage, system="simple", verbose=0)).fit()
     return str(grid.experiment_path)
 

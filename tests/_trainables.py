@@ -94,6 +94,21 @@ class PauseFromHook(FIFOScheduler):
         return Decision.NOOP
 
 
+class PauseOnce(FIFOScheduler):
+    """Pauses each trial once, at its result ``at``: a decision that does not depend on timing."""
+
+    def __init__(self, at: int = 2) -> None:
+        super().__init__()
+        self.at = at
+        self.paused: set[str] = set()
+
+    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
+        if result["training_iteration"] == self.at and trial.trial_id not in self.paused:
+            self.paused.add(trial.trial_id)
+            return Decision.PAUSE
+        return Decision.CONTINUE
+
+
 class PauseEveryResult(FIFOScheduler):
     """Ray's "frequent pausing" release test: PAUSE on every single result."""
 

@@ -28,6 +28,7 @@ from actors._driver.errors import ConfigError, TrialError
 from actors.result import DEFAULT_METRIC, SHOULD_CHECKPOINT
 from actors.schedulers import Decision, FIFOScheduler
 from actors.search import ConcurrencyLimiter, Searcher, SearcherSignal, grid_search
+from tests._trainables import PauseOnce
 
 
 def _fit(trainable: Any, storage: str, **kw: Any) -> Any:
@@ -369,11 +370,9 @@ class StopAtThree:
     """A scheduler that stops every trial at its third result and records what it was shown."""
 
     def __init__(self) -> None:
-        from actors.schedulers import FIFOScheduler
 
         class _S(FIFOScheduler):
             def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
-                from actors.schedulers import Decision
                 return Decision.STOP if result["training_iteration"] == 3 else Decision.CONTINUE
         self.scheduler = _S()
 
@@ -406,7 +405,6 @@ def test_scheduler_stop_marks_that_result_done_before_callbacks_and_logs(system,
 
 class RecordingScheduler:
     def __init__(self) -> None:
-        from actors.schedulers import FIFOScheduler
 
         class _S(FIFOScheduler):
             seen: list[int] = []
@@ -496,20 +494,6 @@ class ListSearcher(Searcher):
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         EVENTS.append(("complete", trial_id))
-
-
-class PauseOnce(FIFOScheduler):
-    """Pauses each trial once, at its second result."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.paused: set[str] = set()
-
-    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Decision:
-        if result["training_iteration"] == 2 and trial.trial_id not in self.paused:
-            self.paused.add(trial.trial_id)
-            return Decision.PAUSE
-        return Decision.CONTINUE
 
 
 def four_steps(config: dict[str, Any]) -> None:

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, search
-from actors.schedulers import ASHAScheduler, Decision, FIFOScheduler
+from actors.schedulers import ASHAScheduler, FIFOScheduler
 from actors.testing import CurveTrainable, curve_function, simulate
+from tests._trainables import PauseOnce
 
 MAX_IT = 6
 _names = itertools.count()
@@ -32,20 +33,6 @@ SPACE = {"lr": search.uniform(0.01, 1.0), "decay": search.choice([0.0, 0.05, 0.2
 CHECKED = ("training_iteration", "iterations_since_restore", "loss", "acc", "done")
 
 
-class PauseOnce(FIFOScheduler):
-    """Pauses each trial at its third result, once: a decision that does not depend on timing."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.paused: set[str] = set()
-
-    def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> Any:
-        if result["training_iteration"] == 3 and trial.trial_id not in self.paused:
-            self.paused.add(trial.trial_id)
-            return Decision.PAUSE
-        return Decision.CONTINUE
-
-
 def _table(grid: Any) -> list[tuple[Any, ...]]:
     return [(r.config, r.status, tuple(r.metrics.get(k) for k in CHECKED),
              [h["training_iteration"] for h in r.metrics_history]) for r in grid]
@@ -55,7 +42,7 @@ def _table(grid: Any) -> list[tuple[Any, ...]]:
     (lambda: FIFOScheduler(), None, True),
     (lambda: ASHAScheduler(max_t=MAX_IT, grace_period=1, reduction_factor=2), 1, True),
     # each trial paused once: without checkpoints it resumes from iteration 1 (its rows redone)
-    (lambda: PauseOnce(), 1, False),
+    (lambda: PauseOnce(at=3), 1, False),
 ], ids=["fifo", "asha", "pause-no-checkpoints"])
 @pytest.mark.parametrize("seed", [0, 7])
 def test_no_fault_simulation_matches_fit(make: Any, concurrent: int | None, checkpoints: bool, seed: int) -> None:
