@@ -203,8 +203,11 @@ def test_pbt_decisions_arrive_while_saves_are_in_flight(trainable, delay, synch,
 
 
 def _pace(spec: Any) -> float:
-    """Seconds per step: the better trial (x=1) steps faster, so it reaches each perturbation point first."""
-    return 0.02 if spec.config["x"] == 1.0 else 0.1
+    """Seconds per step: the better trial (x=1) steps faster, so it reaches each perturbation point first,
+    and still runs (30 steps, 1.5 s) when the other (0.1 s a step) reaches its 6th and 9th step even if that
+    one's process started up to 0.6 s later (at 0.02 s a step it ended after 0.6 s: a start 0.15 s later, in
+    a loaded CI run, left no source to exploit)."""
+    return 0.05 if spec.config["x"] == 1.0 else 0.1
 
 
 def test_pbt_exploits_when_every_trial_runs_at_once(storage_dir, no_leaks):
