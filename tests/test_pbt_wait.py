@@ -70,3 +70,30 @@ def test_wait_for_checkpoint_clones_the_checkpoint_the_save_in_flight_commits(mo
 def test_by_default_a_clone_takes_the_checkpoint_that_has_landed(monkeypatch) -> None:
     started, _ = _run(monkeypatch, wait=False, seed=3)
     assert started and all(used == before for _, before, used, _ in started)
+
+
+def test_a_source_whose_save_gives_no_checkpoint_is_not_exploited_as_in_ray(tmp_path: Any) -> None:
+    """Function trainables that never report a checkpoint: Ray 2.60's PBT waits for the top trial's save,
+    which resolves to none, and skips every exploit (recorded, ``tests/data/ray_pbt_no_checkpoints.json``):
+    every trial keeps its config. Before, audition's clone (decided before the save landed) started over
+    with a mutated config."""
+    import json
+    import os
+
+    from actors import RunConfig, Tuner, report
+
+    with open(os.path.join(os.path.dirname(__file__), "data", "ray_pbt_no_checkpoints.json")) as f:
+        ray = json.load(f)
+
+    def train(config: dict[str, Any]) -> None:
+        for i in range(1, 9):
+            report({"loss": config["lr"] / i + 0.01 * i, "lr": config["lr"]})
+
+    pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=2, seed=0,
+                                  hyperparam_mutations={"lr": search.uniform(0.01, 1.0)}, wait_for_checkpoint=True)
+    grid = Tuner(train, param_space={"lr": search.grid_search([0.1, 0.5, 0.9, 0.05])},
+                 tune_config=TuneConfig(metric="loss", mode="min", scheduler=pbt, max_concurrent_trials=2),
+                 run_config=RunConfig(storage_path=str(tmp_path), name="p", verbose=0)).fit()
+    assert sorted(r.config["lr"] for r in grid) == ray["configs"]
+    assert sorted(r.metrics["training_iteration"] for r in grid) == ray["final_iterations"]
+    assert sorted({h["lr"] for r in grid for h in r.metrics_history}) == ray["reported_lrs"]

@@ -139,6 +139,18 @@ def wire_global_draws(searcher: Any, scheduler: Any) -> None:
         generator.fill_on_add = fill() if callable(fill) else None
 
 
+def wire_trainable_kind(scheduler: Any, trainable: Any) -> None:
+    """Tell a scheduler that asks for it (``saves_when_asked``, PBT's) whether the trainable makes a checkpoint
+    when asked to save (a ``Trainable`` subclass) or only reports them (a function): Ray's PBT, waiting for a
+    source's save, skips the exploit when that save resolves to no checkpoint."""
+    import inspect
+
+    from actors._driver.trainable import Trainable
+
+    if trainable is not None and hasattr(scheduler, "saves_when_asked"):
+        scheduler.saves_when_asked = inspect.isclass(trainable) and issubclass(trainable, Trainable)
+
+
 def with_filled_keys(searched: Any, searcher: Any, param_space: dict[str, Any] | None) -> Any:
     """The tag paths with the keys the scheduler fills into every config: Ray adds them to a trial's
     ``evaluated_params`` (after the drawn ones), not to its ``experiment_tag``."""

@@ -55,6 +55,7 @@ from actors._driver.searcher_setup import (
     hand_back_driver_stream,
     tag_paths,
     wire_global_draws,
+    wire_trainable_kind,
     with_filled_keys,
 )
 from actors._driver.system import actor_system
@@ -104,6 +105,7 @@ class Tuner:
         check_scheduler_objective(scheduler, tc.metric, tc.mode, spec)
         check_scheduler_takes_searcher(scheduler, tc.search_alg)
         wire_global_draws(searcher, scheduler)
+        wire_trainable_kind(scheduler, found[0] if found is not None else None)
         self._searched = with_filled_keys(self._searched, searcher, param_space)
         self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = pickled(scheduler, "scheduler")  # (set up above: the actor's copy is not set up again)

@@ -64,6 +64,10 @@ class PopulationBasedTraining(MetricScheduler):
     """PBT with Ray Tune's parameters; see the module docstring for the protocol."""
 
     _leaves_results = True  # its on_trial_result never changes the result (SchedulerHost.watch_results)
+    # whether a trial asked to save makes a checkpoint it does not have yet (a class trainable's save_checkpoint)
+    # or gives only what it reported (a function trainable: none before its first): set by the driver
+    # (searcher_setup.wire_trainable_kind), since Ray skips an exploit whose source's save resolved to none
+    saves_when_asked: bool = True
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "time_attr", "perturbation_interval", "burn_in_period", "quantile_fraction",
@@ -315,14 +319,15 @@ class PopulationBasedTraining(MetricScheduler):
         As in Ray Tune the source is drawn from the whole top quantile first (one draw, so a
         seeded run draws as Ray's ``random.choice`` would), and the exploit is skipped when it
         was not in the top quantile at its own last perturbation (no checkpoint was taken).
-        Ray waits for a checkpoint still being saved (``wait_for_checkpoint=True``); by default
-        audition skips the exploit if none has landed yet.
+        Ray waits for a checkpoint still being saved (``wait_for_checkpoint=True``), and skips the exploit
+        when that save gives none (a function trainable that never reported one); by default audition
+        skips the exploit if none has landed yet.
         """
         snaps = {s.trial_id: s for s in tune_controller.get_trials()}
         pick = upper[self._rng.randrange(len(upper))] if upper else None
         if pick is None or pick == trial.trial_id or not self._members[pick].checkpointed or pick not in snaps:
             return False
-        if snaps[pick].checkpoint_iteration is None and not self.wait_for_checkpoint:
+        if snaps[pick].checkpoint_iteration is None and not (self.wait_for_checkpoint and self.saves_when_asked):
             return False
         source = snaps[pick]
         source_config = dict(source.config) or self._members[source.trial_id].config
