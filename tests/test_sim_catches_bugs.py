@@ -184,7 +184,7 @@ def test_a_restore_that_drops_a_paused_trials_logged_rows_is_caught(monkeypatch:
     scheduler stopped it before it ran again (HyperBand's halving) it ended without them."""
     import actors._shell.restore_storage as restore_storage
 
-    seeds = range(12)
+    seeds = range(6)
     assert _restored_losses(seeds) == []
     monkeypatch.setattr(restore_storage, "_exploited", lambda row: True)  # paused trials rewound like the others
     caught = _restored_losses(seeds)
