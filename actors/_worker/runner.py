@@ -41,7 +41,7 @@ from actors._worker.counters import RunningTotals
 from actors._worker.decide import DecisionClient
 from actors._worker.function import run_function
 from actors._worker.session import _set_session
-from actors._worker.threads import size_for_run
+from actors._worker.threads import RunPools
 from actors._worker.wakeup import Wakeup
 from actors._worker.workdir import chdir_wanted, enter_trial_dir, local_trial_dir
 from actors.messages import CheckpointRef, DecideResult, EndReason, RunTrial
@@ -127,6 +127,9 @@ class TrialRunner:
                                                "stderr": self.layout.stderr_file(msg.trial_id)},
                                     capture_fds=msg.capture_fds, console=self.console)
         self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
+        # as Ray: OMP_NUM_THREADS and the loaded pools sized by the trial's CPUs (threads.py), in a process of its own
+        own = msg.capture_fds and multiprocessing.current_process().name != "MainProcess"
+        self.pools = RunPools(msg.resources).prepare() if own else None
 
     # ------------------------------------------------------------------ actor side
     def start(self) -> None:
@@ -154,8 +157,8 @@ class TrialRunner:
         self.output.start()
         started = self.clock()
         self._run_started = started
-        if self.msg.capture_fds and multiprocessing.current_process().name != "MainProcess":
-            size_for_run(self.msg.resources)  # as Ray: OMP_NUM_THREADS = the trial's CPUs (threads.py)
+        if self.pools is not None:
+            self.pools.apply()
         try:
             trainable = cloudpickle.loads(self.msg.trainable)
             if self.msg.capture_fds and chdir_wanted():  # (capture_fds: the trial has a process of its own)

@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 # What each kind of library reads before OMP_NUM_THREADS (threadpoolctl's internal_api names)
 OWN_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -77,36 +78,40 @@ def mapped(needles: tuple[str, ...]) -> bool:
         return False
 
 
-def size_for_run(resources: Mapping[str, float]) -> ThreadPlan:
-    """Plan and apply the pools of one run in a trial's own process, on the thread that will run the
-    trainable (OpenMP's limit is per thread). A later run in the same process (a reused actor) finds
-    the variable an earlier run set: the same value, since an experiment's trials share one resources
-    dict."""
-    p = plan(resources, os.environ)
-    apply(p)
-    return p
+class RunPools:
+    """One run's sizing, in two steps. ``prepare`` (on the actor's thread, before the trainable's thread
+    exists) sets the variable and finds the loaded libraries: finding them opens each with dlopen, which
+    can deadlock against another thread loading a library (threadpoolctl's own warning), so it runs
+    while the process has no other busy thread. ``apply`` (on the trainable's thread: OpenMP's limit is
+    per thread) only calls the libraries' setters."""
 
+    def __init__(self, resources: Mapping[str, float]) -> None:
+        self.plan = plan(resources, os.environ)
+        self.libraries: list[Any] = []
 
-def apply(p: ThreadPlan) -> None:
-    """Carry the plan out in this process."""
-    if p.set_omp is not None:
-        os.environ["OMP_NUM_THREADS"] = p.set_omp
-    if p.limits and mapped(_LIBRARY_FILES):
-        _limit_loaded(p.limits)  # (PyTorch's CPU pool is OpenMP's: its get_num_threads() follows)
+    def prepare(self) -> RunPools:
+        """A later run in the same process (a reused actor) finds the variable an earlier run set: the same
+        value, since an experiment's trials share one resources dict."""
+        p = self.plan
+        if p.set_omp is not None:
+            os.environ["OMP_NUM_THREADS"] = p.set_omp
+        if p.limits and mapped(_LIBRARY_FILES):
+            try:
+                import threadpoolctl
+            except ImportError:  # a dependency; absent only from a broken install, where the variable still helps
+                return self
+            self.libraries = [lib for lib in threadpoolctl.ThreadpoolController().lib_controllers
+                              if lib.internal_api in p.limits]
+        return self
 
+    def apply(self) -> None:
+        for lib in self.libraries:  # (PyTorch's CPU pool is OpenMP's: its get_num_threads() follows)
+            lib.set_num_threads(self.plan.limits[lib.internal_api])
+        if self.libraries:
+            # threadpoolctl >= 3.8 lets only the first thread that sets OpenBLAS's shared pool set it again:
+            # let go at once, so that the trainable's own calls (from any thread) still work
+            import threadpoolctl
 
-def _limit_loaded(limits: dict[str, int]) -> None:
-    try:
-        import threadpoolctl
-    except ImportError:  # a dependency; absent only from a broken install, where the variable still helps
-        return
-    controller = threadpoolctl.ThreadpoolController()
-    for lib in controller.lib_controllers:
-        n = limits.get(lib.internal_api)
-        if n is not None:
-            lib.set_num_threads(n)
-    # threadpoolctl >= 3.8 lets only the first thread that sets OpenBLAS's shared pool set it again: let
-    # go at once, so that the trainable's own calls (from any thread) still work
-    clear = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
-    if clear is not None:
-        clear()
+            clear = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
+            if clear is not None:
+                clear()
