@@ -22,20 +22,20 @@ DATA = os.path.join(HERE, "data", "ray_trial_threads.json")
 
 
 @pytest.mark.parametrize(("resources", "environ", "expected"), [
-    ({}, {}, ThreadPlan("1", 1, {"openblas": 1, "mkl": 1, "blis": 1, "flexiblas": 1, "openmp": 1})),
-    ({"cpu": 3.9}, {}, ThreadPlan("3", 3, {"openblas": 3, "mkl": 3, "blis": 3, "flexiblas": 3, "openmp": 3})),
-    ({"cpu": 0.25, "gpu": 1}, {}, ThreadPlan("1", 1, {"openblas": 1, "mkl": 1, "blis": 1, "flexiblas": 1,
+    ({}, {}, ThreadPlan("1", {"openblas": 1, "mkl": 1, "blis": 1, "flexiblas": 1, "openmp": 1})),
+    ({"cpu": 3.9}, {}, ThreadPlan("3", {"openblas": 3, "mkl": 3, "blis": 3, "flexiblas": 3, "openmp": 3})),
+    ({"cpu": 0.25, "gpu": 1}, {}, ThreadPlan("1", {"openblas": 1, "mkl": 1, "blis": 1, "flexiblas": 1,
                                                       "openmp": 1})),
-    ({"cpu": 4}, {"OMP_NUM_THREADS": "2"}, ThreadPlan(None, 2, {"openblas": 2, "mkl": 2, "blis": 2,
+    ({"cpu": 4}, {"OMP_NUM_THREADS": "2"}, ThreadPlan(None, {"openblas": 2, "mkl": 2, "blis": 2,
                                                                  "flexiblas": 2, "openmp": 2})),
-    ({"cpu": 4}, {"OMP_NUM_THREADS": "3,1"}, ThreadPlan(None, 3, {"openblas": 3, "mkl": 3, "blis": 3,
+    ({"cpu": 4}, {"OMP_NUM_THREADS": "3,1"}, ThreadPlan(None, {"openblas": 3, "mkl": 3, "blis": 3,
                                                                    "flexiblas": 3, "openmp": 3})),
     # a value OpenMP would not take: the libraries keep what they read themselves
-    ({"cpu": 4}, {"OMP_NUM_THREADS": "lots"}, ThreadPlan(None, None, {})),
+    ({"cpu": 4}, {"OMP_NUM_THREADS": "lots"}, ThreadPlan(None, {})),
     ({"cpu": 2}, {"MKL_NUM_THREADS": "5", "GOTO_NUM_THREADS": "6"},
-     ThreadPlan("2", 2, {"openblas": 6, "mkl": 5, "blis": 2, "flexiblas": 2, "openmp": 2})),
+     ThreadPlan("2", {"openblas": 6, "mkl": 5, "blis": 2, "flexiblas": 2, "openmp": 2})),
     ({}, {"OPENBLAS_NUM_THREADS": "4", "GOTO_NUM_THREADS": "6", "OMP_NUM_THREADS": "0"},
-     ThreadPlan(None, None, {"openblas": 4})),
+     ThreadPlan(None, {"openblas": 4})),
 ])
 def test_plan_follows_rays_rule(resources, environ, expected):
     assert plan(resources, environ) == expected

@@ -15,7 +15,6 @@ The thread commits checkpoints to storage itself (``commits``).
 from __future__ import annotations
 
 import inspect
-import multiprocessing
 import os
 import queue
 import sys
@@ -127,9 +126,9 @@ class TrialRunner:
                                                "stderr": self.layout.stderr_file(msg.trial_id)},
                                     capture_fds=msg.capture_fds, console=self.console)
         self.thread = threading.Thread(target=self._main, name=f"trial-{msg.trial_id}", daemon=True)
-        # as Ray: OMP_NUM_THREADS and the loaded pools sized by the trial's CPUs (threads.py), in a process of its own
-        own = msg.capture_fds and multiprocessing.current_process().name != "MainProcess"
-        self.pools = RunPools(msg.resources).prepare() if own else None
+        # as Ray: OMP_NUM_THREADS and the loaded pools sized by the trial's CPUs (threads.py), in a process of its
+        # own (where the output capture takes the process's fds)
+        self.pools = RunPools(msg.resources).prepare() if self.output.capture_fds else None
 
     # ------------------------------------------------------------------ actor side
     def start(self) -> None:

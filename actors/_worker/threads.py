@@ -47,7 +47,6 @@ class ThreadPlan:
     the thread count for each kind of loaded library (absent: left as it is)."""
 
     set_omp: str | None
-    omp: int | None
     limits: dict[str, int] = field(default_factory=dict)
 
 
@@ -65,7 +64,7 @@ def plan(resources: Mapping[str, float], environ: Mapping[str, str]) -> ThreadPl
         n = own if own is not None else omp
         if n is not None:
             limits[api] = n
-    return ThreadPlan(set_omp, omp, limits)
+    return ThreadPlan(set_omp, limits)
 
 
 def mapped(needles: tuple[str, ...]) -> bool:

@@ -47,6 +47,15 @@ SIM_WRITE_COST_S = 0.0005
 SIM_WALL_START = 1_796_428_800.0
 
 
+def _curve_step(curve: Curve, config: dict[str, Any], i: int, max_iterations: int | None) -> dict[str, Any]:
+    """The result of step ``i``, as the simulated trials report it."""
+    metrics = dict(curve(dict(config), i))
+    metrics.setdefault("time_this_iter_s", DEFAULT_STEP_S)  # the simulated duration counts, as simulated
+    if max_iterations is not None and i >= max_iterations:
+        metrics["done"] = True
+    return metrics
+
+
 class CurveTrainable(Trainable):
     """A class trainable that reports ``curve(config, iteration)``: run it with ``fit()`` to compare a
     real experiment with its simulation (``make(curve, max_iterations)`` builds one)."""
@@ -61,12 +70,7 @@ class CurveTrainable(Trainable):
                     {"curve": staticmethod(curve), "max_iterations": max_iterations})
 
     def step(self) -> dict[str, Any]:
-        i = self.iteration + 1
-        metrics = dict(type(self).curve(dict(self.config), i))
-        metrics.setdefault("time_this_iter_s", DEFAULT_STEP_S)  # the simulated duration counts, as simulated
-        if self.max_iterations is not None and i >= self.max_iterations:
-            metrics["done"] = True
-        return metrics
+        return _curve_step(type(self).curve, self.config, self.iteration + 1, self.max_iterations)
 
     def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any]:
         return {"iteration": self.iteration}  # the runner resumes the count from the checkpoint
@@ -79,14 +83,8 @@ def curve_function(curve: Curve, max_iterations: int | None = None) -> Callable[
     def run(config: dict[str, Any]) -> None:
         from actors._worker.session import report
 
-        i = 0
-        while True:
-            i += 1
-            metrics = dict(curve(dict(config), i))
-            metrics.setdefault("time_this_iter_s", DEFAULT_STEP_S)
-            if max_iterations is not None and i >= max_iterations:
-                metrics["done"] = True
-            report(metrics)
+        for i in itertools.count(1):
+            report(_curve_step(curve, config, i, max_iterations))  # (a done result ends the function)
 
     name = getattr(curve, "__name__", "curve")
     run.__name__ = run.__qualname__ = name if name.isidentifier() else "curve"
