@@ -11,15 +11,14 @@ import math
 from importlib.metadata import version
 from typing import Any
 
+import numpy as np
 import pytest
 
 from actors import search as tune
-
-pytest.importorskip("bayes_opt")
-
-import numpy as np  # (after the skip: bayes_opt brings it)
-
 from actors.search.bayesopt import BayesOptSearch
+from tests._lean import needs
+
+pytestmark = needs("bayes_opt")  # (which brings scikit-learn: imported by the tests, tests/_lean.py)
 
 
 def _space() -> dict[str, Any]:

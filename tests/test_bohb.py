@@ -18,22 +18,21 @@ from typing import Any
 
 import pytest
 
-np = pytest.importorskip("numpy")
-CS = pytest.importorskip("ConfigSpace")
-pytest.importorskip("hpbandster")
-
-import actors as tune  # noqa: E402
-from actors._engine.scheduler_host import SchedulerHost  # noqa: E402
-from actors._engine.trial import TrialSnapshot, TrialStatus  # noqa: E402
-from actors.messages import ActionKind, HookKind, SchedulerCall  # noqa: E402
-from actors.schedulers import FIFOScheduler, create_scheduler  # noqa: E402
-from actors.schedulers.hb_bohb import HyperBandForBOHB  # noqa: E402
-from actors.search import Searcher, create_searcher  # noqa: E402
-from actors.search.bohb import TuneBOHB  # noqa: E402
+import actors as tune
+from actors._engine.scheduler_host import SchedulerHost
+from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors.messages import ActionKind, HookKind, SchedulerCall
+from actors.schedulers import FIFOScheduler, create_scheduler
+from actors.schedulers.hb_bohb import HyperBandForBOHB
+from actors.search import Searcher, create_searcher
+from actors.search.bohb import TuneBOHB
+from tests._lean import lazy, needs
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
-from record_bohb import loss_of, nested_of, plain, score_of  # noqa: E402  (the recorder's curves)
+from record_bohb import loss_of, nested_of, plain, score_of
 
+pytestmark = needs("ConfigSpace", "hpbandster")
+np, CS = lazy("numpy"), lazy("ConfigSpace")  # (ConfigSpace brings SciPy: imported by the tests, tests/_lean.py)
 DATA = os.path.join(os.path.dirname(__file__), "data", "ray_bohb.json")
 
 

@@ -11,16 +11,16 @@ import random
 
 import pytest
 
-pytest.importorskip("hpbandster")
-pytest.importorskip("ConfigSpace")
-
 from actors import RunConfig, TuneConfig
 from actors._driver.config import CheckpointConfig, FailureConfig
 from actors.schedulers.hb_bohb import HyperBandForBOHB
 from actors.search.bohb import TuneBOHB
 from actors.testing import simulate
 from actors.testing.invariants import restore_violations, violations
+from tests._lean import needs
 from tests._sim_scenarios import ABORTING, FAULTS, SPACE, curve, draw_faults
+
+pytestmark = needs("hpbandster", "ConfigSpace")  # (ConfigSpace brings SciPy: imported by the test, tests/_lean.py)
 
 SEEDS = 72  # eight per fault kind
 

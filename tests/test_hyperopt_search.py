@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from actors import search as tune
+from actors.search.hyperopt import HyperOptSearch
+from tests._lean import lazy, needs
 
-hyperopt = pytest.importorskip("hyperopt")
-
-from actors.search.hyperopt import HyperOptSearch  # noqa: E402  (after the skip: needs hyperopt)
+pytestmark = needs("hyperopt")
+hyperopt = lazy("hyperopt")  # (which brings SciPy: imported by the tests, tests/_lean.py)
 
 
 def _space() -> dict[str, Any]:

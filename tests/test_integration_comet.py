@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("comet_ml")
-
 from actors import Checkpoint, RunConfig, TuneConfig, Tuner, grid_search, report
 from actors.integration.comet import CometLoggerCallback
 from tests._comet_records import read_experiment
+from tests._lean import needs
+
+pytestmark = needs("comet_ml")  # (imported by the callback the tests build: tests/_lean.py)
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_comet.json")) as _f:
     RAY = json.load(_f)

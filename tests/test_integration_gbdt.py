@@ -15,16 +15,15 @@ from typing import Any
 
 import pytest
 
-xgb = pytest.importorskip("xgboost")
-lgb = pytest.importorskip("lightgbm")
-np = pytest.importorskip("numpy")
-datasets = pytest.importorskip("sklearn.datasets")
-model_selection = pytest.importorskip("sklearn.model_selection")
+from actors import RunConfig, Tuner
+from actors.search import grid_search
+from tests._lean import lazy, needs
 
-from actors import RunConfig, Tuner  # noqa: E402
-from actors.integration import lightgbm as alg  # noqa: E402
-from actors.integration import xgboost as axg  # noqa: E402
-from actors.search import grid_search  # noqa: E402
+pytestmark = needs("xgboost", "lightgbm", "sklearn")
+# (imported by the tests, not at collection, with scikit-learn, SciPy and pandas: tests/_lean.py)
+xgb, lgb, np = lazy("xgboost"), lazy("lightgbm"), lazy("numpy")
+datasets, model_selection = lazy("sklearn.datasets"), lazy("sklearn.model_selection")
+alg, axg = lazy("actors.integration.lightgbm"), lazy("actors.integration.xgboost")
 
 CASES: dict[str, dict[str, Any]] = {
     "x_freq1": dict(frequency=1, filename="booster.json"),

@@ -17,20 +17,22 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tensorflow")
-
 from actors import RunConfig, Tuner
-from actors.integration.keras import TuneReportCallback, TuneReportCheckpointCallback
 from actors.search import grid_search
+from tests._lean import needs
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
-from record_keras import CASES, fit_with, rows  # (the recorder's trainables and view)
+from record_keras import CASES, fit_with, rows  # (the recorder's trainables and view; TensorFlow inside them)
+
+pytestmark = needs("tensorflow")  # (imported by the tests: tests/_lean.py)
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_keras.json")) as _f:
     RAY: dict[str, Any] = json.load(_f)
 
 
 def _train(config: dict[str, Any]) -> None:
+    from actors.integration.keras import TuneReportCheckpointCallback
+
     fit_with(TuneReportCheckpointCallback(**CASES[config["case"]]), config["lr"])
 
 
@@ -43,6 +45,8 @@ def test_the_callback_reports_and_checkpoints_as_rays(tmp_path: Path, case: str,
 
 
 def test_an_unknown_hook_is_refused_as_rays() -> None:
+    from actors.integration.keras import TuneReportCheckpointCallback
+
     kind, message = RAY["bad_hook"]
     with pytest.raises(ValueError) as info:
         TuneReportCheckpointCallback(report_metrics_on="nope")
@@ -54,6 +58,8 @@ def test_an_unknown_hook_is_refused_as_rays() -> None:
 
 
 def test_the_removed_callback_raises_as_rays() -> None:
+    from actors.integration.keras import TuneReportCallback
+
     with pytest.raises(DeprecationWarning) as info:
         TuneReportCallback()
     assert [type(info.value).__name__, str(info.value)] == RAY["report_callback"]

@@ -12,35 +12,44 @@ import json
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("lightning")
-
 from actors import RunConfig, Tuner
-from actors.integration.pytorch_lightning import (
-    TuneReportCallback,
-    TuneReportCheckpointCallback,
-)
 from actors.search import grid_search
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
-from record_lightning import CASES, fit_with, rows  # (the recorder's trainables and view)
+
+from tests._lean import needs
+
+pytestmark = needs("torch", "lightning")  # (imported by the tests: tests/_lean.py)
+# the recorder's cases (record_lightning.CASES, which imports Lightning): test_the_cases_are_the_recorders
+CASE_NAMES = ("all_metrics", "listed", "missing", "renamed", "report_only", "two_hooks")
+
+
+def _recorder() -> ModuleType:
+    """The recorder's trainables and view (``benchmarks/ray_oracle/record_lightning.py``)."""
+    import record_lightning
+
+    return record_lightning
+
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_lightning.json")) as _f:
     RAY: dict[str, Any] = json.load(_f)
 
 
 def _make(case: str) -> Any:
-    args = dict(CASES[case])
+    from actors.integration.pytorch_lightning import TuneReportCallback, TuneReportCheckpointCallback
+
+    args = dict(_recorder().CASES[case])
     cls = TuneReportCallback if args.pop("cls", None) == "report" else TuneReportCheckpointCallback
     return cls(**args)
 
 
 def _train(config: dict[str, Any]) -> None:
-    fit_with(_make(config["case"]), config["lr"])
+    _recorder().fit_with(_make(config["case"]), config["lr"])
 
 
 def _same(ours: Any, ray: Any) -> bool:
@@ -48,16 +57,23 @@ def _same(ours: Any, ray: Any) -> bool:
     return json.dumps(ours, sort_keys=True) == json.dumps(ray, sort_keys=True)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_cases_are_the_recorders() -> None:
+    assert tuple(sorted(_recorder().CASES)) == CASE_NAMES
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
 def test_the_callback_reports_and_checkpoints_as_rays(tmp_path: Path, case: str, no_leaks: Any) -> None:
     # (each trial in its own process, as Ray's: seed_everything seeds the process's global generators, which
     # two trials training at once in one process, system="simple", would share)
     grid = Tuner(_train, param_space={"lr": grid_search([0.05, 0.1]), "case": case},
                  run_config=RunConfig(storage_path=str(tmp_path), verbose=0, system="multiproc")).fit()
-    assert _same(rows(grid), RAY[case]), (rows(grid), RAY[case])
+    got = _recorder().rows(grid)
+    assert _same(got, RAY[case]), (got, RAY[case])
 
 
 def test_an_unknown_hook_is_refused_as_rays() -> None:
+    from actors.integration.pytorch_lightning import TuneReportCheckpointCallback
+
     with pytest.raises(ValueError, match=f"^{RAY['bad_hook']}. Must be one of") as info:
         TuneReportCheckpointCallback(on="nope")
     assert "'validation_end'" in str(info.value)

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mlflow")
-
 from actors import RunConfig, TuneConfig, Tuner, grid_search, report
 from actors.integration.mlflow import MLflowLoggerCallback, setup_mlflow
+from tests._lean import needs
+
+pytestmark = needs("mlflow")  # (imported by the callback the tests build: tests/_lean.py)
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_mlflow.json")) as _f:
     RAY = json.load(_f)

@@ -12,16 +12,24 @@ import math
 import os
 from typing import Any
 
+import numpy as np
 import pytest
 
-ng = pytest.importorskip("nevergrad")
+from actors import RunConfig, TuneConfig, Tuner, report
+from actors import search as tune
+from actors.search.nevergrad import NevergradSearch
+from tests._lean import lazy, needs
+from tests._ulps import assert_close
 
-import numpy as np  # noqa: E402  (after the skip: nevergrad brings it)
+pytestmark = needs("nevergrad")
+ng = lazy("nevergrad")  # (which brings scikit-learn and pandas: imported by the tests, tests/_lean.py)
 
-from actors import RunConfig, TuneConfig, Tuner, report  # noqa: E402
-from actors import search as tune  # noqa: E402
-from actors.search.nevergrad import NevergradSearch  # noqa: E402
-from tests._ulps import assert_close  # noqa: E402
+
+@pytest.fixture(autouse=True, scope="module")
+def _nevergrad_imported() -> None:
+    """Imported before a test seeds numpy, as a script imports it at its top: the import draws from numpy's
+    global stream."""
+    assert ng.optimizers is not None
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_nevergrad.json")) as _f:
     RAY = json.load(_f)

@@ -13,18 +13,18 @@ import random
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 
-np = pytest.importorskip("numpy")
-pytest.importorskip("sklearn")
-pytest.importorskip("scipy")
+from actors import RunConfig, TuneConfig, Tuner, report
+from actors import search as tune
+from actors.schedulers import create_scheduler
+from actors.schedulers._pb2_gp import explore
+from actors.schedulers.pb2 import PB2
+from tests._lean import needs
+from tests.test_pbt_fill import _Seen  # (a callback noting evaluated_params and tags)
 
-from actors import RunConfig, TuneConfig, Tuner, report  # noqa: E402
-from actors import search as tune  # noqa: E402
-from actors.schedulers import create_scheduler  # noqa: E402
-from actors.schedulers._pb2_gp import explore  # noqa: E402
-from actors.schedulers.pb2 import PB2  # noqa: E402
-from tests.test_pbt_fill import _Seen  # noqa: E402  (a callback noting evaluated_params and tags)
+pytestmark = needs("sklearn", "scipy")  # (imported by the tests, not at collection: tests/_lean.py)
 
 
 def _history(n_trials: int, steps: int, int_mom: bool = False, shuffled: bool = False) -> list[Any]:

@@ -13,8 +13,9 @@ from actors import RunConfig, TuneConfig, Tuner
 from actors._driver.errors import ConfigError
 from actors.search import grid_search
 from tests import _trainables as T
+from tests._lean import needs
 
-pytest.importorskip("tensorboardX")
+pytestmark = needs("tensorboardX")  # (which imports torch and comet_ml when installed: tests/_lean.py)
 
 
 def _scalars(path: str) -> dict[str, list[tuple[int, float]]]:

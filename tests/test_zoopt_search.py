@@ -12,13 +12,15 @@ import json
 import os
 from typing import Any
 
+import numpy as np
 import pytest
 
-np = pytest.importorskip("numpy")
-zoopt = pytest.importorskip("zoopt")
+import actors as tune
+from actors.search.zoopt import ZOOptSearch
+from tests._lean import lazy, needs
 
-import actors as tune  # noqa: E402
-from actors.search.zoopt import ZOOptSearch  # noqa: E402
+pytestmark = needs("zoopt")
+zoopt = lazy("zoopt")  # (which brings matplotlib: imported by the tests, tests/_lean.py)
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "ray_zoopt.json")
 
