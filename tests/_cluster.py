@@ -34,6 +34,23 @@ def wait_for(cond: Callable[[], Any], timeout_s: float, what: str) -> Any:
         time.sleep(0.05)
 
 
+def exit_code_or_stacks(proc: subprocess.Popen[Any], timeout_s: float, log_path: Any) -> int:
+    """``proc``'s exit code once it exits within ``timeout_s``; otherwise SIGABRT (``faulthandler``, which
+    ``PYTHONFAULTHANDLER=1`` in its environment enabled, writes every thread's stack to its log) and fail with
+    that log: a command that does not end on a signal names where it waits."""
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        text = open(log_path, errors="replace").read() if log_path is not None else ""
+        pytest.fail(f"{str(proc.args)[:200]} did not exit within {timeout_s}s; its log, ending with its threads' "
+                    f"stacks:\n{text[-12000:]}")
+
+
 def listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0

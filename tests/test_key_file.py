@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from actors._driver.system import free_port
-from tests._cluster import wait_for
+from tests._cluster import exit_code_or_stacks, wait_for
 from tests.test_auth_transport import KEY, WRONG_KEY, Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITION_CLUSTER_KEY", "AUDITION_ALLOW"))}
     env["PYTHONPATH"] = ROOT
+    env["PYTHONFAULTHANDLER"] = "1"  # (a worker that does not exit is aborted to show its stacks: exit_code_or_stacks)
     return env
 
 
@@ -101,7 +102,7 @@ def test_worker_with_key_file_joins_leader_keyed_by_env(leader: Server, tmp_path
         wait_for(lambda: _joined(leader, port), 30, "the --key-file worker to join the leader")
         assert "rejected frame" not in leader.log(), leader.log()[-3000:]
         worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=30) == 0, log_path.read_text()
+        assert exit_code_or_stacks(worker, 30, log_path) == 0, log_path.read_text()
         wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
         assert "wider than 0600" not in log_path.read_text()
     finally:
@@ -124,7 +125,7 @@ def test_worker_bound_to_every_interface_advertises_a_reachable_address(leader: 
         assert listening == {"0.0.0.0"}, listening
         assert f"admin 127.0.0.1:{port} (listening on 0.0.0.0)" in log_path.read_text()
         worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=30) == 0, log_path.read_text()
+        assert exit_code_or_stacks(worker, 30, log_path) == 0, log_path.read_text()
         wait_for(lambda: not _family(tag), 20, "the worker's actor system to exit")
     finally:
         if worker.poll() is None:
