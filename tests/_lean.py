@@ -6,7 +6,7 @@ each actor process a worker forks copies its address space: measured on this 2-c
 reaping a process holding TensorFlow, torch and Lightning (~800 MB) costs ~30 ms of system time against ~1.6 ms
 for a bare interpreter, and two suite files of actor-system tests ran 1.8x longer in workers that held them.
 So these libraries are imported by the tests that use them (one worker each), never at collection:
-``test_collection_stays_lean`` (tests/test_lean_collection.py) holds the suite to it.
+``test_collection_stays_lean`` (tests/test_lean_collection.py, which reads what each worker's own collection imported) holds the suite to it.
 """
 
 from __future__ import annotations

@@ -113,6 +113,16 @@ def _checkout_files() -> set[str] | None:
     return {line[3:] for line in out.stdout.splitlines() if line.startswith("??")}
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """What collection imported, and from how many test modules (before -k/-m deselect any): read by
+    tests/test_lean_collection.py."""
+    from tests._lean import HEAVY
+
+    config._audition_collection = ({str(item.path) for item in items},
+                                   sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY)))
+
+
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # (xdist's controller, or a run without xdist)
         session.config._audition_untracked = _checkout_files()
