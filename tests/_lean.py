@@ -22,6 +22,11 @@ HEAVY = ("tensorflow", "keras", "torch", "lightning", "sklearn", "scipy", "panda
          "comet_ml", "jax")
 
 
+# tests that import one of them in the worker itself: with ``--dist loadgroup`` (the README's command) they all
+# run in one worker, so one worker, not four, forks from a process holding them afterwards
+IN_PROCESS = pytest.mark.xdist_group("heavy-libraries")
+
+
 def needs(*modules: str) -> pytest.MarkDecorator:
     """Skip the module's tests unless every one of ``modules`` is installed (found, not imported)."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]

@@ -19,12 +19,12 @@ import pytest
 
 from actors import RunConfig, Tuner
 from actors.search import grid_search
-from tests._lean import needs
+from tests._lean import IN_PROCESS, needs
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
 from record_keras import CASES, fit_with, rows  # (the recorder's trainables and view; TensorFlow inside them)
 
-pytestmark = needs("tensorflow")  # (imported by the tests: tests/_lean.py)
+pytestmark = [needs("tensorflow"), IN_PROCESS]  # (imported by the tests: tests/_lean.py)
 
 with open(os.path.join(os.path.dirname(__file__), "data", "ray_keras.json")) as _f:
     RAY: dict[str, Any] = json.load(_f)

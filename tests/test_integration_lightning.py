@@ -22,9 +22,9 @@ from actors.search import grid_search
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
 
-from tests._lean import needs
+from tests._lean import IN_PROCESS, needs
 
-pytestmark = needs("torch", "lightning")  # (imported by the tests: tests/_lean.py)
+pytestmark = [needs("torch", "lightning"), IN_PROCESS]  # (imported by the tests: tests/_lean.py)
 # the recorder's cases (record_lightning.CASES, which imports Lightning): test_the_cases_are_the_recorders
 CASE_NAMES = ("all_metrics", "listed", "missing", "renamed", "report_only", "two_hooks")
 

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from actors._shell.plugin_thread import PluginThread, openmp_loaded, plugin_caller
+from tests._lean import IN_PROCESS
 
 
 def test_each_call_runs_on_one_other_thread_in_order_and_returns_its_value() -> None:
@@ -39,6 +40,7 @@ def test_the_driver_process_calls_directly() -> None:
     assert call(lambda: threading.current_thread() is threading.main_thread())
 
 
+@IN_PROCESS
 def test_openmp_is_seen_once_a_library_maps_it() -> None:
     torch = pytest.importorskip("torch")
     assert torch is not None and openmp_loaded()

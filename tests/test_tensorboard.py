@@ -13,9 +13,9 @@ from actors import RunConfig, TuneConfig, Tuner
 from actors._driver.errors import ConfigError
 from actors.search import grid_search
 from tests import _trainables as T
-from tests._lean import needs
+from tests._lean import IN_PROCESS, needs
 
-pytestmark = needs("tensorboardX")  # (which imports torch and comet_ml when installed: tests/_lean.py)
+pytestmark = [needs("tensorboardX"), IN_PROCESS]  # (which imports torch and comet_ml when installed: tests/_lean.py)
 
 
 def _scalars(path: str) -> dict[str, list[tuple[int, float]]]:

@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from actors._worker.threads import ThreadPlan, plan
+from tests._lean import IN_PROCESS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "ray_trial_threads.json")
@@ -56,6 +57,7 @@ def test_trials_get_rays_thread_counts_in_a_driver_that_loaded_numpy_and_torch(t
     assert got["driver_torch"][0] == got["driver_torch"][1]
 
 
+@IN_PROCESS
 def test_trials_in_the_drivers_own_process_leave_its_threads_alone(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     from actors import RunConfig, Tuner, report
