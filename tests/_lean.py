@@ -5,8 +5,9 @@ collection (``pytest.importorskip``, a top-level import) then lives in all four 
 each actor process a worker forks copies its address space: measured on this 2-core machine, forking and
 reaping a process holding TensorFlow, torch and Lightning (~800 MB) costs ~30 ms of system time against ~1.6 ms
 for a bare interpreter, and two suite files of actor-system tests ran 1.8x longer in workers that held them.
-So these libraries are imported by the tests that use them (one worker each), never at collection; what each
-worker's own collection imported is checked by ``test_collection_stays_lean`` (tests/test_lean_collection.py).
+So these libraries are imported by the tests that use them, never at collection (what each worker's own
+collection imported is checked by ``test_collection_stays_lean``, tests/test_lean_collection.py), and the tests
+that import TensorFlow or torch in the worker itself share one worker (``IN_PROCESS``).
 """
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def _checkout_files() -> set[str] | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    """What collection imported, and from how many test modules (before -k/-m deselect any): read by
-    tests/test_lean_collection.py."""
+    """Which test modules were collected (before -k/-m deselect any) and which heavy libraries collecting them
+    imported: read by tests/test_lean_collection.py."""
     from tests._lean import HEAVY
 
     config._audition_collection = ({str(item.path) for item in items},
