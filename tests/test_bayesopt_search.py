@@ -12,14 +12,14 @@ from importlib.metadata import version
 from importlib.util import find_spec
 from typing import Any
 
-import numpy as np
 import pytest
 
 from actors import search as tune
 from actors.search.bayesopt import BayesOptSearch
-from tests._lean import needs
+from tests._lean import lazy, needs
 
 pytestmark = needs("bayes_opt")  # (which brings scikit-learn: imported by the tests, tests/_lean.py)
+np = lazy("numpy")  # (an extra's dependency, not audition's: the module imports without it, to skip)
 
 
 def _space() -> dict[str, Any]:

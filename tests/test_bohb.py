@@ -16,7 +16,6 @@ import os
 import sys
 from typing import Any
 
-import numpy as np
 import pytest
 
 import actors as tune
@@ -33,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "
 from record_bohb import loss_of, nested_of, plain, score_of
 
 pytestmark = needs("ConfigSpace", "hpbandster")
-CS = lazy("ConfigSpace")  # (which brings SciPy: imported by the tests, tests/_lean.py)
+np, CS = lazy("numpy"), lazy("ConfigSpace")  # (ConfigSpace brings SciPy: imported by the tests, tests/_lean.py)
 DATA = os.path.join(os.path.dirname(__file__), "data", "ray_bohb.json")
 
 

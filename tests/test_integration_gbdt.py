@@ -13,7 +13,6 @@ import math
 import os
 from typing import Any
 
-import numpy as np
 import pytest
 
 from actors import RunConfig, Tuner
@@ -22,7 +21,7 @@ from tests._lean import lazy, needs
 
 pytestmark = needs("xgboost", "lightgbm", "sklearn")
 # (imported by the tests, not at collection, with scikit-learn, SciPy and pandas: tests/_lean.py)
-xgb, lgb = lazy("xgboost"), lazy("lightgbm")
+xgb, lgb, np = lazy("xgboost"), lazy("lightgbm"), lazy("numpy")
 datasets, model_selection = lazy("sklearn.datasets"), lazy("sklearn.model_selection")
 alg, axg = lazy("actors.integration.lightgbm"), lazy("actors.integration.xgboost")
 

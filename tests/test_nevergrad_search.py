@@ -12,7 +12,6 @@ import math
 import os
 from typing import Any
 
-import numpy as np
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, report
@@ -22,6 +21,7 @@ from tests._lean import lazy, needs
 from tests._ulps import assert_close
 
 pytestmark = needs("nevergrad")
+np = lazy("numpy")  # (an extra's dependency, not audition's: the module imports without it, to skip)
 ng = lazy("nevergrad")  # (which brings scikit-learn and pandas: imported by the tests, tests/_lean.py)
 
 

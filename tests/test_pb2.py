@@ -13,7 +13,6 @@ import random
 import warnings
 from typing import Any
 
-import numpy as np
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, report
@@ -21,10 +20,11 @@ from actors import search as tune
 from actors.schedulers import create_scheduler
 from actors.schedulers._pb2_gp import explore
 from actors.schedulers.pb2 import PB2
-from tests._lean import needs
+from tests._lean import lazy, needs
 from tests.test_pbt_fill import _Seen  # (a callback noting evaluated_params and tags)
 
 pytestmark = needs("sklearn", "scipy")  # (imported by the tests, not at collection: tests/_lean.py)
+np = lazy("numpy")  # (an extra's dependency, not audition's: the module imports without it, to skip)
 
 
 def _history(n_trials: int, steps: int, int_mom: bool = False, shuffled: bool = False) -> list[Any]:

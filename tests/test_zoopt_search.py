@@ -12,7 +12,6 @@ import json
 import os
 from typing import Any
 
-import numpy as np
 import pytest
 
 import actors as tune
@@ -20,6 +19,7 @@ from actors.search.zoopt import ZOOptSearch
 from tests._lean import lazy, needs
 
 pytestmark = needs("zoopt")
+np = lazy("numpy")  # (an extra's dependency, not audition's: the module imports without it, to skip)
 zoopt = lazy("zoopt")  # (which brings matplotlib: imported by the tests, tests/_lean.py)
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "ray_zoopt.json")
