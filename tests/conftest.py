@@ -1,10 +1,8 @@
 """Shared fixtures: process-leak checks and helpers for end-to-end runs.
 
-Thespian's admin daemonizes (its parent becomes init), so leaks are found by
-looking for processes forked from this interpreter: same command line, started
-after this session began, not this process itself. Under pytest-xdist (the README's ``-n 4``) each worker
-is started with a command line of its own (``pytest_xdist_setupnodes``), so one worker's checks never count
-the other's actor systems.
+Leaks are the processes ``tests._procs.forked_processes`` finds. Under pytest-xdist (the README's ``-n 4``)
+each worker is started with a command line of its own (``pytest_xdist_setupnodes``), so one worker's checks
+never count the other's actor systems.
 """
 
 from __future__ import annotations
@@ -18,7 +16,9 @@ from typing import Any
 import psutil
 import pytest
 
-pytest_plugins = ["tests._fixtures_s3", "tests._cluster"]
+from tests._procs import forked_processes
+
+pytest_plugins = ["tests._fixtures_s3", "tests._cluster", "tests._stacks"]
 
 # Importing comet_ml (tests/test_integration_comet.py, at collection) patches MLflow, XGBoost, LightGBM and
 # others for Comet's auto-logging: every later MLflow run in the same worker then also wrote an offline Comet
@@ -34,39 +34,6 @@ def pytest_xdist_setupnodes(config: Any, specs: list[Any]) -> None:
     for n, spec in enumerate(specs):
         if getattr(spec, "popen", False) and not spec.python:
             spec.python = f"{shlex.quote(sys.executable)} -X audition_test_worker={n}"
-
-
-_ME = psutil.Process(os.getpid())
-_CMDLINE = _ME.cmdline()
-_START = _ME.create_time()
-
-
-def _forked_here(p: psutil.Process) -> bool:
-    """A process with this session's command line, forked by this session (an actor system's admin
-    or actor): a descendant of it, or an orphan of one (re-parented to init). Not one of another
-    session running the same command at the same time: its own forks hang under its live root, a
-    same-command process whose parent is not init (two suites at once must not count, or kill,
-    each other's actor systems)."""
-    top = p
-    for ancestor in p.parents():  # nearest first
-        if ancestor.pid == _ME.pid:
-            return True
-        if ancestor.cmdline() != _CMDLINE:
-            break
-        top = ancestor
-    return top.ppid() == 1
-
-
-def forked_processes() -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
-        try:
-            if (p.pid != _ME.pid and p.info["cmdline"] == _CMDLINE and p.info["create_time"] >= _START
-                    and p.info["status"] != psutil.STATUS_ZOMBIE and _forked_here(p)):
-                out.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return out
 
 
 @pytest.fixture

@@ -28,6 +28,9 @@ from actors._engine.watch import describe_exit
 from actors._tempdirs import pid_runs
 
 _PR_SET_PDEATHSIG = 1
+# ``kill -USR2 <pid>`` of an actor process (or an admin) prints every thread's Python stack: see dump_stacks_on_signal
+STACKS_SIGNAL = signal.SIGUSR2
+_stacks_fd: int | None = None  # this process's stderr as it started, where the stacks go
 # Thespian installs a Python-level handler for these; a real fault then re-runs the faulting
 # instruction forever (100% CPU, the parent never hears of a death)
 _FATAL_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
@@ -76,6 +79,35 @@ def restore_fatal_signals() -> None:
         faulthandler.enable(all_threads=True)
     except (AttributeError, OSError, RuntimeError, ValueError):  # no usable stderr: the default still kills
         pass
+    dump_stacks_on_signal()
+
+
+def dump_stacks_on_signal() -> None:
+    """On ``STACKS_SIGNAL``, write every thread's Python stack to the stderr this process started with.
+
+    How to see where a run that seems stuck waits (and how the test suite shows it when a test times
+    out: ``tests/_stacks.py``). faulthandler writes from its C-level handler, so a thread spinning in a
+    C call while it holds the GIL does not keep the dump back. A trial's fd 2 is a pipe to its run's
+    captured output while the run is current (``_worker.fdcapture``): the stacks go to a copy of the
+    fd taken before that (inherited from the actor's parent), the driver's terminal, not into the trial's output.
+    """
+    global _stacks_fd
+    fd = _stacks_fd
+    if fd is None:
+        try:
+            fd = os.dup(2)  # (not inheritable)
+        except OSError:  # no stderr at all: nothing to write to
+            return
+    try:
+        # again in each actor: a forked one inherits the fd and faulthandler's record of its handler, but
+        # Thespian replaced the handler itself (register() alone would only change the file)
+        faulthandler.unregister(STACKS_SIGNAL)
+        faulthandler.register(STACKS_SIGNAL, file=fd, all_threads=True, chain=False)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        if fd != _stacks_fd:
+            os.close(fd)
+        return
+    _stacks_fd = fd
 
 
 def pid_alive(pid: int) -> bool:
@@ -208,6 +240,7 @@ def _in_admin(admin: Any) -> None:
     """Runs in the admin process as it starts: plain signal dispositions, and the watch thread."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the driver's deferring handlers are not the admin's
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    dump_stacks_on_signal()
     if not _owner:
         return
     port = int((getattr(admin, "capabilities", None) or {}).get("Admin Port") or 0)
@@ -257,5 +290,5 @@ def _watch(admin: Any, owner: dict[str, Any], port: int) -> None:
             return
 
 
-__all__ = ["describe_exit", "die_with_parent", "exit_status_of", "pid_alive", "record_child_exits",
-           "restore_fatal_signals", "watch_owner"]
+__all__ = ["STACKS_SIGNAL", "describe_exit", "die_with_parent", "dump_stacks_on_signal", "exit_status_of",
+           "pid_alive", "record_child_exits", "restore_fatal_signals", "watch_owner"]
