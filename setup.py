@@ -78,6 +78,8 @@ LIGHTNING_TEST = ["torch==2.13.0", "lightning==2.6.6"]
 # actors.integration.keras (Ray's ray.tune.integration.keras): Keras 3, with the backend you use (TensorFlow, ...)
 KERAS = ["keras>=3,<4"]
 KERAS_TEST = ["tensorflow-cpu==2.21.0"]  # (recorded with it: tests/data/ray_keras.json)
+# a driver that ran JAX gets a fresh actor system (a forked trial's JAX hangs): measured and tested with this one
+JAX_TEST = ["jax[cpu]==0.10.2"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
 DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
@@ -125,7 +127,7 @@ setup(
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
         + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST + WANDB_TEST
-        + COMET_TEST + LIGHTNING_TEST + KERAS_TEST + BOHB + BOHB_TEST
+        + COMET_TEST + LIGHTNING_TEST + KERAS_TEST + JAX_TEST + BOHB + BOHB_TEST
         + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

@@ -1,6 +1,6 @@
 """A driver whose memory a forked process cannot use gets an actor system started by a fresh interpreter.
 
-Thespian forks every actor from the process that starts the system; after TensorFlow has run in the
+Thespian forks every actor from the process that starts the system; after TensorFlow (or JAX) has run in the
 driver, a forked trial's first ``tf.function`` waited forever (the run hung). The scripts run as real
 processes; ``processes_with`` finds the helper and every actor by the driver's command line, which the
 helper's carries after ``--``.
@@ -26,6 +26,7 @@ from actors._driver.errors import ConfigError
 from actors._driver.fresh_system import ENV, fork_unsafe_reason
 from tests._cluster import wait_for
 from tests._driver_script import processes_with
+from tests._lean import needs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -59,6 +60,35 @@ def _fake_tensorflow(monkeypatch: pytest.MonkeyPatch, ran: bool) -> None:
     for name, module in [("tensorflow", tf), ("tensorflow.python", python), ("tensorflow.python.eager", eager),
                          ("tensorflow.python.eager.context", context)]:
         monkeypatch.setitem(sys.modules, name, module)
+
+
+def _fake_jax(monkeypatch: pytest.MonkeyPatch, ran: bool | None) -> None:
+    """``jax`` whose backends are initialized or not (``ran``), or (None) one that does not tell."""
+    bridge = types.ModuleType("jax._src.xla_bridge")
+    if ran is not None:
+        bridge.backends_are_initialized = lambda: ran  # type: ignore[attr-defined]
+    src = types.ModuleType("jax._src")
+    src.xla_bridge = bridge  # type: ignore[attr-defined]
+    jax = types.ModuleType("jax")
+    jax._src = src  # type: ignore[attr-defined]
+    for name, module in [("jax", jax), ("jax._src", src), ("jax._src.xla_bridge", bridge)]:
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_the_start_method_follows_whether_jax_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "auto")
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    assert fork_unsafe_reason() is None
+    _fake_jax(monkeypatch, ran=False)  # imported, never run: forking is safe
+    assert fork_unsafe_reason() is None
+    _fake_jax(monkeypatch, ran=True)
+    assert fork_unsafe_reason() == "JAX has run in this process"
+    monkeypatch.setenv(ENV, "fork")
+    assert fork_unsafe_reason() is None  # (told to fork: forks, whatever ran)
+    monkeypatch.setenv(ENV, "auto")
+    _fake_jax(monkeypatch, ran=None)  # a JAX whose state cannot be read: fresh, as Ray's workers, never a hang
+    assert fork_unsafe_reason() == "JAX is loaded in this process (whether it ran could not be told)"
 
 
 def test_the_start_method_follows_the_setting_and_whether_tensorflow_ran(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,3 +267,10 @@ def test_no_interpreter_to_start_is_a_clear_error(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     with pytest.raises(ConfigError, match=r"could not start a fresh interpreter .*no-python.*METHOD=fork"):
         Tuner(_train, param_space={"x": 1}, run_config=RunConfig(storage_path=str(tmp_path), verbose=0)).fit()
+
+
+@pytest.mark.slow
+@needs("jax")
+def test_a_driver_that_ran_jax_gets_trials_that_train(tmp_path: Path) -> None:
+    out = _run(os.path.join(HERE, "_jax_driver.py"), str(tmp_path / "res"), None, timeout=90)
+    assert out == {"errors": [], "iterations": [2], "totals": [200 * 200 * 200 * 0.25], "printed": []}

@@ -9,6 +9,10 @@ TensorFlow alone does not). Ray starts its workers afresh, so such a script runs
 (``serve``), the driver attaches to that admin as a client, and the trials get the driver's
 ``sys.path``, environment and working directory but none of its memory, as Ray's workers do.
 
+JAX is the same (measured with jax 0.10.2 on CPU: a product in the driver, then a jitted product in a
+forked trial, hangs, after JAX's own warning that ``os.fork()`` is incompatible with its threads; importing
+JAX alone does not): its backends, once initialized, hold thread pools no fork copies.
+
 PyTorch needs none of this: its CPU pool (GNU OpenMP) is lost in a fork too, but it belongs to the
 thread that ran the parallel op, and a trainable runs on a thread of its own in the trial process, which
 builds a new pool (measured with torch 2.13: a 500x500 product in the driver, then training in a trial;
@@ -47,8 +51,8 @@ def fork_unsafe_reason() -> str | None:
         return None
     if setting != "auto":
         raise ConfigError(f"${ENV}={os.environ[ENV]!r} is not one of auto, fork, fresh: unset it for the default "
-                          "(a fresh interpreter only when this process has run TensorFlow)")
-    return _tensorflow_ran()
+                          "(a fresh interpreter only when this process has run TensorFlow or JAX)")
+    return _tensorflow_ran() or _jax_ran()
 
 
 def _tensorflow_ran() -> str | None:
@@ -63,6 +67,22 @@ def _tensorflow_ran() -> str | None:
     except Exception:  # another TensorFlow layout: ask nothing, fork as before
         return None
     return None
+
+
+def _jax_ran() -> str | None:
+    if "jax" not in sys.modules:  # (never imported here: nothing to ask)
+        return None
+    try:
+        from jax._src import xla_bridge
+
+        initialized = getattr(xla_bridge, "backends_are_initialized", None)
+        if initialized is not None:
+            ran = bool(initialized())
+        else:  # (older releases: the dict of initialized backends)
+            ran = bool(xla_bridge._backends)
+    except Exception:  # another JAX layout: a fresh interpreter, as Ray's workers (a fork may hang)
+        return "JAX is loaded in this process (whether it ran could not be told)"
+    return "JAX has run in this process" if ran else None
 
 
 def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
