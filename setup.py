@@ -80,6 +80,8 @@ KERAS = ["keras>=3,<4"]
 KERAS_TEST = ["tensorflow-cpu==2.21.0"]  # (recorded with it: tests/data/ray_keras.json)
 # a driver that ran JAX gets a fresh actor system (a forked trial's JAX hangs): measured and tested with this one
 JAX_TEST = ["jax[cpu]==0.10.2"]
+# the same for polars (a forked trial's first group_by hangs once the driver's pool exists)
+POLARS_TEST = ["polars==2.1.0"]
 TENSORBOARD = ["tensorboardX>=2.6,<3"]
 # The dashboard's web stack; plotly is used only for the plotly.min.js it ships (served, never fetched from a CDN).
 DASHBOARD = ["starlette>=0.40,<2", "uvicorn>=0.30,<1", "plotly>=5.20,<8"]
@@ -127,7 +129,7 @@ setup(
         "test-s3": TEST + S3 + S3_TEST + PLOT + DASHBOARD + TEST_CLIENT + ["moto[server]>=5.0,<6"],
         "test": TEST + S3 + PLOT + DOCS + OPTUNA + HYPEROPT + BAYESOPT + PB2 + PANDAS + TENSORBOARD + DASHBOARD
         + TEST_CLIENT + BROWSER_TEST + S3_TEST + GBDT_TEST + ZOOPT + NEVERGRAD_TEST + MLFLOW_TEST + WANDB_TEST
-        + COMET_TEST + LIGHTNING_TEST + KERAS_TEST + JAX_TEST + BOHB + BOHB_TEST
+        + COMET_TEST + LIGHTNING_TEST + KERAS_TEST + JAX_TEST + POLARS_TEST + BOHB + BOHB_TEST
         + ["moto[server]>=5.0,<6", "pillow>=9,<14"],
     },
     entry_points={"console_scripts": ["audition=actors._cli.main:main"]},

@@ -20,7 +20,7 @@ import pytest
 
 # imported by no test module at collection (each is tens to hundreds of MB in a process)
 HEAVY = ("tensorflow", "keras", "torch", "lightning", "sklearn", "scipy", "pandas", "matplotlib", "mlflow",
-         "comet_ml", "jax")
+         "comet_ml", "jax", "polars")
 
 
 # tests that import one of them in the worker itself: with ``--dist loadgroup`` (the README's command) they all

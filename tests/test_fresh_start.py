@@ -1,19 +1,21 @@
 """A driver whose memory a forked process cannot use gets an actor system started by a fresh interpreter.
 
-Thespian forks every actor from the process that starts the system; after TensorFlow (or JAX) has run in the
-driver, a forked trial's first ``tf.function`` waited forever (the run hung). The scripts run as real
-processes; ``processes_with`` finds the helper and every actor by the driver's command line, which the
-helper's carries after ``--``.
+Thespian forks every actor from the process that starts the system; after TensorFlow (or JAX, or
+polars) has run in the driver, a forked trial's first ``tf.function`` waited forever (the run hung). The
+scripts run as real processes; ``processes_with`` finds the helper and every actor by the driver's
+command line, which the helper's carries after ``--``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,7 @@ import psutil
 import pytest
 
 from actors._driver.errors import ConfigError
-from actors._driver.fresh_system import ENV, fork_unsafe_reason
+from actors._driver.fresh_system import ENV, fork_unsafe_reason, native_thread_names
 from tests._cluster import wait_for
 from tests._driver_script import processes_with
 from tests._lean import needs
@@ -89,6 +91,39 @@ def test_the_start_method_follows_whether_jax_ran(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv(ENV, "auto")
     _fake_jax(monkeypatch, ran=None)  # a JAX whose state cannot be read: fresh, as Ray's workers, never a hang
     assert fork_unsafe_reason() == "JAX is loaded in this process (whether it ran could not be told)"
+
+
+def _named_thread(name: str) -> tuple[threading.Thread, threading.Event]:
+    """A thread the kernel knows as ``name`` (PR_SET_NAME, as a native library names its pool's threads)."""
+    named, done = threading.Event(), threading.Event()
+
+    def run() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.prctl(15, name.encode(), 0, 0, 0) == 0  # PR_SET_NAME
+        named.set()
+        done.wait(30)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert named.wait(10)
+    return thread, done
+
+
+def test_the_start_method_follows_whether_polars_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "auto")
+    for name in ("tensorflow", "jax"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "polars", types.ModuleType("polars"))
+    assert fork_unsafe_reason() is None  # imported, never run: no pool yet, forking is safe
+    thread, done = _named_thread("polars-0")
+    try:
+        assert "polars-0" in native_thread_names()
+        assert fork_unsafe_reason() == "polars has run in this process (its thread pool exists)"
+        monkeypatch.delitem(sys.modules, "polars")
+        assert fork_unsafe_reason() is None  # (a thread of that name, but no polars: not its pool)
+    finally:
+        done.set()
+        thread.join(10)
 
 
 def test_the_start_method_follows_the_setting_and_whether_tensorflow_ran(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -274,3 +309,10 @@ def test_no_interpreter_to_start_is_a_clear_error(tmp_path: Path, monkeypatch: p
 def test_a_driver_that_ran_jax_gets_trials_that_train(tmp_path: Path) -> None:
     out = _run(os.path.join(HERE, "_jax_driver.py"), str(tmp_path / "res"), None, timeout=90)
     assert out == {"errors": [], "iterations": [2], "totals": [200 * 200 * 200 * 0.25], "printed": []}
+
+
+@pytest.mark.slow
+@needs("polars")
+def test_a_driver_that_ran_polars_gets_trials_that_train(tmp_path: Path) -> None:
+    out = _run(os.path.join(HERE, "_polars_driver.py"), str(tmp_path / "res"), None, timeout=90)
+    assert out == {"errors": [], "iterations": [2], "totals": [sum(range(100_000))], "printed": []}

@@ -11,7 +11,9 @@ TensorFlow alone does not). Ray starts its workers afresh, so such a script runs
 
 JAX is the same (measured with jax 0.10.2 on CPU: a product in the driver, then a jitted product in a
 forked trial, hangs, after JAX's own warning that ``os.fork()`` is incompatible with its threads; importing
-JAX alone does not): its backends, once initialized, hold thread pools no fork copies.
+JAX alone does not): its backends, once initialized, hold thread pools no fork copies. So is polars
+(measured with polars 2.1.0: a ``group_by`` in the driver, then one in a forked trial, hangs, without a
+warning; importing polars alone does not): it starts its pool, threads named ``polars-<n>``, on first use.
 
 PyTorch needs none of this: its CPU pool (GNU OpenMP) is lost in a fork too, but it belongs to the
 thread that ran the parallel op, and a trainable runs on a thread of its own in the trial process, which
@@ -27,8 +29,10 @@ the helper's, so ``ps`` shows which script the actor system belongs to.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -51,8 +55,8 @@ def fork_unsafe_reason() -> str | None:
         return None
     if setting != "auto":
         raise ConfigError(f"${ENV}={os.environ[ENV]!r} is not one of auto, fork, fresh: unset it for the default "
-                          "(a fresh interpreter only when this process has run TensorFlow or JAX)")
-    return _tensorflow_ran() or _jax_ran()
+                          "(a fresh interpreter only when this process has run TensorFlow, JAX or polars)")
+    return _tensorflow_ran() or _jax_ran() or _polars_ran()
 
 
 def _tensorflow_ran() -> str | None:
@@ -83,6 +87,27 @@ def _jax_ran() -> str | None:
     except Exception:  # another JAX layout: a fresh interpreter, as Ray's workers (a fork may hang)
         return "JAX is loaded in this process (whether it ran could not be told)"
     return "JAX has run in this process" if ran else None
+
+
+def _polars_ran() -> str | None:
+    if "polars" not in sys.modules:
+        return None
+    # polars tells nothing of its pool; the pool's threads have names of their own (Linux shows them)
+    if any(re.fullmatch(r"polars-\d+", name) for name in native_thread_names()):
+        return "polars has run in this process (its thread pool exists)"
+    return None
+
+
+def native_thread_names() -> set[str]:
+    """The names the kernel knows this process's threads by (empty where there is no /proc)."""
+    names = set()
+    for path in glob.glob("/proc/self/task/*/comm"):
+        try:
+            with open(path) as f:
+                names.add(f.read().strip())
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return names
 
 
 def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
