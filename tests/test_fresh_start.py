@@ -1,9 +1,9 @@
 """A driver whose memory a forked process cannot use gets an actor system started by a fresh interpreter.
 
-Thespian forks every actor from the process that starts the system; after TensorFlow (or JAX, or
-polars) has run in the driver, a forked trial's first ``tf.function`` waited forever (the run hung). The
-scripts run as real processes; ``processes_with`` finds the helper and every actor by the driver's
-command line, which the helper's carries after ``--``.
+Thespian forks every actor from the process that starts the system; after TensorFlow (or JAX, polars
+or joblib's process pool) has run in the driver, a forked trial's first ``tf.function`` waited forever
+(the run hung). The scripts run as real processes; ``processes_with`` finds the helper and every actor
+by the driver's command line, which the helper's carries after ``--``.
 """
 
 from __future__ import annotations
@@ -124,6 +124,25 @@ def test_the_start_method_follows_whether_polars_ran(monkeypatch: pytest.MonkeyP
     finally:
         done.set()
         thread.join(10)
+
+
+def test_the_start_method_follows_whether_joblibs_process_pool_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "auto")
+    for name in ("tensorflow", "jax", "polars"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    for name in ("joblib.externals.loky.reusable_executor", "loky.reusable_executor"):  # joblib's, loky's own
+        pool = types.ModuleType(name)
+        pool._executor = None  # type: ignore[attr-defined]  # imported (as joblib always does), never run
+        monkeypatch.delitem(sys.modules, "joblib.externals.loky.reusable_executor", raising=False)
+        monkeypatch.setitem(sys.modules, name, pool)
+        assert fork_unsafe_reason() is None
+        pool._executor = types.SimpleNamespace(_flags=types.SimpleNamespace(shutdown=False))  # type: ignore[attr-defined]
+        assert fork_unsafe_reason() == "joblib's process pool (loky) has run in this process"
+        pool._executor._flags.shutdown = True  # type: ignore[attr-defined]  # shut down: the child makes its own
+        assert fork_unsafe_reason() is None
+        pool._executor = object()  # type: ignore[attr-defined]  # a layout without the flag: taken as running
+        assert fork_unsafe_reason() is not None
+        monkeypatch.delitem(sys.modules, name)
 
 
 def test_the_start_method_follows_the_setting_and_whether_tensorflow_ran(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -316,3 +335,10 @@ def test_a_driver_that_ran_jax_gets_trials_that_train(tmp_path: Path) -> None:
 def test_a_driver_that_ran_polars_gets_trials_that_train(tmp_path: Path) -> None:
     out = _run(os.path.join(HERE, "_polars_driver.py"), str(tmp_path / "res"), None, timeout=90)
     assert out == {"errors": [], "iterations": [2], "totals": [sum(range(100_000))], "printed": []}
+
+
+@pytest.mark.slow
+@needs("joblib")
+def test_a_driver_that_ran_joblibs_process_pool_gets_trials_that_train(tmp_path: Path) -> None:
+    out = _run(os.path.join(HERE, "_joblib_driver.py"), str(tmp_path / "res"), None, timeout=90)
+    assert out == {"errors": [], "iterations": [2], "totals": [sum(i * i for i in range(20))], "printed": []}

@@ -14,6 +14,9 @@ forked trial, hangs, after JAX's own warning that ``os.fork()`` is incompatible 
 JAX alone does not): its backends, once initialized, hold thread pools no fork copies. So is polars
 (measured with polars 2.1.0: a ``group_by`` in the driver, then one in a forked trial, hangs, without a
 warning; importing polars alone does not): it starts its pool, threads named ``polars-<n>``, on first use.
+And so is joblib's process pool, loky (scikit-learn's ``n_jobs``; measured with joblib 1.6.0: a
+``Parallel(n_jobs=2)`` in the driver, then one in a forked trial, waits forever): the pool object is copied
+into the child without the threads that serve it, and joblib reuses it there.
 
 PyTorch needs none of this: its CPU pool (GNU OpenMP) is lost in a fork too, but it belongs to the
 thread that ran the parallel op, and a trainable runs on a thread of its own in the trial process, which
@@ -55,8 +58,9 @@ def fork_unsafe_reason() -> str | None:
         return None
     if setting != "auto":
         raise ConfigError(f"${ENV}={os.environ[ENV]!r} is not one of auto, fork, fresh: unset it for the default "
-                          "(a fresh interpreter only when this process has run TensorFlow, JAX or polars)")
-    return _tensorflow_ran() or _jax_ran() or _polars_ran()
+                          "(a fresh interpreter only when this process has run TensorFlow, JAX, polars or "
+                          "joblib's process pool)")
+    return _tensorflow_ran() or _jax_ran() or _polars_ran() or _loky_ran()
 
 
 def _tensorflow_ran() -> str | None:
@@ -95,6 +99,14 @@ def _polars_ran() -> str | None:
     # polars tells nothing of its pool; the pool's threads have names of their own (Linux shows them)
     if any(re.fullmatch(r"polars-\d+", name) for name in native_thread_names()):
         return "polars has run in this process (its thread pool exists)"
+    return None
+
+
+def _loky_ran() -> str | None:
+    for name in ("joblib.externals.loky.reusable_executor", "loky.reusable_executor"):  # (joblib's, or loky's own)
+        executor = getattr(sys.modules.get(name), "_executor", None)
+        if executor is not None and not getattr(getattr(executor, "_flags", None), "shutdown", False):
+            return "joblib's process pool (loky) has run in this process"
     return None
 
 
