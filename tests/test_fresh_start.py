@@ -45,8 +45,12 @@ def _run(script: str, storage: str, method: str | None, timeout: float, *args: s
     finally:
         wait_for(lambda: not processes_with(script, storage), 20, "the actor system's processes to exit")
     assert done.returncode == 0, done.stderr[-3000:]
-    *before, last = done.stdout.strip().splitlines()
-    return dict(json.loads(last), printed=before)
+    *before, last = done.stdout.strip().splitlines() or [""]
+    try:
+        return dict(json.loads(last), printed=before)
+    except json.JSONDecodeError:
+        raise AssertionError(f"the driver's last line is not its JSON; stdout:\n{done.stdout[-3000:]}\n"
+                             f"stderr:\n{done.stderr[-3000:]}") from None
 
 
 def _fake_tensorflow(monkeypatch: pytest.MonkeyPatch, ran: bool) -> None:

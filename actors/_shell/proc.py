@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import multiprocessing
+import multiprocessing.util
 import os
 import select
 import signal
@@ -108,6 +109,78 @@ def dump_stacks_on_signal() -> None:
             os.close(fd)
         return
     _stacks_fd = fd
+
+
+# Ray's switch for the same rule, read as Ray reads it (default true)
+CHILDREN_ENV = "RAY_kill_child_processes_on_worker_exit"
+CHILDREN_GRACE_S = 1.0  # SIGTERM, then SIGKILL for a child still running after this long
+
+
+def end_children_at_exit() -> None:
+    """When this actor process exits, end the processes it started (its direct children): what a
+    trainable or its libraries started and left running (joblib's loky workers, a ``subprocess`` the
+    code never waited for) would otherwise outlive the run under init, as they would not in Ray, whose
+    workers do the same at exit (``RAY_kill_child_processes_on_worker_exit``, default true; false here
+    keeps them too). Not recursive, as Ray's; a process killed with SIGKILL ends none. Never in the
+    driver's own process (the in-process system)."""
+    if ends_children():
+        # at priority 0: before multiprocessing's exit joins a non-daemonic child the code left running
+        multiprocessing.util.Finalize(None, end_children, exitpriority=0)
+
+
+def ends_children() -> bool:
+    """Whether this process ends its children as it exits (``end_children_at_exit``). The actor also calls
+    ``end_children`` as it is asked to exit: its parent may exit first, and then the kernel kills this
+    process (``die_with_parent``) before any exit code runs."""
+    return not in_driver_process() and os.environ.get(CHILDREN_ENV, "true").strip().lower() not in ("false", "0")
+
+
+def direct_children(parent: int | None = None) -> list[int]:
+    """The live (not zombie) processes whose parent is ``parent`` (this process), from /proc."""
+    me = os.getpid() if parent is None else parent
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc: nothing to tell
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):  # gone meanwhile
+            continue
+        if int(ppid) == me and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def end_children(grace_s: float = CHILDREN_GRACE_S) -> list[int]:
+    """SIGTERM to each direct child, SIGKILL to those still running ``grace_s`` later. Returns their pids."""
+    children = direct_children()
+    for pid in children:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    running = children
+    while running and time.monotonic() < deadline:
+        time.sleep(0.01)
+        running = [pid for pid in running if pid_alive(pid)]
+    for pid in running:
+        _signal(pid, signal.SIGKILL)
+    for pid in children:  # (one still dying is reaped by init once this process is gone)
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except (ChildProcessError, OSError):  # reaped elsewhere (subprocess, multiprocessing)
+            pass
+    return children
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def pid_alive(pid: int) -> bool:
@@ -290,5 +363,6 @@ def _watch(admin: Any, owner: dict[str, Any], port: int) -> None:
             return
 
 
-__all__ = ["STACKS_SIGNAL", "describe_exit", "die_with_parent", "dump_stacks_on_signal", "exit_status_of",
+__all__ = ["CHILDREN_ENV", "STACKS_SIGNAL", "describe_exit", "die_with_parent", "direct_children",
+           "dump_stacks_on_signal", "end_children", "end_children_at_exit", "ends_children", "exit_status_of",
            "pid_alive", "record_child_exits", "restore_fatal_signals", "watch_owner"]

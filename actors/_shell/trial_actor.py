@@ -31,7 +31,7 @@ from thespian.actors import (
 
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
-from actors._shell.proc import die_with_parent
+from actors._shell.proc import die_with_parent, end_children, end_children_at_exit, ends_children
 from actors._worker.autofill import started_metrics
 from actors._worker.channel import Command, EventKind
 from actors._worker.runner import TrialRunner, release_trainable
@@ -73,6 +73,7 @@ class TrialActor(ActorTypeDispatcher):
         self.wake: tuple[int, int] | None = None
         self.wake_checked = False
         die_with_parent()
+        end_children_at_exit()
         self.runner: TrialRunner | None = None
         self.trainable_bytes = b""
         self.controller: Any = None
@@ -201,6 +202,8 @@ class TrialActor(ActorTypeDispatcher):
             self.runner.stop_requested = True
             # wake a thread blocked on a decision, so it ends (and releases its output capture)
             self.runner.send_command(Command.STOP)
+        if ends_children():  # now, while this process surely runs (see ends_children)
+            end_children()
 
     def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
         pass

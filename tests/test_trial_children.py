@@ -1,0 +1,96 @@
+"""Processes a trainable starts and leaves running end with its trial's process, as Ray's workers end theirs
+(``RAY_kill_child_processes_on_worker_exit``, default true; false keeps them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from actors import RunConfig, TuneConfig, Tuner, report
+from actors._shell.proc import CHILDREN_ENV, pid_alive
+from tests._cluster import wait_for
+
+
+def _leaves_a_child_running(config: dict) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    report({"child": child.pid})
+
+
+def _children_of(tmp_path, name: str) -> list[int]:
+    grid = Tuner(_leaves_a_child_running, tune_config=TuneConfig(num_samples=2),
+                 run_config=RunConfig(storage_path=str(tmp_path), name=name, verbose=0)).fit()
+    assert grid.num_errors == 0
+    return [r.metrics["child"] for r in grid]
+
+
+def test_a_trials_leftover_processes_end_with_it(tmp_path, no_leaks):
+    children = _children_of(tmp_path, "children")
+    wait_for(lambda: not any(pid_alive(pid) for pid in children), 10, "the trials' children to end")
+
+
+def test_rays_switch_keeps_them(tmp_path, monkeypatch, no_leaks):
+    monkeypatch.setenv(CHILDREN_ENV, "false")
+    children = _children_of(tmp_path, "kept")
+    try:
+        assert all(pid_alive(pid) for pid in children)
+    finally:
+        for pid in children:
+            os.kill(pid, 9)
+
+
+def test_end_children_terminates_then_kills_only_direct_children(tmp_path):
+    """In a process of its own: ``end_children`` ends every child of the process it runs in."""
+    script = textwrap.dedent("""
+        import json, os, subprocess, sys, time
+        from actors._shell.proc import direct_children, end_children, pid_alive
+        stubborn = subprocess.Popen([sys.executable, "-c",
+            "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); "
+            "time.sleep(60)"], stdout=subprocess.PIPE)
+        stubborn.stdout.readline()  # (SIGTERM is ignored from here on)
+        polite = subprocess.Popen(["sleep", "60"])
+        # a grandchild: not ended (as in Ray: not recursive), and its parent's end leaves it to init
+        middle = subprocess.Popen([sys.executable, "-c",
+            "import subprocess, sys; p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); "
+            "import time; time.sleep(60)"], stdout=subprocess.PIPE)
+        grandchild = int(middle.stdout.readline())
+        found = sorted(direct_children())
+        started = time.monotonic()
+        ended = sorted(end_children(grace_s=0.5))
+        took = time.monotonic() - started
+        deadline = time.monotonic() + 10  # (a SIGKILLed process takes a moment to be gone)
+        while any(pid_alive(p) for p in (stubborn.pid, polite.pid, middle.pid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        print(json.dumps({"found": found, "ended": ended,
+                          "expected": sorted([stubborn.pid, polite.pid, middle.pid]),
+                          "alive": [pid_alive(p) for p in (stubborn.pid, polite.pid, middle.pid)],
+                          "grandchild_alive": pid_alive(grandchild), "took": took}))
+        os.kill(grandchild, 9)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["found"] == got["ended"] == got["expected"]
+    assert got["alive"] == [False, False, False]
+    assert got["grandchild_alive"] is True
+    assert got["took"] >= 0.5  # the stubborn one needed the SIGKILL after the grace
+
+
+@pytest.mark.parametrize("value", ["0", "False"])
+def test_the_switch_is_read_as_rays(monkeypatch, value):
+    from actors._shell import proc
+
+    monkeypatch.setattr(proc, "in_driver_process", lambda: False)
+    monkeypatch.setenv(CHILDREN_ENV, value)
+    assert not proc.ends_children()
+    monkeypatch.setenv(CHILDREN_ENV, "true")
+    assert proc.ends_children()
+    monkeypatch.delenv(CHILDREN_ENV)
+    assert proc.ends_children()
+    monkeypatch.setattr(proc, "in_driver_process", lambda: True)  # the in-process system: the driver's own
+    assert not proc.ends_children()
