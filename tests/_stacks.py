@@ -44,8 +44,9 @@ def _size(fd: int) -> int:
         return -1
 
 
-def _settled(fd: int) -> None:
-    """Until ``fd``'s file stops growing (the signalled process finished its dump), at most MAX_WAIT_S."""
+def _settled(fd: int, base: int) -> None:
+    """Until ``fd``'s file has grown past ``base`` and stopped growing (the signalled process finished its
+    dump), at most MAX_WAIT_S."""
     deadline = time.monotonic() + MAX_WAIT_S
     last, since = _size(fd), time.monotonic()
     while time.monotonic() < deadline:
@@ -53,7 +54,7 @@ def _settled(fd: int) -> None:
         size = _size(fd)
         if size != last:
             last, since = size, time.monotonic()
-        elif time.monotonic() - since >= SETTLE_S and size > 0:
+        elif size > base and time.monotonic() - since >= SETTLE_S:
             return
 
 
@@ -67,11 +68,12 @@ def dump_stacks(why: str = "") -> list[int]:
         try:
             parent = p.ppid()
             os.write(2, f"\n--- stacks of pid {p.pid} (parent {parent}){why} ---\n".encode())
+            base = _size(2)
             os.kill(p.pid, STACKS_SIGNAL)
         except (OSError, psutil.NoSuchProcess):  # gone meanwhile
             continue
         signalled.append(p.pid)
-        _settled(2)
+        _settled(2, base)
     return signalled
 
 

@@ -8,6 +8,8 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -16,8 +18,8 @@ from tests._cluster import ROOT, wait_for
 from tests._stacks import dump_stacks
 
 
-def _stuck_until(started: str, release: str) -> object:
-    def stuck_in_training(config: dict) -> None:
+def _stuck_until(started: str, release: str) -> Callable[[dict[str, Any]], None]:
+    def stuck_in_training(config: dict[str, Any]) -> None:
         open(started, "w").close()
         while not os.path.exists(release):
             time.sleep(0.02)
