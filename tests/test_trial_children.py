@@ -1,13 +1,17 @@
-"""Processes a trainable starts and leaves running end with its trial's process, as Ray's workers end theirs
+"""Processes a trainable starts: they begin with plain signal handlers (a ``with Pool(...)`` block ends), and
+those left running end with the trial's process, as Ray's workers end theirs
 (``RAY_kill_child_processes_on_worker_exit``, default true; false keeps them)."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import textwrap
+import time
+from typing import Any
 
 import pytest
 
@@ -94,3 +98,78 @@ def test_the_switch_is_read_as_rays(monkeypatch, value):
     assert proc.ends_children()
     monkeypatch.setattr(proc, "in_driver_process", lambda: True)  # the in-process system: the driver's own
     assert not proc.ends_children()
+
+
+def _square(x: int) -> int:
+    for line in range(20):  # (slower workers: one is still waiting for the queue when the block ends)
+        print(f"square of {x}: line {line}", flush=True)
+    return x * x
+
+
+def _pools_in_with_blocks(config: dict) -> None:
+    for _ in range(4):
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            total = sum(pool.map(_square, range(8)))
+        report({"total": total})
+
+
+def _ready_then_sleep(ready: Any) -> None:
+    ready.set()
+    time.sleep(60)
+
+
+def _terminated(config: dict) -> None:
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_ready_then_sleep, args=(ready,))
+    child.start()
+    assert ready.wait(30)  # (a SIGTERM before the child's handlers are reset would be lost either way)
+    child.terminate()  # SIGTERM
+    child.join(10)
+    if child.exitcode is None:
+        child.kill()
+        child.join(10)
+    report({"exitcode": child.exitcode})
+
+
+@pytest.mark.timeout(60)
+def test_a_pool_the_trainable_opens_in_a_with_block_ends(tmp_path, no_leaks):
+    """Its workers inherited Thespian's SIGTERM handler, survived ``Pool.terminate()``, and the block's end waited
+    for them forever (Ray 2.60 runs this trainable: recorded by hand, both trials 140)."""
+    grid = Tuner(_pools_in_with_blocks, tune_config=TuneConfig(num_samples=2),
+                 run_config=RunConfig(storage_path=str(tmp_path), name="pools", verbose=0)).fit()
+    assert grid.num_errors == 0 and [r.metrics["total"] for r in grid] == [140, 140]
+
+
+def test_a_process_the_trainable_forks_ends_on_sigterm(tmp_path, no_leaks):
+    grid = Tuner(_terminated, run_config=RunConfig(storage_path=str(tmp_path), name="sigterm", verbose=0)).fit()
+    assert grid.num_errors == 0 and grid[0].metrics["exitcode"] == -15  # (-9: it had to be killed)
+
+
+def test_a_fork_of_an_actor_process_gets_a_fresh_interpreters_handlers():
+    script = textwrap.dedent("""
+        import json, multiprocessing, signal
+        from actors._shell.proc import plain_signals_in_forks
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGUSR1):  # as Thespian's actors have
+            signal.signal(signum, lambda *args: None)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        plain_signals_in_forks()
+        plain_signals_in_forks()  # (once: a second call adds no second hook)
+
+        def report(queue):
+            names = {signal.SIG_DFL: "default", signal.SIG_IGN: "ignored", signal.default_int_handler: "int"}
+            queue.put({s.name: names.get(signal.getsignal(s), "python") for s in
+                       (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGUSR1, signal.SIGHUP)})
+
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=report, args=(queue,))
+        child.start()
+        print(json.dumps(queue.get(timeout=30)))
+        child.join(30)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "SIGTERM": "default", "SIGINT": "int", "SIGPIPE": "ignored", "SIGUSR1": "default", "SIGHUP": "ignored"}

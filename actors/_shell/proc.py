@@ -53,6 +53,7 @@ def die_with_parent() -> None:
     if in_driver_process():
         return
     restore_fatal_signals()
+    plain_signals_in_forks()
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -65,6 +66,44 @@ def die_with_parent() -> None:
     parent = multiprocessing.parent_process()
     if parent is not None and parent.pid is not None and os.getppid() != parent.pid:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+_fork_hook = False  # (inherited by forked actors, as the hook is)
+
+
+def plain_signals_in_forks() -> None:
+    """Processes this one forks (a trainable's ``multiprocessing.Pool``) start with a fresh interpreter's
+    signal handlers, not the actor's.
+
+    Thespian gives every actor process a Python-level handler for each signal, and a fork inherits them:
+    a pool worker then survived the SIGTERM of ``Pool.terminate()`` (a ``with Pool(...)`` block's end), and
+    the trainable waited in its ``join`` forever. Once per process tree: forked actors inherit the hook."""
+    global _fork_hook
+    if not _fork_hook:
+        os.register_at_fork(after_in_child=_plain_signals)
+        _fork_hook = True
+
+
+def _plain_signals() -> None:
+    """In a new child: each Python-level handler back to what a fresh interpreter has (Thespian's children
+    set their own after this)."""
+    for signum in range(1, signal.NSIG):
+        try:
+            handler = signal.getsignal(signum)
+        except (OSError, ValueError):
+            continue
+        if not callable(handler) or handler is signal.default_int_handler:
+            continue  # SIG_DFL, SIG_IGN, or set in C (faulthandler's): as they are
+        if signum == signal.SIGINT:
+            fresh: Any = signal.default_int_handler
+        elif signum in (getattr(signal, "SIGPIPE", None), getattr(signal, "SIGXFSZ", None)):
+            fresh = signal.SIG_IGN  # (ignored by Python at startup)
+        else:
+            fresh = signal.SIG_DFL
+        try:
+            signal.signal(signum, fresh)
+        except (OSError, RuntimeError, ValueError):
+            pass
 
 
 def restore_fatal_signals() -> None:
@@ -365,4 +404,4 @@ def _watch(admin: Any, owner: dict[str, Any], port: int) -> None:
 
 __all__ = ["CHILDREN_ENV", "STACKS_SIGNAL", "describe_exit", "die_with_parent", "direct_children",
            "dump_stacks_on_signal", "end_children", "end_children_at_exit", "ends_children", "exit_status_of",
-           "pid_alive", "record_child_exits", "restore_fatal_signals", "watch_owner"]
+           "pid_alive", "plain_signals_in_forks", "record_child_exits", "restore_fatal_signals", "watch_owner"]
