@@ -68,7 +68,8 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-_fork_hook = False  # (inherited by forked actors, as the hook is)
+_fork_hook = False  # (inherited by forked actors, as the hooks are)
+_forking = threading.local()  # the forking thread's signal mask before the fork
 
 
 def plain_signals_in_forks() -> None:
@@ -77,16 +78,20 @@ def plain_signals_in_forks() -> None:
 
     Thespian gives every actor process a Python-level handler for each signal, and a fork inherits them:
     a pool worker then survived the SIGTERM of ``Pool.terminate()`` (a ``with Pool(...)`` block's end), and
-    the trainable waited in its ``join`` forever. Once per process tree: forked actors inherit the hook."""
+    the trainable waited in its ``join`` forever. The handled signals are blocked in the forking thread
+    across the fork, so one sent to the child before it put the handlers back waits for them (else Python
+    would drop it: it had been caught by a Python handler that is gone by the time it is run). Once per
+    process tree: forked actors inherit the hooks."""
     global _fork_hook
     if not _fork_hook:
-        os.register_at_fork(after_in_child=_plain_signals)
+        os.register_at_fork(before=_block_handled, after_in_parent=_unblock,
+                            after_in_child=_plain_signals_then_unblock)
         _fork_hook = True
 
 
-def _plain_signals() -> None:
-    """In a new child: each Python-level handler back to what a fresh interpreter has (Thespian's children
-    set their own after this)."""
+def _python_handled() -> dict[int, Any]:
+    """Each signal with a Python-level handler, and what a fresh interpreter has for it."""
+    out: dict[int, Any] = {}
     for signum in range(1, signal.NSIG):
         try:
             handler = signal.getsignal(signum)
@@ -95,15 +100,40 @@ def _plain_signals() -> None:
         if not callable(handler) or handler is signal.default_int_handler:
             continue  # SIG_DFL, SIG_IGN, or set in C (faulthandler's): as they are
         if signum == signal.SIGINT:
-            fresh: Any = signal.default_int_handler
+            out[signum] = signal.default_int_handler
         elif signum in (getattr(signal, "SIGPIPE", None), getattr(signal, "SIGXFSZ", None)):
-            fresh = signal.SIG_IGN  # (ignored by Python at startup)
+            out[signum] = signal.SIG_IGN  # (ignored by Python at startup)
         else:
-            fresh = signal.SIG_DFL
+            out[signum] = signal.SIG_DFL
+    return out
+
+
+def _block_handled() -> None:
+    _forking.mask = None
+    try:
+        _forking.mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(_python_handled()))
+    except (OSError, ValueError):
+        pass
+
+
+def _unblock() -> None:
+    mask, _forking.mask = getattr(_forking, "mask", None), None
+    if mask is not None:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        except (OSError, ValueError):
+            pass
+
+
+def _plain_signals_then_unblock() -> None:
+    """In a new child: each Python-level handler back to a fresh interpreter's (Thespian's children set
+    their own after this), then the signals that arrived meanwhile are let in."""
+    for signum, fresh in _python_handled().items():
         try:
             signal.signal(signum, fresh)
         except (OSError, RuntimeError, ValueError):
             pass
+    _unblock()
 
 
 def restore_fatal_signals() -> None:
