@@ -109,14 +109,17 @@ def _python_handled() -> dict[int, Any]:
 
 
 def _block_handled() -> None:
+    """Before a fork, in the forking thread: what to reset in the child (read once, for both sides), blocked."""
     _forking.mask = None
+    _forking.handled = handled = _python_handled()
     try:
-        _forking.mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(_python_handled()))
+        _forking.mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(handled))
     except (OSError, ValueError):
         pass
 
 
 def _unblock() -> None:
+    _forking.handled = None
     mask, _forking.mask = getattr(_forking, "mask", None), None
     if mask is not None:
         try:
@@ -128,7 +131,8 @@ def _unblock() -> None:
 def _plain_signals_then_unblock() -> None:
     """In a new child: each Python-level handler back to a fresh interpreter's (Thespian's children set
     their own after this), then the signals that arrived meanwhile are let in."""
-    for signum, fresh in _python_handled().items():
+    handled, _forking.handled = getattr(_forking, "handled", None), None
+    for signum, fresh in (handled if handled is not None else _python_handled()).items():
         try:
             signal.signal(signum, fresh)
         except (OSError, RuntimeError, ValueError):
