@@ -31,9 +31,10 @@ from thespian.actors import (
 
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
-from actors._shell.proc import die_with_parent, end_children, end_children_at_exit, ends_children
+from actors._shell.proc import die_with_parent, end_children, end_children_at_exit, ends_children, in_driver_process
 from actors._worker.autofill import started_metrics
 from actors._worker.channel import Command, EventKind
+from actors._worker.random_streams import reseed_inherited_streams
 from actors._worker.runner import TrialRunner, release_trainable
 from actors.messages import (
     RunTrial,
@@ -74,6 +75,8 @@ class TrialActor(ActorTypeDispatcher):
         self.wake_checked = False
         die_with_parent()
         end_children_at_exit()
+        if not in_driver_process():  # (the in-process system's trials share the driver's streams: the user's)
+            reseed_inherited_streams()
         self.runner: TrialRunner | None = None
         self.trainable_bytes = b""
         self.controller: Any = None
