@@ -54,6 +54,10 @@ _EXPORTS: dict[str, str] = {
     "create_scheduler": "actors.schedulers",
     "create_searcher": "actors.search",
     "register_trainable": "actors._driver.registry",
+    # ray.init(num_cpus=...)/ray.shutdown(): this machine's resources for the runs that follow
+    "init": "actors._driver.local_resources",
+    "shutdown": "actors._driver.local_resources",
+    "is_initialized": "actors._driver.local_resources",
     **{name: "actors.search" for name in (
         "choice", "grid_search", "lograndint", "loguniform", "qlograndint", "qloguniform", "qrandint",
         "qrandn", "quniform", "randint", "randn", "sample_from", "uniform")},

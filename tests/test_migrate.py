@@ -73,9 +73,10 @@ def objective(config):
 
 
 if __name__ == "__main__":
-    pass  # audition migrate: ray.init(num_cpus=2, configure_logging=False) removed, Tuner.fit() runs audition's actors
+    actors.init(num_cpus=2,
+             configure_logging=False)
     sched = actors.schedulers.ASHAScheduler()
-    pass  # audition migrate: ray.shutdown() removed, Tuner.fit() runs audition's actors
+    actors.shutdown()
 '''
 
 
@@ -111,7 +112,7 @@ def test_what_cannot_be_mapped_is_named_with_its_line_and_left_alone() -> None:
     assert "import ray.rllib as rllib" in lines and "handle = ray.init()" in lines
 
 
-def test_import_ray_goes_when_nothing_uses_it() -> None:
+def test_import_ray_becomes_import_actors_for_init_and_goes_where_nothing_uses_it() -> None:
     source = textwrap.dedent('''\
         import os, ray  # keep os
         from ray import tune
@@ -126,11 +127,12 @@ def test_import_ray_goes_when_nothing_uses_it() -> None:
     result = migrate(source, _audition_has)
     assert not result.warnings
     assert result.text == textwrap.dedent('''\
-        import os  # keep os
+        import os
+        import actors  # keep os
         import actors as tune
 
         def main():
-            pass  # audition migrate: ray.init() removed, Tuner.fit() runs audition's actors
+            actors.init()
 
         if True:
             pass  # audition migrate: import ray removed
@@ -177,7 +179,8 @@ def test_cli_prints_diffs_writes_and_the_result_runs(tmp_path: os.PathLike[str],
     assert printed.returncode == 0 and printed.stderr == ""
     assert "import actors as tune" in printed.stdout and open(path).read().startswith("import ray\n")
     diff = _cli(path, "--diff", cwd=str(tmp_path))
-    assert "-from ray import tune\n+import actors as tune\n" in diff.stdout and "-import ray\n" in diff.stdout
+    assert "-from ray import tune\n" in diff.stdout and "-import ray\n" in diff.stdout
+    assert "+import actors\n+import actors as tune\n" in diff.stdout and "+    actors.init(num_cpus=2)\n" in diff.stdout
     written = _cli(path, "--write", cwd=str(tmp_path))
     assert written.returncode == 0 and "wrote" in written.stderr and written.stdout == ""
     assert open(path).read() == printed.stdout

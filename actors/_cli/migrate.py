@@ -71,8 +71,9 @@ MODULES: dict[str, str] = {
     "ray.train.lightgbm": "actors.integration.lightgbm",
 }
 
-# ray.<fn>() statements that only manage Ray's own cluster: audition's Tuner.fit() starts and stops its actors.
-NO_OP_CALLS = ("init", "shutdown")
+# ray.<fn>() statements that declare (or forget) this machine's resources for the runs that follow: audition's
+# init()/shutdown() of the same names do that (Tuner.fit() starts and stops its own actors)
+INIT_CALLS = ("init", "shutdown")
 
 HasName = Callable[[str, str], bool]
 
@@ -255,20 +256,26 @@ class _Migrator:
             self.replace(chain[size - 1], target)  # the node that spells ray.<module>
             self.needed.add(target)
             return
-        if len(real) == 2 and real[1] in NO_OP_CALLS and self.no_op(chain[1]):
+        if len(real) == 2 and real[1] in INIT_CALLS and self.init_call(chain[1]):
+            return
+        if len(real) == 2 and real[1] == "is_initialized":
+            self.replace(chain[1], "actors.is_initialized")
+            self.needed.add("actors")
             return
         self.ray_left = True
         self.warn(name, ".".join(real[:2]), "no audition counterpart; see docs/coming-from-ray.md, "
                   "or port this by hand")
 
-    def no_op(self, func: ast.AST) -> bool:
-        """``ray.init(...)``/``ray.shutdown()`` as a statement: replaced by ``pass`` and a comment."""
+    def init_call(self, func: ast.AST) -> bool:
+        """``ray.init(...)``/``ray.shutdown()`` as a statement: audition's of the same name, with the same
+        arguments (``ray.init`` returns Ray's context, which audition has not: a use of it is left, named)."""
         call = self.parents.get(func)
         statement = self.parents.get(call) if isinstance(call, ast.Call) and call.func is func else None
         if not isinstance(statement, ast.Expr):
             return False
-        was = " ".join(self.src.segment(statement).split())
-        self.replace(statement, f"pass  # audition migrate: {was} removed, Tuner.fit() runs audition's actors")
+        assert isinstance(func, ast.Attribute)
+        self.replace(func, f"actors.{func.attr}")
+        self.needed.add("actors")
         return True
 
     # ------------------------------------------------------------------ import ray / import ray.tune as x

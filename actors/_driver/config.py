@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors._driver.errors import ConfigError
+from actors._driver.local_resources import machine_cpus
 
 DEPRECATED = "DEPRECATED"  # the default of a field Ray Tune keeps only to refuse it (Ray's _DEPRECATED_VALUE)
 
@@ -277,7 +278,8 @@ class RunConfig:
 
 
 def default_cpus() -> int:
-    return max(1, os.cpu_count() or 1)
+    """This machine's cores, whatever ``init(num_cpus=...)`` declared."""
+    return machine_cpus()
 
 
 def check_resources(resources: Any, where: str) -> dict[str, float]:

@@ -33,13 +33,13 @@ from actors._driver.config import (
     RunConfig,
     TuneConfig,
     check_resources,
-    default_cpus,
     public_spec,
     samples,
 )
 from actors._driver.controller_client import ControllerClient
 from actors._driver.errors import TuneError
 from actors._driver.fresh_system import fork_unsafe_reason
+from actors._driver.local_resources import local_slots, machine_resources
 from actors._driver.loggers import controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
@@ -154,25 +154,11 @@ class Tuner:
         self._parameters = parameters_of(trainable)
         resources = check_resources(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
                                     or {"cpu": 1}, "with_resources(...)")
-        cpus = default_cpus()
-        need = float(resources.get("cpu", 1))
+        self._resources = resources
         if self._multi_host:
-            self._resources = resources
             self._slots = tc.max_concurrent_trials or 1_000_000
             return
-        extra = sorted(k for k, v in resources.items() if k != "cpu" and v > 0)
-        if extra:
-            raise ConfigError(f"each trial asks for {extra} but a single-machine run offers only CPUs; run "
-                              "multi-host (RunConfig(system='tcp://HOST:PORT')) with workers that advertise "
-                              "them (audition worker --resources '{\"gpu\": 1}')")
-        if need > cpus:
-            raise ConfigError(f"each trial asks for {need} CPUs but this machine has {cpus}; lower "
-                              "with_resources(..., {'cpu': N}) or add machines")
-        slots = max(1, int(cpus // need)) if need > 0 else cpus
-        if tc.max_concurrent_trials:
-            slots = min(slots, tc.max_concurrent_trials)
-        self._resources = resources
-        self._slots = slots
+        self._slots = local_slots(resources, tc.max_concurrent_trials)
 
     # ------------------------------------------------------------------ run
     def _restored(self, spec: ExperimentSpec, saved: dict[str, Any], ctx: Any) -> None:
@@ -197,14 +183,20 @@ class Tuner:
         if getattr(self, "_prebuilt", None) is not None:
             # where the experiment is now (it may have moved since it was saved), for the plugins' trial.path
             self._prebuilt.experiment_uri, self._prebuilt.storage_is_local = self._experiment_uri(), self._ctx.is_local
+            if not self._multi_host:  # what this machine offers now (init() may declare other resources), as Ray
+                self._prebuilt.max_concurrent = local_slots(self._prebuilt.resources_per_trial or {"cpu": 1},
+                                                            self.tune_config.max_concurrent_trials)
+                self._prebuilt.total_resources = machine_resources()
             return self._prebuilt
         tc, rc = self.tune_config, self.run_config
         cc = rc.checkpoint_config
         return ExperimentSpec(
             name=self.name, trainable=self._trainable, trainable_name=self.trainable_name,
             searcher=self._searcher, scheduler=self._scheduler, stopper=self._stopper,
-            metric=tc.metric, mode=tc.mode, num_samples=self._num_samples, max_concurrent=self._slots,
-            resources_per_trial=self._resources, total_resources={"cpu": float(default_cpus())},
+            metric=tc.metric, mode=tc.mode, num_samples=self._num_samples,
+            # (again now: init() may have declared other resources since the Tuner was built)
+            max_concurrent=self._slots if self._multi_host else local_slots(self._resources, tc.max_concurrent_trials),
+            resources_per_trial=self._resources, total_resources=machine_resources(),
             max_failures=rc.failure_config.max_failures, fail_fast=bool(rc.failure_config.fail_fast),
             fail_fast_raise=isinstance(rc.failure_config.fail_fast, str),
             storage_url=self._ctx.url, storage_options=dict(self._ctx.options),
@@ -213,7 +205,7 @@ class Tuner:
             checkpoint_at_end=self._checkpoint_at_end, restore_state=self._restore_state,
             checkpoint_at_end_by_default=cc.checkpoint_at_end is None,
             reuse_actors=tc.reuse_actors, multi_host=self._multi_host,
-            leader_resources={"cpu": float(default_cpus())} if rc.leader_runs_trials else {},
+            leader_resources=machine_resources() if rc.leader_runs_trials else {},
             heartbeat_timeout_s=rc.heartbeat_timeout_s, placement_grace_s=float(rc.placement_timeout_s),
             max_progress_rows=rc.max_progress_rows, required_metrics=self._required,
             trial_name_creator=tc.trial_name_creator, trial_dirname_creator=tc.trial_dirname_creator,
