@@ -44,6 +44,7 @@ from actors._driver.loggers import controller_loggers, driver_callbacks
 from actors._driver.parameters import parameters_of, publish, unpublish
 from actors._driver.plugins import load_scheduler
 from actors._driver.progress import ProgressDisplay, TrialLines
+from actors._driver.ray_env import check_ray_environment, dated_subdir_disabled
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
 from actors._driver.restore import hand_back_plugins, saved_searcher
@@ -134,8 +135,8 @@ class Tuner:
                 f"storage {rc.storage!r} lives in one process's memory, so trial actors in other processes "
                 "cannot write to it; use a local path or s3:// URL, or RunConfig(system='simple')"
             )
-        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-        self.name = rc.name or f"{self.trainable_name}_{stamp}"
+        stamp = "" if dated_subdir_disabled() else datetime.datetime.now().strftime("_%Y-%m-%d_%H-%M-%S")
+        self.name = rc.name or f"{self.trainable_name}{stamp}"
         self._restore_state: dict[str, Any] | None = None
         if self._multi_host:
             leader_host = str(rc.system)[len("tcp://"):].rpartition(":")[0] or "127.0.0.1"
@@ -219,6 +220,7 @@ class Tuner:
         """Run the experiment to the end and return every trial's result."""
         from storage import ExperimentLayout, StorageError
 
+        check_ray_environment()  # (before anything is written)
         try:
             self._ctx.check_usable()
         except StorageError as exc:
