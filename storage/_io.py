@@ -40,10 +40,13 @@ def json_default(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):
         try:
             return value.item()
-        except (TypeError, ValueError):
+        except Exception:  # (not one element: a torch tensor raises RuntimeError)
             pass
     if hasattr(value, "tolist") and callable(value.tolist):
-        return value.tolist()
+        try:
+            return value.tolist()
+        except Exception:  # a user's object whose tolist fails: written as its str, never failing the write
+            pass
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     return str(value)

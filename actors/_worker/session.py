@@ -7,6 +7,7 @@ system) with a process-wide fallback for threads the user starts themselves.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,26 @@ def report(metrics: dict[str, Any], *, checkpoint: Checkpoint | None = None) -> 
             raise TypeError(f"report(checkpoint=...) takes an actors.Checkpoint, got {type(checkpoint).__name__}; "
                             "wrap the data: Checkpoint.from_dict({...}) or Checkpoint.from_directory(path)")
         checkpoint._check_reportable()
-    _get_session("report").report(metrics, checkpoint)
+    session = _get_session("report")
+    if "torch" in sys.modules and _holds_torch_object(metrics, sys.modules["torch"]):
+        # Ray 2.60's words and check (its session's report): the trial fails here, where a tensor would
+        # otherwise reach the loggers (recorded: Ray fails the trial; audition's result.json stopped the run)
+        raise ValueError("Passing objects containg Torch tensors as metrics is not supported as it will throw an "
+                         "exception on deserialization. You can either convert the tensors to Python objects or "
+                         "report a `train.Checkpoint` with `ray.train.report` to store your Torch objects.")
+    session.report(metrics, checkpoint)
+
+
+def _holds_torch_object(value: Any, torch: Any) -> bool:
+    """Whether ``value`` is or holds (in dict keys and values, lists, tuples) a tensor or a module, as Ray's
+    ``contains_tensor`` looks."""
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_torch_object(k, torch) or _holds_torch_object(v, torch) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_torch_object(v, torch) for v in value)
+    return False
 
 
 def get_checkpoint() -> Checkpoint | None:
