@@ -8,10 +8,12 @@ reseeding, every trial drew what the driver's script would have drawn next, the 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import types
+from typing import Any
 
 import pytest
 
@@ -85,3 +87,34 @@ def test_trials_in_the_drivers_own_process_draw_from_the_drivers_streams(tmp_pat
         assert grid[0].metrics["x"] == np.random.RandomState(7).rand()
     finally:
         np.random.set_state(saved)
+
+
+def _fit_in_process_in_a_worker(storage: str, out: Any) -> None:
+    """A user's multiprocessing worker that runs an in-process experiment (not a main process)."""
+    import numpy as np
+
+    from actors import RunConfig, Tuner, report
+    from actors._shell.proc import ends_children, in_driver_process
+
+    def train(config):
+        report({"x": float(np.random.rand()), "driver": in_driver_process(), "ends": ends_children()})
+
+    np.random.seed(7)
+    grid = Tuner(train, run_config=RunConfig(system="simple", storage_path=storage, verbose=0)).fit()
+    m = grid[0].metrics
+    out.put((m["x"] == np.random.RandomState(7).rand(), m["driver"], m["ends"]))
+
+
+def test_an_in_process_run_in_a_users_worker_process_leaves_that_process_alone(tmp_path):
+    """The worker is not a script's main process, yet its in-process actors run in it: its streams are the
+    user's, and it is not an actor process (it ends no children of its own at exit)."""
+    pytest.importorskip("numpy")
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    worker = ctx.Process(target=_fit_in_process_in_a_worker, args=(str(tmp_path), out))
+    worker.start()
+    try:
+        assert out.get(timeout=60) == (True, True, False)
+    finally:
+        worker.join(30)
+    assert worker.exitcode == 0

@@ -25,7 +25,7 @@ from typing import Any
 from actors._driver.errors import ConfigError
 from actors._driver.interrupt import Interrupted
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
-from actors._shell.proc import pid_alive, record_child_exits, watch_owner
+from actors._shell.proc import pid_alive, record_child_exits, runs_in_process_system, watch_owner
 
 _patched = False
 log = logging.getLogger("audition")
@@ -248,6 +248,7 @@ def start_here(kind: str, leader_resources: dict[str, float] | None) -> Any:
     from thespian.actors import ActorSystem
 
     if kind == "simple":
+        runs_in_process_system()  # (this process may be the user's multiprocessing worker, not a main process)
         return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     if kind == "multiproc":
         prepare_client(os.environ.get("THESPIAN_BASE_IPADDR", "127.0.0.1"))

@@ -37,9 +37,19 @@ _stacks_fd: int | None = None  # this process's stderr as it started, where the 
 _FATAL_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
 
 
+_in_process_systems: set[int] = set()  # pids that started an in-process system (a fork inherits, but differs)
+
+
+def runs_in_process_system() -> None:
+    """Record that this process starts an in-process system: its actors run here, in the user's process."""
+    _in_process_systems.add(os.getpid())
+
+
 def in_driver_process() -> bool:
-    """Whether this actor runs in the process that started its system (the in-process system), not forked."""
-    return multiprocessing.current_process().name == "MainProcess"
+    """Whether this actor runs in the process that started its system (the in-process system), not forked:
+    a script's main process, or a process of the user's own (a ``multiprocessing`` worker running ``fit()``)
+    that started an in-process system."""
+    return multiprocessing.current_process().name == "MainProcess" or os.getpid() in _in_process_systems
 
 
 def die_with_parent() -> None:
@@ -438,4 +448,5 @@ def _watch(admin: Any, owner: dict[str, Any], port: int) -> None:
 
 __all__ = ["CHILDREN_ENV", "STACKS_SIGNAL", "describe_exit", "die_with_parent", "direct_children",
            "dump_stacks_on_signal", "end_children", "end_children_at_exit", "ends_children", "exit_status_of",
-           "pid_alive", "plain_signals_in_forks", "record_child_exits", "restore_fatal_signals", "watch_owner"]
+           "pid_alive", "plain_signals_in_forks", "record_child_exits", "restore_fatal_signals",
+           "runs_in_process_system", "watch_owner"]
