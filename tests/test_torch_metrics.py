@@ -5,13 +5,13 @@ value whose ``item()``/``tolist()`` fails: it writes the value's ``str``."""
 
 from __future__ import annotations
 
-import pytest
-
 from actors import RunConfig, TuneConfig, Tuner, report
 from actors._worker.session import _holds_torch_object
 from storage._io import dumps_result, json_default
+from tests._lean import IN_PROCESS, lazy, needs
 
-torch = pytest.importorskip("torch")
+torch = lazy("torch")  # (imported by the tests, never at collection: tests/_lean.py)
+pytestmark = [needs("torch"), IN_PROCESS]
 
 
 def test_tensors_and_modules_are_found_where_ray_looks():
