@@ -13,6 +13,7 @@ date was 4 s after the first's), its date is local time (``TZ=America/New_York``
 from __future__ import annotations
 
 import calendar
+import functools
 import os
 import random
 import re
@@ -35,6 +36,13 @@ STAMP = "%Y-%m-%d_%H-%M-%S"
 
 def train(config: dict[str, Any], data: Any = None) -> None:
     tune.report({"x": 1})
+
+
+class CallableTrainable:
+    """A callable object as the trainable: Ray 2.60 names its trials DEFAULT_<id> (recorded)."""
+
+    def __call__(self, config: dict[str, Any]) -> None:
+        tune.report({"x": 1})
 
 
 class MyTrainable(tune.Trainable):
@@ -92,7 +100,9 @@ def test_the_trainables_name_starts_it(tmp_path: Any, registered: str) -> None:
     cases = [(MyTrainable, "MyTrainable"), (tune.with_parameters(train, data=[1, 2]), "train"),
              (tune.with_resources(train, {"cpu": 1}), "train"),
              (tune.with_resources(tune.with_parameters(train, data=1), {"cpu": 1}), "train"),
-             (registered, "my_registered"), (lambda config: tune.report({"x": 1}), "lambda")]
+             (registered, "my_registered"), (lambda config: tune.report({"x": 1}), "lambda"),
+             # recorded from Ray 2.60 (2026-12-06): a partial is named after its function, a callable object DEFAULT
+             (functools.partial(train, data=1), "train"), (CallableTrainable(), "DEFAULT")]
     for i, (trainable, ray_prefix) in enumerate(cases):
         assert _names(trainable, x, str(tmp_path / str(i))) == [f"{ray_prefix}_<id>_0_x=1_<date>"], ray_prefix
 

@@ -6,6 +6,7 @@ deep in the controller) or never (a hang): the message names the argument and th
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -81,6 +82,22 @@ def check_callbacks(callbacks: list[Any] | None, where: str) -> None:
                                   "setup() or lazily, not in __init__") from None
 
 
+def callable_name(trainable: Any) -> str:
+    """A function trainable's name, by Ray 2.60's rule (``Experiment.get_trainable_name``): its ``_name``, else
+    its ``__name__`` (``lambda`` for a lambda, ``DEFAULT`` for another ``<...>``), else a ``functools.partial``'s
+    function's name, else ``DEFAULT`` (a callable object: recorded, Ray names its trials ``DEFAULT_<id>``)."""
+    if hasattr(trainable, "_name"):
+        return str(trainable._name)
+    if hasattr(trainable, "__name__"):
+        raw = str(trainable.__name__)
+        return "lambda" if raw == "<lambda>" else "DEFAULT" if raw.startswith("<") else raw
+    func = getattr(trainable, "func", None) if isinstance(trainable, functools.partial) else None
+    if func is not None and hasattr(func, "__name__"):
+        return str(func.__name__)
+    log.warning("No name detected on trainable. Using DEFAULT.")
+    return "DEFAULT"
+
+
 def check_trainable(trainable: Any) -> str:
     """The trainable's name; refuses what could never run (Ray's rule: ``fn(config)`` must bind)."""
     from actors._driver.trainable import Trainable
@@ -96,8 +113,8 @@ def check_trainable(trainable: Any) -> str:
                               "does not call; give the resources with with_resources("
                               f"{trainable.__name__}, {{'cpu': N}}) instead")
         return trainable.__name__
-    raw = str(getattr(trainable, "__name__", type(trainable).__name__))
-    name = "lambda" if raw == "<lambda>" else raw  # Ray's Experiment.get_trainable_name
+    raw = str(getattr(trainable, "__name__", type(trainable).__name__))  # (what error messages show)
+    name = callable_name(trainable)
     if not callable(trainable):
         raise ConfigError(f"trainable must be a function taking a config dict or a Trainable subclass, "
                           f"got {type(trainable).__name__}")
