@@ -6,7 +6,7 @@ value whose ``item()``/``tolist()`` fails: it writes the value's ``str``."""
 from __future__ import annotations
 
 from actors import RunConfig, TuneConfig, Tuner, report
-from actors._worker.session import _holds_torch_object
+from actors._worker.session import _holds_torch_object, _torch_kinds
 from storage._io import dumps_result, json_default
 from tests._lean import IN_PROCESS, lazy, needs
 
@@ -15,11 +15,13 @@ pytestmark = [needs("torch"), IN_PROCESS]
 
 
 def test_tensors_and_modules_are_found_where_ray_looks():
-    assert _holds_torch_object(torch.tensor(0.5), torch)
-    assert _holds_torch_object({"a": [1, (2, torch.ones(2))]}, torch)
-    assert _holds_torch_object({"m": torch.nn.Linear(1, 1)}, torch)
-    assert _holds_torch_object({torch.tensor(1): 1}, torch)  # (keys too, as Ray's contains_tensor)
-    assert not _holds_torch_object({"a": [1.0, {"b": "tensor"}], "n": None}, torch)
+    kinds = _torch_kinds(torch)
+    assert _holds_torch_object(torch.tensor(0.5), kinds)
+    assert _holds_torch_object({"a": [1, (2, torch.ones(2))]}, kinds)
+    assert _holds_torch_object({"m": torch.nn.Linear(1, 1)}, kinds)
+    assert _holds_torch_object({torch.tensor(1): 1}, kinds)  # (keys too, as Ray's contains_tensor)
+    assert not _holds_torch_object({"a": [1.0, {"b": "tensor"}], "n": None}, kinds)
+    assert _torch_kinds(object()) == ()  # (torch half imported: nothing to refuse yet)
 
 
 def test_a_reported_tensor_fails_its_trial_with_rays_error_and_the_run_goes_on(tmp_path):

@@ -56,7 +56,8 @@ def report(metrics: dict[str, Any], *, checkpoint: Checkpoint | None = None) -> 
                             "wrap the data: Checkpoint.from_dict({...}) or Checkpoint.from_directory(path)")
         checkpoint._check_reportable()
     session = _get_session("report")
-    if "torch" in sys.modules and _holds_torch_object(metrics, sys.modules["torch"]):
+    torch = sys.modules.get("torch")
+    if torch is not None and _holds_torch_object(metrics, _torch_kinds(torch)):
         # Ray 2.60's words and check (its session's report): the trial fails here, where a tensor would
         # otherwise reach the loggers (recorded: Ray fails the trial; audition's result.json stopped the run)
         raise ValueError("Passing objects containg Torch tensors as metrics is not supported as it will throw an "
@@ -65,15 +66,32 @@ def report(metrics: dict[str, Any], *, checkpoint: Checkpoint | None = None) -> 
     session.report(metrics, checkpoint)
 
 
-def _holds_torch_object(value: Any, torch: Any) -> bool:
-    """Whether ``value`` is or holds (in dict keys and values, lists, tuples) a tensor or a module, as Ray's
-    ``contains_tensor`` looks."""
-    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+_PLAIN = frozenset({float, int, str, bool, type(None), bytes})
+
+
+def _torch_kinds(torch: Any) -> tuple[type, ...]:
+    """The torch types Ray's check refuses (a module being imported may not have them yet: none then)."""
+    try:
+        return (torch.Tensor, torch.nn.Module)
+    except AttributeError:
+        return ()
+
+
+def _holds_torch_object(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether ``value`` is or holds (in dict keys and values, lists, tuples) one of ``kinds`` (a tensor, a
+    module), as Ray's ``contains_tensor`` looks."""
+    if type(value) in _PLAIN:  # (most values: skips torch's isinstance hooks, a few microseconds each)
+        return False
+    if isinstance(value, kinds):
         return True
     if isinstance(value, dict):
-        return any(_holds_torch_object(k, torch) or _holds_torch_object(v, torch) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_torch_object(v, torch) for v in value)
+        for k, v in value.items():
+            if _holds_torch_object(k, kinds) or _holds_torch_object(v, kinds):
+                return True
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            if _holds_torch_object(v, kinds):
+                return True
     return False
 
 
