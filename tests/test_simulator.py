@@ -446,3 +446,21 @@ def test_a_curves_numpy_values_reach_storage_as_numbers() -> None:
         assert all(type(c["k"]) is float for c in ExperimentAnalysis(sim.experiment_path).get_all_configs().values())
     finally:
         sim.discard()
+
+
+def test_an_ended_run_leaves_nothing_in_the_watchdog_and_records_have_no_instance_dict() -> None:
+    """What the controller keeps for every trial stays small (benchmarks/bench_memory.py): a run's
+    process, clock and deadline are forgotten once it ends, and a TrialRecord has slots."""
+    from actors._engine.record import TrialRecord
+
+    sim = simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                   TuneConfig(metric="loss", mode="min", num_samples=6,
+                              scheduler=ASHAScheduler(max_t=9, grace_period=1)),
+                   max_iterations=9, seed=3, cpus=2)
+    try:
+        assert sim.results is not None and len(sim.results) == 6 and not sim.hung
+        watch = sim.world.core.watch
+        assert watch.procs == {} and watch.clocks == {} and watch.halt_by == {}
+    finally:
+        sim.discard()
+    assert not hasattr(TrialRecord("t", {}), "__dict__")

@@ -12,9 +12,10 @@ from actors._engine.trial import TrialSnapshot, TrialStatus
 from actors.messages import CheckpointRef, SchedulerAction
 
 
-@dataclass
+@dataclass(slots=True)
 class TrialRecord:
-    """The controller's mutable row for one trial."""
+    """The controller's mutable row for one trial (slots: kept for every trial of the experiment, and
+    ~1.2 KB smaller each than with an instance dict of these 37 fields)."""
 
     trial_id: str
     config: dict[str, Any]

@@ -139,6 +139,7 @@ class TrialRuns:
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
+            self.watch.run_over(trial_id, run_id)
             self.results.drop_held(trial_id)
             if ckpt is not None and ckpt.path != known:  # saved at the end: the next run must not reuse its index
                 self.results.checkpointed(rec, ckpt)

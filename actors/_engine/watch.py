@@ -79,6 +79,17 @@ class Watchdog:
         self.clocks[trial_id] = RunClock(run_id, now, time_total_s)
         self.halt_by.pop(trial_id, None)
 
+    def run_over(self, trial_id: str, run_id: int) -> None:
+        """The run ended: forget its process, clock and deadline (kept for every trial they would grow with
+        the experiment; a later run registers its own)."""
+        proc, clock, halt = self.procs.get(trial_id), self.clocks.get(trial_id), self.halt_by.get(trial_id)
+        if proc is not None and proc[0] <= run_id:
+            del self.procs[trial_id]
+        if clock is not None and clock.run_id <= run_id:
+            del self.clocks[trial_id]
+        if halt is not None and halt[0] <= run_id:
+            del self.halt_by[trial_id]
+
     def arm(self, trial_id: str, run_id: int, now: float) -> None:
         """A stop or pause was sent: the trial must halt within the grace period."""
         old = self.halt_by.get(trial_id)
