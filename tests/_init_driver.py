@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "ray_oracle"))
 
-from record_init_resources import CASES, raised, run_case
+from record_init_resources import CASES, init_errors, run_case
 
 import actors
 
@@ -25,14 +25,7 @@ def main() -> None:
         actors.init(**init)
         out["runs"][name] = run_case(actors, resources, trials, os.path.join(storage, name))  # type: ignore[index]
         actors.shutdown()
-    actors.init(num_cpus=1)
-    out["init_twice"] = raised(lambda: actors.init(num_cpus=1))
-    out["init_twice_ignored"] = raised(lambda: actors.init(num_cpus=1, ignore_reinit_error=True))
-    actors.shutdown()
-    out["cpu_in_resources"] = raised(lambda: actors.init(resources={"CPU": 2}))
-    actors.shutdown()
-    out["unknown_keyword"] = raised(lambda: actors.init(num_cpu=2))
-    actors.shutdown()
+    out.update(init_errors(actors.init, actors.shutdown))
     print(json.dumps(out))
 
 

@@ -14,7 +14,9 @@ or not the actor system copies the searcher.
 from __future__ import annotations
 
 import base64
+import os
 import pickle
+import sys
 import time
 from typing import Any
 
@@ -43,6 +45,9 @@ from actors.stoppers import (
     TimeoutStopper,
 )
 from storage import ExperimentLayout, StorageContext, read_experiment_state
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "ray_oracle"))
+from record_init_resources import overlap  # (most trials at once: the recorder's count, used here too)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -99,16 +104,6 @@ def _check_clean(grid: ResultGrid, n_trials: int) -> None:
         assert r.status is TrialStatus.TERMINATED, (r.trial_id, r.status)
         its = [h["training_iteration"] for h in r.metrics_history]
         assert its == list(range(1, len(its) + 1)), (r.trial_id, its)
-
-
-def _max_overlap(windows: list[tuple[float, float]]) -> int:
-    """Most windows open at one instant (an end at t closes before a start at t opens)."""
-    events = sorted([(s, 1) for s, _ in windows] + [(e, -1) for _, e in windows], key=lambda ev: (ev[0], ev[1]))
-    live = peak = 0
-    for _, delta in events:
-        live += delta
-        peak = max(peak, live)
-    return peak
 
 
 class FixedSearcher(Searcher):
@@ -170,7 +165,7 @@ def test_optuna_behind_a_concurrency_limiter_under_asha(storage_dir: str, no_lea
     assert len({r.config["x"] for r in grid}) == 8  # eight distinct Optuna suggestions
     assert any(len(r.metrics_history) < 6 for r in grid)  # ASHA cut some trials short
     windows = [(r.metrics_history[0]["started"], r.metrics_history[-1]["now"]) for r in grid]
-    assert _max_overlap(windows) <= 2, sorted(windows)
+    assert overlap(windows) <= 2, sorted(windows)
 
     merged = _searcher_state(storage_dir, "optuna")  # (the Tuner's wrapper: suggestions merged into param_space)
     assert merged["kind"] == "ConstantsMerged"

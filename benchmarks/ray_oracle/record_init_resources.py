@@ -62,6 +62,20 @@ def raised(call: Any) -> list[str] | None:
     return None
 
 
+def init_errors(init: Any, shutdown: Any) -> dict[str, list[str] | None]:
+    """What ``init`` raises for a second call (and with ``ignore_reinit_error``), for CPUs named in
+    ``resources`` and for an unknown keyword; each case ends with ``shutdown()``."""
+    init(num_cpus=1)
+    out = {"init_twice": raised(lambda: init(num_cpus=1)),
+           "init_twice_ignored": raised(lambda: init(num_cpus=1, ignore_reinit_error=True))}
+    shutdown()
+    out["cpu_in_resources"] = raised(lambda: init(resources={"CPU": 2}))
+    shutdown()
+    out["unknown_keyword"] = raised(lambda: init(num_cpu=2))
+    shutdown()
+    return out
+
+
 def main() -> None:
     import ray
     from ray import tune
@@ -71,14 +85,7 @@ def main() -> None:
         ray.init(include_dashboard=False, log_to_driver=False, **init)
         out["runs"][name] = run_case(tune, resources, trials, tempfile.mkdtemp())
         ray.shutdown()
-    ray.init(num_cpus=1, include_dashboard=False)
-    out["init_twice"] = raised(lambda: ray.init(num_cpus=1))
-    out["init_twice_ignored"] = raised(lambda: ray.init(num_cpus=1, ignore_reinit_error=True))
-    ray.shutdown()
-    out["cpu_in_resources"] = raised(lambda: ray.init(resources={"CPU": 2}))
-    ray.shutdown()
-    out["unknown_keyword"] = raised(lambda: ray.init(num_cpu=2))
-    ray.shutdown()
+    out.update(init_errors(lambda **kw: ray.init(include_dashboard=False, **kw), ray.shutdown))
     with open(sys.argv[1], "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
