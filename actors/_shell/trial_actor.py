@@ -36,6 +36,7 @@ from actors._worker.autofill import started_metrics
 from actors._worker.channel import Command, EventKind
 from actors._worker.random_streams import reseed_inherited_streams
 from actors._worker.runner import TrialRunner, release_trainable
+from actors._worker.trial_logging import plain_root_logging
 from actors.messages import (
     RunTrial,
     TrialEnded,
@@ -75,8 +76,9 @@ class TrialActor(ActorTypeDispatcher):
         self.wake_checked = False
         die_with_parent()
         end_children_at_exit()
-        if not in_driver_process():  # (the in-process system's trials share the driver's streams: the user's)
+        if not in_driver_process():  # (the in-process system's trials share the driver's: the user's)
             reseed_inherited_streams()
+            plain_root_logging()
         self.runner: TrialRunner | None = None
         self.trainable_bytes = b""
         self.controller: Any = None
