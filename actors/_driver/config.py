@@ -277,9 +277,7 @@ class RunConfig:
                               "(how many trials the live progress table shows; default 20)")
 
 
-def default_cpus() -> int:
-    """This machine's cores, whatever ``init(num_cpus=...)`` declared."""
-    return machine_cpus()
+default_cpus = machine_cpus  # this machine's cores, whatever init(num_cpus=...) declared (tests fill the machine)
 
 
 def check_resources(resources: Any, where: str) -> dict[str, float]:

@@ -159,7 +159,7 @@ class Tuner:
         if self._multi_host:
             self._slots = tc.max_concurrent_trials or 1_000_000
             return
-        self._slots = local_slots(resources, tc.max_concurrent_trials)
+        local_slots(resources, tc.max_concurrent_trials)  # (a trial this machine could never start: refused now)
 
     # ------------------------------------------------------------------ run
     def _restored(self, spec: ExperimentSpec, saved: dict[str, Any], ctx: Any) -> None:
