@@ -145,6 +145,13 @@ class TrialTable:
                 rec.run_start = pre_result(trial_id, started, rec.config)
                 self.changed.add(trial_id)  # the scheduler's mirror shows it (hook_view.before_result)
 
+    def forget_run(self, rec: TrialRecord) -> None:
+        """A finished trial's views of its last run's start: they serve that run's hooks only (its end
+        folded ``started`` into ``last_result``), so its events and hooks take them first, then they go
+        (~0.7 KB a trial the controller kept for the rest of the experiment: benchmarks/bench_memory.py)."""
+        if rec.status.is_finished:
+            rec.started, rec.run_start = {}, {}
+
     def unstart(self, trial_id: str) -> None:
         """Undo ``start`` when no member had room after all: back to PENDING, no failure counted."""
         rec = self.trials[trial_id]

@@ -62,12 +62,13 @@ class TrialRuns:
                 self.ops.io.on_finished(rec)  # the controller's loggers close its files, halted or not
                 if not self.halts.told(e.trial_id):  # stopped from outside: TERMINATED, no hook (Ray)
                     self.ops.event(EventType.HALT, rec)
-                    continue
-                self.ops.event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
-                self.ops.call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
-                if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
-                    # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
-                    self.ops.searcher("on_trial_complete", e.trial_id, None, False)
+                else:
+                    self.ops.event(EventType.ERROR if kind is EffectKind.ERROR else EventType.COMPLETE, rec)
+                    self.ops.call(_HOOK_OF[kind], e.trial_id, (dict(rec.last_result),))
+                    if kind is EffectKind.REMOVE and self.spec.searcher is not None:  # Ray's stop_trial of a
+                        # PENDING/PAUSED trial: no result (a capped generator otherwise counts it live for good)
+                        self.ops.searcher("on_trial_complete", e.trial_id, None, False)
+                self.table.forget_run(rec)  # (after the event and the hook call: their snapshots hold it)
             else:  # PROCEED, HOLD, SAVE, STOP: a message to the trial's actor
                 order = self.orders.order(e, self.ops.now)
                 if order is not None:

@@ -21,6 +21,7 @@ from actors._engine.store import RestoreNotes, SearchProgress
 from actors._engine.trial import TrialStatus
 from actors._shell.experiment_restore import restore_table
 from actors._shell.experiment_state import STATE_VERSION, TRIAL_DIRS_NAMED, SavedStates, b64, trial_row
+from actors._shell.heap import release_free_heap
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
 from actors._state_codec import PICKLED, pickled
@@ -44,6 +45,8 @@ log = logging.getLogger("audition")
 # A state write requested by a pause, stop or completion waits at least this many times the cost
 # of the last write, so large experiments spend a bounded share of the controller on it.
 STATE_COST_FACTOR = 20.0
+# A state of this many trials or more was large enough to give its passing memory back (``_shell/heap``).
+TRIM_AFTER_ROWS = 256
 # How far a trial's checkpoint numbering jumps when its member is lost (see ExperimentIO.fence).
 FENCE_INDEX_GAP = 1024
 
@@ -330,6 +333,8 @@ class ExperimentIO:
         started = self.cost_clock()
         self.state_writer.write(state)
         self.write_cost += self.cost_clock() - started
+        if len(state["trials"]) >= TRIM_AFTER_ROWS:  # (the write's text and bytes are freed by now)
+            release_free_heap()
         self.state_refs, self.pending_refs = self.pending_refs, set()
         if self.deferred:
             self._delete_unreferenced()
