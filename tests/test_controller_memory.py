@@ -27,7 +27,7 @@ class _Records(Callback):
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         self.records = [(r.trial_id, r.status.value, dict(r.started), dict(r.run_start), dict(r.last_result))
-                        for r in gc.get_objects() if isinstance(r, TrialRecord)]
+                        for r in gc.get_objects() if type(r) is TrialRecord]
 
 
 def test_a_finished_trial_keeps_no_view_of_its_last_runs_start(tmp_path: Path) -> None:
