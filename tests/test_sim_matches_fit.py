@@ -67,3 +67,30 @@ def test_no_fault_simulation_matches_fit(make: Any, concurrent: int | None, chec
         assert {row[2][0] for row in simulated} != {MAX_IT}
     if not checkpoints:  # every trial was paused, and started over
         assert paused == {row[0]["lr"] for row in simulated}
+
+
+def _fails_at_first(config: dict[str, Any], i: int) -> dict[str, Any]:
+    if config["lr"] > 0.5:
+        raise RuntimeError("diverged")
+    return curve(config, i)
+
+
+def test_a_trial_failing_before_its_first_result_shows_the_same_metrics_as_in_fit() -> None:
+    """Result.metrics of a run that never reported: the trial id, Ray's auto-filled keys of its process's
+    start and the config, as fit() gives them (the simulated trial sends them at its start, as the real
+    actor does); the simulated values are of simulated time and process."""
+    tc = TuneConfig(metric="loss", mode="min", num_samples=6, seed=3)
+    sim = simulate(_fails_at_first, SPACE, tc, max_iterations=2, seed=3, cpus=2)
+    try:
+        assert not sim.hung and sim.error is None
+        simulated = [(r.config, r.error is not None, list(r.metrics)) for r in sim.results]
+    finally:
+        sim.discard()
+    grid = Tuner(CurveTrainable.make(_fails_at_first, 2), param_space=SPACE, tune_config=tc,
+                 run_config=RunConfig(system="simple", verbose=0, name="fit",
+                                      storage=f"memory://sim-vs-fit/{next(_names)}")).fit()
+    real = [(r.config, r.error is not None, list(r.metrics)) for r in grid]
+    assert real == simulated
+    failed = [keys for _, error, keys in real if error]
+    never_reported = ["trial_id", "date", "timestamp", "pid", "hostname", "node_ip", "config"]
+    assert 0 < len(failed) < len(real) and all(keys == never_reported for keys in failed)

@@ -45,14 +45,17 @@ def _run(window: int = 2, **kw: Any) -> RunTrial:
 def test_sim_trial_plays_the_trial_actor_protocol() -> None:
     t = SimTrial(curve, pid=42, max_iterations=5)
     out = t.receive(_run(window=2, checkpoint_frequency=3, checkpoint_at_end=True), 0.0)
-    assert out == [TrialProcess("t1", 1, 42)] and t.step_at == 1.0  # a step lasts 1 s by default
+    started = {"date": "1970-01-01_00-00-00", "timestamp": 0, "pid": 42, "hostname": "simulated",
+               "node_ip": "127.0.0.1"}  # Ray's auto-filled keys at the run's start, as the real actor sends them
+    assert out == [TrialProcess("t1", 1, 42, started)] and t.step_at == 1.0  # a step lasts 1 s by default
     (r1,) = t.step_done(1.0)  # a slow trainable's result is sent alone, at once
     assert isinstance(r1, TrialResults) and r1.seq == 1 and r1.results[0]["training_iteration"] == 1
     (r2,) = t.step_done(2.0)  # the window (2) is full: sent, and the worker blocks
     assert r2.seq == 2 and t.blocked and t.step_at is None
     assert t.receive(TrialProceed("t1", 1, 1), 2.5) == [] and t.step_at == 3.5  # one result released
     (r3,) = t.step_done(3.5)  # iteration 3 checkpoints (checkpoint_frequency=3), committed for real
-    assert r3.checkpoint is not None and r3.checkpoint.iteration == 3 and r3.results[0]["time_this_iter_s"] == 1.5
+    assert r3.checkpoint is not None and r3.checkpoint.iteration == 3 and r3.results[0]["time_this_iter_s"] == 1.0
+    # (the step's reported 1 s, as CurveTrainable reports it in fit(): not the 1.5 s since the last report)
     ctx = StorageContext(_run().storage_url)
     assert read_manifest(ctx, r3.checkpoint.path)["metadata"]["iteration"] == 3
     assert t.blocked and t.receive(TrialProceed("t1", 1, 2), 3.6) == [] and t.step_at == 4.6
@@ -66,6 +69,7 @@ def test_sim_trial_plays_the_trial_actor_protocol() -> None:
     assert t.blocked  # its window is full: the trainable returns only once a result is released
     (end,) = t.receive(TrialProceed("t1", 1, 4), 6.0)
     assert isinstance(end, TrialEnded) and end.seq == 7 and end.reason is EndReason.COMPLETED
+    assert end.started == started  # (the end may overtake TrialProcess: it carries them too, as the real one)
     assert end.checkpoint is not None and end.checkpoint.index == 2  # checkpoint_at_end committed
     assert t.receive(TrialStop("t1", 1), 6.1) == []  # after the end: ignored
 

@@ -26,7 +26,9 @@ from typing import Any
 
 from actors._engine.horizon import ResultWindow
 from actors._shell.trial_actor import MAX_BATCH, TrialActor
+from actors._worker.autofill import Autofill, ray_result
 from actors._worker.channel import Command
+from actors._worker.counters import RunningTotals
 from actors.messages import (
     CheckpointRef,
     DecideResult,
@@ -42,7 +44,7 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
-from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S, TIMESTAMP
+from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S
 from actors.testing.sim_store import commit_empty, use_sim_storage
 from storage import ExperimentLayout, StorageContext, StorageError
 
@@ -88,6 +90,7 @@ class SimTrial:
         self.curve = curve
         self.saves = saves  # False: a function trainable that never passes a checkpoint to report()
         self.save_at_stop = False
+        self.started: dict[str, Any] = {}  # Ray's auto-filled keys at the current run's start
         self.pid = pid
         self.max_iterations = max_iterations
         self.commit = commit
@@ -170,6 +173,7 @@ class SimTrial:
         self.save_at_stop = False  # TrialRunner.request_stop(save): a class trainable reports, then saves
         self.storage_failure: str | None = None
         self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
+        self.totals = RunningTotals(msg.checkpoint.metrics if msg.checkpoint else None)
         self._iteration = msg.start_iteration
         self.committed_iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
@@ -180,7 +184,12 @@ class SimTrial:
         self.last_result: dict[str, Any] | None = None
         self.extra = dict(msg.extra_result)
         self.done = False
-        out: list[Any] = [TrialProcess(msg.trial_id, msg.run_id, self.pid)]
+        # Ray's auto-filled keys as the real actor sends them at each run's start (trial_actor.py,
+        # autofill.started_metrics): Result.metrics of a run that ends before its first result
+        # (again in its TrialEnded, which may overtake this message)
+        self.started = {"date": _date(int(now)), "timestamp": int(now), "pid": self.pid,
+                        "hostname": self.hostname, "node_ip": self.node_ip}
+        out: list[Any] = [TrialProcess(msg.trial_id, msg.run_id, self.pid, self.started)]
         self._start_step(now)
         return out
 
@@ -196,7 +205,8 @@ class SimTrial:
                 raise TypeError(f"curve(config, iteration) must return a dict of metrics, got "
                                 f"{type(metrics).__name__}")
             metrics = dict(metrics)
-            duration = float(metrics.get(TIME_THIS_ITER_S, DEFAULT_STEP_S))
+            metrics.setdefault(TIME_THIS_ITER_S, DEFAULT_STEP_S)  # reported, as CurveTrainable reports it
+            duration = float(metrics[TIME_THIS_ITER_S])
             if not duration >= 0.0:
                 raise ValueError(f"curve returned time_this_iter_s={duration!r}: a step lasts >= 0 seconds")
         except Exception as exc:  # the user's code raised: the run fails, as a raising step() does
@@ -303,7 +313,9 @@ class SimTrial:
 
 
     def _result(self, metrics: dict[str, Any], now: float) -> dict[str, Any]:
-        """The result as TrialRunner._report builds it: the user's metrics plus Ray's auto-filled keys."""
+        """The result as TrialRunner._report builds it, with the same function (``autofill.ray_result``):
+        the user's metrics, then Ray's auto-filled keys in Ray's order, a class trainable's or (``saves``
+        False) a function trainable's; its ``date`` of simulated time in UTC, as every simulated date."""
         assert self.msg is not None
         self._iteration += 1
         elapsed = now - self.last_report_at
@@ -313,17 +325,13 @@ class SimTrial:
             elapsed = float(given)
         self.time_total += elapsed
         self.time_since_restore += elapsed
-        result = dict(metrics)
-        result.update(self.extra)
-        self.extra = {}
-        result.update(
-            trial_id=self.trial_id, training_iteration=self._iteration, time_this_iter_s=elapsed,
-            time_total_s=self.time_total, timestamp=metrics.get(TIMESTAMP) or int(now),
-            done=bool(metrics.get("done", False)), hostname=self.hostname, pid=self.pid,
-            date=_date(int(now)), node_ip=self.node_ip,
-            config=self.msg.config, time_since_restore=self.time_since_restore,
-            iterations_since_restore=self._iteration - self.msg.start_iteration,
-        )
+        extra, self.extra = self.extra, {}
+        fill = Autofill(self.trial_id, self._iteration, elapsed, self.time_total, self.time_since_restore,
+                        self._iteration - self.msg.start_iteration, now, self.pid, self.hostname, self.node_ip,
+                        self.msg.config)
+        result = ray_result({**metrics, **extra}, fill, self.totals.count(metrics), self.totals.auto_filled(),
+                            None, function_api=not self.saves)
+        result["date"] = _date(int(now))
         if self.msg.member:
             result["member"] = self.msg.member
         self.last_result = result
@@ -392,7 +400,8 @@ class SimTrial:
         self.ended = True
         self.blocked = False
         self.step_at = None
-        out.append(TrialEnded(self.trial_id, self._run_id, self.seq, reason, ckpt, error, tb, failure))
+        out.append(TrialEnded(self.trial_id, self._run_id, self.seq, reason, ckpt, error, tb, failure,
+                              started=self.started))
         return out
 
 
