@@ -11,25 +11,26 @@ returned, as with no periodic writes at all). ``malloc_trim`` returns it (0.05-0
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 from typing import Any
 
-_trim: Callable[[int], Any] | None = None
-_looked = False
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], Any] | None:
+    """glibc's ``malloc_trim``, looked up once; None where the C library has none."""
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except OSError:
+        return None
 
 
 def release_free_heap() -> bool:
     """Return the C heap's free pages to the system; False where the C library offers no way to."""
-    global _trim, _looked
-    if not _looked:
-        _looked = True
-        try:
-            _trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-        except OSError:
-            _trim = None
-    if _trim is None:
+    trim = _malloc_trim()
+    if trim is None:
         return False
-    _trim(0)
+    trim(0)
     return True
 
 
