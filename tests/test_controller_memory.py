@@ -26,8 +26,9 @@ class _Records(Callback):
         self.records: list[tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        ids = {t.trial_id for t in trials}  # (this experiment's: others' records may not be collected yet)
         self.records = [(r.trial_id, r.status.value, dict(r.started), dict(r.run_start), dict(r.last_result))
-                        for r in gc.get_objects() if type(r) is TrialRecord]
+                        for r in gc.get_objects() if type(r) is TrialRecord and r.trial_id in ids]
 
 
 def test_a_finished_trial_keeps_no_view_of_its_last_runs_start(tmp_path: Path) -> None:
