@@ -42,8 +42,8 @@ from storage import (
 )
 
 log = logging.getLogger("audition")
-# A state write requested by a pause, stop or completion waits at least this many times the cost
-# of the last write, so large experiments spend a bounded share of the controller on it.
+# A state write, periodic or requested by a pause, stop or completion, waits at least this many times the
+# cost of the last write, so large experiments spend a bounded share of the controller on it.
 STATE_COST_FACTOR = 20.0
 # A state of this many trials or more was large enough to give its passing memory back (``_shell/heap``).
 TRIM_AFTER_ROWS = 256
@@ -260,10 +260,13 @@ class ExperimentIO:
 
     # ------------------------------------------------------------------ experiment state
     def state_due(self) -> bool:
+        """Every ``state_interval_s``, or sooner once a trial paused, stopped or finished; never sooner than
+        ``STATE_COST_FACTOR`` times the last write's cost, so writes take at most 1/20 of the controller's
+        time (Ray Tune's rule: at least 95% for results and scheduling) however large the state grows."""
         if self.pending_table is not None:
             return False
         since = self.clock() - self.last_state
-        return since >= self.spec.state_interval_s or (self.dirty and since >= STATE_COST_FACTOR * self.write_cost)
+        return since >= STATE_COST_FACTOR * self.write_cost and (self.dirty or since >= self.spec.state_interval_s)
 
     def freeze(self, table: TrialTable, searcher: Any, progress: SearchProgress, tag: int | None = None) -> None:
         """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
