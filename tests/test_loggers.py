@@ -234,3 +234,38 @@ def test_which_loggers_run_where() -> None:
     assert loggers[0] is json_logger and [type(x) for x in loggers] == [JsonLoggerCallback, CSVLoggerCallback]
     assert driver_callbacks([json_logger, tbx]) == [tbx]
     assert [type(x) for x in controller_loggers(None)] == [JsonLoggerCallback, CSVLoggerCallback]
+
+
+def test_on_an_object_store_the_controllers_histories_are_rewritten_only_when_asked() -> None:
+    """A history on an object store is rewritten whole: on a timer of its own, each running trial's
+    rewrite cost O(rows) every 2 s without bound. The controller rewrites them with each state write
+    (which the rewrites' cost spaces), when rows go and when the trial ends (``loggers.CONTROLLER_FLUSH_INTERVAL``)."""
+    import csv
+    import io
+    import time
+    import uuid
+
+    def read_progress(ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> list[dict[str, Any]]:
+        text = ctx.fs.cat_file(layout.progress_file(trial_id)).decode("utf-8")
+        return [{k: int(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+
+    ctx = StorageContext(f"memory://audition-test-{uuid.uuid4().hex[:8]}")
+    layout = ExperimentLayout(ctx, "e")
+    host = ControllerLoggers(None, ctx, layout)
+    now = [time.monotonic()]  # (the writers' default clock, which their first flush read)
+    host.start(SNAP, None)
+    host.results(SNAP, [{"training_iteration": 1}])
+    for lg in host.loggers:  # (the writers' clock: minutes pass between results)
+        lg._writer("t1")._clock = lambda: now[0]
+    for i in (2, 3):
+        now[0] += 60.0
+        host.results(SNAP, [{"training_iteration": i}])
+    assert [r["training_iteration"] for r in read_results(ctx, layout, "t1")] == [1]
+    assert [r["training_iteration"] for r in read_progress(ctx, layout, "t1")] == [1]
+    host.flush()  # a state write
+    assert [r["training_iteration"] for r in read_results(ctx, layout, "t1")] == [1, 2, 3]
+    assert [r["training_iteration"] for r in read_progress(ctx, layout, "t1")] == [1, 2, 3]
+    host.results(SNAP, [{"training_iteration": 4}])
+    host.end(SNAP, failed=False)  # the trial ends: its rows are all there
+    assert [r["training_iteration"] for r in read_results(ctx, layout, "t1")] == [1, 2, 3, 4]
+    ctx.fs.rm(ctx.root, recursive=True)

@@ -74,3 +74,27 @@ def test_a_costly_state_is_written_no_more_than_a_twentieth_of_the_time(storage_
     assert not io.state_due()
     clock.now = io.last_state + 1.0
     assert io.state_due()
+
+
+def test_the_histories_rewritten_with_a_state_count_in_its_cost(storage_dir) -> None:
+    """Rows first: a state write flushes every trial's history (on an object store, a rewrite of each file
+    whole), so that time is part of what spaces the writes: the controller's share stays bounded however
+    long the histories grow."""
+    io, table = _io(storage_dir)
+    io.clock = clock = Clock()
+    io.cost_clock = cost = Clock()
+    flush = io.loggers.flush
+
+    def slow_flush() -> None:
+        cost.now += 0.5  # eight 20,000-row histories to a loopback S3 took about that
+        flush()
+
+    io.loggers.flush = slow_flush
+    table.add(f"{io.trial_prefix}_00000", {})
+    io.snapshot_table(table, None, SearchProgress(1), tag=1)
+    io.scheduler_saved(pickle.dumps({"s": 1}), 1)
+    assert io.write_cost >= 0.5
+    clock.now += 9.9
+    assert not io.state_due()
+    clock.now += 0.1
+    assert io.state_due()

@@ -332,8 +332,8 @@ class ExperimentIO:
         retired = sorted({c.path for c in self.deferred if c.path not in keep})
         state = dict(self.pending_table, scheduler=b64(self.sched_blob), retired=retired)
         self.pending_table = None
+        started = self.cost_clock()  # (the histories' rewrites are part of the cost that spaces state writes)
         self.loggers.flush()  # rows first: a state never names results that are not in storage
-        started = self.cost_clock()
         self.state_writer.write(state)
         self.write_cost += self.cost_clock() - started
         if len(state["trials"]) >= TRIM_AFTER_ROWS:  # (the write's text and bytes are freed by now)

@@ -22,7 +22,13 @@ from typing import Any
 
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
-from actors._driver.loggers import CSVLoggerCallback, JsonLoggerCallback, LoggerCallback, _no_config
+from actors._driver.loggers import (
+    CONTROLLER_FLUSH_INTERVAL,
+    CSVLoggerCallback,
+    JsonLoggerCallback,
+    LoggerCallback,
+    _no_config,
+)
 from actors._engine.trial import TrialSnapshot
 from actors.testing.sim_store import SimMemoryFS, _Deferred, plain_copy, store
 from storage import CsvWriter, ExperimentLayout, JsonLinesWriter, StorageContext
@@ -97,7 +103,8 @@ class DeferredHistory(TrialFileWriter):
 
     def __init__(self, real: type[JsonLinesWriter] | type[CsvWriter], path_of: Callable[..., str],
                  ctx: StorageContext, layout: ExperimentLayout, trial_id: str) -> None:
-        super().__init__(ctx, trial_id, path_of(layout, trial_id), 2.0, time.monotonic)  # the real defaults
+        # as the controller's loggers open theirs
+        super().__init__(ctx, trial_id, path_of(layout, trial_id), CONTROLLER_FLUSH_INTERVAL, time.monotonic)
         self.what = real.what
         self._real, self._path_of = real, path_of
         self._base: bytes | None = None  # the file as a previous run left it
