@@ -74,6 +74,11 @@ def test_a_costly_state_is_written_no_more_than_a_twentieth_of_the_time(storage_
     assert not io.state_due()
     clock.now = io.last_state + 1.0
     assert io.state_due()
+    io.write_cost = 30.0  # a write slowed by a storage stall: the next one within a minute all the same
+    clock.now = io.last_state + 59.9
+    assert not io.state_due()
+    clock.now = io.last_state + 60.0
+    assert io.state_due()
 
 
 def test_the_histories_rewritten_with_a_state_count_in_its_cost(storage_dir) -> None:

@@ -33,7 +33,7 @@ NOT_READ: dict[str, str] = {
                                   "before its process is killed",
     "TUNE_GLOBAL_CHECKPOINT_S": "the experiment's state is saved about every second, and soon after a trial "
                                 "pauses, stops or finishes, never sooner than 20x the last save's duration (as "
-                                "Ray's automatic period: at most 5% of the time)",
+                                "Ray's automatic period: at most 5% of the time) and at least once a minute",
     "TUNE_MAX_PENDING_TRIALS_PG": "the default generator creates its trials ahead as Ray's default does, another "
                                   "searcher one trial per free slot; TuneConfig(max_concurrent_trials=...) caps "
                                   "running trials",

@@ -45,6 +45,9 @@ log = logging.getLogger("audition")
 # A state write, periodic or requested by a pause, stop or completion, waits at least this many times the
 # cost of the last write, so large experiments spend a bounded share of the controller on it.
 STATE_COST_FACTOR = 20.0
+# ... but no longer than this: one write slowed by a storage stall (retried for 30 s, say) must not hold
+# the next one back for ten minutes, the window a crash of the whole machine could lose.
+MAX_STATE_SPACING_S = 60.0
 # A state of this many trials or more was large enough to give its passing memory back (``_shell/heap``).
 TRIM_AFTER_ROWS = 256
 # How far a trial's checkpoint numbering jumps when its member is lost (see ExperimentIO.fence).
@@ -261,12 +264,14 @@ class ExperimentIO:
     # ------------------------------------------------------------------ experiment state
     def state_due(self) -> bool:
         """Every ``state_interval_s``, or sooner once a trial paused, stopped or finished; never sooner than
-        ``STATE_COST_FACTOR`` times the last write's cost, so writes take at most 1/20 of the controller's
-        time (Ray Tune's rule: at least 95% for results and scheduling) however large the state grows."""
+        ``STATE_COST_FACTOR`` times the last write's cost (at most ``MAX_STATE_SPACING_S``), so writes take at
+        most 1/20 of the controller's time (Ray Tune's rule: at least 95% for results and scheduling) while a
+        write takes up to 3 s."""
         if self.pending_table is not None:
             return False
         since = self.clock() - self.last_state
-        return since >= STATE_COST_FACTOR * self.write_cost and (self.dirty or since >= self.spec.state_interval_s)
+        spacing = min(STATE_COST_FACTOR * self.write_cost, MAX_STATE_SPACING_S)
+        return since >= spacing and (self.dirty or since >= self.spec.state_interval_s)
 
     def freeze(self, table: TrialTable, searcher: Any, progress: SearchProgress, tag: int | None = None) -> None:
         """Snapshot before an abort ends every trial, and keep that snapshot for the final write.
