@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from actors import RunConfig, Tuner, grid_search, report
+from actors import RunConfig, TuneConfig, Tuner, grid_search, report
 from actors._worker.trial_logging import plain_root_logging
 
 
@@ -35,7 +35,10 @@ def _logs(config: dict[str, Any]) -> None:
 
 
 def test_trials_log_as_in_a_new_interpreter(tmp_path, no_leaks):
+    # reuse_actors=False, Ray 2.60's default: with audition's default a trial run after another in the same
+    # process (2 CPUs, 3 trials) inherits the handler "add_handler" added, as it would in a reused Ray worker
     grid = Tuner(_logs, param_space={"how": grid_search(["plain", "add_handler", "basic_config"])},
+                 tune_config=TuneConfig(reuse_actors=False),
                  run_config=RunConfig(storage_path=str(tmp_path), name="logs", verbose=0)).fit()
     by_how = {r.config["how"]: r for r in grid}
     assert all(r.error is None for r in grid), [r.error for r in grid]
