@@ -137,13 +137,15 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
 
         space = {"x": uniform(1.0, 6.0), "steps": 6, "sleep": 0.1, "ckpt_every": 2}
         samples, seed = 8, 7
-    elif scenario in ("fifo", "fifo1", "fifo_slow"):
-        if scenario == "fifo1":  # FIFO deciding every result before the next step (window 1)
+    elif scenario in ("fifo", "fifo1", "fifo_slow", "fifo1_slow"):
+        if scenario in ("fifo1", "fifo1_slow"):  # FIFO deciding every result before the next step (window 1)
             scheduler = FIFOScheduler()
             scheduler.tolerates_batching = False
         # fifo_slow: a run of about 8 s, so an abort sent as its first trials run cannot arrive after its end,
         # even on a loaded machine (with "fifo"'s 4 s it once did, in a CI dry run with the suite in 2 processes)
-        sleep = 0.25 if scenario == "fifo_slow" else 0.12
+        # fifo1_slow: about 10 s, for a storage whose state writes are seconds apart (S3: a state write there
+        # rewrites each trial's histories and comes no sooner than 20x its cost after the last)
+        sleep = {"fifo_slow": 0.25, "fifo1_slow": 0.35}.get(scenario, 0.12)
         space = {"x": grid_search([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), "steps": 10, "sleep": sleep, "ckpt_every": 2}
     elif scenario == "asha":
         # each trial is worse than all before it: only x=1 and x=2 pass rung 2 (iteration 2);
@@ -171,8 +173,8 @@ def tuner(storage: str, name: str, scenario: str, options: dict[str, Any] | None
         space = {"x": grid_search([1.0, 2.0]), "steps": 4, "files": shard_files(storage), "sleep": 0.1}
         trainable, keep = shards, 2
     else:
-        raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, asha, pbt, hyperband, "
-                         "shards or random")
+        raise SystemExit(f"unknown scenario {scenario!r}: use fifo, fifo1, fifo_slow, fifo1_slow, asha, pbt, "
+                         "hyperband, shards or random")
     # two trials at a time on any machine, every trial created up front (max_concurrent_trials=2 would
     # also make the generator create them only as they can run, as Ray's does: no PENDING trials)
     return Tuner(

@@ -115,6 +115,7 @@ def test_status_metric_and_mode_override(experiment):
     bad(cli("status", experiment, "--metric", "restored_from"), "status", "needs --mode")
 
 
+@pytest.mark.slow
 def test_status_on_s3_with_options_and_with_the_environment(s3_location):
     url, options = s3_location
     path = run_experiment(url, "s3exp", options)
@@ -134,6 +135,7 @@ def test_status_on_s3_with_options_and_with_the_environment(s3_location):
     bad(cli("status", "s3://only-a-bucket"), "status", "names a bucket or storage root")
 
 
+@pytest.mark.slow
 def test_plot_and_resume_on_s3(s3_location, tmp_path):
     url, options = s3_location
     path = run_experiment(url, "s3plot", options)
@@ -175,6 +177,7 @@ def _fit_marked(storage: str, name: str, scheduler: Any) -> None:
           run_config=RunConfig(name=name, storage=storage, system="simple", verbose=0)).fit()
 
 
+@pytest.mark.slow
 def test_plot_marks_recorded_exploits_stops_and_pauses(tmp_path):
     """The engine records each decision as it takes effect; inspect reads the record and plot draws it."""
     storage = str(tmp_path / "results")
@@ -405,6 +408,7 @@ def test_resume_interrupted_by_ctrl_c_exits_130(experiment, monkeypatch, capsys,
         assert "2 trials: 1 ERROR, 1 TERMINATED" in out
 
 
+@pytest.mark.slow
 def test_resume_bad_inputs(experiment):
     bad(cli("resume", experiment), "resume", "records only the name 'healing'", "--trainable MODULE:NAME")
     bad(cli("resume", experiment, "--trainable", "healing"), "resume", "must look like module:function")

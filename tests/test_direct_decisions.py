@@ -223,6 +223,7 @@ def test_direct_decisions_are_off_where_the_core_must_decide(extra: dict[str, An
 
 
 @pytest.mark.usefixtures("no_leaks")
+@pytest.mark.slow
 def test_multiprocess_run_decides_directly_and_exactly(tmp_path: Path) -> None:
     """The default system asks the scheduler actor over its socket; the decisions are exact and the
     same as with system="simple" (which decides through the core)."""

@@ -33,6 +33,7 @@ def test_every_nav_page_exists():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path):
     site = tmp_path / "site"
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=ROOT)

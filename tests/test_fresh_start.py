@@ -302,6 +302,7 @@ def test_a_driver_that_ran_a_parallel_pytorch_op_still_forks_what_computes_with_
     assert out == {"fresh": None, "errors": [], "iterations": [3, 3], "printed": []}
 
 
+@pytest.mark.slow
 def test_every_built_in_searcher_suggests_the_same_after_a_fresh_unpickle() -> None:
     for library in ("optuna", "hyperopt", "bayes_opt", "nevergrad", "zoopt", "hpbandster"):
         pytest.importorskip(library)

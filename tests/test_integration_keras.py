@@ -37,6 +37,7 @@ def _train(config: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.slow
 def test_the_callback_reports_and_checkpoints_as_rays(tmp_path: Path, case: str, no_leaks: Any) -> None:
     # (each trial in its own process, as Ray's: the seeds are the process's)
     grid = Tuner(_train, param_space={"lr": grid_search([0.05, 0.1]), "case": case},
@@ -44,6 +45,7 @@ def test_the_callback_reports_and_checkpoints_as_rays(tmp_path: Path, case: str,
     assert rows(grid) == RAY[case]
 
 
+@pytest.mark.slow
 def test_an_unknown_hook_is_refused_as_rays() -> None:
     from actors.integration.keras import TuneReportCheckpointCallback
 

@@ -62,6 +62,7 @@ def test_the_cases_are_the_recorders() -> None:
 
 
 @pytest.mark.parametrize("case", CASE_NAMES)
+@pytest.mark.slow
 def test_the_callback_reports_and_checkpoints_as_rays(tmp_path: Path, case: str, no_leaks: Any) -> None:
     # (each trial in its own process, as Ray's: seed_everything seeds the process's global generators, which
     # two trials training at once in one process, system="simple", would share)

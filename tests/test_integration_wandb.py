@@ -58,6 +58,7 @@ def _normal(run: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("case", ["plain", "options"])
+@pytest.mark.slow
 def test_the_runs_are_rays(tmp_path: Any, case: str) -> None:
     kwargs: dict[str, Any] = ({"project": "proj"} if case == "plain" else dict(
         project="proj", group="grp", excludes=["nested", "flag"], log_config=True, upload_checkpoints=True,
@@ -109,6 +110,7 @@ def _train_setup(config: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("system", ["simple", "multiproc"])
+@pytest.mark.slow
 def test_setup_wandb_in_a_trainable_as_ray(tmp_path: Any, system: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # (in-process trials work in the driver's directory: W&B's files go there)
     Tuner(_train_setup, param_space={"x": grid_search([1, 2]), "nest": {"y": 2}},

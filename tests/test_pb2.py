@@ -101,6 +101,7 @@ def _close(got: Any, want: Any) -> bool:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow
 def test_the_explore_step_chooses_what_rays_chooses(name: str) -> None:
     n_trials, steps, base, old, config, current, seed, int_mom, shuffled = CASES[name]
     bounds = [(0.001, 0.1), (1, 9) if int_mom else (0.1, 0.99)]

@@ -276,7 +276,8 @@ def test_storage_lost_mid_run_fails_fit_clearly(proxied, no_leaks):
 @pytest.mark.slow
 def test_restore_from_s3_after_the_driver_was_killed(s3_location, tmp_path, no_leaks):
     url, options = s3_location
-    with D.Run(tmp_path, "fifo1", storage=url, options=options) as run:
+    # (fifo1's 4 s run once ended, on a loaded machine, before a state showing a running trial was written)
+    with D.Run(tmp_path, "fifo1_slow", storage=url, options=options) as run:
         run.wait_for("a running trial with a checkpoint", D.when_state(run, lambda st: any(
             r["status"] == "RUNNING" and r["checkpoint"] and r["checkpoint"]["iteration"] >= 2
             for r in st["trials"])))

@@ -73,6 +73,7 @@ def _caught(seeds: range, faults: Faults) -> list[int]:
     # alone made that too rare to rely on: 0 to 2 of 40 seeds.)
     (_any_run, range(K), Faults(latency_s=(0.0, 0.5), trial_die_p=0.3, straggler_p=0.1, straggler_s=6.0)),
 ], ids=["A-send-order", "B-earlier-run"])
+@pytest.mark.slow
 def test_a_broken_trial_inbox_is_caught(monkeypatch: pytest.MonkeyPatch, broken: Any, seeds: range,
                                         faults: Faults) -> None:
     assert _caught(seeds, faults) == []  # the real engine keeps every invariant on these seeds

@@ -42,6 +42,7 @@ def test_plan_follows_rays_rule(resources, environ, expected):
     assert plan(resources, environ) == expected
 
 
+@pytest.mark.slow
 def test_trials_get_rays_thread_counts_in_a_driver_that_loaded_numpy_and_torch(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("threadpoolctl")
