@@ -58,10 +58,10 @@ def _gate(bar: str, lr: float, it: int) -> None:
     who = "A" if lr == 0.4 else "B"
     _mark(bar, f"{who}{it}")
     if os.path.exists(os.path.join(bar, "simple")):
-        # The in-process system runs the trials as threads in one fixed interleaving (B's step, then A's)
-        # that ranks A's result 2 against B's running trial. The other gates deadlock there (seen: B's step 3
-        # waiting for A3 or for the callback's seen_A_2, 60 s); this one only keeps a loaded machine from
-        # letting A run two steps before B reported once (A was then not asked to save: 1 of 2 suite runs).
+        # The in-process system runs the trials as threads, B's step mostly before A's, which ranks A's
+        # result 2 against B's running trial. The other gates deadlock there (seen: B's step 3 waiting for A3
+        # or for the callback's seen_A_2, 60 s); this one keeps a loaded machine from letting A run two steps
+        # before B reported once (A was then not asked to save: 1 of 2 suite runs on 2026-12-07).
         if who == "A" and it == 2:
             _wait(bar, "B2")
         return
