@@ -101,8 +101,9 @@ def serve(opts: dict[str, Any]) -> None:
     from thespian.actors import ActorSystem
 
     from actors._cluster.auth import enable_authentication, enable_from_environment
+    from actors._driver.admin_start import _log_defs, free_port
     from actors._driver.errors import ConfigError
-    from actors._driver.system import _bind_loopback, _log_defs, free_port
+    from actors._driver.system import _bind_loopback
 
     if opts.get("limits"):  # small buffering limits, so a test can reach them
         enable_authentication(os.environ["AUDITION_CLUSTER_KEY"].encode(), **opts["limits"])

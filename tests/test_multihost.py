@@ -60,7 +60,7 @@ def test_trials_land_on_every_member_and_respect_resources(cluster, storage_dir,
 def test_shutdown_race_of_an_actor_create_is_not_logged_but_other_failures_are():
     import logging
 
-    from actors._driver.system import ShutdownNoise
+    from actors._driver.admin_start import ShutdownNoise
 
     def record(code: int) -> logging.LogRecord:
         return logging.LogRecord("ControllerActor", logging.ERROR, __file__, 1,

@@ -132,7 +132,7 @@ def test_the_admin_port_is_chosen_below_the_ephemeral_range_without_moving_the_g
     import random
     import socket
 
-    from actors._driver.system import _ephemeral_low, free_port
+    from actors._driver.admin_start import _ephemeral_low, free_port
 
     low = _ephemeral_low()
     if low is None or low <= 2048:

@@ -16,14 +16,15 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from actors._driver.admin_start import _log_defs
 from actors._driver.errors import ConfigError
 from actors._driver.system import (
-    _log_defs,
     _patch_transport,
     _start_authentication,
     free_port,
     parse_host_port,
     start_multiproc,
+    start_on_chosen_port,
 )
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
 from actors._shell.proc import record_child_exits, watch_owner
@@ -118,14 +119,14 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
 
     check_leader(lhost, lport, current_auth(), wait_s=join_timeout_s)
     try:
-        port = port or free_port(addr)
+        drawn = None if port else free_port(addr)
     except OSError as exc:
         raise ConfigError(f"--bind {addr!r}: cannot listen there: {exc.strerror or exc}") from None
-    ident = member_id or f"{socket.gethostname()}-{port}"
-    caps: dict[str, Any] = {
-        "Admin Port": port, "Convention Address.IPv4": (lhost, lport), "Process Startup Method": "fork",
-        MEMBER_CAP: ident, RESOURCES_CAP: res,
-    }
+
+    def caps_for(p: int) -> dict[str, Any]:
+        return {"Admin Port": p, "Convention Address.IPv4": (lhost, lport), "Process Startup Method": "fork",
+                MEMBER_CAP: member_id or f"{socket.gethostname()}-{p}", RESOURCES_CAP: res}
+
     stop = stop or threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -138,7 +139,11 @@ def run_worker(leader: str, bind: str | None = None, port: int | None = None, cp
     # it started ends within seconds: the admin is detached, so it watches this process itself
     record_child_exits()  # the admin reaps this member's trial processes: it must hear each one's death
     watch_owner(shutdown_after_s=0.0, kill_after_s=WORKER_ORPHAN_KILL_S)
-    asys = start_multiproc(caps, addr, port)
+    if port:  # (the user's: taken, it is an error that says so)
+        asys = start_multiproc(caps_for(port), addr, port)
+    else:  # (drawn: taken meanwhile by another start, another is drawn)
+        asys, port = start_on_chosen_port(caps_for, addr, first=drawn)
+    ident = caps_for(port)[MEMBER_CAP]
     try:
         advertised = os.environ["THESPIAN_BASE_IPADDR"]
         where = f"{advertised}:{port}" + (f" (listening on {addr})" if addr != advertised else "")

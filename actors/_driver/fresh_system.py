@@ -125,7 +125,7 @@ def native_thread_names() -> set[str]:
 def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
     """Start ``kind``'s system in a new interpreter and attach to it; the helper is ``asys.audition_helper``."""
     from actors._cluster.auth import authentication_settings
-    from actors._driver import system
+    from actors._driver import admin_start, system
 
     code = "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); " \
            "from actors._driver.fresh_system import serve; serve()"
@@ -156,7 +156,7 @@ def start_fresh(kind: str, leader_resources: dict[str, float] | None) -> Any:
         system.prepare_client(host)
         from thespian.actors import ActorSystem
 
-        asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=system._log_defs(),
+        asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=admin_start._log_defs(),
                            transientUnique=True)
     except BaseException:
         end_helper(helper)

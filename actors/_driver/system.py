@@ -14,14 +14,16 @@ import contextlib
 import logging
 import os
 import pickle
-import random
 import signal
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
+from actors._driver.admin_start import (
+    free_port,
+    start_multiproc,
+    start_on_chosen_port,
+)
 from actors._driver.errors import ConfigError
 from actors._driver.interrupt import Interrupted
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
@@ -118,60 +120,6 @@ def parse_host_port(text: str, what: str) -> tuple[str, int]:
     return host, number
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` now, below the kernel's ephemeral range when there is room.
-
-    A port the kernel hands out for ``bind(0)`` lies in that range, and once released it may go to
-    any process's next ``bind(0)`` or outgoing connection: Thespian's actors listen that way, so an
-    actor of another run could hold the port before the admin binds it, and the start then fails
-    after 11 s with "not a valid or useable ActorSystem Admin" (seen once, with the test suite in
-    four processes on a loaded machine). Below the range only a process that names the port takes it.
-    """
-    low = _ephemeral_low()
-    if low is not None and low > 2048:
-        draw = random.SystemRandom()  # (never the global stream: a user's seeded draws must not move)
-        for _ in range(64):
-            port = draw.randrange(max(1024, low - 10_000), low)
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind((host, port))
-                except OSError:
-                    continue
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _ephemeral_low() -> int | None:
-    """The first port of the kernel's ephemeral range (Linux), None where it cannot be read."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-# PendingActorResponse.ERROR_ActorSystem_Shutting_Down: a create that raced the system's own shutdown
-_SHUTTING_DOWN = 0xE01
-
-
-class ShutdownNoise(logging.Filter):
-    """Drops Thespian's "Pending Actor create for ... failed (3585)" lines.
-
-    3585 is Thespian's "actor system shutting down" answer to an actor create still pending when
-    a multi-host run ends; nothing is lost by it, and an ERROR line at every end would teach users
-    to ignore errors. Every other failed create is still logged.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            text = record.getMessage()  # records from actor processes arrive already formatted
-        except Exception:
-            return True
-        return not (text.startswith("Pending Actor create for") and f" failed ({_SHUTTING_DOWN}):" in text)
-
-
 def prepare_client(host: str) -> None:
     """What every process that starts or attaches to a system on ``host`` needs first: the address its
     sockets bind, the same transport, the same signing."""
@@ -184,17 +132,6 @@ def prepare_client(host: str) -> None:
 def held_interrupts() -> _Interrupts:
     """Ctrl-C and SIGTERM held (for a start done outside ``actor_system``)."""
     return _Interrupts()
-
-
-def _log_defs() -> dict[str, Any]:
-    """Thespian's own logging: warnings and above to stderr of the admin (not the user's root logger)."""
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "filters": {"shutdown": {"()": f"{__name__}.ShutdownNoise"}},
-        "handlers": {"h": {"class": "logging.StreamHandler", "level": "WARNING", "filters": ["shutdown"]}},
-        "root": {"handlers": ["h"], "level": "WARNING"},
-    }
 
 
 @contextlib.contextmanager
@@ -252,11 +189,10 @@ def start_here(kind: str, leader_resources: dict[str, float] | None) -> Any:
         return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     if kind == "multiproc":
         prepare_client(os.environ.get("THESPIAN_BASE_IPADDR", "127.0.0.1"))
-        port = free_port()
-        caps = {"Admin Port": port, "Process Startup Method": "fork"}
         record_child_exits()  # before the admin forks: every process of the system hears each child's death
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
-        asys = start_multiproc(caps, os.environ["THESPIAN_BASE_IPADDR"], port)
+        asys, port = start_on_chosen_port(lambda p: {"Admin Port": p, "Process Startup Method": "fork"},
+                                          os.environ["THESPIAN_BASE_IPADDR"])
         asys.audition_admin_port = port
         return asys
     if kind.startswith("tcp://"):
@@ -268,54 +204,14 @@ def start_here(kind: str, leader_resources: dict[str, float] | None) -> Any:
         watch_owner(ORPHAN_SHUTDOWN_S, ORPHAN_KILL_S)
         try:
             asys = start_multiproc(caps, host, port)
+        except ConfigError:  # (names the problem itself: the port taken, the admin not coming up)
+            raise
         except Exception as exc:
             raise ConfigError(f"could not start the convention leader on {host}:{port} ({exc}); is the port "
                               "free and the address one of this machine's?") from exc
         asys.audition_admin_port = port
         return asys
     raise ConfigError(f"unknown actor system {kind!r}: use 'multiproc', 'simple' or 'tcp://HOST:PORT'")
-
-
-# How long an admin that did not answer within Thespian's 5 s may take to bind its port
-ADMIN_LATE_S = 20.0
-
-
-def start_multiproc(caps: dict[str, Any], host: str, port: int) -> Any:
-    """A multi-process system whose admin this process starts on ``host:port`` (a run's own, a
-    multi-host leader, an ``audition worker``). On a loaded machine the admin Thespian forks may take
-    longer than the 5 s Thespian waits for it (seen in CI: "not a valid ActorSystem admin", and the
-    admin left running): Thespian gives up but the admin still comes up. Then, once its port is bound,
-    a second start attaches to it (this process's own: the port was free when it was chosen)."""
-    from thespian.actors import ActorSystem, InvalidActorAddress
-
-    try:
-        return ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
-    except InvalidActorAddress as exc:
-        first = exc
-    if not _bound(host, port, ADMIN_LATE_S):
-        raise ConfigError(f"the actor system did not start: its admin process did not come up within "
-                          f"{5 + ADMIN_LATE_S:.0f} s ({first}); is the machine overloaded? Try again") from first
-    log.info("the actor system's admin answered late (a loaded machine); attaching to it")
-    try:
-        return ActorSystem("multiprocTCPBase", caps, logDefs=_log_defs(), transientUnique=True)
-    except InvalidActorAddress as exc:
-        raise ConfigError(f"the actor system did not start: its admin on port {port} does not answer ({exc}); "
-                          "is the machine overloaded? Try again") from exc
-
-
-def _bound(host: str, port: int, timeout_s: float) -> bool:
-    """Whether something binds ``host:port`` within ``timeout_s`` (Thespian's own probe: a bind that fails)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((host, port))
-            except OSError:
-                return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)  # (polling a port another process is about to bind: nothing to wait on)
 
 
 class _Interrupts:
