@@ -171,11 +171,11 @@ def _kill_all(procs: list[psutil.Process]) -> None:
 # ---------------------------------------------------------------------------------- the run
 class ChaosRun:
     def __init__(self, cfg: ChaosConfig, workdir: str) -> None:
-        from actors._driver.system import free_port
+        from tests._ports import leader_port
 
         self.cfg, self.rng = cfg, random.Random(cfg.seed)
         self.report = ChaosReport(cfg.seed)
-        self.port = free_port()
+        self.port = leader_port()
         self.ident = f"chaos-{uuid.uuid4().hex[:8]}"
         self.workdir = workdir
         self.storage = Storage(os.path.join(workdir, "results"))

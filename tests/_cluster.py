@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from actors import Tuner
-from actors._driver.system import free_port
+from tests._ports import leader_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,7 +60,7 @@ class Cluster:
     """Runs ``fit()`` as the leader in a thread and starts worker processes once it listens."""
 
     def __init__(self, tag: str) -> None:
-        self.port = free_port()
+        self.port = leader_port()
         self.tag = tag
         self.workers: dict[str, subprocess.Popen] = {}
 

@@ -23,10 +23,11 @@ import pytest
 from actors import RunConfig, TuneConfig, Tuner
 from actors._driver import admin_start
 from actors._driver.errors import ConfigError
-from actors._driver.system import actor_system, free_port
+from actors._driver.system import actor_system
 from actors.search import grid_search
 from tests import _trainables as T
 from tests._cluster import ROOT, fit_in_thread, listening, wait_for
+from tests._ports import leader_port
 
 
 def _answers(asys: Any) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def _answers(asys: Any) -> dict[str, Any]:
 @pytest.fixture
 def held() -> Iterator[tuple[Any, int]]:
     """A leader's system on a port of its own: (the system, the port)."""
-    port = free_port()
+    port = leader_port()
     with actor_system(f"tcp://127.0.0.1:{port}") as asys:
         yield asys, port
 
@@ -84,7 +85,7 @@ def test_a_port_audition_chose_is_drawn_again_when_taken(held, monkeypatch, no_l
 
 
 def test_a_fit_on_a_port_another_fit_leads_on_fails_at_once_and_the_first_ends_as_usual(tmp_path, no_leaks) -> None:
-    port = free_port()
+    port = leader_port()
     gate = str(tmp_path / "gate")
 
     def tuner(name: str, trainable: Any, space: dict[str, Any]) -> Tuner:

@@ -452,7 +452,7 @@ def _routable_ipv4() -> str | None:
 @pytest.mark.slow
 def test_resume_multi_host_experiment_with_key_file(tmp_path, no_leaks):
     """A leader beyond loopback refuses to start without the cluster key; ``--key-file`` gives it."""
-    from actors._driver.system import free_port
+    from tests._ports import leader_port
 
     host = _routable_ipv4()
     if host is None:
@@ -460,7 +460,7 @@ def test_resume_multi_host_experiment_with_key_file(tmp_path, no_leaks):
     key = tmp_path / "cluster.key"
     key.write_text("s3cret-" * 6)
     key.chmod(0o600)
-    storage, port = str(tmp_path / "results"), free_port()
+    storage, port = str(tmp_path / "results"), leader_port()
     script = (f"from actors import RunConfig, TuneConfig, Tuner; from tests.test_cli import healing; "
               f"g = Tuner(healing, param_space={{'x': 1.0, 'fail': True}}, "
               f"tune_config=TuneConfig(metric='loss', mode='min'), run_config=RunConfig(name='mh', "

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from actors._driver.system import free_port
 from tests._marked import MARKER, left_behind, marked_env
+from tests._ports import leader_port
 from tests.test_auth_transport import KEY, WRONG_KEY, Server
 from tests.test_key_file import ROOT, _env, _family, _key_file, _kill_family
 
@@ -62,12 +62,12 @@ def test_empty_key_variables_are_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("AUDITION_CLUSTER_KEY", "")
     with pytest.raises(ConfigError, match="set but empty"):  # a loopback fit() no longer runs keyless on it
         _start_authentication("127.0.0.1")
-    res, _tag = _worker(free_port(), env_key="")
+    res, _tag = _worker(leader_port(), env_key="")
     _refused(res, "$AUDITION_CLUSTER_KEY is set but empty", "unset it")
 
 
 def test_worker_pointed_at_nothing_fails_fast() -> None:
-    res, _tag = _worker(free_port(), "--join-timeout", "1")
+    res, _tag = _worker(leader_port(), "--join-timeout", "1")
     _refused(res, "no audition leader listens on 127.0.0.1:", "start the experiment first")
 
 

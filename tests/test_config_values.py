@@ -172,12 +172,12 @@ def test_functions_in_the_param_space_cross_an_authenticated_cluster(tmp_path: P
     """With a cluster key every frame is signed: the signing wraps the transport's pickler (installed first),
     so a config sent by cloudpickle is signed and checked like any other (a separate process: enabling
     authentication patches Thespian for the life of the process)."""
-    from actors._driver.system import free_port
+    from tests._ports import leader_port
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITION_CLUSTER_KEY", "AUDITION_ALLOW"))}
     env.update(PYTHONPATH=root, AUDITION_CLUSTER_KEY=uuid.uuid4().hex * 2)
-    done = subprocess.run([sys.executable, "-m", "tests.test_config_values", str(free_port()), str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "tests.test_config_values", str(leader_port()), str(tmp_path)],
                           env=env, cwd=root, capture_output=True, text=True, timeout=100)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])

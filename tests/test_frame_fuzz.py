@@ -248,11 +248,12 @@ def test_unverified_bytes_are_bounded_by_the_budget(reader_state: Any) -> None:
 
 @pytest.mark.slow
 def test_malformed_frames_never_kill_or_wedge_a_keyed_cluster(tmp_path: Path) -> None:
-    from actors._driver.system import free_port
+    from tests._ports import leader_port
 
     tag = f"fuzz-{uuid.uuid4().hex[:8]}"
     worker_id = f"{tag}-w"
-    port, worker_port = free_port(), free_port()
+    port = leader_port()
+    worker_port = leader_port(avoid=(port,))
     beat_dir, stop_file = tmp_path / "beats", tmp_path / "stop"
     beat_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITION_CLUSTER_KEY", "AUDITION_ALLOW"))}

@@ -192,12 +192,12 @@ def test_fit_in_a_long_lived_process_ends_its_helper(tmp_path: Path, monkeypatch
     import psutil
 
     from actors import RunConfig, Tuner
-    from actors._driver.system import free_port
     from actors.search import grid_search
+    from tests._ports import leader_port
 
     monkeypatch.setenv(ENV, "fresh")
     before = {p.pid for p in psutil.Process().children()}
-    kind = system if system == "multiproc" else f"tcp://127.0.0.1:{free_port()}"  # (a leader no member joins)
+    kind = system if system == "multiproc" else f"tcp://127.0.0.1:{leader_port()}"  # (a leader no member joins)
     grid = Tuner(_train, param_space={"x": grid_search([1, 2])},
                  run_config=RunConfig(storage_path=str(tmp_path), verbose=0, system=kind)).fit()
     assert sorted(r.metrics["x"] for r in grid) == [1, 2] and not grid.errors

@@ -20,8 +20,8 @@ from typing import Any
 import psutil
 import pytest
 
-from actors._driver.system import free_port
 from tests._cluster import exit_code_or_stacks, wait_for
+from tests._ports import leader_port
 from tests.test_auth_transport import KEY, WRONG_KEY, Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +85,7 @@ def _keyed_worker(leader: Server, tmp_path: Path, name: str,
     """``audition worker --key-file`` joining ``leader``; (its --id, its port, its log, the process)."""
     key_file = _key_file(tmp_path, KEY + "\n")
     tag = f"keyfile-{name}-{uuid.uuid4().hex[:8]}"
-    port = free_port()
+    port = leader_port()
     log_path = tmp_path / "worker.log"
     with open(log_path, "w") as log:
         worker = subprocess.Popen(
@@ -139,7 +139,7 @@ def test_worker_with_wrong_key_file_is_rejected(leader: Server, tmp_path: Path) 
     """It no longer retries forever in silence: its join check fails, it says why and exits 2."""
     key_file = _key_file(tmp_path, WRONG_KEY)
     tag = f"keyfile-wrong-{uuid.uuid4().hex[:8]}"
-    port = free_port()
+    port = leader_port()
     worker = subprocess.Popen(
         [sys.executable, "-m", "actors._cli", "worker", "--leader", f"127.0.0.1:{leader.ready['admin_port']}",
          "--bind", "127.0.0.1", "--port", str(port), "--id", tag, "--key-file", key_file],
@@ -166,7 +166,7 @@ def _bad(res: subprocess.CompletedProcess[str], verb: str, *needles: str) -> Non
 
 def test_bad_key_file_is_a_clear_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-key")
-    leader = f"127.0.0.1:{free_port()}"  # nobody listens: the key file is checked first
+    leader = f"127.0.0.1:{leader_port()}"  # nobody listens: the key file is checked first
     _bad(_cli("worker", "--leader", leader, "--key-file", missing), "worker", missing, "no such cluster key file")
     _bad(_cli("cluster", "status", "--leader", leader, "--key-file", missing), "cluster status", missing,
          "no such cluster key file")
@@ -178,7 +178,7 @@ def test_bad_key_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_bind_every_interface_needs_a_key() -> None:
-    leader = f"127.0.0.1:{free_port()}"
+    leader = f"127.0.0.1:{leader_port()}"
     for addr in ("0.0.0.0", "::"):
         _bad(_cli("worker", "--leader", leader, "--bind", addr), "worker", f"--bind '{addr}'", "needs a cluster key",
              "--key-file")
@@ -231,7 +231,7 @@ def test_every_interface_bind_advertises_the_route_address(monkeypatch: pytest.M
         except OSError:
             continue  # no route to that network on this machine
         assert _listen_and_advertise("0.0.0.0", leader) == "0.0.0.0"
-        port = free_port()
+        port = leader_port()
         a = IPActorAddress(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, None, port, external=True)
         assert a.sockname == (route, port) and route != "0.0.0.0"
         assert _listen_and_advertise("127.0.0.1", leader) == "127.0.0.1"

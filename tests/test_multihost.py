@@ -283,9 +283,9 @@ def test_cluster_status_never_starts_an_admin_of_its_own_when_the_experiment_jus
     """Found under load: `audition cluster status` started just as the experiment ended found the port listening,
     then Thespian, finding no admin there, started one of its own on the leader's port (a detached process left
     running, holding the command's output open) and the command printed an empty status from it."""
-    from actors._driver.system import free_port
+    from tests._ports import leader_port
 
-    port = free_port("127.0.0.1")
+    port = leader_port()
     script = tmp_path / "race.py"
     script.write_text(_ENDED_RACE)
     token, env = marked_env(PYTHONPATH=ROOT)
