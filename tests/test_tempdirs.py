@@ -104,8 +104,6 @@ def test_audition_worker_sweeps_once_its_system_is_down(tmpdir_here: str, monkey
     """``audition worker``'s end (its trial processes forked from its admin): the sweep follows the shutdown."""
     import threading
 
-    import thespian.actors
-
     import actors._cluster.member as member
 
     p, made = _child(tmpdir_here)
@@ -115,13 +113,10 @@ def test_audition_worker_sweeps_once_its_system_is_down(tmpdir_here: str, monkey
     at_shutdown: list[bool] = []
 
     class FakeSystem:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
         def shutdown(self) -> None:
             at_shutdown.append(os.path.isdir(made))
 
-    monkeypatch.setattr(thespian.actors, "ActorSystem", FakeSystem)
+    monkeypatch.setattr(member, "start_multiproc", lambda *a, **k: FakeSystem())
     for name in ("_patch_transport", "_authenticate", "watch_owner", "record_child_exits", "_check_bind"):
         monkeypatch.setattr(member, name, lambda *a, **k: None)
     monkeypatch.setattr(member, "_listen_and_advertise", lambda *a, **k: "127.0.0.1")
