@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -54,6 +55,19 @@ def test_a_leader_on_a_port_another_system_holds_is_refused_and_that_system_goes
         with actor_system(f"tcp://127.0.0.1:{port}"):
             pytest.fail("started on a taken port")
     assert _answers(asys)[admin_start.START_CAP] == mine  # not shut down, not replaced
+
+
+def test_a_port_another_program_listens_on_is_refused_at_once(tmp_path, no_leaks) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", leader_port()))
+        busy.listen()
+        port = busy.getsockname()[1]
+        tuner = Tuner(T.fn_trainable, param_space={"steps": 2},
+                      run_config=RunConfig(name="busy", storage=str(tmp_path / "results"), verbose=0,
+                                           system=f"tcp://127.0.0.1:{port}"))
+        with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is already in use by another process"):
+            tuner.fit()
+    assert not os.path.exists(tmp_path / "results" / "busy" / ".state")
 
 
 def test_the_check_after_the_start_refuses_an_admin_that_took_the_port_meanwhile(held, monkeypatch, no_leaks) -> None:
