@@ -41,7 +41,7 @@ MOVED: dict[str, str] = {
     "actors._placement": "actors._engine.placement",
     "actors._plot": "actors._cli.plot",
     "actors._plugins": "actors._driver.plugins",
-    "actors._proc": "actors._shell.proc",
+    "actors._proc": "actors._process.hygiene",
     "actors._progress": "actors._driver.progress",
     "actors._recovery": "actors._shell.recovery",
     "actors._reducer": "actors._engine.reducer",

@@ -201,7 +201,7 @@ class ChaosRun:
                 and self.procs.is_trial(int(r.get("pid", 0)), float(r.get("wall", 0)))]
 
     def kill_trial(self, how: signal.Signals, during: str = "") -> None:
-        from actors._shell.proc import pid_alive
+        from actors._process.children import pid_alive
 
         rows = self.running_trials()
         if not rows:

@@ -2,7 +2,7 @@
 
 pytest-timeout prints the stacks of the test's own process only. A multi-process ``fit()`` that hangs
 waits in the driver for an answer some actor process never sends, and that process is the one to read.
-Each process that catches ``STACKS_SIGNAL`` (every actor and admin: ``actors._shell.proc.
+Each process that catches ``STACKS_SIGNAL`` (every actor and admin: ``actors._process.hygiene.
 dump_stacks_on_signal``) is signalled in turn and writes to the stderr it inherited, which is the
 test's captured stderr (pytest's fd capture), shown with the failure.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from actors._shell.proc import STACKS_SIGNAL
+from actors._process.hygiene import STACKS_SIGNAL
 from tests._procs import forked_processes
 
 _TIMER = pytest.StashKey[threading.Timer]()

@@ -30,7 +30,8 @@ PACKAGES = ("actors", "storage")
 IO_AND_CLOCK = ("thespian", "fsspec", "threading", "multiprocessing", "concurrent", "asyncio", "queue", "time",
                 "datetime", "os", "subprocess", "socket", "select", "psutil")
 # the packages that do I/O or run the experiment around the core
-OUTER = ("actors._shell", "actors._driver", "actors._cluster", "actors._worker", "actors._cli", "actors.testing")
+OUTER = ("actors._shell", "actors._driver", "actors._cluster", "actors._worker", "actors._cli", "actors._process",
+         "actors.testing")
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,7 @@ RULES: tuple[Rule, ...] = (
     Rule("driver-enters-the-shell-once", covers=("actors._driver",), forbids=("actors._shell",),
          exempt=("actors._driver.controller_client",), type_only_ok=True,
          why="the public API starts the controller (actors._driver.controller_client) and otherwise talks "
-             "to it in messages",
-         known=(("actors._driver.system", "actors._shell.proc",
-                 "pid_alive/watch_owner: process helpers shared by the driver and the shell"),)),
+             "to it in messages"),
     Rule("dashboard-reads-storage-only", covers=("actors._dashboard",),
          forbids=("thespian", "actors._shell", "actors._worker", "actors._engine.core", "actors._legacy", "pickle",
                   "cloudpickle", "actors.testing"),

@@ -85,7 +85,7 @@ def test_sigkilled_driver_system_shuts_itself_down(running_driver):
 
 def _orphan_then_die_with_parent(ready: Any) -> None:
     """An actor's start as Thespian forks it, slowed down: its parent exits before it calls die_with_parent."""
-    from actors._shell.proc import die_with_parent
+    from actors._process.hygiene import die_with_parent
 
     parent = multiprocessing.parent_process()
     assert parent is not None

@@ -94,7 +94,8 @@ def _fit_in_process_in_a_worker(storage: str, out: Any) -> None:
     import numpy as np
 
     from actors import RunConfig, Tuner, report
-    from actors._shell.proc import ends_children, in_driver_process
+    from actors._process.children import ends_children
+    from actors._process.hygiene import in_driver_process
 
     def train(config):
         report({"x": float(np.random.rand()), "driver": in_driver_process(), "ends": ends_children()})

@@ -15,7 +15,7 @@ import pytest
 
 from actors import Callback, FailureConfig, RunConfig, TuneConfig, Tuner
 from actors._engine.trial import TrialStatus
-from actors._shell.proc import pid_alive
+from actors._process.children import pid_alive
 from actors.search import grid_search
 from tests import _stuck_trainables as S
 from tests._cluster import fit_in_thread, listening, wait_for

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from actors import RunConfig, TuneConfig, Tuner, report
-from actors._shell.proc import CHILDREN_ENV, pid_alive
+from actors._process.children import CHILDREN_ENV, pid_alive
 from tests._cluster import wait_for
 
 
@@ -51,7 +51,7 @@ def test_end_children_terminates_then_kills_only_direct_children(tmp_path):
     """In a process of its own: ``end_children`` ends every child of the process it runs in."""
     script = textwrap.dedent("""
         import json, os, subprocess, sys, time
-        from actors._shell.proc import direct_children, end_children, pid_alive
+        from actors._process.children import direct_children, end_children, pid_alive
         stubborn = subprocess.Popen([sys.executable, "-c",
             "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); "
             "time.sleep(60)"], stdout=subprocess.PIPE)
@@ -87,17 +87,17 @@ def test_end_children_terminates_then_kills_only_direct_children(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "False"])
 def test_the_switch_is_read_as_rays(monkeypatch, value):
-    from actors._shell import proc
+    from actors._process import children
 
-    monkeypatch.setattr(proc, "in_driver_process", lambda: False)
+    monkeypatch.setattr(children, "in_driver_process", lambda: False)
     monkeypatch.setenv(CHILDREN_ENV, value)
-    assert not proc.ends_children()
+    assert not children.ends_children()
     monkeypatch.setenv(CHILDREN_ENV, "true")
-    assert proc.ends_children()
+    assert children.ends_children()
     monkeypatch.delenv(CHILDREN_ENV)
-    assert proc.ends_children()
-    monkeypatch.setattr(proc, "in_driver_process", lambda: True)  # the in-process system: the driver's own
-    assert not proc.ends_children()
+    assert children.ends_children()
+    monkeypatch.setattr(children, "in_driver_process", lambda: True)  # the in-process system: the driver's own
+    assert not children.ends_children()
 
 
 def _square(x: int) -> int:
@@ -149,7 +149,7 @@ def test_a_process_the_trainable_forks_ends_on_sigterm(tmp_path, no_leaks):
 def test_a_fork_of_an_actor_process_gets_a_fresh_interpreters_handlers():
     script = textwrap.dedent("""
         import json, multiprocessing, signal
-        from actors._shell.proc import plain_signals_in_forks
+        from actors._process.hygiene import plain_signals_in_forks
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGUSR1):  # as Thespian's actors have
             signal.signal(signum, lambda *args: None)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -15,7 +15,7 @@ import pytest
 
 from actors import Checkpoint, FailureConfig, RunConfig, TuneConfig, Tuner, get_checkpoint, report
 from actors._engine.trial import TrialStatus
-from actors._shell.proc import describe_exit
+from actors._process.children import describe_exit
 from actors.search import grid_search
 
 
@@ -91,7 +91,7 @@ def _zombie(action) -> int:
 def test_process_exit_reads_how_an_unreaped_child_died():
     """The controller's fallback when Thespian's ChildActorExited never comes (two trial processes
     dying at once lost one notice, and the run waited forever): read /proc, zombie's exit code."""
-    from actors._shell.proc import process_exit
+    from actors._process.children import process_exit
 
     for action, code in ((lambda: os._exit(3), 3), (lambda: os.kill(os.getpid(), signal.SIGKILL), -signal.SIGKILL)):
         pid = _zombie(action)
@@ -119,7 +119,7 @@ def test_a_child_found_dead_while_another_ones_exit_is_handled_is_reported_too()
     from thespian.actors import ChildActorExited
     from thespian.system.multiprocCommon import ChildInfo, MultiProcReplicator
 
-    from actors._shell.proc import exit_status_of, record_child_exits
+    from actors._process.children import exit_status_of, record_child_exits
 
     record_child_exits()
     ctx = multiprocessing.get_context("fork")
@@ -171,7 +171,7 @@ def test_the_admin_of_every_multi_process_system_forks_with_child_deaths_reporte
 
     import actors._cluster.member as member
     import actors._driver.system as system
-    import actors._shell.proc as proc
+    import actors._process.owner as owner
 
     def unpatched(self, child_addr):
         raise AssertionError("Thespian's own _childExited")
@@ -190,7 +190,7 @@ def test_the_admin_of_every_multi_process_system_forks_with_child_deaths_reporte
     for module in (system, member):
         for name in ("_patch_transport", "_start_authentication", "watch_owner"):
             monkeypatch.setattr(module, name, lambda *a, **k: None)
-    monkeypatch.setattr(proc, "watch_owner", lambda *a, **k: None)
+    monkeypatch.setattr(owner, "watch_owner", lambda *a, **k: None)
     monkeypatch.setattr(member, "_authenticate", lambda *a, **k: None)
     monkeypatch.setattr(member, "_listen_and_advertise", lambda *a, **k: "127.0.0.1")
     monkeypatch.setattr("actors._cluster.join.check_leader", lambda *a, **k: None)

@@ -27,7 +27,8 @@ from actors._driver.system import (
     start_on_chosen_port,
 )
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
-from actors._shell.proc import record_child_exits, watch_owner
+from actors._process.children import record_child_exits
+from actors._process.owner import watch_owner
 from actors._tempdirs import sweep
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from thespian.actors import ActorTypeDispatcher, WakeupMessage
 
 from actors._engine.placement import placed_here
-from actors._shell.proc import die_with_parent
+from actors._process.hygiene import die_with_parent
 from actors.messages import MemberHeartbeat, ProbeKill, ProbeStart
 
 

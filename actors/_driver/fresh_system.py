@@ -26,7 +26,7 @@ the same product on a forked child's main thread never ends), as do search algor
 
 The helper lives as long as the driver: it waits for the end of its stdin (the driver's end of the
 pipe), so a driver killed with SIGKILL leaves an orphaned admin that shuts itself down as any other
-(``actors._shell.proc.watch_owner`` watches the helper). The driver's command line follows ``--`` in
+(``actors._process.owner.watch_owner`` watches the helper). The driver's command line follows ``--`` in
 the helper's, so ``ps`` shows which script the actor system belongs to.
 """
 

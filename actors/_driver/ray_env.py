@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from actors._driver.errors import ConfigError
 
-# read as Ray reads them (where: actors._driver.checks, actors.utils, actors._worker, actors._shell.proc)
+# read as Ray reads them (where: actors._driver.checks, actors.utils, actors._worker, actors._process.children)
 READ = ("TUNE_DISABLE_STRICT_METRIC_CHECKING", "TUNE_MAX_LEN_IDENTIFIER", "TUNE_WARN_THRESHOLD_S",
         "TUNE_DISABLE_DATED_SUBDIR", "RAY_CHDIR_TO_TRIAL_DIR", "RAY_kill_child_processes_on_worker_exit")
 

@@ -27,7 +27,9 @@ from actors._driver.admin_start import (
 from actors._driver.errors import ConfigError
 from actors._driver.interrupt import Interrupted
 from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP
-from actors._shell.proc import pid_alive, record_child_exits, runs_in_process_system, watch_owner
+from actors._process.children import pid_alive, record_child_exits
+from actors._process.hygiene import runs_in_process_system
+from actors._process.owner import watch_owner
 
 _patched = False
 log = logging.getLogger("audition")
@@ -165,7 +167,7 @@ def actor_system(kind: str, leader_resources: dict[str, float] | None = None, *,
 
 
 # After its driver dies, the admin asks for its own shutdown (the controller normally has already:
-# it writes the final state first) and kills what is left (see actors/_shell/proc.py).
+# it writes the final state first) and kills what is left (see actors/_process/owner.py).
 ORPHAN_SHUTDOWN_S = 8.0
 ORPHAN_KILL_S = 15.0
 

@@ -56,11 +56,12 @@ from actors._engine.signals import (
     WatchMembers,
 )
 from actors._engine.spec import ExperimentSpec
+from actors._process.children import exit_status_of, pid_alive, process_exit, record_child_exits
+from actors._process.hygiene import die_with_parent
 from actors._shell.experiment_io import ExperimentIO
 from actors._shell.experiment_state import StateRestoreFailed, StateSaveFailed
 from actors._shell.logger_host import LoggerFailed
 from actors._shell.plugin_thread import plugin_caller
-from actors._shell.proc import die_with_parent, exit_status_of, pid_alive, process_exit, record_child_exits
 from actors._shell.scheduler_actor import SchedulerActor
 from actors._shell.trial_actor import TrialActor
 from actors.messages import ClusterStatus, ClusterStatusRequest, ExperimentFinished, StartExperiment

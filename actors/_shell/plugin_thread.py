@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from actors._shell.proc import in_driver_process
+from actors._process.hygiene import in_driver_process
 from actors._worker.threads import mapped
 
 T = TypeVar("T")

@@ -21,9 +21,9 @@ from typing import Any
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ThespianWatch, WakeupMessage, WatchMessage
 
 from actors._engine.scheduler_endpoint import SchedulerEndpoint, decides_every_result
+from actors._process.hygiene import die_with_parent
 from actors._shell.decision_server import DecisionServer
 from actors._shell.plugin_thread import plugin_caller
-from actors._shell.proc import die_with_parent
 from actors.messages import (
     DecidedResults,
     DirectDecision,

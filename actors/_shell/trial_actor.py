@@ -31,7 +31,8 @@ from thespian.actors import (
 
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
-from actors._shell.proc import die_with_parent, end_children, end_children_at_exit, ends_children, in_driver_process
+from actors._process.children import end_children, end_children_at_exit, ends_children
+from actors._process.hygiene import die_with_parent, in_driver_process
 from actors._worker.autofill import started_metrics
 from actors._worker.channel import Command, EventKind
 from actors._worker.random_streams import reseed_inherited_streams
