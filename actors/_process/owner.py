@@ -17,7 +17,6 @@ from typing import Any
 from actors._process.children import pid_alive
 from actors._process.hygiene import dump_stacks_on_signal
 
-# ---------------------------------------------------------------------- the admin watches its owner
 _owner: dict[str, Any] = {}  # set by watch_owner in the starting process; the forked admin inherits it
 POLL_S = 0.25
 
