@@ -478,6 +478,32 @@ def test_corrupted_state_and_tuner_files(storage_dir, no_leaks):
         Tuner.restore(grid.experiment_path, D.fixed)
 
 
+def test_a_tuner_saved_where_a_module_was_installed_names_that_module(tmp_path, monkeypatch, no_leaks):
+    """A module the run could import and this process cannot (numpy, for the seeded default search's
+    generator, in a venv without it) is named with the fix, not called corruption."""
+    import sys
+
+    from actors import ExperimentAnalysis
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "audition_gone_search.py").write_text(
+        "from actors.search import BasicVariantGenerator\n\n\nclass GoneSearch(BasicVariantGenerator):\n    pass\n")
+    monkeypatch.syspath_prepend(str(mods))
+    import audition_gone_search
+
+    grid = Tuner(D.fixed, param_space={"x": grid_search([1, 2])},
+                 tune_config=TuneConfig(search_alg=audition_gone_search.GoneSearch()),
+                 run_config=RunConfig(name=NAME, storage=str(tmp_path / "results"), system="simple", verbose=0)).fit()
+    monkeypatch.delitem(sys.modules, "audition_gone_search")
+    sys.path.remove(str(mods))
+    want = r"needs the module 'audition_gone_search', which is not installed here .*install the package"
+    with pytest.raises(ConfigError, match=want):
+        Tuner.restore(grid.experiment_path, D.fixed)
+    with pytest.raises(ConfigError, match=want):
+        ExperimentAnalysis(grid.experiment_path)
+
+
 # ---------------------------------------------------------------------------------- storage side
 def _io(storage: str, state: dict[str, Any] | None = None, keep: int | None = None) -> Any:
     from actors._engine.lifecycle import TrialTable

@@ -98,8 +98,8 @@ def restore_tuner(cls: Any, path: str, trainable: Any, choices: ResumeChoices, o
         saved = legacy_loads(raw)
         spec = copy.copy(saved["spec"])
     except Exception as exc:
-        raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is corrupted or was written "
-                          f"by an incompatible version ({exc!r}); start a new experiment") from exc
+        raise _unreadable_tuner(ctx.uri(layout.tuner_file), exc, "is corrupted or was written by an incompatible "
+                                f"version ({exc!r}); start a new experiment") from exc
     _check_param_space(param_space, saved.get("param_space_keys"))
     trainable, spec.trainable_name = resolve_on_restore(trainable, spec)
     spec.trainable = pickled(trainable, "trainable")
@@ -174,6 +174,18 @@ def _check_param_space(param_space: Any, saved_keys: list[str] | None) -> None:
                           f"(its keys: {saved_keys}; got {keys}); leave it out to use the saved one")
 
 
+def _unreadable_tuner(uri: str, exc: Exception, otherwise: str) -> ConfigError:
+    """What to say when ``tuner.pkl`` does not load (``otherwise``: after "the saved tuner at URI"). A module
+    missing here is not corruption: the experiment was saved where that module was installed (numpy, say:
+    a seeded search keeps numpy's generator, as Ray's does, whenever numpy is importable), and installing
+    it is the fix."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return ConfigError(f"the saved tuner at {uri} needs the module {exc.name!r}, which is not installed here "
+                           "(the experiment was saved where it was); install the package that provides it, or "
+                           "make it importable as when the experiment ran, and try again")
+    return ConfigError(f"the saved tuner at {uri} {otherwise}")
+
+
 def read_results(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, str]:
     """The experiment at ``path`` as saved (its ``ResultGrid``, ``TuneConfig`` and trainable name), without a
     trainable and without running anything: what ``ExperimentAnalysis(path)`` reads."""
@@ -192,7 +204,7 @@ def read_results(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, s
     try:
         saved = legacy_loads(raw)
     except Exception as exc:
-        raise ConfigError(f"the saved tuner at {ctx.uri(layout.tuner_file)} is unreadable ({exc!r})") from exc
+        raise _unreadable_tuner(ctx.uri(layout.tuner_file), exc, f"is unreadable ({exc!r})") from exc
     from actors._driver.result_grid import Searched
 
     searched = Searched(saved["searched"]) if "searched" in saved else None
