@@ -80,6 +80,17 @@ def _checkout_files() -> set[str] | None:
     return {line[3:] for line in out.stdout.splitlines() if line.startswith("??")}
 
 
+_HOME_RESULTS = "~/audition_results"  # the default storage (actors._driver.config.DEFAULT_STORAGE)
+
+
+def _home_results() -> set[str]:
+    """What the user's default storage holds: a test that writes there writes into the user's home."""
+    try:
+        return set(os.listdir(os.path.expanduser(_HOME_RESULTS)))
+    except OSError:
+        return set()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """Which test modules were collected (before -k/-m deselect any) and which heavy libraries collecting them
@@ -105,15 +116,22 @@ def pytest_unconfigure(config):
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # (xdist's controller, or a run without xdist)
         session.config._audition_untracked = _checkout_files()
+        session.config._audition_home = _home_results()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """After the whole suite, no process forked by it may still run, and no test wrote into the checkout."""
+    """After the whole suite, no process forked by it may still run, and no test wrote into the checkout or
+    into the user's default storage."""
     before = getattr(session.config, "_audition_untracked", None)
     after = _checkout_files() if before is not None else None
     if before is not None and after is not None and after - before:
         print(f"\nWRITTEN INTO THE CHECKOUT by the test session (tests write under tmp_path): "
               f"{sorted(after - before)[:20]}")
+        session.exitstatus = 1
+    home_before = getattr(session.config, "_audition_home", None)
+    if home_before is not None and _home_results() - home_before:
+        print(f"\nWRITTEN INTO {_HOME_RESULTS} by the test session (a test that builds a Trainable by hand and "
+              f"reads its logdir sets HOME to its tmp_path): {sorted(_home_results() - home_before)[:20]}")
         session.exitstatus = 1
     deadline = time.monotonic() + 15.0
     left = forked_processes()

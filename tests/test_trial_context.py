@@ -136,7 +136,8 @@ def test_placement_group_factory_of_one_bundle() -> None:
         tune.with_resources(f, pgf)
 
 
-def test_trial_resources_outside_a_trial() -> None:
+def test_trial_resources_outside_a_trial(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # (T's setup reads logdir: a new directory under ~, not the user's)
     assert T({"x": 2}).trial_resources is None  # Ray's Trainable built directly says None too
     with pytest.raises(TuneError, match="outside a trial"):  # Ray warns and returns None (see the docs)
         tune.get_context().get_trial_resources()
