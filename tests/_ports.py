@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 
-from actors._driver.admin_start import _ephemeral_low, free_port
+from actors._driver.admin_start import _ephemeral_low, first_bindable, free_port
 
 BLOCK = 400
 
@@ -30,13 +29,6 @@ def leader_port(host: str = "127.0.0.1", avoid: tuple[int, ...] = ()) -> int:
     start = max(1024, low - 10_000) - BLOCK * (index + 1)
     if start < 1024:
         return free_port(host)
-    for port in random.SystemRandom().sample(range(start, start + BLOCK), BLOCK):
-        if port in avoid:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return port
-    return free_port(host)
+    drawn = random.SystemRandom().sample(range(start, start + BLOCK), BLOCK)
+    port = first_bindable(host, (p for p in drawn if p not in avoid))
+    return free_port(host) if port is None else port

@@ -16,7 +16,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from actors._driver.errors import ConfigError
@@ -83,17 +83,24 @@ def free_port(host: str = "127.0.0.1") -> int:
     low = _ephemeral_low()
     if low is not None and low > 2048:
         draw = random.SystemRandom()  # (never the global stream: a user's seeded draws must not move)
-        for _ in range(64):
-            port = draw.randrange(max(1024, low - 10_000), low)
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind((host, port))
-                except OSError:
-                    continue
-                return port
+        port = first_bindable(host, (draw.randrange(max(1024, low - 10_000), low) for _ in range(64)))
+        if port is not None:
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def first_bindable(host: str, ports: Iterable[int]) -> int | None:
+    """The first of ``ports`` that can be bound on ``host`` now (the probe is released at once); None if none."""
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    return None
 
 
 def _ephemeral_low() -> int | None:
@@ -192,4 +199,5 @@ def _bound(host: str, port: int, timeout_s: float) -> bool:
         time.sleep(0.05)  # (polling a port another process is about to bind: nothing to wait on)
 
 
-__all__ = ["ADMIN_LATE_S", "PortTaken", "ShutdownNoise", "free_port", "start_multiproc", "start_on_chosen_port"]
+__all__ = ["ADMIN_LATE_S", "PortTaken", "ShutdownNoise", "first_bindable", "free_port", "start_multiproc",
+           "start_on_chosen_port"]
