@@ -2,10 +2,11 @@
 
 ``free_port()`` draws from the 10,000 ports below the kernel's ephemeral range, and so does every run's
 own system and every worker without ``--port``. A port a test names for a leader stays unbound for a second
-or more (the leader starts in ``fit()``), and in CI another pytest worker's leader drew the same one: the
-second start then failed (before ``actors/_driver/admin_start.py``: attached to the first's system, and both
-tests timed out). Each pytest worker takes its ports from a block below that range which nothing else draws,
-and its tests run one at a time, so its ports cannot collide.
+or more (the leader starts in ``fit()``), and in CI a test's leader found its port held by another pytest
+worker's test (its leader, or one of its members: both draw from that range) and, before
+``actors/_driver/admin_start.py``, attached to that system: both tests timed out. Each pytest worker takes
+its ports from a block below that range which nothing else draws, and its tests run one at a time, so its
+ports cannot collide.
 """
 
 from __future__ import annotations

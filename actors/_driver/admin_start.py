@@ -3,8 +3,9 @@
 Thespian's ``ActorSystem("multiprocTCPBase", {"Admin Port": P})`` starts an admin on P, or, when an admin
 already answers there, silently attaches to it. For audition that second case is never wanted: a run, a
 multi-host leader or an ``audition worker`` that attached to another run's admin would place its actors
-in that run's system and, at its end, shut that system down. Two starts that chose the same port at
-nearly the same time did that once in CI (two multi-host tests' leaders, in different pytest workers).
+in that run's system and, at its end, shut that system down. That happened once in CI: a multi-host test's
+leader found its port held by another pytest worker's multi-host test (its leader or one of its members) and
+joined it; both tests timed out.
 So every start here checks that the port is free first, and afterwards that the admin which answers
 carries the nonce this start gave it.
 """
