@@ -53,6 +53,13 @@ def test_every_process_of_a_stuck_run_shows_its_stacks(tmp_path, capfd, no_leaks
     assert "in stuck_in_training" in err, err[-3000:]  # the trial's own thread, not its captured output
     assert "actors/_shell/controller.py" in err or "thespian" in err, err[-3000:]
     assert "Current thread" in err or "Thread 0x" in err
+    # beside its stacks, each actor says what it waits for: the controller its trials' inboxes, the trial its run
+    trial_id = grid[0].metrics["trial_id"]
+    assert "controller: phase=RUNNING" in err, err[-3000:]
+    assert f"  trial {trial_id}: RUNNING phase=STEPPING run=1 pending=CONTINUE inbox: run 1 seq 1 holds []" in err, \
+        err[-3000:]
+    assert f"trial actor: trial {trial_id} run 1: ended=False last_seq_sent=0 results_held=0" in err, err[-3000:]
+    assert "worker_alive=True" in err and "events_queued=0" in err, err[-3000:]
 
 
 @pytest.mark.slow

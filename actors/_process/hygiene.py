@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -156,8 +157,36 @@ def restore_fatal_signals() -> None:
     dump_stacks_on_signal()
 
 
-def dump_stacks_on_signal() -> None:
-    """On ``STACKS_SIGNAL``, write every thread's Python stack to the stderr this process started with.
+def describe_on_signal(describe: Callable[[], str]) -> None:
+    """On ``STACKS_SIGNAL``, after the stacks: ``describe()``'s text, what this actor waits for.
+
+    Its stacks show an idle actor in ``select``, whatever it waits for; its own words say which message.
+    The text is written by a Python-level handler that faulthandler's C-level one chains to: it runs once
+    the main thread is back in Python (at once for an actor idle in its transport). A process whose main
+    thread never gets back still shows its stacks. Not in the driver's own process (the in-process
+    system's actors run there: the user's process keeps its handlers).
+    """
+    if in_driver_process():
+        return
+
+    def write_state(signum: int, frame: Any) -> None:
+        try:
+            text = describe()
+        except Exception as exc:  # a diagnostic never ends the process
+            text = f"(could not describe this actor: {exc!r})"
+        fd = _stacks_fd
+        if fd is not None:
+            try:
+                os.write(fd, f"--- state of pid {os.getpid()} ---\n{text}\n".encode("utf-8", "replace"))
+            except OSError:
+                pass
+
+    dump_stacks_on_signal(then=write_state)
+
+
+def dump_stacks_on_signal(then: Callable[[int, Any], None] | None = None) -> None:
+    """On ``STACKS_SIGNAL``, write every thread's Python stack to the stderr this process started with
+    (then run ``then``, a Python-level handler: ``describe_on_signal``).
 
     How to see where a run that seems stuck waits (and how the test suite shows it when a test times
     out: ``tests/_stacks.py``). faulthandler writes from its C-level handler, so a thread spinning in a
@@ -176,7 +205,9 @@ def dump_stacks_on_signal() -> None:
         # again in each actor: a forked one inherits the fd and faulthandler's record of its handler, but
         # Thespian replaced the handler itself (register() alone would only change the file)
         faulthandler.unregister(STACKS_SIGNAL)
-        faulthandler.register(STACKS_SIGNAL, file=fd, all_threads=True, chain=False)
+        if then is not None:  # (installed first: faulthandler chains to the handler it finds)
+            signal.signal(STACKS_SIGNAL, then)
+        faulthandler.register(STACKS_SIGNAL, file=fd, all_threads=True, chain=then is not None)
     except (AttributeError, OSError, RuntimeError, ValueError):
         if fd != _stacks_fd:
             os.close(fd)
@@ -184,5 +215,5 @@ def dump_stacks_on_signal() -> None:
     _stacks_fd = fd
 
 
-__all__ = ["STACKS_SIGNAL", "die_with_parent", "dump_stacks_on_signal", "in_driver_process", "plain_signals_in_forks",
-           "restore_fatal_signals", "runs_in_process_system"]
+__all__ = ["STACKS_SIGNAL", "describe_on_signal", "die_with_parent", "dump_stacks_on_signal", "in_driver_process",
+           "plain_signals_in_forks", "restore_fatal_signals", "runs_in_process_system"]

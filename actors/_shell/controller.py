@@ -57,7 +57,7 @@ from actors._engine.signals import (
 )
 from actors._engine.spec import ExperimentSpec
 from actors._process.children import exit_status_of, pid_alive, process_exit, record_child_exits
-from actors._process.hygiene import die_with_parent
+from actors._process.hygiene import describe_on_signal, die_with_parent
 from actors._shell.experiment_io import ExperimentIO
 from actors._shell.experiment_state import StateRestoreFailed, StateSaveFailed
 from actors._shell.logger_host import LoggerFailed
@@ -89,6 +89,7 @@ class ControllerActor(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         die_with_parent()
+        describe_on_signal(self._describe)
         record_child_exits()
         self.core: ExperimentCore | None = None
         self.driver: Any = None
@@ -145,6 +146,14 @@ class ControllerActor(ActorTypeDispatcher):
         if isinstance(msg, ActorExitRequest):
             return None
         return msg
+
+    def _describe(self) -> str:
+        """What the core waits for (``kill -USR2``, beside this process's stacks)."""
+        if self.core is None:
+            return "controller: no experiment yet"
+        from actors._engine.describe import describe_core
+
+        return describe_core(self.core)
 
     def _handle_of(self, addr: Any) -> Handle | None:
         # addresses are unhashable, and a fresh one equals its resolved form only through ==

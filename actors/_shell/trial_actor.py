@@ -32,7 +32,7 @@ from thespian.actors import (
 from actors._driver.trainable import Trainable
 from actors._engine.placement import placed_here
 from actors._process.children import end_children, end_children_at_exit, ends_children
-from actors._process.hygiene import die_with_parent, in_driver_process
+from actors._process.hygiene import describe_on_signal, die_with_parent, in_driver_process
 from actors._worker.autofill import started_metrics
 from actors._worker.channel import Command, EventKind
 from actors._worker.random_streams import reseed_inherited_streams
@@ -76,6 +76,7 @@ class TrialActor(ActorTypeDispatcher):
         self.wake: tuple[int, int] | None = None
         self.wake_checked = False
         die_with_parent()
+        describe_on_signal(self._describe)
         end_children_at_exit()
         if not in_driver_process():  # (the in-process system's trials share the driver's: the user's)
             reseed_inherited_streams()
@@ -213,6 +214,24 @@ class TrialActor(ActorTypeDispatcher):
 
     def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
         pass
+
+    def _describe(self) -> str:
+        """What this actor waits for (``kill -USR2``, beside its stacks): its run, what it sent, and what
+        its worker left for it (an end it has not forwarded shows as an event queued with the worker gone).
+        Takes no lock: the signal may land while this thread holds one."""
+        r = self.runner
+        if r is None:
+            return "trial actor: no run yet"
+        wake = "-"
+        if self.wake is not None:
+            from actors._worker.fdcapture import queued_bytes
+
+            wake = str(queued_bytes(self.wake[0]))
+        return (f"trial actor: trial {r.trial_id} run {r.msg.run_id}: ended={self.ended} last_seq_sent={self.seq} "
+                f"results_held={len(self.held)} batches_unacknowledged={sorted(self.batch_sizes)} "
+                f"timer_pending={self.wakeup_pending} commands_sent={self.cmd_sent} "
+                f"worker_alive={r.thread.is_alive()} worker_waiting={r.waiting} commands_seen={r.cmd_seen} "
+                f"events_queued={len(r.events.queue)} wake_pipe_bytes={wake}")
 
     # ------------------------------------------------------------------ event pump
     def _pump(self, block: bool) -> None:

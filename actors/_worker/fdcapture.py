@@ -37,7 +37,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _queued(fd: int) -> int | None:
+def queued_bytes(fd: int) -> int | None:
     """Bytes waiting in the pipe, or None where the platform cannot tell."""
     try:
         raw = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
@@ -68,7 +68,7 @@ class _Pump:
         syscall but FIONREAD); through the fd while no run is current."""
         with self.lock:
             if self.sink is not None:
-                if _queued(self.read_end) != 0:
+                if queued_bytes(self.read_end) != 0:
                     self._drain_locked()
                 self.sink.feed(self.name, text)
                 return
@@ -118,7 +118,7 @@ class _Pump:
                 pass
 
     def _drain_locked(self) -> None:
-        self._read(_queued(self.read_end))
+        self._read(queued_bytes(self.read_end))
 
     def drain(self) -> None:
         with self.lock:
@@ -248,4 +248,5 @@ def original_fd(name: str) -> int | None:
     return pump.original if pump is not None else None
 
 
-__all__ = ["Sink", "attach", "binary", "current", "detach", "drain", "fileno", "installed", "original_fd", "write"]
+__all__ = ["Sink", "attach", "binary", "current", "detach", "drain", "fileno", "installed", "original_fd",
+           "queued_bytes", "write"]
