@@ -53,6 +53,7 @@ from actors.messages import (
 
 MAX_BATCH = 512
 OUTPUT_TICK = "output"  # the wake-up payload that sends the trial's printed lines
+LIVENESS_TICK = "liveness"  # the wake-up payload of the periodic look (``TrialActor._liveness``)
 
 
 class TrialActor(ActorTypeDispatcher):
@@ -61,6 +62,10 @@ class TrialActor(ActorTypeDispatcher):
     poll_block_s = 0.02
     batch_delay_s = 0.05  # longest a result waits in this actor for more to batch with
     output_every_s = 0.3  # at most one TrialOutput per this long (RunConfig(log_to_driver))
+    # every this long while a run is on (and after its end, until the end notice was sent again end_resends
+    # times or a new run began): look at the worker's events without a wake-up, send the end again
+    liveness_s = 5.0
+    end_resends = 3
 
     # run only on the member the controller placed it on (multi-host)
     actorSystemCapabilityCheck = staticmethod(placed_here)
@@ -92,6 +97,10 @@ class TrialActor(ActorTypeDispatcher):
         self.output_seq = 0
         self.output_sent_at = -1e9
         self.output_timer = False
+        self.liveness_timer = False
+        self.end_msg: TrialEnded | None = None  # the run's end notice, kept to be sent again
+        self.end_sent_at = 0.0
+        self.end_resent = 0
 
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
@@ -107,6 +116,7 @@ class TrialActor(ActorTypeDispatcher):
         self.held, self.held_ckpts = [], []
         self.last_result_at = self.clock()
         self.ended = False
+        self.end_msg, self.end_resent = None, 0
         self.output_seq = 0
         if not self.wake_checked:
             self._open_wake()
@@ -115,6 +125,7 @@ class TrialActor(ActorTypeDispatcher):
             self.runner.wakeup.fd = self.wake[1]
         self.runner.start()
         self._pump(block=True)
+        self._arm_liveness()
 
     def _current(self, trial_id: str, run_id: int) -> TrialRunner | None:
         r = self.runner
@@ -149,6 +160,10 @@ class TrialActor(ActorTypeDispatcher):
             self._command(r, Command.STOP, int(msg.save))
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if msg.payload == LIVENESS_TICK:
+            self.liveness_timer = False
+            self._liveness()
+            return
         if msg.payload == OUTPUT_TICK:
             self.output_timer = False
             if self.runner is not None and not self.ended:
@@ -156,6 +171,31 @@ class TrialActor(ActorTypeDispatcher):
             return
         self.wakeup_pending = False
         self._pump(block=self.wake is None)  # with a watched pipe this is only the batch timer
+
+    def _arm_liveness(self) -> None:
+        if not self.liveness_timer:
+            self.liveness_timer = True
+            self.wakeupAfter(datetime.timedelta(seconds=self.liveness_s), payload=LIVENESS_TICK)
+
+    def _liveness(self) -> None:
+        """The periodic look that needs no message to arrive. While the run is on: the worker's events,
+        as a wake-up would have them looked at (a lost wake-up delays its events by ``liveness_s``, not
+        for ever). After its end: the end notice again, at most ``end_resends`` times, until a new run
+        begins (the controller drops one it had, by its number: ``actors._engine.sequencer``; a parked
+        actor's controller hears it up to three times for nothing, a lost one's ends the trial).
+        Seen once in the test suite (2026-12-07): a trial whose every result the controller had logged
+        stayed RUNNING, its process idle with no worker thread left, until the test timed out."""
+        if self.runner is None:
+            return
+        if not self.ended:
+            self._pump(block=False)
+        elif (self.end_msg is not None and self.end_resent < self.end_resends
+              and self.clock() - self.end_sent_at >= self.liveness_s):
+            self.end_resent += 1
+            self.end_sent_at = self.clock()
+            self.send(self.controller, self.end_msg)
+        if not self.ended or (self.end_msg is not None and self.end_resent < self.end_resends):
+            self._arm_liveness()
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         self._drain_wake()
@@ -274,13 +314,12 @@ class TrialActor(ActorTypeDispatcher):
                     continue
                 assert ev.reason is not None
                 self.ended = True
-                self.send(
-                    self.controller,
-                    TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
-                               ev.traceback, ev.storage_failure,
-                               output=self._output_chunk(r, final=True),  # in order with the end
-                               setup_failed=ev.setup_failed, started=ev.started or {}),
-                )
+                self.end_msg = TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
+                                          ev.traceback, ev.storage_failure,
+                                          output=self._output_chunk(r, final=True),  # in order with the end
+                                          setup_failed=ev.setup_failed, started=ev.started or {})
+                self.end_sent_at = self.clock()
+                self.send(self.controller, self.end_msg)
                 return
             due = self.held_since + self.batch_delay_s - self.clock()
             # the worker has (or is about to have) a full window: it waits for these to be decided
