@@ -1,10 +1,10 @@
-"""A trial's end reaches the controller even when its wake-up or its end notice is lost (``TrialActor._liveness``).
+"""A trial's results and end reach the controller even when a wake-up or a message is lost (``TrialActor._liveness``).
 
 Seen once in the suite (2026-12-07, ``test_tensorboard.py``): the controller had logged every result of a
 trial and still held it RUNNING; the trial's process was idle, its worker thread gone, until the test timed out.
 Each test here breaks one link inside the trial's own process (the trainable runs there, so it can) and
 checks that the experiment still ends with the trial's results: the actor looks at its worker's events every
-``liveness_s`` without a wake-up, and sends its end notice again until a new run begins.
+``liveness_s`` without a wake-up, and sends each numbered message again until the controller acknowledged it.
 """
 
 from __future__ import annotations
@@ -23,20 +23,31 @@ def _end_without_waking_the_actor(config: dict[str, Any]) -> None:
     Wakeup.event = lambda self, urgent: None  # type: ignore[method-assign]  # the end's wake-up is lost
 
 
-def _end_whose_notice_is_lost(config: dict[str, Any]) -> None:
+def _lose_the_first(kind: str) -> None:
+    """From now on in this trial's process, the first ``kind`` message its actor sends never arrives."""
     from actors._shell.trial_actor import TrialActor
 
     send = TrialActor.send
     dropped: list[Any] = []
 
-    def lose_the_first_end(self: Any, to: Any, msg: Any) -> None:
-        if type(msg).__name__ == "TrialEnded" and not dropped:
-            dropped.append(msg)  # never reaches the controller, as a message lost on the way
+    def lose_the_first(self: Any, to: Any, msg: Any) -> None:
+        if type(msg).__name__ == kind and not dropped:
+            dropped.append(msg)  # as a message lost on the way
             return
         send(self, to, msg)
 
-    TrialActor.send = lose_the_first_end  # type: ignore[method-assign]
+    TrialActor.send = lose_the_first  # type: ignore[method-assign]
+
+
+def _end_whose_notice_is_lost(config: dict[str, Any]) -> None:
+    _lose_the_first("TrialEnded")
     report({"step": 1})
+
+
+def _first_batch_lost(config: dict[str, Any]) -> None:
+    _lose_the_first("TrialResults")
+    for step in range(1, 4):
+        report({"step": step})
 
 
 def _fit(trainable: Any, tmp_path: Any, name: str) -> tuple[Any, float]:
@@ -57,4 +68,12 @@ def test_a_lost_end_notice_is_sent_again(tmp_path, no_leaks):
     grid, took = _fit(_end_whose_notice_is_lost, tmp_path, "notice")
     assert grid.num_errors == 0 and grid[0].metrics["step"] == 1
     assert grid[0].metrics["done"] is True
+    assert took < 60, took
+
+
+def test_a_lost_result_batch_is_sent_again_and_nothing_is_missing(tmp_path, no_leaks):
+    grid, took = _fit(_first_batch_lost, tmp_path, "batch")
+    assert grid.num_errors == 0 and grid[0].metrics["step"] == 3
+    steps = list(grid[0].metrics_dataframe["step"])
+    assert steps == [1, 2, 3], steps  # the lost batch's results are there, once, in order
     assert took < 60, took

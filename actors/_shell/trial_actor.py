@@ -62,10 +62,11 @@ class TrialActor(ActorTypeDispatcher):
     poll_block_s = 0.02
     batch_delay_s = 0.05  # longest a result waits in this actor for more to batch with
     output_every_s = 0.3  # at most one TrialOutput per this long (RunConfig(log_to_driver))
-    # every this long while a run is on (and after its end, until the end notice was sent again end_resends
-    # times or a new run began): look at the worker's events without a wake-up, send the end again
+    # every this long while a run is on, and after its end until a new run begins: look at the worker's
+    # events without a wake-up; send again each numbered message not acknowledged for this long (at most
+    # `resends` times each): a TrialProceed acknowledges its batch and everything numbered before it
     liveness_s = 5.0
-    end_resends = 3
+    resends = 3
 
     # run only on the member the controller placed it on (multi-host)
     actorSystemCapabilityCheck = staticmethod(placed_here)
@@ -98,9 +99,8 @@ class TrialActor(ActorTypeDispatcher):
         self.output_sent_at = -1e9
         self.output_timer = False
         self.liveness_timer = False
-        self.end_msg: TrialEnded | None = None  # the run's end notice, kept to be sent again
-        self.end_sent_at = 0.0
-        self.end_resent = 0
+        # the run's numbered messages the controller has not acknowledged: seq -> [message, sent at, times again]
+        self.unacknowledged: dict[int, list[Any]] = {}
 
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
@@ -116,7 +116,7 @@ class TrialActor(ActorTypeDispatcher):
         self.held, self.held_ckpts = [], []
         self.last_result_at = self.clock()
         self.ended = False
-        self.end_msg, self.end_resent = None, 0
+        self.unacknowledged = {}
         self.output_seq = 0
         if not self.wake_checked:
             self._open_wake()
@@ -141,6 +141,8 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_TrialProceed(self, msg: TrialProceed, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)
         if r is not None:
+            for seq in [seq for seq in self.unacknowledged if seq <= msg.seq]:  # (released in order: all before it too)
+                del self.unacknowledged[seq]
             self._command(r, Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon))
 
     def receiveMsg_TrialHold(self, msg: TrialHold, sender: Any) -> None:
@@ -180,22 +182,31 @@ class TrialActor(ActorTypeDispatcher):
     def _liveness(self) -> None:
         """The periodic look that needs no message to arrive. While the run is on: the worker's events,
         as a wake-up would have them looked at (a lost wake-up delays its events by ``liveness_s``, not
-        for ever). After its end: the end notice again, at most ``end_resends`` times, until a new run
-        begins (the controller drops one it had, by its number: ``actors._engine.sequencer``; a parked
-        actor's controller hears it up to three times for nothing, a lost one's ends the trial).
+        for ever). Then each numbered message not acknowledged for ``liveness_s`` again, in order, at most
+        ``resends`` times: the controller releases them strictly in order (``actors._engine.sequencer``),
+        so a ``TrialProceed`` for a batch acknowledges it and all before it; one that never arrived would
+        hold every later one there, the run's end included. A copy of one it had is dropped by its number.
+        A batch whose decision is slow, a save or end nothing acknowledges (a parked actor's) cost up to
+        three copies for nothing.
         Seen once in the test suite (2026-12-07): a trial whose every result the controller had logged
         stayed RUNNING, its process idle with no worker thread left, until the test timed out."""
         if self.runner is None:
             return
         if not self.ended:
             self._pump(block=False)
-        elif (self.end_msg is not None and self.end_resent < self.end_resends
-              and self.clock() - self.end_sent_at >= self.liveness_s):
-            self.end_resent += 1
-            self.end_sent_at = self.clock()
-            self.send(self.controller, self.end_msg)
-        if not self.ended or (self.end_msg is not None and self.end_resent < self.end_resends):
+        now = self.clock()
+        for seq in sorted(self.unacknowledged):
+            entry = self.unacknowledged[seq]
+            if entry[2] < self.resends and now - entry[1] >= self.liveness_s:
+                entry[1], entry[2] = now, entry[2] + 1
+                self.send(self.controller, entry[0])
+        if not self.ended or any(entry[2] < self.resends for entry in self.unacknowledged.values()):
             self._arm_liveness()
+
+    def _send_numbered(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
+        """Send a message the controller releases by its number, kept until acknowledged (``_liveness``)."""
+        self.unacknowledged[msg.seq] = [msg, self.clock(), 0]
+        self.send(self.controller, msg)
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         self._drain_wake()
@@ -268,7 +279,7 @@ class TrialActor(ActorTypeDispatcher):
 
             wake = str(queued_bytes(self.wake[0]))
         return (f"trial actor: trial {r.trial_id} run {r.msg.run_id}: ended={self.ended} last_seq_sent={self.seq} "
-                f"results_held={len(self.held)} batches_unacknowledged={sorted(self.batch_sizes)} "
+                f"results_held={len(self.held)} unacknowledged={sorted(self.unacknowledged)} "
                 f"timer_pending={self.wakeup_pending} commands_sent={self.cmd_sent} "
                 f"worker_alive={r.thread.is_alive()} worker_waiting={r.waiting} commands_seen={r.cmd_seen} "
                 f"events_queued={len(r.events.queue)} wake_pipe_bytes={wake}")
@@ -310,16 +321,14 @@ class TrialActor(ActorTypeDispatcher):
                 self.seq += 1
                 if ev.kind is EventKind.SAVED:
                     assert ev.save is not None
-                    self.send(self.controller, TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint, ev.save))
+                    self._send_numbered(TrialSaved(r.trial_id, r.msg.run_id, self.seq, ev.checkpoint, ev.save))
                     continue
                 assert ev.reason is not None
                 self.ended = True
-                self.end_msg = TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
-                                          ev.traceback, ev.storage_failure,
-                                          output=self._output_chunk(r, final=True),  # in order with the end
-                                          setup_failed=ev.setup_failed, started=ev.started or {})
-                self.end_sent_at = self.clock()
-                self.send(self.controller, self.end_msg)
+                self._send_numbered(TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
+                                               ev.traceback, ev.storage_failure,
+                                               output=self._output_chunk(r, final=True),  # in order with the end
+                                               setup_failed=ev.setup_failed, started=ev.started or {}))
                 return
             due = self.held_since + self.batch_delay_s - self.clock()
             # the worker has (or is about to have) a full window: it waits for these to be decided
@@ -377,8 +386,7 @@ class TrialActor(ActorTypeDispatcher):
         self.seq += 1
         self.batch_sizes[self.seq] = len(results)
         latest = ckpts[-1] if ckpts else None
-        self.send(self.controller, TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), latest,
-                                                tuple(ckpts[:-1])))
+        self._send_numbered(TrialResults(r.trial_id, r.msg.run_id, self.seq, tuple(results), latest, tuple(ckpts[:-1])))
         if latest is not None:
             r.checkpoint_sent.set()
 
