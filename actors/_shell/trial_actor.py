@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from thespian.actors import (
@@ -54,6 +55,15 @@ from actors.messages import (
 MAX_BATCH = 512
 OUTPUT_TICK = "output"  # the wake-up payload that sends the trial's printed lines
 LIVENESS_TICK = "liveness"  # the wake-up payload of the periodic look (``TrialActor._liveness``)
+
+
+@dataclass
+class _Sent:
+    """A numbered message the controller has not acknowledged yet, and when it was last sent."""
+
+    msg: TrialResults | TrialSaved | TrialEnded
+    at: float
+    again: int = 0  # times sent again
 
 
 class TrialActor(ActorTypeDispatcher):
@@ -99,8 +109,7 @@ class TrialActor(ActorTypeDispatcher):
         self.output_sent_at = -1e9
         self.output_timer = False
         self.liveness_timer = False
-        # the run's numbered messages the controller has not acknowledged: seq -> [message, sent at, times again]
-        self.unacknowledged: dict[int, list[Any]] = {}
+        self.unacknowledged: dict[int, _Sent] = {}  # the run's numbered messages, by seq, until acknowledged
 
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
@@ -187,25 +196,23 @@ class TrialActor(ActorTypeDispatcher):
         so a ``TrialProceed`` for a batch acknowledges it and all before it; one that never arrived would
         hold every later one there, the run's end included. A copy of one it had is dropped by its number.
         A batch whose decision is slow, a save or end nothing acknowledges (a parked actor's) cost up to
-        three copies for nothing.
-        Seen once in the test suite (2026-12-07): a trial whose every result the controller had logged
-        stayed RUNNING, its process idle with no worker thread left, until the test timed out."""
+        three copies for nothing (why at all: ``docs/architecture.md``, Message ordering)."""
         if self.runner is None:
             return
         if not self.ended:
             self._pump(block=False)
         now = self.clock()
         for seq in sorted(self.unacknowledged):
-            entry = self.unacknowledged[seq]
-            if entry[2] < self.resends and now - entry[1] >= self.liveness_s:
-                entry[1], entry[2] = now, entry[2] + 1
-                self.send(self.controller, entry[0])
-        if not self.ended or any(entry[2] < self.resends for entry in self.unacknowledged.values()):
+            sent = self.unacknowledged[seq]
+            if sent.again < self.resends and now - sent.at >= self.liveness_s:
+                sent.at, sent.again = now, sent.again + 1
+                self.send(self.controller, sent.msg)
+        if not self.ended or any(sent.again < self.resends for sent in self.unacknowledged.values()):
             self._arm_liveness()
 
     def _send_numbered(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
         """Send a message the controller releases by its number, kept until acknowledged (``_liveness``)."""
-        self.unacknowledged[msg.seq] = [msg, self.clock(), 0]
+        self.unacknowledged[msg.seq] = _Sent(msg, self.clock())
         self.send(self.controller, msg)
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
