@@ -152,11 +152,14 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
     return sc
 
 
-def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, **extra: Any) -> Any:
+def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
+        **extra: Any) -> Any:
     """Simulate the scenario (``faults``: instead of the ones its kind draws; ``space``: instead of
-    ``SPACE``)."""
+    ``SPACE``; ``duplicate_p``: besides them, copies of the trials' numbered messages, ``Faults.duplicate_p``)."""
     drawn, more = draw_faults(sc.faults, random.Random(sc.seed))
     f = faults or drawn
+    if duplicate_p:
+        f = dataclasses.replace(f, duplicate_p=duplicate_p)
     more = {"cpus": 3, **more, **extra}
     return simulate(curve, space or SPACE,
                     TuneConfig(metric="loss", mode="min", num_samples=sc.num_samples,

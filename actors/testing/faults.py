@@ -60,18 +60,25 @@ class Faults:
     # dying process's last words flushed late): a dead run's results then land after its restart
     straggler_p: float = 0.0
     straggler_s: float = 5.0
+    # a trial's numbered message (TrialResults, TrialSaved, TrialEnded) arrives again ``duplicate_after_s``
+    # later: the trial actor's re-send of one not acknowledged in time (``TrialActor._liveness``); the
+    # core must drop the copy by its number, whenever it lands (before or after the run's end)
+    duplicate_p: float = 0.0
+    duplicate_after_s: float = 5.0
 
     def __post_init__(self) -> None:
         for name in ("trial_fail_p", "trial_die_p", "lost_exit_p", "scheduler_error_p", "poison_p",
-                     "storage_error_p", "checkpoint_error_p", "member_left_p", "straggler_p"):
+                     "storage_error_p", "checkpoint_error_p", "member_left_p", "straggler_p", "duplicate_p"):
             p = getattr(self, name)
             if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
                 raise ValueError(f"Faults({name}={p!r}): a probability between 0 and 1")
         lo, hi = self.latency_s
         if not 0.0 <= lo <= hi:
             raise ValueError(f"Faults(latency_s={self.latency_s!r}): give (min, max) with 0 <= min <= max")
-        if not isinstance(self.straggler_s, (int, float)) or not 0.0 <= self.straggler_s < float("inf"):
-            raise ValueError(f"Faults(straggler_s={self.straggler_s!r}): the extra delay, in simulated seconds >= 0")
+        for name in ("straggler_s", "duplicate_after_s"):
+            delay = getattr(self, name)
+            if not isinstance(delay, (int, float)) or not 0.0 <= delay < float("inf"):
+                raise ValueError(f"Faults({name}={delay!r}): the extra delay, in simulated seconds >= 0")
         for method, _ in self.storage_fail_at:
             if method not in WRITE_CALLS:
                 raise ValueError(f"Faults(storage_fail_at=...): {method!r} is not a store call that writes; "

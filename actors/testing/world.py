@@ -55,7 +55,10 @@ from actors.messages import (
     SchedulerFailed,
     SchedulerReady,
     SchedulerSetup,
+    TrialEnded,
     TrialEvents,
+    TrialResults,
+    TrialSaved,
 )
 from actors.testing._sim_actors import SchedulerAsk, SimActor, SimMember
 from actors.testing._sim_events import EventKind, EventQueue
@@ -65,6 +68,7 @@ from actors.testing.sim_trial import Commit, Curve, DirectAnswer, SimTrial
 
 SIGKILL_CODE = -9
 FIRST_PID = 10_000
+_NUMBERED = frozenset({TrialResults, TrialSaved, TrialEnded})  # a trial's messages the core releases by number
 
 
 class SimWorld:
@@ -99,6 +103,7 @@ class SimWorld:
         self.idle_limit_s = idle_limit_s
         self.now = 0.0
         self.deliveries = 0  # messages and notifications handed to the core or an actor
+        self.copies = 0  # copies of trials' numbered messages queued for the core (Faults.duplicate_p)
         self.hung = False
         self.hang_reason: str | None = None
         self.finish: Finish | None = None
@@ -312,6 +317,9 @@ class SimWorld:
                     self._at(self.now + self._latency(), EventKind.ACTOR, self.scheduler, SchedulerAsk(handle, out))
             else:
                 self._to_core(out)
+                if type(out) in _NUMBERED and self._chance(self.faults.duplicate_p):  # (no draw at 0)
+                    self.copies += 1
+                    self._at(self.now + self.faults.duplicate_after_s + self._latency(), EventKind.CORE, out)
 
     def _beat(self, handle: Handle) -> None:
         actor = self.actors[handle]
