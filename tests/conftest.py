@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
+from actors._driver.config import DEFAULT_STORAGE
 from tests._procs import forked_processes
 
 pytest_plugins = ["tests._fixtures_s3", "tests._cluster", "tests._stacks"]
@@ -80,7 +81,7 @@ def _checkout_files() -> set[str] | None:
     return {line[3:] for line in out.stdout.splitlines() if line.startswith("??")}
 
 
-_HOME_RESULTS = "~/audition_results"  # the default storage (actors._driver.config.DEFAULT_STORAGE)
+_HOME_RESULTS = DEFAULT_STORAGE  # the user's default storage
 
 
 def _home_results() -> set[str]:

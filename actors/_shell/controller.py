@@ -30,6 +30,7 @@ from thespian.actors import (
 from actors._cluster.probe import MemberProbe
 from actors._driver.system import shutdown_orphaned_system
 from actors._engine.core import ExperimentCore
+from actors._engine.describe import describe_core
 from actors._engine.placement import MEMBER_CAP, parse_resources
 from actors._engine.signals import (
     DRIVER,
@@ -148,11 +149,10 @@ class ControllerActor(ActorTypeDispatcher):
         return msg
 
     def _describe(self) -> str:
-        """What the core waits for (``kill -USR2``, beside this process's stacks)."""
+        """What the core waits for (``kill -USR2``, beside this process's stacks). Imports nothing: it runs
+        in a signal handler, which may land while this thread holds the import lock."""
         if self.core is None:
             return "controller: no experiment yet"
-        from actors._engine.describe import describe_core
-
         return describe_core(self.core)
 
     def _handle_of(self, addr: Any) -> Handle | None:

@@ -36,6 +36,7 @@ from actors._process.children import end_children, end_children_at_exit, ends_ch
 from actors._process.hygiene import describe_on_signal, die_with_parent, in_driver_process
 from actors._worker.autofill import started_metrics
 from actors._worker.channel import Command, EventKind
+from actors._worker.fdcapture import queued_bytes
 from actors._worker.random_streams import reseed_inherited_streams
 from actors._worker.runner import TrialRunner, release_trainable
 from actors._worker.trial_logging import plain_root_logging
@@ -276,15 +277,11 @@ class TrialActor(ActorTypeDispatcher):
     def _describe(self) -> str:
         """What this actor waits for (``kill -USR2``, beside its stacks): its run, what it sent, and what
         its worker left for it (an end it has not forwarded shows as an event queued with the worker gone).
-        Takes no lock: the signal may land while this thread holds one."""
+        Takes no lock and imports nothing: the signal may land while this thread holds one."""
         r = self.runner
         if r is None:
             return "trial actor: no run yet"
-        wake = "-"
-        if self.wake is not None:
-            from actors._worker.fdcapture import queued_bytes
-
-            wake = str(queued_bytes(self.wake[0]))
+        wake = "-" if self.wake is None else str(queued_bytes(self.wake[0]))
         return (f"trial actor: trial {r.trial_id} run {r.msg.run_id}: ended={self.ended} last_seq_sent={self.seq} "
                 f"results_held={len(self.held)} unacknowledged={sorted(self.unacknowledged)} "
                 f"timer_pending={self.wakeup_pending} commands_sent={self.cmd_sent} "
