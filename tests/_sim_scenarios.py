@@ -153,13 +153,14 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
 
 
 def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-        **extra: Any) -> Any:
+        lost_p: float = 0.0, **extra: Any) -> Any:
     """Simulate the scenario (``faults``: instead of the ones its kind draws; ``space``: instead of
-    ``SPACE``; ``duplicate_p``: besides them, copies of the trials' numbered messages, ``Faults.duplicate_p``)."""
+    ``SPACE``; ``duplicate_p``, ``lost_p``: besides them, copies of the trials' numbered messages, and
+    such messages lost on their first send: ``Faults.duplicate_p``, ``Faults.lost_p``)."""
     drawn, more = draw_faults(sc.faults, random.Random(sc.seed))
     f = faults or drawn
-    if duplicate_p:
-        f = dataclasses.replace(f, duplicate_p=duplicate_p)
+    if duplicate_p or lost_p:
+        f = dataclasses.replace(f, duplicate_p=duplicate_p, lost_p=lost_p)
     more = {"cpus": 3, **more, **extra}
     return simulate(curve, space or SPACE,
                     TuneConfig(metric="loss", mode="min", num_samples=sc.num_samples,

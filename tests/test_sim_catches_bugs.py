@@ -4,7 +4,8 @@ every invariant on the same seeds.
 
 (A) a trial's messages are not put back in send order; (B) messages from an earlier run of a trial
 are accepted; (C) a scheduler hook's return value is merged before the pause_trial() it recorded
-(the Ray Tune hang: pause_trial() + CONTINUE must pause at that result).
+(the Ray Tune hang: pause_trial() + CONTINUE must pause at that result); (D) a trial actor that never
+sends a lost message again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from actors._driver.config import CheckpointConfig, FailureConfig
 from actors._engine.marks import MarkKind
 from actors._engine.pool import ActorPool
 from actors._engine.scheduling import Scheduling
+from actors._shell.trial_actor import TrialActor
 from actors.messages import HookKind, SchedulerReply
 from actors.schedulers import Decision, FIFOScheduler
 from actors.testing import Faults, simulate
@@ -191,3 +193,19 @@ def test_a_restore_that_drops_a_paused_trials_logged_rows_is_caught(monkeypatch:
     caught = _restored_losses(seeds)
     print(f"paused trial's logged rows dropped on restore: caught in {len(caught)}/{len(seeds)} seeds")
     assert caught, "the broken restore (a paused trial's logged rows dropped) passed every seed"
+
+
+# ---------------------------------------------------------------- (D) lost messages never sent again
+
+
+@pytest.mark.slow
+def test_a_trial_actor_that_never_sends_again_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(D): with 30% of the trials' numbered messages lost on their first send, the real engine (the trial
+    actor's outbox sends each again, ``actors._engine.outbox``) keeps every invariant; with its re-sends
+    off (``TrialActor.resends = 0``: the simulated trial runs the same ``Outbox``), the controller waits
+    for ever for a message that never comes, and the simulations hang."""
+    assert _caught(range(10), Faults(lost_p=0.3)) == []
+    monkeypatch.setattr(TrialActor, "resends", 0)
+    caught = _caught(range(10), Faults(lost_p=0.3))
+    print(f"no re-sends: caught in {len(caught)}/10 seeds")
+    assert len(caught) >= 5, caught

@@ -37,39 +37,42 @@ def _quiet() -> object:
     logger.setLevel(level)
 
 
-def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: float = 0.0) -> list[str]:
+def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
+              lost_p: float = 0.0) -> list[str]:
     try:
-        found = check(sc, space=space, duplicate_p=duplicate_p)
+        found = check(sc, space=space, duplicate_p=duplicate_p, lost_p=lost_p)
     except Exception as exc:  # the simulator or a check itself crashed: as much a failure
         return [f"raised {exc!r}"]
     return [p for p in found if not any(sc.scheduler == s and sc.faults == f and k in p for s, f, k in KNOWN)]
 
 
-def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0) -> list[str]:
+def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
+           lost_p: float = 0.0) -> list[str]:
     """The failures among these seeds, each with its seed and scenario (runs in a worker process)."""
     logging.getLogger("audition").setLevel(logging.ERROR)
     failures = []
     for seed in seeds:
         sc = scenario(seed)
-        found = _problems(sc, space, duplicate_p)
+        found = _problems(sc, space, duplicate_p, lost_p)
         if found:
             failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
     return failures
 
 
-def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0) -> None:
+def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
+               lost_p: float = 0.0) -> None:
     started = time.perf_counter()
     seeds = range(seeds) if isinstance(seeds, int) else seeds
     workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
     chunks = [seeds[i::workers] for i in range(workers)]
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        failures = [f for part in pool.map(functools.partial(_sweep, space=space, duplicate_p=duplicate_p), chunks)
-                    for f in part]
+        sweep = functools.partial(_sweep, space=space, duplicate_p=duplicate_p, lost_p=lost_p)
+        failures = [f for part in pool.map(sweep, chunks) for f in part]
     failures.sort(key=lambda f: int(f.split()[1]))
     elapsed = time.perf_counter() - started
     print(f"{len(seeds)} simulations in {elapsed:.1f}s ({len(seeds) / elapsed:.1f}/s)")
     again = "check(scenario(seed)" + (", space=LONG_STEPS" if space is not None else "") + (
-        f", duplicate_p={duplicate_p}" if duplicate_p else "") + ")"
+        f", duplicate_p={duplicate_p}" if duplicate_p else "") + (f", lost_p={lost_p}" if lost_p else "") + ")"
     assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with " \
         f"tests/_sim_scenarios.{again}):\n" + "\n".join(failures[:20])
 
@@ -118,6 +121,42 @@ def test_copies_are_delivered_and_keep_every_invariant() -> None:
         finally:
             sim.discard()
     assert copies >= 50, copies
+
+
+LOST_P = 0.3
+
+
+@pytest.mark.slow
+def test_seeded_simulations_with_trial_messages_lost_keep_every_invariant() -> None:
+    """The scenarios with 30% of the trials' numbered messages lost on their first send (an eighth as many
+    seeds): each trial actor's periodic look sends them again (``actors._engine.outbox``, the real actor's
+    object), so every experiment still ends with contiguous histories. With the actor's re-sends off, most
+    seeds hang (``test_sim_catches_bugs.py``)."""
+    _sweep_all(max(1, SEEDS // 8), lost_p=LOST_P)
+
+
+def test_lost_messages_are_sent_again_and_keep_every_invariant() -> None:
+    """A few seeds in the fast suite: messages are lost, sent again by the actors' looks, and every invariant
+    holds (the same seeds with the re-sends off hang: ``test_sim_catches_bugs.py``)."""
+    lost = resent = 0
+    for seed in range(0, 40, 4):
+        sc = scenario(seed, kinds=("trials",))
+        sim = run(sc, lost_p=0.3)
+        try:
+            lost, resent = lost + sim.world.lost, resent + sim.world.resent
+            assert not violations(sim, num_samples=sc.num_samples, may_abort=sc.may_abort), seed
+        finally:
+            sim.discard()
+    assert lost >= 20 and resent >= lost, (lost, resent)
+
+
+def test_no_row_is_written_after_a_trials_batch_failed_to_write() -> None:
+    """Seed 219 (HyperBand, a storage failure): a trial's first batch is lost, so its next six arrive with
+    it 10 s later and are logged in a row; writing the third fails and the experiment ends. The batches
+    after it were written on the way out, leaving iteration 3 out of the history ([1, 2, 4, 5, 6, 7]);
+    now none is written after a failed one (``ResultPath.unwritten``), and the restore takes those rows
+    from the checkpoints' manifests."""
+    assert check(scenario(219), lost_p=0.5) == []
 
 
 def _sweep_callbacks(seeds: range) -> list[str]:

@@ -68,6 +68,10 @@ class ResultPath:
         # batches waiting for their decision to be logged, per trial in send order (a batching
         # scheduler can have several of a trial's batches in flight)
         self.unlogged: dict[str, list[Waiting]] = {}
+        # trials a batch of which could not be written (the experiment is ending): a later row written would
+        # leave a gap in the history, so none is; a restore takes the rows after the gap from the
+        # checkpoints' manifests, as after a killed run
+        self.unwritten: set[str] = set()
         # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
         self.joined = DecisionJoin()
         self.gate = ResultGate(spec.callback_gate and spec.forward_events)
@@ -177,8 +181,16 @@ class ResultPath:
         """Write the batch, tell the searcher of its first ``told`` results (not of a stopping one, as
         Ray; each as the scheduler's hook left it, ``notes``) and the callbacks of all."""
         rec = self.table.get(msg.trial_id)
-        err = self.ops.io.on_results(rec, msg.results)
+        if msg.trial_id in self.unwritten:
+            self._checkpointed_all(rec, msg)
+            return
+        try:
+            err = self.ops.io.on_results(rec, msg.results)
+        except Exception:  # (storage: the core ends the experiment with it)
+            self.unwritten.add(msg.trial_id)
+            raise
         if err:
+            self.unwritten.add(msg.trial_id)
             self.ops.abort(err)
             return
         if told and self.source.hears_results:
@@ -188,6 +200,9 @@ class ResultPath:
                     return
         for r in msg.results:
             self.ops.event(EventType.RESULT, rec, result=r)
+        self._checkpointed_all(rec, msg)
+
+    def _checkpointed_all(self, rec: TrialRecord, msg: TrialResults) -> None:
         for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
             self.checkpointed(rec, c)  # batched: every checkpoint committed in the batch
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from thespian.actors import (
@@ -31,6 +30,7 @@ from thespian.actors import (
 )
 
 from actors._driver.trainable import Trainable
+from actors._engine.outbox import Outbox
 from actors._engine.placement import placed_here
 from actors._process.children import end_children, end_children_at_exit, ends_children
 from actors._process.hygiene import describe_on_signal, die_with_parent, in_driver_process
@@ -56,15 +56,6 @@ from actors.messages import (
 MAX_BATCH = 512
 OUTPUT_TICK = "output"  # the wake-up payload that sends the trial's printed lines
 LIVENESS_TICK = "liveness"  # the wake-up payload of the periodic look (``TrialActor._liveness``)
-
-
-@dataclass
-class _Sent:
-    """A numbered message the controller has not acknowledged yet, and when it was last sent."""
-
-    msg: TrialResults | TrialSaved | TrialEnded
-    at: float
-    again: int = 0  # times sent again
 
 
 class TrialActor(ActorTypeDispatcher):
@@ -110,7 +101,7 @@ class TrialActor(ActorTypeDispatcher):
         self.output_sent_at = -1e9
         self.output_timer = False
         self.liveness_timer = False
-        self.unacknowledged: dict[int, _Sent] = {}  # the run's numbered messages, by seq, until acknowledged
+        self.outbox: Outbox[TrialResults | TrialSaved | TrialEnded] = self._new_outbox()  # until acknowledged
 
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
@@ -126,7 +117,7 @@ class TrialActor(ActorTypeDispatcher):
         self.held, self.held_ckpts = [], []
         self.last_result_at = self.clock()
         self.ended = False
-        self.unacknowledged = {}
+        self.outbox = self._new_outbox()
         self.output_seq = 0
         if not self.wake_checked:
             self._open_wake()
@@ -151,8 +142,7 @@ class TrialActor(ActorTypeDispatcher):
     def receiveMsg_TrialProceed(self, msg: TrialProceed, sender: Any) -> None:
         r = self._current(msg.trial_id, msg.run_id)
         if r is not None:
-            for seq in [seq for seq in self.unacknowledged if seq <= msg.seq]:  # (released in order: all before it too)
-                del self.unacknowledged[seq]
+            self.outbox.acknowledged(msg.seq)  # (released in order: all before it too)
             self._command(r, Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon))
 
     def receiveMsg_TrialHold(self, msg: TrialHold, sender: Any) -> None:
@@ -202,18 +192,17 @@ class TrialActor(ActorTypeDispatcher):
             return
         if not self.ended:
             self._pump(block=False)
-        now = self.clock()
-        for seq in sorted(self.unacknowledged):
-            sent = self.unacknowledged[seq]
-            if sent.again < self.resends and now - sent.at >= self.liveness_s:
-                sent.at, sent.again = now, sent.again + 1
-                self.send(self.controller, sent.msg)
-        if not self.ended or any(sent.again < self.resends for sent in self.unacknowledged.values()):
+        for msg in self.outbox.due(self.clock()):
+            self.send(self.controller, msg)
+        if not self.ended or self.outbox.may_resend:
             self._arm_liveness()
+
+    def _new_outbox(self) -> Outbox[TrialResults | TrialSaved | TrialEnded]:
+        return Outbox(self.liveness_s, self.resends)
 
     def _send_numbered(self, msg: TrialResults | TrialSaved | TrialEnded) -> None:
         """Send a message the controller releases by its number, kept until acknowledged (``_liveness``)."""
-        self.unacknowledged[msg.seq] = _Sent(msg, self.clock())
+        self.outbox.sent(msg.seq, msg, self.clock())
         self.send(self.controller, msg)
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
@@ -283,7 +272,7 @@ class TrialActor(ActorTypeDispatcher):
             return "trial actor: no run yet"
         wake = "-" if self.wake is None else str(queued_bytes(self.wake[0]))
         return (f"trial actor: trial {r.trial_id} run {r.msg.run_id}: ended={self.ended} last_seq_sent={self.seq} "
-                f"results_held={len(self.held)} unacknowledged={sorted(self.unacknowledged)} "
+                f"results_held={len(self.held)} unacknowledged={self.outbox.numbers()} "
                 f"timer_pending={self.wakeup_pending} commands_sent={self.cmd_sent} "
                 f"worker_alive={r.thread.is_alive()} worker_waiting={r.waiting} commands_seen={r.cmd_seen} "
                 f"events_queued={len(r.events.queue)} wake_pipe_bytes={wake}")

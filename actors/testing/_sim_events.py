@@ -30,6 +30,7 @@ class EventKind(Enum):
     STEP = 2  # a trial's step finishes
     BEAT = 3  # a probe's heartbeat timer
     MEMBER = 4  # a member is lost or comes back
+    LIVENESS = 5  # a trial actor's periodic look (TrialActor._liveness): numbered messages sent again
 
 
 class EventQueue:
@@ -42,7 +43,7 @@ class EventQueue:
 
     def push(self, at: float, kind: EventKind, a: Any = None, b: Any = None) -> None:
         self._n += 1
-        if kind is EventKind.BEAT:
+        if kind is EventKind.BEAT or kind is EventKind.LIVENESS:
             progress = False
         else:
             msg: Any = a if kind is EventKind.CORE else b if kind is EventKind.ACTOR else None

@@ -65,10 +65,13 @@ class Faults:
     # core must drop the copy by its number, whenever it lands (before or after the run's end)
     duplicate_p: float = 0.0
     duplicate_after_s: float = 5.0
+    # a trial's numbered message is lost on its first send (a transport that dropped it): the trial actor
+    # sends it again at its next periodic look after ``TrialActor.liveness_s`` (``actors._engine.outbox``)
+    lost_p: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("trial_fail_p", "trial_die_p", "lost_exit_p", "scheduler_error_p", "poison_p",
-                     "storage_error_p", "checkpoint_error_p", "member_left_p", "straggler_p", "duplicate_p"):
+                     "storage_error_p", "checkpoint_error_p", "member_left_p", "straggler_p", "duplicate_p", "lost_p"):
             p = getattr(self, name)
             if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
                 raise ValueError(f"Faults({name}={p!r}): a probability between 0 and 1")

@@ -25,6 +25,7 @@ from enum import Enum
 from typing import Any
 
 from actors._engine.horizon import ResultWindow
+from actors._engine.outbox import Outbox
 from actors._shell.trial_actor import MAX_BATCH, TrialActor
 from actors._worker.autofill import Autofill, ray_result
 from actors._worker.channel import Command
@@ -105,6 +106,10 @@ class SimTrial:
         self.step_token = 0  # bumped per step: a stale step event is ignored
         self._ctx: StorageContext | None = None
         self._url: tuple[str, dict[str, Any]] | None = None
+        # the run's numbered messages until acknowledged (the real actor's, ``TrialActor._liveness``): the
+        # owner records each as sent and calls ``liveness`` every ``liveness_s`` from the first run on
+        self.outbox: Outbox[Any] = self._new_outbox()
+        self.liveness_armed = False
 
 
     @property
@@ -129,6 +134,7 @@ class SimTrial:
         if m is None or self.ended or msg.trial_id != m.trial_id or msg.run_id != m.run_id:
             return []  # another run's, or after the end
         if isinstance(msg, TrialProceed):
+            self.outbox.acknowledged(msg.seq)  # (released in order: all before it too)
             self.commands.append((Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon)))
         elif isinstance(msg, TrialHold):
             self.commands.append((Command.HOLD, 0))
@@ -142,6 +148,21 @@ class SimTrial:
             if self.asking:  # DecisionClient.ask gives up waiting for the scheduler's answer
                 return self._answered(now, False)
         return self._serve(now, block=True) if self.blocked else []
+
+    def liveness(self, now: float) -> tuple[list[Any], bool]:
+        """The actor's periodic look (``TrialActor._liveness``): the numbered messages to send again now,
+        and whether the look is armed again (while the run is on, or a message may still be sent again).
+        (No lost wake-ups here: the worker's events were all looked at when they came.)"""
+        if self.msg is None or self.dead:
+            self.liveness_armed = False
+            return [], False
+        again = self.outbox.due(now)
+        self.liveness_armed = not self.ended or self.outbox.may_resend
+        return again, self.liveness_armed
+
+    @staticmethod
+    def _new_outbox() -> Outbox[Any]:
+        return Outbox(TrialActor.liveness_s, TrialActor.resends)
 
     def die(self) -> None:
         """The process is gone: nothing it held is ever sent."""
@@ -159,6 +180,7 @@ class SimTrial:
         self.trial_id, self._run_id = msg.trial_id, msg.run_id
         self.ended = False
         self.seq = 0
+        self.outbox = self._new_outbox()
         self.batch_sizes: dict[int, int] = {}
         self.held: list[dict[str, Any]] = []
         self.held_ckpts: list[CheckpointRef] = []

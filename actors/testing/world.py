@@ -104,6 +104,8 @@ class SimWorld:
         self.now = 0.0
         self.deliveries = 0  # messages and notifications handed to the core or an actor
         self.copies = 0  # copies of trials' numbered messages queued for the core (Faults.duplicate_p)
+        self.lost = 0  # trials' numbered messages lost on their first send (Faults.lost_p)
+        self.resent = 0  # trials' numbered messages sent again by their actor's periodic look
         self.hung = False
         self.hang_reason: str | None = None
         self.finish: Finish | None = None
@@ -151,6 +153,8 @@ class SimWorld:
                 self._deliver(a, b)
             elif kind is step:
                 self._step(a, b)
+            elif kind is EventKind.LIVENESS:
+                self._liveness(a)
             elif kind is EventKind.BEAT:
                 self._beat(a)
             else:
@@ -270,6 +274,9 @@ class SimWorld:
             token = trial.step_token
             self._trial_out(handle, trial.receive(msg, self.now))
             self._schedule_step(handle, trial, token)
+            if not trial.liveness_armed and isinstance(msg, RunTrial):  # (TrialActor._arm_liveness)
+                trial.liveness_armed = True
+                self._at(self.now + trial.outbox.every_s, EventKind.LIVENESS, handle)
         elif actor.scheduler is not None:
             if isinstance(msg, SchedulerSetup):
                 ready = actor.scheduler.setup(msg)
@@ -308,18 +315,40 @@ class SimWorld:
         else:
             self._schedule_step(handle, trial, token)
 
+    def _liveness(self, handle: Handle) -> None:
+        """A trial actor's periodic look: what its outbox sends again goes to the core as any message."""
+        actor = self.actors[handle]
+        trial = actor.trial
+        if trial is None or not actor.alive:
+            return
+        again, armed = trial.liveness(self.now)
+        for msg in again:
+            self.resent += 1
+            self._to_core(msg)
+        if armed:
+            self._at(self.now + trial.outbox.every_s, EventKind.LIVENESS, handle)
+
     def _trial_out(self, handle: Handle, outs: list[Any]) -> None:
-        """A trial's messages: to the core, except a decision asked of the scheduler directly."""
+        """A trial's messages: to the core, except a decision asked of the scheduler directly. Each
+        numbered one is kept in the trial's outbox until acknowledged, and may be lost (``Faults.lost_p``)."""
+        trial = self.actors[handle].trial
         for out in outs:
             if isinstance(out, DecideResult):
                 sched = self.actors.get(self.scheduler) if self.scheduler is not None else None
                 if sched is not None and sched.alive:  # (else the worker waits until it is stopped)
                     self._at(self.now + self._latency(), EventKind.ACTOR, self.scheduler, SchedulerAsk(handle, out))
-            else:
+            elif type(out) in _NUMBERED:
+                assert trial is not None
+                trial.outbox.sent(out.seq, out, self.now)
+                if self._chance(self.faults.lost_p):  # (no draw at 0)
+                    self.lost += 1  # lost on the way: the actor's look sends it again
+                    continue
                 self._to_core(out)
-                if type(out) in _NUMBERED and self._chance(self.faults.duplicate_p):  # (no draw at 0)
+                if self._chance(self.faults.duplicate_p):  # (no draw at 0)
                     self.copies += 1
                     self._at(self.now + self.faults.duplicate_after_s + self._latency(), EventKind.CORE, out)
+            else:
+                self._to_core(out)
 
     def _beat(self, handle: Handle) -> None:
         actor = self.actors[handle]
