@@ -61,11 +61,6 @@ class Outbox(Generic[M]):
         """Whether some message may still be sent again (the actor's look stays armed while so)."""
         return any(w.again < self.resends for w in self._waiting.values())
 
-    def next_due(self) -> float | None:
-        """When the earliest message that may be sent again is due (None: none may)."""
-        times = [w.at + self.every_s for w in self._waiting.values() if w.again < self.resends]
-        return min(times) if times else None
-
     def numbers(self) -> list[int]:
         """The numbers waiting, in order (what ``kill -USR2`` shows)."""
         return sorted(self._waiting)
