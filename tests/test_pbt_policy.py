@@ -137,10 +137,15 @@ def test_a_pbt_run_writes_the_policy_files(where: str, storage_dir: str, no_leak
             return None
 
     # every exploit is in the log; one whose clone had nothing left to run (it took a checkpoint at the last
-    # step) never reaches a result, so the results hold no more than the log
+    # step) never reaches a result, so the results hold no more than the log. The log is never empty: the
+    # slower trial of the first two is below the other at its first perturbation. But in a loaded run (seen
+    # once in the suite) the first trial can end before the second reports, so every clone is of a trial
+    # that ended at its last step and no result shows an exploit
     exploits = [h["pbt_exploit"] for r in grid for h in r.metrics_history if h.get("pbt_exploit")]
     rows = [json.loads(line) for line in read("pbt_global.txt") or []]
-    assert exploits and len(rows) >= len(exploits)
+    assert rows and len(rows) >= len(exploits)
+    if system == "simple":  # one process, where the trials' reports take turns with the controller's: 25 of 25
+        assert exploits     # runs had exploits in their results (2026-12-07), so the matching below is tested
     trials = sorted(r.metrics["trial_id"] for r in grid)
     # Ray's tag of each trial as it was added (the grid's lr, four decimals)
     ray_tag = {t: f"{t[-1]}_lr={v:.4f}" for t, v in zip(trials, (0.1, 0.2, 1.0, 2.0), strict=True)}
