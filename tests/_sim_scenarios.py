@@ -121,6 +121,11 @@ def draw_faults(kind: str, rng: random.Random) -> tuple[Faults, dict[str, Any]]:
             {"members": members})
 
 
+# every transport fault at once, on top of a scenario's own: half the trials' numbered messages lost on their
+# first send, copies of a third, a fifth of all messages 5 s late, and latencies up to 1 s (messages overtake)
+TRANSPORT: dict[str, Any] = {"lost_p": 0.5, "duplicate_p": 0.3, "straggler_p": 0.2, "latency_s": (0.0, 1.0)}
+
+
 @dataclass(frozen=True)
 class Scenario:
     seed: int
@@ -153,14 +158,17 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
 
 
 def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-        lost_p: float = 0.0, **extra: Any) -> Any:
+        lost_p: float = 0.0, transport: dict[str, Any] | None = None, **extra: Any) -> Any:
     """Simulate the scenario (``faults``: instead of the ones its kind draws; ``space``: instead of
     ``SPACE``; ``duplicate_p``, ``lost_p``: besides them, copies of the trials' numbered messages, and
-    such messages lost on their first send: ``Faults.duplicate_p``, ``Faults.lost_p``)."""
+    such messages lost on their first send: ``Faults.duplicate_p``, ``Faults.lost_p``; ``transport``:
+    any other ``Faults`` fields to set besides, e.g. ``TRANSPORT``)."""
     drawn, more = draw_faults(sc.faults, random.Random(sc.seed))
     f = faults or drawn
     if duplicate_p or lost_p:
         f = dataclasses.replace(f, duplicate_p=duplicate_p, lost_p=lost_p)
+    if transport:
+        f = dataclasses.replace(f, **transport)
     more = {"cpus": 3, **more, **extra}
     return simulate(curve, space or SPACE,
                     TuneConfig(metric="loss", mode="min", num_samples=sc.num_samples,

@@ -428,6 +428,29 @@ def test_the_liveness_check_wants_an_empty_answer_only_after_a_finding() -> None
     assert not check.always_answer
 
 
+def test_an_earlier_runs_late_process_notice_does_not_hide_the_running_ones() -> None:
+    """A run dies and is retried; the dead run's ``TrialProcess`` then arrives late (Thespian's TCP transport
+    keeps no order; a dying process's last words): the liveness check still asks after the new run's process,
+    so its death is found though its exit notice is lost. (Found by a seeded simulation, seed 202 of
+    ``tests/_sim_scenarios`` with stragglers, lost exit notices and lost messages: the experiment hung.)"""
+    from actors._engine.signals import CheckProcesses
+
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, actor_processes=True, max_failures=-1))
+    [(tid, handle)] = _running(h).items()
+    out = h.handle(ActorGone(handle, -11), at=0.5) + h.answer_all()  # run 1 died; run 2 starts in a new actor
+    [run2] = sent(out, RunTrial)
+    assert run2.run_id == 2
+    h.handle(TrialProcess(tid, 2, 4002), at=0.6)
+    h.handle(TrialProcess(tid, 1, 4001), at=0.7)  # run 1's, late
+    [check] = of_type(h.handle(Wake(Tick.PERIODIC), at=1.0), CheckProcesses)
+    assert check.procs == ((tid, 2, 4002),)
+    for at in (1.0, 2.0):  # run 2's process is gone, its exit notice lost: found at two checks in a row
+        h.handle(ProcessesChecked(((tid, 2, -11),)), at=at)
+        of_type(h.handle(Wake(Tick.PERIODIC), at=at + 1.0), CheckProcesses)
+    h.answer_all()
+    assert h.core.table.get(tid).run_id == 3, "run 2 was found dead and the trial retried"
+
+
 def test_ticks_are_idle_only_when_nothing_is_due() -> None:
     """tick_idle (the simulator skips idle ticks): not before the run starts, not until a change is
     written, not while a trial must halt by a deadline, never with a stopper."""

@@ -93,6 +93,26 @@ def test_choose_finds_nothing_usable_past_a_gap():
     assert got.checkpoint is None and got.unusable == [_ref(2, 5)]
 
 
+def test_choose_refuses_a_checkpoint_of_a_run_the_history_does_not_continue():
+    """A run killed while its save was on the way committed a checkpoint at 4 (its rows say it restarted at 3);
+    the next run went on from the checkpoint at 3 and logged its own 4 and 5. Resuming from the first run's
+    checkpoint would join two runs' rows (found by a seeded simulation with stragglers and lost messages,
+    seed 2419: the restored history's row 4 was not the one the checkpoint carried)."""
+    def row(it: int, since: int) -> dict[str, Any]:
+        return {"training_iteration": it, "iterations_since_restore": since, "time_total_s": float(it)}
+
+    history = [row(1, 1), row(2, 2), row(3, 1), row(4, 1), row(5, 2)]
+    killed = Found(CheckpointRef("t/checkpoint_000003", 3, 4, 4.0, row(4, 2)), (row(4, 2),))
+    got = choose([killed], logged=5, history=history)
+    assert got.checkpoint is None and got.unusable == [killed.ref]
+    same = Found(CheckpointRef("t/checkpoint_000003", 3, 4, 4.0, row(4, 1)), (row(4, 1),))
+    assert choose([same], logged=5, history=history).checkpoint == same.ref
+    # a later checkpoint of the history's own run is still taken, with its rows
+    newer = Found(CheckpointRef("t/checkpoint_000004", 4, 6, 6.0, row(6, 3)), (row(6, 3),))
+    got = choose([killed, newer], logged=5, history=history)
+    assert got.checkpoint == newer.ref and got.rows == [row(6, 3)] and got.unusable == [killed.ref]
+
+
 # ---------------------------------------------------------------------------------- restore
 STEPS = 10  # the "fifo" scenario's trials report 10 iterations
 

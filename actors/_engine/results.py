@@ -68,9 +68,9 @@ class ResultPath:
         # batches waiting for their decision to be logged, per trial in send order (a batching
         # scheduler can have several of a trial's batches in flight)
         self.unlogged: dict[str, list[Waiting]] = {}
-        # trials a batch of which could not be written (the experiment is ending): a later row written would
-        # leave a gap in the history, so none is; a restore takes the rows after the gap from the
-        # checkpoints' manifests, as after a killed run
+        # trials a batch of which could not be written, rows or checkpoints (the experiment is ending): a later
+        # row written would leave a gap in the history, so none is; a restore takes the rows after the gap
+        # from the checkpoints' manifests, as after a killed run
         self.unwritten: set[str] = set()
         # the replies of decisions trials asked for directly, waiting for their batches (actors/_engine/direct.py)
         self.joined = DecisionJoin()
@@ -182,13 +182,16 @@ class ResultPath:
         Ray; each as the scheduler's hook left it, ``notes``) and the callbacks of all."""
         rec = self.table.get(msg.trial_id)
         if msg.trial_id in self.unwritten:
-            self._checkpointed_all(rec, msg)
             return
         try:
-            err = self.ops.io.on_results(rec, msg.results)
+            self._write(rec, msg, told, notes)
         except Exception:  # (storage: the core ends the experiment with it)
             self.unwritten.add(msg.trial_id)
             raise
+
+    def _write(self, rec: TrialRecord, msg: TrialResults, told: int,
+               notes: tuple[dict[str, Any] | None, ...]) -> None:
+        err = self.ops.io.on_results(rec, msg.results)
         if err:
             self.unwritten.add(msg.trial_id)
             self.ops.abort(err)
@@ -200,9 +203,6 @@ class ResultPath:
                     return
         for r in msg.results:
             self.ops.event(EventType.RESULT, rec, result=r)
-        self._checkpointed_all(rec, msg)
-
-    def _checkpointed_all(self, rec: TrialRecord, msg: TrialResults) -> None:
         for c in (*msg.earlier_checkpoints, *((msg.checkpoint,) if msg.checkpoint else ())):
             self.checkpointed(rec, c)  # batched: every checkpoint committed in the batch
 

@@ -18,6 +18,7 @@ from actors._engine.members import Membership
 from actors._engine.port import CoreOps
 from actors._engine.signals import DRIVER, MemberJoined, MemberLeft, ProcessesChecked
 from actors._engine.spec import ExperimentSpec
+from actors._engine.trial import TrialStatus
 from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog
 from actors.messages import ActionKind, EndReason, MemberHeartbeat, SchedulerAction, TrialProcess
@@ -76,8 +77,13 @@ class Upkeep:
         self.ops.run(effects)
 
     def process(self, msg: TrialProcess) -> None:
-        """A trial's process is up: its pid for the liveness check and kills, its start time."""
-        self.watch.process(msg.trial_id, msg.run_id, msg.pid)
+        """A trial's process is up: its pid for the liveness check and kills (only while that run is the
+        trial's running one: an earlier run's notice, delivered late by the transport, would put a dead
+        run's pid in place of the live one's, so a later death whose exit notice was lost went unseen
+        and the experiment waited for ever), and its start time."""
+        rec = self.table.trials.get(msg.trial_id)
+        if rec is not None and rec.run_id == msg.run_id and rec.status is TrialStatus.RUNNING:
+            self.watch.process(msg.trial_id, msg.run_id, msg.pid)
         self.table.process_started(msg.trial_id, msg.run_id, msg.started)
 
     def checked(self, msg: ProcessesChecked) -> None:

@@ -37,6 +37,7 @@ from storage import (
     key_sorted,
     log_pbt_exploit,
     ray_survivors,
+    read_results,
     write_bytes,
     write_text,
 )
@@ -220,12 +221,13 @@ class ExperimentIO:
         known = self.max_index.get(rec.trial_id, -1)
         try:
             infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
+            history = self._lineage(rec) if infos else []
         except StorageError as exc:  # the retry still has the checkpoint the controller knows
             log.warning("trial %s: could not look for checkpoints newer than the known one: %s", rec.trial_id, exc)
             return None
         if not infos:
             return None
-        got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0))
+        got = choose([found_from(i) for i in infos], self.logged_iter.get(rec.trial_id, 0), history)
         for c in got.unusable:  # a gap in the history before it: the results are gone
             delete_checkpoint(self.ctx, c.path)
         self.max_index[rec.trial_id] = max(known, infos[-1].index)
@@ -238,6 +240,16 @@ class ExperimentIO:
             if self.table is not None:
                 self.table.changed.add(rec.trial_id)  # the scheduler's mirror shows the new checkpoint
         return got
+
+    def _lineage(self, rec: TrialRecord) -> list[dict[str, Any]]:
+        """The logged rows of the trial's last lineage, read back from storage (only when a checkpoint the
+        controller never heard of is found: rare), against which that checkpoint's rows are checked."""
+        from actors._engine.marks import MarkKind
+        from actors._shell.restore_storage import lineage_reach
+
+        self.loggers.flush()
+        rows = read_results(self.ctx, self.layout, rec.trial_id)
+        return lineage_reach(rows, cloned=any(m.kind is MarkKind.EXPLOIT for m in rec.marks))[1]
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
         return self.max_index.get(rec.trial_id, -1) + 1

@@ -10,6 +10,7 @@ the resumed run reports the iterations after it. Pure: the callers do the I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,8 @@ class Recovery:
     checkpoint: CheckpointRef | None  # resume from this (None: nothing newer is usable)
     rows: list[dict[str, Any]] = field(default_factory=list)  # history after ``logged``, up to it
     usable: list[CheckpointRef] = field(default_factory=list)  # found ones up to the chosen, oldest first
-    unusable: list[CheckpointRef] = field(default_factory=list)  # newer than any the history reaches
+    # newer than any the history reaches, or of a run the history does not continue
+    unusable: list[CheckpointRef] = field(default_factory=list)
 
 
 def found_from(info: Any) -> Found:
@@ -43,14 +45,21 @@ def found_from(info: Any) -> Found:
     return Found(ref, rows)
 
 
-def choose(found: list[Found], logged: int) -> Recovery:
+def choose(found: list[Found], logged: int, history: Sequence[dict[str, Any]] = ()) -> Recovery:
     """The newest of ``found`` whose iteration the history (logged up to ``logged``) reaches.
 
     Rows after ``logged`` are taken from the manifests, each iteration once, in order, until the
-    first missing one: a checkpoint past that gap would leave a hole in the history.
+    first missing one: a checkpoint past that gap would leave a hole in the history. ``history``:
+    the logged rows of the trial's last lineage; a checkpoint whose rows (or its own result) differ
+    from them at an iteration both hold was written by a run the history does not continue (one
+    ended by force while its save was on the way, then run again from an older checkpoint): it is
+    unusable, as resuming from it would join two runs' rows in one history.
     """
+    mine = {it: r for r in history if (it := _iteration(r)) is not None}
+    agreeing = [f for f in found if _agrees(f, mine)]
+    other = [f.ref for f in found if f not in agreeing]
     by_iteration: dict[int, dict[str, Any]] = {}
-    for f in found:
+    for f in agreeing:
         for row in f.rows:
             it = _iteration(row)
             if it is not None and it > logged:
@@ -58,14 +67,27 @@ def choose(found: list[Found], logged: int) -> Recovery:
     reach = logged
     while reach + 1 in by_iteration:
         reach += 1
-    ordered = sorted((f.ref for f in found), key=lambda c: c.index)
+    ordered = sorted((f.ref for f in agreeing), key=lambda c: c.index)
     reachable = [c for c in ordered if c.iteration <= reach]
     if not reachable:
-        return Recovery(None, unusable=ordered)
+        return Recovery(None, unusable=sorted([*ordered, *other], key=lambda c: c.index))
     chosen = reachable[-1]
     rows = [by_iteration[i] for i in range(logged + 1, chosen.iteration + 1)]
     return Recovery(chosen, rows, [c for c in ordered if c.index <= chosen.index],
-                    [c for c in ordered if c.index > chosen.index])
+                    sorted([*(c for c in ordered if c.index > chosen.index), *other], key=lambda c: c.index))
+
+
+# what tells two runs' rows at one iteration apart (a retried run's rows repeat the iterations, not these)
+RUN_KEYS = ("iterations_since_restore", "time_total_s")
+
+
+def _agrees(found: Found, history: dict[int, dict[str, Any]]) -> bool:
+    for row in (*found.rows, found.ref.metrics):
+        it = _iteration(row)
+        logged = history.get(it) if it is not None else None
+        if logged is not None and any(k in row and k in logged and row[k] != logged[k] for k in RUN_KEYS):
+            return False
+    return True
 
 
 def _iteration(row: dict[str, Any]) -> int | None:

@@ -177,7 +177,7 @@ def _resume_newest(ctx: Any, layout: Any, row: dict[str, Any], max_index: int,
     if not infos:
         return max_index
     logged, prefix = reach  # the history's reach (``_history_reach``)
-    got = choose([found_from(i) for i in infos], logged)
+    got = choose([found_from(i) for i in infos], logged, prefix)
     c = got.checkpoint
     if c is None:
         return max_index
