@@ -557,6 +557,24 @@ class ProbeStart(_Message):
 
 
 @dataclass(frozen=True)
+class ProbeCheck(_Message):
+    """Controller -> member probe, at each liveness check while trials run on that member: which of these
+    trial processes on your machine are gone? Thespian's notice of a remote trial process's exit can be
+    lost, and the controller cannot read another machine's ``/proc``."""
+
+    procs: tuple[tuple[str, int, int], ...]  # (trial_id, run_id, pid)
+
+
+@dataclass(frozen=True)
+class ProbeChecked(_Message):
+    """Member probe -> controller: the answer to ``ProbeCheck`` (always sent: a process found gone at one
+    check and not at the next was only a slow exit notice)."""
+
+    member_id: str
+    gone: tuple[tuple[str, int, int | None], ...]  # (trial_id, run_id, exit status if known)
+
+
+@dataclass(frozen=True)
 class MemberHeartbeat(_Message):
     """Member probe -> controller, every ``interval_s``: this member (host) is alive and reachable.
 
@@ -596,6 +614,8 @@ __all__ = [
     "ExperimentProgress",
     "HookKind",
     "MemberHeartbeat",
+    "ProbeCheck",
+    "ProbeChecked",
     "ProbeDrain",
     "ProbeForward",
     "ProbeKill",

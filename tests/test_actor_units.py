@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+
 import cloudpickle
 
 from actors import Checkpoint, report
+from actors._cluster.probe import MemberProbe
 from actors._shell.trial_actor import TrialActor
 from actors.messages import (
     EndReason,
+    ProbeCheck,
+    ProbeChecked,
+    ProbeStart,
     RunTrial,
     SaveKind,
     TrialEnded,
@@ -69,3 +77,30 @@ def test_trial_actor_batches_when_allowed(tmp_path) -> None:
         assert its == list(range(1, 101))  # every result, in order, with no decision needed
         assert len(batches) < 100  # several results per message
         assert ended.reason is EndReason.COMPLETED
+
+
+def test_member_probe_answers_which_trial_processes_on_its_machine_are_gone() -> None:
+    """``ProbeCheck`` (the controller's liveness check of another member's trial processes): a process that
+    is gone (reaped) or dead (a zombie, with its exit status) is reported; a live one is not; an empty answer
+    is sent too."""
+    alive = subprocess.Popen(["sleep", "60"])
+    reaped = subprocess.Popen(["sleep", "60"])
+    reaped.kill()
+    reaped.wait()
+    zombie = subprocess.Popen(["sleep", "60"])
+    zombie.send_signal(signal.SIGKILL)
+    os.waitid(os.P_PID, zombie.pid, os.WEXITED | os.WNOWAIT)  # it has exited and is not reaped: a zombie
+    try:
+        with ActorTestKit() as kit:
+            probe = kit.create(MemberProbe)
+            kit.send(probe, ProbeStart("m1", 60.0))
+            kit.send(probe, ProbeCheck((("a", 1, alive.pid), ("b", 1, reaped.pid), ("c", 2, zombie.pid))))
+            checked, _ = kit.wait_for(ProbeChecked)
+            assert checked == ProbeChecked("m1", (("b", 1, None), ("c", 2, -signal.SIGKILL)))
+            kit.send(probe, ProbeCheck((("a", 1, alive.pid),)))
+            checked, _ = kit.wait_for(ProbeChecked)
+            assert checked == ProbeChecked("m1", ())
+    finally:
+        alive.kill()
+        alive.wait()
+        zombie.wait()

@@ -22,7 +22,7 @@ from actors._engine.signals import (
 )
 from actors._engine.trial import TrialStatus
 from actors._engine.watch import Watchdog
-from actors.messages import ClusterStatus, ProbeKill, ProbeStart
+from actors.messages import ClusterStatus, ProbeCheck, ProbeChecked, ProbeKill, ProbeStart
 from tests._core_harness import make_spec
 
 
@@ -83,6 +83,30 @@ def test_kill_on_another_member_goes_through_its_probe() -> None:
     probe = c.members.probes["w1"]
     handle = _running(c, "a", "w1", pid=501)
     assert c.kill("a", c.table.get("a").run_id) == [Send(probe, ProbeKill(501)), Retire(handle)]
+
+
+def test_other_members_processes_are_checked_through_their_probes_each_on_its_own() -> None:
+    """A trial process on another member is looked up by that member's probe (``ProbeCheck``); found gone by
+    two of its answers in a row, the run is lost, whatever the other machines' checks said in between."""
+    c = _cluster(multi_host=True)
+    for member in ("w1", "w2"):
+        c.join(MemberJoined(member, {"cpu": 2}, f"addr-{member}"), now=0.0)
+    p1, p2 = c.members.probes["w1"], c.members.probes["w2"]
+    _running(c, "a", "w1", pid=501)
+    _running(c, "b", "w2", pid=502)
+    _running(c, "c", "w1")  # its process not known yet: not asked about
+    ra, rb = c.table.get("a").run_id, c.table.get("b").run_id
+    assert c.ask_processes() == [Send(p1, ProbeCheck((("a", ra, 501),))), Send(p2, ProbeCheck((("b", rb, 502),)))]
+    gone = (("a", ra, -11),)
+    assert list(c.processes_gone(ProbeChecked("w1", gone))) == []  # once: its exit notice may still come
+    assert list(c.processes_gone(ProbeChecked("w2", ()))) == []  # another member's answer changes nothing
+    assert list(c.processes_gone(ProcessesChecked(()))) == []  # nor this machine's
+    lost = list(c.processes_gone(ProbeChecked("w1", gone)))
+    assert [(x.trial_id, x.run_id) for x in lost] == [("a", ra)] and "SIGSEGV" in lost[0].error
+    assert c.ask_processes() == [Send(p2, ProbeCheck((("b", rb, 502),)))]
+    assert list(c.processes_gone(ProbeChecked("w2", (("b", rb, None),)))) == []
+    assert list(c.processes_gone(ProbeChecked("w2", ()))) == []  # it was only slow: forgotten
+    assert list(c.processes_gone(ProbeChecked("w2", (("b", rb, None),)))) == []
 
 
 def test_a_member_joining_gets_a_probe_and_an_old_registration_leaving_changes_nothing() -> None:

@@ -246,6 +246,44 @@ def test_member_loss_and_return() -> None:
     sim.discard()
 
 
+def _remote_deaths(seed: int) -> Any:
+    """Trial processes on two members die, and Thespian never tells the controller (every exit notice lost)."""
+    return simulate(curve, {"lr": search.uniform(0.01, 1.0)},
+                    TuneConfig(metric="loss", mode="min", num_samples=6, scheduler=FIFOScheduler()),
+                    RunConfig(failure_config=FailureConfig(max_failures=-1),
+                              checkpoint_config=CheckpointConfig(checkpoint_frequency=1)),  # (a retry goes on)
+                    max_iterations=10, seed=seed, members={"m1": {"cpu": 2}, "m2": {"cpu": 2}},
+                    faults=Faults(die_at=((0, 3), (3, 5)), lost_exit_p=1.0))
+
+
+def test_a_remote_trial_process_gone_without_notice_is_found_through_its_members_probe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller cannot read another machine's /proc: each liveness check asks the members' probes
+    (``ProbeCheck``) which of their trial processes are gone, so the dead runs are retried and the experiment
+    ends (before, it waited for ever: found by a seeded sweep with member faults and lost exit notices)."""
+    from actors._engine.cluster import Cluster
+
+    for seed in (0, 1, 2):
+        sim = _remote_deaths(seed)
+        try:
+            assert not sim.hung, sim.hang_reason
+            assert sim.error is None and {r.metrics["training_iteration"] for r in sim.results} == {10}
+            assert sum(r.num_failures for r in sim.results) == 2
+        finally:
+            sim.discard()
+    local_only = Cluster.ask_processes
+
+    def without_probes(self: Cluster) -> list[Any]:
+        return [c for c in local_only(self) if type(getattr(c, "msg", None)).__name__ != "ProbeCheck"]
+
+    monkeypatch.setattr(Cluster, "ask_processes", without_probes)
+    sim = _remote_deaths(0)
+    try:
+        assert sim.hung, "without the probes' checks a remote death without notice goes unseen"
+    finally:
+        sim.discard()
+
+
 @pytest.mark.parametrize("hook, hangs", [(None, True), ("save", True), ("choose", False)])
 def test_only_timers_and_periodic_state_saves_are_not_progress(hook: str | None, hangs: bool) -> None:
     """A core that only re-arms its tick (and, per tick, asks the scheduler for its state) is hung after

@@ -1,8 +1,9 @@
 """MemberProbe: lives on one member system and heartbeats to the controller.
 
 The controller counts a member alive only while these heartbeats arrive (Thespian reports a
-SIGKILLed member after tens of seconds or never), and asks the probe to SIGKILL a trial process on
-its member that ignored a stop past its grace period.
+SIGKILLed member after tens of seconds or never), asks the probe to SIGKILL a trial process on
+its member that ignored a stop past its grace period, and, at each liveness check, which trial
+processes on its member are gone (their exit notice may never reach the controller).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 from thespian.actors import ActorTypeDispatcher, WakeupMessage
 
 from actors._engine.placement import placed_here
+from actors._process.children import process_exit
 from actors._process.hygiene import die_with_parent
-from actors.messages import MemberHeartbeat, ProbeKill, ProbeStart
+from actors.messages import MemberHeartbeat, ProbeCheck, ProbeChecked, ProbeKill, ProbeStart
 
 
 class MemberProbe(ActorTypeDispatcher):
@@ -48,6 +50,14 @@ class MemberProbe(ActorTypeDispatcher):
         if sender == self.controller and msg.pid not in (os.getpid(), os.getppid()):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(msg.pid, signal.SIGKILL)
+
+    def receiveMsg_ProbeCheck(self, msg: ProbeCheck, sender: Any) -> None:
+        """Which of these trial processes on this member are gone (from ``/proc``, as the controller looks
+        up its own machine's): answered every time, an empty answer included."""
+        if sender != self.controller:
+            return
+        gone = tuple((t, r, code) for t, r, pid in msg.procs for dead, code in [process_exit(pid)] if dead)
+        self.send(sender, ProbeChecked(self.member_id, gone))
 
     def _beat(self) -> None:
         self.seq += 1

@@ -33,7 +33,7 @@ from actors._engine.signals import (
 from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus
 from actors._engine.watch import Watchdog, death_message
-from actors.messages import ClusterStatus, MemberHeartbeat, ProbeKill, ProbeStart
+from actors.messages import ClusterStatus, MemberHeartbeat, ProbeCheck, ProbeChecked, ProbeKill, ProbeStart
 
 log = logging.getLogger("audition")
 
@@ -78,16 +78,31 @@ class Cluster:
         return pid
 
     def ask_processes(self) -> list[Command]:
-        """The periodic liveness check of the running trials' local processes (if any is to be asked)."""
+        """The periodic liveness check of the running trials' processes (if any is to be asked): this
+        machine's here, each other member's through its probe (``ProbeCheck``)."""
         procs = tuple((rec.trial_id, rec.run_id, pid) for rec in self.table.with_status(TrialStatus.RUNNING)
                       if (pid := self.local_pid(rec.trial_id, rec.run_id)) is not None)
+        out: list[Command] = []
         if procs or self.watch.gone:
-            return [CheckProcesses(procs, always_answer=bool(self.watch.gone))]
-        return []
+            out.append(CheckProcesses(procs, always_answer=bool(self.watch.gone)))
+        if self.spec.multi_host and self.spec.actor_processes:
+            remote: dict[str, list[tuple[str, int, int]]] = {}
+            for rec in self.table.with_status(TrialStatus.RUNNING):
+                member = self.members.where(rec.trial_id)
+                pid = self.watch.pid(rec.trial_id, rec.run_id)
+                if pid is not None and member is not None and member != self.members.leader_id:
+                    remote.setdefault(member, []).append((rec.trial_id, rec.run_id, pid))
+            for member, member_procs in remote.items():
+                probe = self.members.probes.get(member)
+                if probe is not None:
+                    out.append(Send(probe, ProbeCheck(tuple(member_procs))))
+        return out
 
-    def processes_gone(self, msg: ProcessesChecked) -> Iterator[RunLost]:
-        """Trial processes gone at two checks in a row with no exit notice heard: those runs failed."""
-        for trial_id, run_id, code in self.watch.seen_gone(msg.gone):
+    def processes_gone(self, msg: ProcessesChecked | ProbeChecked) -> Iterator[RunLost]:
+        """Trial processes gone at two checks in a row (of the same machine) with no exit notice heard: those
+        runs failed."""
+        member = msg.member_id if isinstance(msg, ProbeChecked) else None
+        for trial_id, run_id, code in self.watch.seen_gone(msg.gone, member):
             rec = self.table.trials.get(trial_id)
             if rec is None or rec.run_id != run_id or rec.status is not TrialStatus.RUNNING:
                 continue

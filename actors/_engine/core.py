@@ -73,6 +73,7 @@ from actors.messages import (
     ExperimentFinished,
     HookKind,
     MemberHeartbeat,
+    ProbeChecked,
     SchedulerFailed,
     SchedulerReady,
     SchedulerReply,
@@ -139,7 +140,7 @@ class ExperimentCore:
             ClusterStatusRequest: self._status, Wake: self._wake, ActorGone: self._actor_gone,
             Undeliverable: self._undeliverable, DriverGone: self._driver_gone, MemberJoined: self.upkeep.member_joined,
             MemberLeft: self.upkeep.member_left, MemberHeartbeat: self.upkeep.heartbeat,
-            ProcessesChecked: self.upkeep.checked,
+            ProcessesChecked: self.upkeep.checked, ProbeChecked: self.upkeep.checked,
         }
 
     @property

@@ -6,15 +6,24 @@ from __future__ import annotations
 from typing import Any
 
 from actors._engine.signals import DRIVER, CheckProcesses, Command, ProcessesChecked, Reply, Send, Wake, WakeAfter
-from actors.messages import ClusterStatusRequest, HookKind, MemberHeartbeat, SchedulerCall, SchedulerReply
+from actors.messages import (
+    ClusterStatusRequest,
+    HookKind,
+    MemberHeartbeat,
+    ProbeCheck,
+    ProbeChecked,
+    SchedulerCall,
+    SchedulerReply,
+)
 
-_QUIET_EVENTS = frozenset({Wake, ProcessesChecked, MemberHeartbeat, ClusterStatusRequest})
+_QUIET_EVENTS = frozenset({Wake, ProcessesChecked, ProbeChecked, MemberHeartbeat, ClusterStatusRequest})
 _QUIET_COMMANDS = frozenset({WakeAfter, CheckProcesses, Reply})
 
 
 def changes_nothing(event: Any, commands: list[Command]) -> bool:
     """Whether handling ``event`` left everything a saved state holds as it was: a timer, liveness
-    check, heartbeat, status query or scheduler state that only waited, reported and asked again.
+    check (here or through a member's probe), heartbeat, status query or scheduler state that only waited,
+    reported and asked again.
 
     Judged from the outside (the event's type and what it led to), not by listing every mutation:
     anything else counts as a change, so a missed case costs one extra write, never a lost one.
@@ -28,7 +37,8 @@ def changes_nothing(event: Any, commands: list[Command]) -> bool:
     for c in commands:
         if type(c) in _QUIET_COMMANDS:
             continue
-        if type(c) is Send and (c.to == DRIVER or (type(c.msg) is SchedulerCall and c.msg.kind is HookKind.SAVE)):
+        if type(c) is Send and (c.to == DRIVER or type(c.msg) is ProbeCheck
+                                or (type(c.msg) is SchedulerCall and c.msg.kind is HookKind.SAVE)):
             continue
         return False
     return True

@@ -21,7 +21,7 @@ from actors._engine.spec import ExperimentSpec
 from actors._engine.trial import TrialStatus
 from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog
-from actors.messages import ActionKind, EndReason, MemberHeartbeat, SchedulerAction, TrialProcess
+from actors.messages import ActionKind, EndReason, MemberHeartbeat, ProbeChecked, SchedulerAction, TrialProcess
 
 
 class Upkeep:
@@ -86,8 +86,9 @@ class Upkeep:
             self.watch.process(msg.trial_id, msg.run_id, msg.pid)
         self.table.process_started(msg.trial_id, msg.run_id, msg.started)
 
-    def checked(self, msg: ProcessesChecked) -> None:
-        """Trial processes the liveness check found gone (``Cluster.processes_gone``): their runs failed."""
+    def checked(self, msg: ProcessesChecked | ProbeChecked) -> None:
+        """Trial processes the liveness check (here, or a member's probe) found gone
+        (``Cluster.processes_gone``): their runs failed."""
         for lost in self.cluster.processes_gone(msg):
             self.ops.ended(lost.trial_id, lost.run_id, EndReason.FAILED, None, lost.error, lost.traceback)
 

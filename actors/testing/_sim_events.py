@@ -14,11 +14,11 @@ from enum import Enum
 from typing import Any
 
 from actors._engine.signals import ProcessesChecked, Wake
-from actors.messages import HookKind, MemberHeartbeat, SchedulerCall, SchedulerReply
+from actors.messages import HookKind, MemberHeartbeat, ProbeCheck, ProbeChecked, SchedulerCall, SchedulerReply
 
 # the messages that are never progress, and those that are not when they carry a periodic state save
 # (exact types: the simulator makes and receives these, never subclasses of them)
-_NOT_PROGRESS = frozenset({Wake, MemberHeartbeat, ProcessesChecked})
+_NOT_PROGRESS = frozenset({Wake, MemberHeartbeat, ProcessesChecked, ProbeCheck, ProbeChecked})
 _HOOK_MESSAGES = frozenset({SchedulerCall, SchedulerReply})
 
 Event = tuple[float, int, "EventKind", Any, Any, bool]  # (when, order, kind, a, b, progress)

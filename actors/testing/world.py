@@ -48,6 +48,8 @@ from actors.messages import (
     DecideResult,
     ExperimentFinished,
     MemberHeartbeat,
+    ProbeCheck,
+    ProbeChecked,
     ProbeKill,
     ProbeStart,
     RunTrial,
@@ -294,6 +296,10 @@ class SimWorld:
         elif isinstance(msg, ProbeStart):
             actor.probe = msg
             self._at(self.now, EventKind.BEAT, handle)
+        elif isinstance(msg, ProbeCheck):  # the probe reads its machine's /proc: a dead process is gone there
+            if actor.probe is not None:  # (before its ProbeStart the real probe knows no controller to answer)
+                gone = tuple((t, r, self.dead[pid]) for t, r, pid in msg.procs if pid in self.dead)
+                self._to_core(ProbeChecked(actor.probe.member_id, gone))
         elif isinstance(msg, ProbeKill):
             target = self.pids.get(msg.pid)
             if target is not None and self.actors[target].alive:
