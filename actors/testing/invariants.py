@@ -183,6 +183,9 @@ def _last_lineage_upto(rows: list[dict[str, Any]], iteration: int) -> int:
     return at[-1] + 1 if at else min(iteration, len(rows))
 
 
+RESTORE_MIN_DELIVERIES = 20_000  # the least a restored run may take (its cap: 20x its first run's deliveries)
+
+
 def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = None, num_samples: int | None = None,
                        seed: int = 0, checkpoints: bool = True) -> tuple[list[str], Any]:
     """An aborted simulation restores and finishes: ``Tuner.restore`` semantics, simulated again
@@ -205,8 +208,10 @@ def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = Non
             return [], None  # storage failed: the state may never have been written
         return [f"aborted ({sim.error.splitlines()[0]}) but {sim.experiment_path} cannot be restored"], None
     before = _saved_rows(sim)
+    # (capped near the first run's length: a restored run that goes round in circles is reported as hung in a
+    # second, not after a million deliveries)
     again = simulate(curve, restore=sim.experiment_path, seed=seed, max_iterations=max_iterations,
-                     checkpoints=checkpoints)
+                     checkpoints=checkpoints, max_deliveries=max(RESTORE_MIN_DELIVERIES, 20 * sim.deliveries))
     out = [f"restored: {v}" for v in violations(again, num_samples=num_samples, may_abort=False)]
     if again.results is not None:
         table = getattr(getattr(again.world, "core", None), "table", None)
