@@ -159,6 +159,32 @@ def test_the_hook_sees_the_reporting_trial_running_before_the_mirror_is_refreshe
     assert answer.go_on and SeesStatus.seen == ["RUNNING"]
 
 
+def test_a_late_question_of_a_run_the_controller_ended_is_not_decided() -> None:
+    """A run's question that reaches the scheduler after the controller ended that run (a dead process's last
+    words): no hook runs and nothing goes to the controller. It used to mark the trial RUNNING in the mirror
+    for good, so FIFO's choose_trial_to_run never picked the waiting trial again (a seeded simulation, seed 2288
+    with SILENT_DEATHS, ended "the scheduler chose no trial to run")."""
+    import dataclasses
+
+    import cloudpickle
+
+    ep = SchedulerEndpoint()
+    ep.setup(SchedulerSetup(cloudpickle.dumps(SeesStatus()), "loss", "min", None))
+    running = TrialSnapshot("t", {}, TrialStatus.RUNNING, {}, 0, 0, run_id=3)
+    ep.call(SchedulerCall(1, HookKind.ADD, "t", (), (running,)))
+    ep.call(SchedulerCall(2, HookKind.SAVE, None, (), (dataclasses.replace(running, status=TrialStatus.PENDING),)))
+    SeesStatus.seen.clear()
+    for late_run in (2, 3):
+        answer, reply = ep.decide(DecideResult("t", late_run, {"training_iteration": 5, "loss": 0.5}))
+        assert not answer.go_on and reply is None
+    assert SeesStatus.seen == []  # its hook never ran
+    [choice] = ep.call(SchedulerCall(3, HookKind.CHOOSE, None, (), ()))
+    assert isinstance(choice, SchedulerReply) and choice.chosen == "t"  # still waiting, so still chosen
+    # its next run asks before the controller's update saying it runs: decided, and it runs
+    answer, reply = ep.decide(DecideResult("t", 4, {"training_iteration": 5, "loss": 0.5}))
+    assert answer.go_on and isinstance(reply, DirectDecision) and SeesStatus.seen == ["RUNNING"]
+
+
 def test_endpoint_refuses_a_trial_it_was_never_told_of() -> None:
     answer, reply = _endpoint(OwnDecisions()).decide(DecideResult("nobody", 1, {"training_iteration": 1}))
     assert not answer.go_on and isinstance(reply, SchedulerFailed) and "nobody" in reply.error

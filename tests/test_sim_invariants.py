@@ -183,6 +183,9 @@ def test_seeded_simulations_with_silent_deaths_and_slow_messages_keep_every_inva
     # a restore resumed from a checkpoint of a run killed while its save was on the way, whose rows the
     # history (a later run's) did not hold (recovery.choose)
     (2419, {"lost_p": 0.5, "straggler_p": 0.2, "latency_s": (0.0, 1.0)}, "another run's checkpoint"),
+    # a dead run's late question to the scheduler marked the waiting trial RUNNING in its mirror for good: the
+    # scheduler never chose it again (SchedulerEndpoint.decide)
+    (2288, SILENT_DEATHS, "a late question"),
 ])
 def test_seeds_that_found_engine_bugs_keep_every_invariant(seed: int, transport: dict[str, Any], what: str) -> None:
     assert check(scenario(seed), transport=transport) == [], what

@@ -63,18 +63,25 @@ class SchedulerEndpoint:
         """The answers to every call now in order (none while an earlier call is still missing)."""
         return [self._handle(call) for call in self.calls.push(msg.seq, msg)]
 
-    def decide(self, msg: DecideResult) -> tuple[ResultDecided, DirectDecision | SchedulerFailed]:
+    def decide(self, msg: DecideResult) -> tuple[ResultDecided, DirectDecision | SchedulerFailed | None]:
         """A result a trial asks about directly (``actors/_engine/direct.py``): the answer for the
-        trial, and for the controller the hook's reply (or the failure that ends the experiment).
-        The trial goes on at once only if the hook returned CONTINUE and asked for nothing."""
+        trial, and for the controller the hook's reply (or the failure that ends the experiment; None
+        for a run the controller has already ended, whose question came late: nobody waits for it, and
+        its hook does not run). The trial goes on at once only if the hook returned CONTINUE and asked
+        for nothing."""
         if self.host is None or msg.trial_id not in self.host.controller.trials:
             return ResultDecided(False, msg.seq), SchedulerFailed(
                 0, HookKind.RESULT, f"trial {msg.trial_id} asked for a decision before the scheduler knew of it "
                 "(an engine bug: a trial starts only after its on_trial_add call)")
-        # a reporting trial runs, whether or not the controller's update saying so has arrived yet
         mirror = self.host.controller.trials
-        if mirror[msg.trial_id].status is not TrialStatus.RUNNING:
-            mirror[msg.trial_id] = dataclasses.replace(mirror[msg.trial_id], status=TrialStatus.RUNNING)
+        known = mirror[msg.trial_id]
+        if msg.run_id < known.run_id or (msg.run_id == known.run_id and known.status is not TrialStatus.RUNNING):
+            # (marking it RUNNING again would hide a waiting trial from choose_trial_to_run for good: seen in
+            # a seeded simulation, where the experiment then ended "the scheduler chose no trial to run")
+            return ResultDecided(False, msg.seq), None
+        # a reporting trial runs, whether or not the controller's update saying so has arrived yet
+        if known.status is not TrialStatus.RUNNING or known.run_id != msg.run_id:
+            mirror[msg.trial_id] = dataclasses.replace(known, status=TrialStatus.RUNNING, run_id=msg.run_id)
         out = self._handle(SchedulerCall(0, HookKind.RESULT, msg.trial_id, (msg.result,)))
         if isinstance(out, SchedulerFailed):
             return ResultDecided(False, msg.seq), out

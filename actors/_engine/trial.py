@@ -73,6 +73,9 @@ class TrialSnapshot:
     # audition's (not Ray's): the name of the trial's directory in the experiment, the creator's or Ray's
     # default one given at its first start; None before that (its paths are then the trial id's)
     dirname: str | None = None
+    # audition's: which run of the trial the controller last knew of (1 for its first start; 0 before it ran),
+    # so the scheduler tells a late question of a run that has ended from one of a run just starting
+    run_id: int = 0
 
     def __hash__(self) -> int:
         return hash(self.trial_id)

@@ -68,6 +68,8 @@ class SchedulerActor(ActorTypeDispatcher):
         for conn, request in self.server.ready(msg.ready):
             answer, reply = self.plugins(self.endpoint.decide, request)
             self.server.answer(conn, request, answer)
+            if reply is None:  # a run the controller has already ended
+                continue
             if isinstance(reply, SchedulerFailed):
                 self._flush()
                 self.send(self.controller, reply)

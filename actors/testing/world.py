@@ -292,7 +292,8 @@ class SimWorld:
                 decided, reply = actor.scheduler.decide(msg.msg)
                 self._at(self.now + self._latency(), EventKind.ACTOR, msg.trial,
                          DirectAnswer(msg.msg.trial_id, msg.msg.run_id, decided))
-                self._to_core(reply if isinstance(reply, SchedulerFailed) else DecidedResults((reply,)))
+                if reply is not None:  # (None: a run the controller has already ended)
+                    self._to_core(reply if isinstance(reply, SchedulerFailed) else DecidedResults((reply,)))
         elif isinstance(msg, ProbeStart):
             actor.probe = msg
             self._at(self.now, EventKind.BEAT, handle)
