@@ -17,7 +17,7 @@ from typing import Any
 from thespian.actors import ActorTypeDispatcher, WakeupMessage
 
 from actors._engine.placement import placed_here
-from actors._process.children import process_exit
+from actors._process.children import gone_processes
 from actors._process.hygiene import die_with_parent
 from actors.messages import MemberHeartbeat, ProbeCheck, ProbeChecked, ProbeKill, ProbeStart
 
@@ -56,8 +56,7 @@ class MemberProbe(ActorTypeDispatcher):
         up its own machine's): answered every time, an empty answer included."""
         if sender != self.controller:
             return
-        gone = tuple((t, r, code) for t, r, pid in msg.procs for dead, code in [process_exit(pid)] if dead)
-        self.send(sender, ProbeChecked(self.member_id, gone))
+        self.send(sender, ProbeChecked(self.member_id, gone_processes(msg.procs)))
 
     def _beat(self) -> None:
         self.seq += 1

@@ -80,22 +80,21 @@ class Cluster:
     def ask_processes(self) -> list[Command]:
         """The periodic liveness check of the running trials' processes (if any is to be asked): this
         machine's here, each other member's through its probe (``ProbeCheck``)."""
-        procs = tuple((rec.trial_id, rec.run_id, pid) for rec in self.table.with_status(TrialStatus.RUNNING)
-                      if (pid := self.local_pid(rec.trial_id, rec.run_id)) is not None)
-        out: list[Command] = []
-        if procs or self.watch.gone:
-            out.append(CheckProcesses(procs, always_answer=bool(self.watch.gone)))
-        if self.spec.multi_host and self.spec.actor_processes:
-            remote: dict[str, list[tuple[str, int, int]]] = {}
-            for rec in self.table.with_status(TrialStatus.RUNNING):
-                member = self.members.where(rec.trial_id)
-                pid = self.watch.pid(rec.trial_id, rec.run_id)
+        local: list[tuple[str, int, int]] = []
+        remote: dict[str, list[tuple[str, int, int]]] = {}  # member -> its trials' processes
+        for rec in self.table.with_status(TrialStatus.RUNNING):
+            pid = self.local_pid(rec.trial_id, rec.run_id)
+            if pid is not None:
+                local.append((rec.trial_id, rec.run_id, pid))
+            elif self.spec.multi_host and self.spec.actor_processes:
+                member, pid = self.members.where(rec.trial_id), self.watch.pid(rec.trial_id, rec.run_id)
                 if pid is not None and member is not None and member != self.members.leader_id:
                     remote.setdefault(member, []).append((rec.trial_id, rec.run_id, pid))
-            for member, member_procs in remote.items():
-                probe = self.members.probes.get(member)
-                if probe is not None:
-                    out.append(Send(probe, ProbeCheck(tuple(member_procs))))
+        out: list[Command] = []
+        if local or self.watch.gone:
+            out.append(CheckProcesses(tuple(local), always_answer=bool(self.watch.gone)))
+        probes = self.members.probes
+        out += [Send(probes[m], ProbeCheck(tuple(procs))) for m, procs in remote.items() if m in probes]
         return out
 
     def processes_gone(self, msg: ProcessesChecked | ProbeChecked) -> Iterator[RunLost]:

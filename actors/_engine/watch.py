@@ -60,9 +60,9 @@ class Watchdog:
         self.procs: dict[str, tuple[int, int]] = {}  # trial -> (run_id, pid)
         self.halt_by: dict[str, tuple[int, float]] = {}  # trial -> (run_id, kill deadline)
         self.clocks: dict[str, RunClock] = {}
-        self.gone: dict[str, int] = {}  # trial -> run_id whose process was seen gone at the last local check
-        # the same per member, from its probe's answers (ProbeChecked): each source's checks are paired alone
-        self.gone_on: dict[str, dict[str, int]] = {}
+        # per machine (None: this one; else a member, from its probe's answers), trial -> run_id whose process
+        # was seen gone at that machine's last check: each machine's checks are paired alone
+        self.gone_on: dict[str | None, dict[str, int]] = {}
 
     def process(self, trial_id: str, run_id: int, pid: int) -> None:
         self.procs[trial_id] = (run_id, pid)
@@ -128,16 +128,19 @@ class Watchdog:
                   member: str | None = None) -> list[tuple[str, int, int | None]]:
         """Processes found gone at this check *and* the one before (the local check's, or ``member``'s
         probe's): their exit notice is lost."""
-        before = self.gone if member is None else self.gone_on.get(member, {})
+        before = self.gone_on.get(member, {})
         lost = [(t, r, code) for t, r, code in gone if before.get(t) == r]
         now = {t: r for t, r, _ in gone if before.get(t) != r}
-        if member is None:
-            self.gone = now
-        elif now:
+        if now:
             self.gone_on[member] = now
         else:
             self.gone_on.pop(member, None)
         return lost
+
+    @property
+    def gone(self) -> dict[str, int]:
+        """This machine's processes seen gone at its last check (the next check must be answered)."""
+        return self.gone_on.get(None, {})
 
 
 __all__ = ["RunClock", "Watchdog", "death_message", "describe_exit"]

@@ -57,7 +57,7 @@ from actors._engine.signals import (
     WatchMembers,
 )
 from actors._engine.spec import ExperimentSpec
-from actors._process.children import exit_status_of, pid_alive, process_exit, record_child_exits
+from actors._process.children import exit_status_of, gone_processes, pid_alive, record_child_exits
 from actors._process.hygiene import describe_on_signal, die_with_parent
 from actors._shell.experiment_io import ExperimentIO
 from actors._shell.experiment_state import StateRestoreFailed, StateSaveFailed
@@ -182,7 +182,7 @@ class ControllerActor(ActorTypeDispatcher):
             elif isinstance(c, KillProcess):
                 self._kill(c.pid)
             elif isinstance(c, CheckProcesses):
-                gone = tuple((t, r, code) for t, r, pid in c.procs for dead, code in [process_exit(pid)] if dead)
+                gone = gone_processes(c.procs)
                 if gone or c.always_answer:
                     self._handle(ProcessesChecked(gone), sender)
             elif isinstance(c, WatchMembers):

@@ -56,8 +56,13 @@ def choose(found: list[Found], logged: int, history: Sequence[dict[str, Any]] = 
     unusable, as resuming from it would join two runs' rows in one history.
     """
     mine = {it: r for r in history if (it := _iteration(r)) is not None}
-    agreeing = [f for f in found if _agrees(f, mine)]
-    other = [f.ref for f in found if f not in agreeing]
+    agreeing: list[Found] = []
+    other: list[CheckpointRef] = []
+    for f in found:
+        if _agrees(f, mine):
+            agreeing.append(f)
+        else:
+            other.append(f.ref)
     by_iteration: dict[int, dict[str, Any]] = {}
     for f in agreeing:
         for row in f.rows:
