@@ -191,6 +191,14 @@ def test_seeds_that_found_engine_bugs_keep_every_invariant(seed: int, transport:
     assert check(scenario(seed), transport=transport) == [], what
 
 
+def test_a_restored_hyperband_run_whose_paused_trial_waits_for_a_slow_one_ends() -> None:
+    """Seed 338 with long steps and silent deaths (HyperBand, function trainables): restored, one trial runs
+    12 s steps while another waits PAUSED at its milestone and a slot is free. The core asked the scheduler
+    to choose again the moment it declined, ~1,300 round trips a simulated second, so the restored run hit
+    its delivery cap (reported as hung); now it asks once another event came (``Scheduling.ask_again``)."""
+    assert check(scenario(338), space=LONG_STEPS, transport=SILENT_DEATHS) == []
+
+
 def test_no_row_is_written_after_a_trials_batch_failed_to_write() -> None:
     """Seed 219 (HyperBand, a storage failure): a trial's first batch is lost, so its next six arrive with
     it 10 s later and are logged in a row; writing the third fails and the experiment ends. The batches

@@ -190,8 +190,11 @@ class ExperimentCore:
         handler = self.handlers.get(type(event))
         # a status query is answered to the end: the CLI must never wait on a finished controller
         if handler is not None and (not self.finished or isinstance(event, ClusterStatusRequest)):
+            self.scheduling.note(event)
             try:  # a bug here must end the experiment with a message, never leave the driver waiting
                 handler(event)
+                if self.scheduling.ask_again():
+                    self.fill()
             except Exception as exc:
                 reason = self.explain(exc) or (f"internal error in the controller handling {type(event).__name__}: "
                                                f"{exc!r}\n{traceback.format_exc()}")
