@@ -5,7 +5,8 @@ every invariant on the same seeds.
 (A) a trial's messages are not put back in send order; (B) messages from an earlier run of a trial
 are accepted; (C) a scheduler hook's return value is merged before the pause_trial() it recorded
 (the Ray Tune hang: pause_trial() + CONTINUE must pause at that result); (D) a trial actor that never
-sends a lost message again.
+sends a lost message again; (E) a core that asks the scheduler to choose again at once after it declined
+(a busy loop between the controller and the scheduler actor in a real run).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from actors.messages import HookKind, SchedulerReply
 from actors.schedulers import Decision, FIFOScheduler
 from actors.testing import Faults, simulate
 from actors.testing.invariants import violations
-from tests._sim_scenarios import Scenario, run
+from tests._sim_scenarios import Scenario, run, scenario
 
 K = 40  # seeds tried per broken engine
 
@@ -209,3 +210,30 @@ def test_a_trial_actor_that_never_sends_again_is_caught(monkeypatch: pytest.Monk
     caught = _caught(range(10), Faults(lost_p=0.3))
     print(f"no re-sends: caught in {len(caught)}/10 seeds")
     assert len(caught) >= 5, caught
+
+
+# ---------------------------------------------------------------- (E) a declined choice asked again at once
+
+
+def _declined_choices_asked_again(seeds: range) -> list[int]:
+    out = []
+    for seed in seeds:
+        sc = scenario(seed, schedulers=("hyperband",), kinds=("trials",))
+        sim = run(sc)
+        try:
+            if any("busy loop" in v for v in violations(sim, num_samples=sc.num_samples, may_abort=False)):
+                out.append(seed)
+        finally:
+            sim.discard()
+    return out
+
+
+def test_a_core_that_asks_again_at_once_after_a_declined_choice_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(E): HyperBand declines to choose while its paused trials wait for a slower one. The real core asks again
+    once another event came; broken so that the plugin's own CHOOSE answer counts as news (``Scheduling.note``),
+    it asks again at once, as it did before 2026-12-07, and ``violations`` names the busy loop."""
+    assert _declined_choices_asked_again(range(10)) == []
+    monkeypatch.setattr(Scheduling, "note", lambda self, event: setattr(self, "heard", self.heard + 1))
+    caught = _declined_choices_asked_again(range(10))
+    print(f"asked again at once: caught in {len(caught)}/10 seeds")
+    assert len(caught) >= 3, caught

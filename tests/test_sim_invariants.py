@@ -186,6 +186,9 @@ def test_seeded_simulations_with_silent_deaths_and_slow_messages_keep_every_inva
     # a dead run's late question to the scheduler marked the waiting trial RUNNING in its mirror for good: the
     # scheduler never chose it again (SchedulerEndpoint.decide)
     (2288, SILENT_DEATHS, "a late question"),
+    # PBT chose a trial that waits for its clone's checkpoint, could not start it, and was asked again at once,
+    # 651 times: a busy loop in a real run (Scheduling.on_reply: such a choice counts as declined)
+    (60, {"lost_p": 0.3}, "a chosen trial that cannot start yet"),
 ])
 def test_seeds_that_found_engine_bugs_keep_every_invariant(seed: int, transport: dict[str, Any], what: str) -> None:
     assert check(scenario(seed), transport=transport) == [], what

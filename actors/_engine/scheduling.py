@@ -114,10 +114,12 @@ class Scheduling:
         self.ops.run(effects)
         if kind is HookKind.CHOOSE:
             self.link.choosing = False
-            if msg.chosen is None and not msg.actions and self.asked_at == self.heard:
+            # a trial still waiting for its clone's checkpoint cannot start: as if none was chosen
+            chosen = None if msg.chosen is None or msg.chosen in self.clone_waits else msg.chosen
+            if chosen is None and not msg.actions and self.asked_at == self.heard:
                 self.declined_at = self.heard  # (nothing came meanwhile: the same question gets the same answer)
-            if msg.chosen is not None and msg.chosen not in self.clone_waits:
-                self.ops.run(self.table.start(msg.chosen))
+            if chosen is not None:
+                self.ops.run(self.table.start(chosen))
             elif (self.table.running == 0 and not self.link.busy() and not msg.actions
                   and self.table.version == self.link.choose_version):
                 waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
