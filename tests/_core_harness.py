@@ -62,6 +62,7 @@ class FakeStore:
         self.frozen = False
         self.saved: list[tuple[bytes, int | None]] = []
         self.closed = False
+        self.lost = False  # scheduler_state_lost was called
         self.policy: list[tuple[str, str, str]] = []  # log_policy calls
         self.first_started: list[tuple[str, str | None]] = []  # on_first_start calls: (trial id, dirname)
 
@@ -129,6 +130,9 @@ class FakeStore:
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None:
         self.saved.append((blob, tag))
+
+    def scheduler_state_lost(self) -> None:
+        self.lost = True
 
     def close(self, final: bool) -> None:
         self.closed = True

@@ -229,6 +229,7 @@ def test_abort_while_running_finishes_when_the_scheduler_state_arrives() -> None
     out = h.reply(save.seq, state=b"state", at=10.5)
     assert h.phases == [S, R, A, F]
     assert h.store.saved == [(b"state", save.seq)]
+    assert not h.store.lost, "the abort's table goes with the scheduler's state of the same moment"
     [fin] = sent(out, ExperimentFinished, to=DRIVER)
     assert fin.error == "stopped by the user" and out[-1] == Finish("stopped by the user")
     assert all(Retire(x) in out for x in handles.values()), "every trial actor is asked to exit"
@@ -244,7 +245,23 @@ def test_abort_ends_without_the_scheduler_state_after_the_timeout() -> None:
     out = h.handle(Wake(Tick.PERIODIC), at=10.0 + ABORT_SAVE_TIMEOUT_S + 0.5)
     assert h.phases == [S, R, A, F] and out[-1] == Finish("ctrl-c")
     assert h.store.saved == []
+    assert h.store.lost, "the frozen table must not be written beside an older scheduler state"
     assert h.reply(save.seq, state=b"late") == [], "the late answer finds the experiment over"
+
+
+def test_an_abort_after_the_scheduler_died_writes_no_table_beside_its_older_state() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    _running(h)
+    out = h.handle(ActorGone(SCHEDULER, -9), at=10.0)
+    assert h.phase is F and isinstance(out[-1], Finish)
+    assert h.store.lost and not h.open_calls(HookKind.SAVE)
+
+
+def test_a_natural_end_writes_its_table_with_the_schedulers_last_state() -> None:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1))
+    [tid] = _running(h)
+    h.handle(TrialEnded(tid, 1, 1, EndReason.COMPLETED))
+    assert isinstance(h.answer_all()[-1], Finish) and not h.store.lost
 
 
 def test_a_second_abort_while_aborting_changes_nothing() -> None:

@@ -846,3 +846,32 @@ def test_restore_takes_param_space_again_with_the_same_keys_as_ray(tmp_path: Any
         Tuner.restore(path, _counts, param_space={"a": grid_search([1, 2]), "nested": {"c": 3}})
     grid = Tuner.restore(path, _counts, param_space={"nested": {"b": 3}, "a": grid_search([1, 2])}).fit()
     assert sorted(r.config["a"] for r in grid) == [1, 2]
+
+
+def test_a_snapshot_whose_scheduler_state_never_came_is_not_written_beside_an_older_one(storage_dir):
+    """An abort's table snapshot waits for the scheduler's state of the same moment; when that never comes
+    (``scheduler_state_lost``), the state stored before (table and scheduler state matched) is kept, and with
+    none stored, the snapshot is written without a scheduler state (a restore then starts it afresh)."""
+    from actors._engine.store import SearchProgress
+    from storage import read_experiment_state
+
+    io, table = _io(storage_dir)
+    table.add(f"{io.trial_prefix}_00000", {"x": 1})
+    io.snapshot_table(table, None, SearchProgress(1), tag=1)
+    io.scheduler_saved(b"knows one trial", 1)
+    stored = read_experiment_state(io.ctx, io.layout)
+    assert [r["trial_id"] for r in stored["trials"]] == [f"{io.trial_prefix}_00000"]
+    table.add(f"{io.trial_prefix}_00001", {"x": 2})
+    io.snapshot_table(table, None, SearchProgress(2), tag=2)  # (its SAVE's answer never comes)
+    io.scheduler_state_lost()
+    io.close(final=True)
+    assert read_experiment_state(io.ctx, io.layout) == stored
+
+    io, table = _io(os.path.join(storage_dir, "fresh"))
+    table.add(f"{io.trial_prefix}_00000", {"x": 1})
+    io.snapshot_table(table, None, SearchProgress(1), tag=1)
+    io.scheduler_state_lost()
+    io.close(final=True)
+    state = read_experiment_state(io.ctx, io.layout)
+    assert [r["trial_id"] for r in state["trials"]] == [f"{io.trial_prefix}_00000"]
+    assert state["scheduler"] is None

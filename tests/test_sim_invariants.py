@@ -173,6 +173,28 @@ def test_seeded_simulations_with_silent_deaths_and_slow_messages_keep_every_inva
     _sweep_all(max(1, SEEDS // 8), transport=SILENT_DEATHS)
 
 
+@pytest.mark.slow
+def test_seeded_synchronous_pbt_simulations_keep_every_invariant() -> None:
+    """Synchronous PBT (all trials wait at each sync point) over every fault kind, with silent deaths and slow
+    messages besides (an eighth as many seeds: its own sweep, so the other sweeps' seeds keep their scenarios)."""
+    failures = []
+    for seed in range(max(1, SEEDS // 8)):
+        found = check(scenario(seed, schedulers=("pbt-synch",)), transport=SILENT_DEATHS)
+        if found:
+            failures.append(f"seed {seed}: {found[:3]}")
+    assert not failures, f"{len(failures)} seeds broke an invariant (reproduce with tests/_sim_scenarios.check(" \
+        "scenario(seed, schedulers=('pbt-synch',)), transport=SILENT_DEATHS)):\n" + "\n".join(failures[:20])
+
+
+def test_an_abort_that_never_gets_the_schedulers_state_keeps_the_state_stored_before() -> None:
+    """Seed 103 of synchronous PBT with silent deaths: a storage failure aborts the run, and the scheduler's state
+    for the abort's table straggles past the 5 s the abort waits. The table (a trial TERMINATED) was written
+    beside the scheduler's state of a second before (the trial still live), so the restored PBT waited for ever
+    at its sync point for that trial ("the scheduler chose no trial to run"). Now the state stored before,
+    whose table and scheduler state match, is kept (``ExperimentIO.scheduler_state_lost``)."""
+    assert check(scenario(103, schedulers=("pbt-synch",)), transport=SILENT_DEATHS) == []
+
+
 @pytest.mark.parametrize("seed, transport, what", [
     # an earlier run's TrialProcess, late, hid the running one's process from the liveness check: its death
     # (exit notice lost) went unseen and the experiment hung (Upkeep.process)

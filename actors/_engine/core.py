@@ -115,6 +115,7 @@ class ExperimentCore:
         self.now = 0.0
         self.error: str | None = None
         self.abort_save: int | None = None  # ABORTING waits for this SchedulerCall(SAVE)'s answer
+        self.abort_saved = False  # it came (its state was written with the abort's table)
         # the abort could not capture the table as it found it: the state written last stays the restore point
         self.keep_written_state = False
         self.deadline = 0.0  # ABORTING: end without the state; DRAINING: kill the stragglers
@@ -375,9 +376,12 @@ class ExperimentCore:
     def _finish(self, error: str | None) -> None:
         if self.finished:
             return
+        unpaired = self.phase is ExperimentPhase.ABORTING and not self.abort_saved
         self.phase = ExperimentPhase.FINISHED
         summaries: tuple[Any, ...] = ()
         if self.store is not None:  # each step on its own: the results are reported whatever failed
+            if unpaired:  # (the abort's table snapshot without the scheduler's state of that moment)
+                self.io.scheduler_state_lost()
             steps = [self.results.log_unlogged, lambda: self.io.close(final=True)]
             if not self.keep_written_state:
                 steps.insert(1, lambda: self.io.snapshot_table(self.table, self.spec.searcher, self.source.progress))
@@ -424,6 +428,7 @@ class ExperimentCore:
     def save_answered(self, seq: int) -> bool:
         if seq != self.abort_save:
             return False
+        self.abort_saved = True
         self._finish(self.error)
         return True
 

@@ -124,6 +124,9 @@ class ExperimentStore(Protocol):
 
     def scheduler_saved(self, blob: bytes, tag: int | None = None) -> None: ...
 
+    def scheduler_state_lost(self) -> None:
+        """The scheduler's state to pair with the last snapshot will not come: never write them unpaired."""
+
     def close(self, final: bool) -> None: ...
 
     def summary(self, r: TrialRecord) -> TrialSummary: ...

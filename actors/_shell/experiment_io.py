@@ -78,6 +78,8 @@ class ExperimentIO:
         # directories of trials a restore replaced with new ones (restarted): kept, though in no row
         self.kept_dirs: list[str] = list(restored.get("kept_dirs") or [])
         self.sched_blob: bytes | None = None
+        self.state_stored = bool(spec.restore_state)  # storage holds a state of this experiment (its table and
+        # scheduler state matched): the restored one, or one this run wrote
         self.pending_table: dict[str, Any] | None = None
         self.pending_tag: int | None = None  # the SchedulerCall(SAVE) whose answer completes it
         self.last_state = -1e9
@@ -341,6 +343,18 @@ class ExperimentIO:
         if tag == self.pending_tag:
             self._write_state()
 
+    def scheduler_state_lost(self) -> None:
+        """The scheduler's state as of the snapshot taken last will not come (an abort that waited for it in
+        vain, a dead scheduler, a failed write). That snapshot is not written beside an older scheduler state: a
+        restore would give the scheduler a table it never heard of (seen: synchronous PBT waiting for ever for a
+        trial the table had TERMINATED). The state stored last is kept, its table and scheduler state matched;
+        without one the snapshot is written with no scheduler state, and a restore starts the scheduler afresh
+        (as Ray's restore always does)."""
+        if self.state_stored:
+            self.pending_table = None
+        else:
+            self.sched_blob = None
+
     def _write_state(self) -> None:
         if self.pending_table is None:
             return
@@ -352,6 +366,7 @@ class ExperimentIO:
         started = self.cost_clock()  # (the histories' rewrites are part of the cost that spaces state writes)
         self.loggers.flush()  # rows first: a state never names results that are not in storage
         self.state_writer.write(state)
+        self.state_stored = True
         self.write_cost += self.cost_clock() - started
         if len(state["trials"]) >= TRIM_AFTER_ROWS:  # (the write's text and bytes are freed by now)
             release_free_heap()
