@@ -57,6 +57,7 @@ class FakeStore:
         self.dirty = False
         self.due = False  # state_due's answer
         self.fenced: list[str] = []
+        self.abandoned: list[str] = []  # abandon_unseen calls
         self.logged: list[tuple[str, tuple[dict[str, Any], ...]]] = []
         self.snapshots: list[int | None] = []  # the tag of each snapshot_table/freeze
         self.frozen = False
@@ -102,6 +103,9 @@ class FakeStore:
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int:
         return 0
+
+    def abandon_unseen(self, rec: TrialRecord) -> None:
+        self.abandoned.append(rec.trial_id)
 
     def fence(self, trial_id: str) -> None:
         self.fenced.append(trial_id)

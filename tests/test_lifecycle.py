@@ -6,7 +6,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from actors._engine.lifecycle import EffectKind, Phase, TrialTable
+from actors._engine.lifecycle import Effect, EffectKind, Phase, TrialTable
 from actors._engine.marks import MAX_MARKS, Mark, MarkKind
 from actors._engine.reducer import Decision
 from actors._engine.trial import TrialStatus
@@ -348,11 +348,14 @@ def test_an_exploit_is_marked_with_its_source_and_not_as_a_pause() -> None:
     clone = SchedulerAction(ActionKind.CLONE, T, source_id="best", new_config={"lr": 2}, info={"source": "best"})
     table.request(clone, source)
     assert [e.kind for e in table.decided(T, rec.run_id, 4, Decision.NOOP)] == [EffectKind.STOP]
-    table.ended(T, rec.run_id, EndReason.STOPPED)
+    ended = table.ended(T, rec.run_id, EndReason.STOPPED)
     assert rec.status is TrialStatus.PENDING and rec.config == {"lr": 2}
     assert rec.marks == [Mark(MarkKind.EXPLOIT, 4, "best")]
-    table.request(SchedulerAction(ActionKind.CLONE, "idle", source_id="best", new_config={"lr": 3}), source)
+    # (the store then abandons what the trial's runs committed unseen: of the lineage it leaves)
+    assert Effect(EffectKind.CLONED, T) in ended
+    cloned = table.request(SchedulerAction(ActionKind.CLONE, "idle", source_id="best", new_config={"lr": 3}), source)
     assert table.get("idle").marks == [Mark(MarkKind.EXPLOIT, 0, "best")]  # not running: cloned at once
+    assert cloned == [Effect(EffectKind.CLONED, "idle")]
 
 
 def test_a_failed_run_is_marked_and_retried() -> None:

@@ -875,3 +875,22 @@ def test_a_snapshot_whose_scheduler_state_never_came_is_not_written_beside_an_ol
     state = read_experiment_state(io.ctx, io.layout)
     assert [r["trial_id"] for r in state["trials"]] == [f"{io.trial_prefix}_00000"]
     assert state["scheduler"] is None
+
+
+def test_what_a_cloned_trials_runs_committed_unseen_is_deleted_and_numbered_past(storage_dir):
+    """A PBT exploit took effect: the trial goes on from another trial's checkpoint. A checkpoint of its own
+    committed by a run the controller never heard from (a pause's save whose notice was lost) is of the
+    lineage it leaves: deleted, and a later recovery does not resume from it (it did, with the clone's
+    config, logging the old lineage's row again: seed 495 of the synchronous PBT sweep)."""
+    from actors._engine.lifecycle import TrialRecord
+    from storage import list_checkpoints
+
+    io, _ = _io(storage_dir)
+    tid = f"{io.trial_prefix}_00000"
+    rec = TrialRecord(tid, {})
+    known = _commit(io, tid, 0, 3)
+    io.max_index[tid] = 0
+    _commit(io, tid, 1, 4)  # (the notice of this one never came)
+    io.abandon_unseen(rec)
+    assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(tid))] == [known.index]
+    assert io.next_checkpoint_index(rec) == 2 and io.recover(rec) is None

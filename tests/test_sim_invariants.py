@@ -186,6 +186,20 @@ def test_seeded_synchronous_pbt_simulations_keep_every_invariant() -> None:
         "scenario(seed, schedulers=('pbt-synch',)), transport=SILENT_DEATHS)):\n" + "\n".join(failures[:20])
 
 
+@pytest.mark.parametrize("seed, extra", [
+    (495, {"transport": SILENT_DEATHS}),
+    (187, {"space": LONG_STEPS, "transport": SILENT_DEATHS}),
+    (674, {"callback_checkpoint_p": 0.3, "transport": SILENT_DEATHS}),
+])
+def test_a_clone_whose_run_dies_at_once_goes_on_from_its_sources_checkpoint(seed: int, extra: dict[str, Any]) -> None:
+    """Synchronous PBT with silent deaths: a trial's pause save committed, its notice lost with its process; the
+    sync then cloned it, and the clone's first run died before it reported. The retry's recovery found the lost
+    save (of the lineage the clone left) and resumed from it with the clone's config, logging its row again: a
+    history of two runs mixed. Now an exploit abandons what the trial committed unseen
+    (``ExperimentIO.abandon_unseen``)."""
+    assert check(scenario(seed, schedulers=("pbt-synch",)), **extra) == []
+
+
 def test_an_abort_that_never_gets_the_schedulers_state_keeps_the_state_stored_before() -> None:
     """Seed 103 of synchronous PBT with silent deaths: a storage failure aborts the run, and the scheduler's state
     for the abort's table straggles past the 5 s the abort waits. The table (a trial TERMINATED) was written

@@ -28,6 +28,7 @@ class EffectKind(Enum):
     ERROR = "error"  # tell the scheduler: on_trial_error
     REMOVE = "remove"  # tell the scheduler: on_trial_remove (stopped before running)
     HOLD = "hold"  # a PAUSE waits for the decisions on results in flight: the trial must not run past them
+    CLONED = "cloned"  # a PBT exploit took effect: the trial's lineage goes on from another trial's checkpoint
 
 
 @dataclass(frozen=True)

@@ -229,10 +229,10 @@ class TrialTable:
             if rec.status is TrialStatus.RUNNING:
                 rec.resume_requested = True
                 return self._merge_running(rec, Decision.PAUSE, False)
-            self._apply_clone(rec)
+            cloned = self._apply_clone(rec)
             if rec.status is TrialStatus.PAUSED:
                 self._transition(rec, TrialStatus.PENDING)
-            return []
+            return cloned
         if kind in (ActionKind.LOG_POLICY, ActionKind.SEARCHER):
             return []  # a record to write, a call of the search algorithm (the core makes both): no request of the run
         decision = Decision.STOP if kind is ActionKind.STOP else Decision.PAUSE
@@ -305,7 +305,7 @@ class TrialTable:
             resume = rec.resume_requested
             self._transition(rec, TrialStatus.PAUSED)
             if rec.clone is not None:
-                self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
+                out += self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
             else:
                 self._mark(rec, MarkKind.PAUSE)
             if resume:
@@ -344,10 +344,10 @@ class TrialTable:
         src = self.trials[source_id]
         return src.checkpoint if src.exploit_save or src.exploit_checkpoint is None else src.exploit_checkpoint
 
-    def _apply_clone(self, rec: TrialRecord) -> None:
+    def _apply_clone(self, rec: TrialRecord) -> list[Effect]:
         action = rec.clone
         if action is None:
-            return
+            return []
         if action.new_config is not None:
             rec.config = dict(action.new_config)
         if action.experiment_tag is not None:  # Ray's PBT: the perturbed tag (with the new config)
@@ -357,6 +357,7 @@ class TrialTable:
         rec.extra_result = {"pbt_exploit": dict(action.info or {})}
         self._mark(rec, MarkKind.EXPLOIT, action.source_id)
         self.changed.add(rec.trial_id)
+        return [Effect(EffectKind.CLONED, rec.trial_id)]
 
     def source_saved(self, trial_id: str, source_id: str, checkpoint: CheckpointRef) -> None:
         """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it."""

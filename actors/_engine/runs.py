@@ -56,6 +56,8 @@ class TrialRuns:
                 self.start_trial(self.table.get(e.trial_id))
             elif kind is EffectKind.RELEASE:
                 self.ops.emit(self.orders.release(e.trial_id, e.flag))
+            elif kind is EffectKind.CLONED:  # what its runs committed unseen is of the lineage it leaves
+                self.ops.io.abandon_unseen(self.table.get(e.trial_id))
             elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
                 rec = self.table.get(e.trial_id)
                 self.orders.declare_horizon(e.trial_id, None)
@@ -152,6 +154,7 @@ class TrialRuns:
             if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
                 self._requeue(rec)
                 self.ops.event(EventType.RECOVER, rec)
+
         if effects:
             # a clone source's end: the clones waiting for its save take its checkpoint
             self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)

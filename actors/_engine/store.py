@@ -106,6 +106,10 @@ class ExperimentStore(Protocol):
 
     def next_checkpoint_index(self, rec: TrialRecord) -> int: ...
 
+    def abandon_unseen(self, rec: TrialRecord) -> None:
+        """A PBT exploit took effect: what the trial's runs committed unseen is of the lineage it leaves (never
+        resumed from)."""
+
     def fence(self, trial_id: str) -> None: ...
 
     def on_error(self, rec: TrialRecord, error: str, tb: str) -> None: ...

@@ -243,6 +243,24 @@ class ExperimentIO:
                 self.table.changed.add(rec.trial_id)  # the scheduler's mirror shows the new checkpoint
         return got
 
+    def abandon_unseen(self, rec: TrialRecord) -> None:
+        """A PBT exploit took effect: the trial goes on from its clone source's checkpoint, so what its runs
+        committed unseen (a pause's save whose notice never came) is of the lineage it leaves. Deleted, and
+        later checkpoints are numbered past it: a retry's recovery resumed from it, with the clone's config
+        and the old lineage's rows logged again (a duplicate row, seen in a simulation)."""
+        known = self.max_index.get(rec.trial_id, -1)
+        try:
+            infos = committed_after(self.ctx, self.layout.trial_dir(rec.trial_id), known)
+            for info in infos:
+                delete_checkpoint(self.ctx, info.path)
+        except StorageError as exc:  # then numbered past whatever may be there, which recovery never looks at
+            log.warning("trial %s: could not delete the checkpoints of the run its exploit replaced: %s",
+                        rec.trial_id, exc)
+            self.fence(rec.trial_id)
+            return
+        if infos:
+            self.max_index[rec.trial_id] = max(known, infos[-1].index)
+
     def _lineage(self, rec: TrialRecord) -> list[dict[str, Any]]:
         """The logged rows of the trial's last lineage, read back from storage (only when a checkpoint the
         controller never heard of is found: rare), against which that checkpoint's rows are checked."""
