@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from actors._engine.core import ABORT_SAVE_TIMEOUT_S, SCHEDULER, STOP_ALL_GRACE_S, ExperimentPhase
+from actors._engine.marks import MarkKind
 from actors._engine.reducer import Decision
 from actors._engine.signals import (
     DRIVER,
@@ -195,6 +196,34 @@ def test_a_choice_declined_while_another_event_came_is_asked_again_at_once() -> 
     h.handle(TrialProcess(first, 1, 4001))  # (while the CHOOSE is out)
     out = h.reply(again.seq)
     assert [c.kind for c in sent(out, SchedulerCall)] == [HookKind.CHOOSE]
+
+
+# ---------------------------------------------------------------------------------- clones
+def _exploited(h: Harness) -> tuple[str, int]:
+    """Trial a's result gets a CLONE of trial b (a PBT exploit): its run is paused for it."""
+    handles = _running(h, ALL_HOOKS)
+    a, b = list(handles)
+    h.handle(_result(a, 1, 1))
+    [call] = h.open_calls(HookKind.RESULT)
+    h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.CLONE, a, source_id=b, new_config={"lr": 2}),))
+    return a, handles[a]
+
+
+@pytest.mark.parametrize("notice", [True, False], ids=["its-end-notice", "its-process-died"])
+def test_a_clone_abandons_what_its_run_committed_unseen_only_if_that_run_ended_without_notice(notice: bool) -> None:
+    """A run's every message comes before its end notice, so after it nothing can be unseen; a run found dead
+    may have committed a checkpoint the controller never heard of, of the lineage the clone leaves
+    (``ExperimentIO.abandon_unseen`` lists the trial's checkpoints: only then)."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, max_failures=3))
+    a, handle = _exploited(h)
+    if notice:
+        h.handle(TrialSaved(a, 1, 2, CheckpointRef("ckpt/a/1", 1, 1), SaveKind.PAUSE))
+        h.handle(TrialEnded(a, 1, 3, EndReason.STOPPED))
+    else:
+        h.handle(ActorGone(handle, -9))
+    rec = h.core.table.get(a)
+    assert rec.config == {"lr": 2} and [m.kind for m in rec.marks] == [MarkKind.EXPLOIT] and rec.num_failures == 0
+    assert h.store.abandoned == ([] if notice else [a])
 
 
 # ---------------------------------------------------------------------------------- the Ray Tune hang

@@ -46,6 +46,9 @@ class TrialRuns:
         self.members = members
         self.watch = watch
         self.ops = ops
+        # trials whose last run ended without its own end notice (a death, a kill, a lost member): it may have
+        # committed checkpoints the controller never heard of (all a run sends comes before its end notice)
+        self.unseen: set[str] = set()
 
     def run(self, effects: list[Effect]) -> None:
         """Carry out the table's effects in order: start a run, free an actor, end a trial (events, hooks,
@@ -57,7 +60,9 @@ class TrialRuns:
             elif kind is EffectKind.RELEASE:
                 self.ops.emit(self.orders.release(e.trial_id, e.flag))
             elif kind is EffectKind.CLONED:  # what its runs committed unseen is of the lineage it leaves
-                self.ops.io.abandon_unseen(self.table.get(e.trial_id))
+                if e.trial_id in self.unseen:
+                    self.unseen.discard(e.trial_id)
+                    self.ops.io.abandon_unseen(self.table.get(e.trial_id))
             elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
                 rec = self.table.get(e.trial_id)
                 self.orders.declare_horizon(e.trial_id, None)
@@ -104,7 +109,7 @@ class TrialRuns:
         """The run's own end notice (its output is the core's to forward first)."""
         if m.setup_failed or m.started:  # taken once built; never came up: Ray's has the id alone
             self.table.process_started(m.trial_id, m.run_id, m.started)
-        self.ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback)
+        self.ended(m.trial_id, m.run_id, m.reason, m.checkpoint, m.error, m.traceback, notice=True)
         if m.storage_failure and not self.ops.finished:
             # retrying cannot help (the storage package already retried transient errors), and
             # every other trial would hit the same wall: stop, keeping what was written
@@ -131,7 +136,8 @@ class TrialRuns:
         return True
 
     def ended(self, trial_id: str, run_id: int, reason: EndReason, ckpt: CheckpointRef | None = None,
-              error: str | None = None, tb: str | None = None) -> None:
+              error: str | None = None, tb: str | None = None, notice: bool = False) -> None:
+        """The run ended: by its own end notice (``notice``), or found dead, killed or lost."""
         rec = self.table.trials.get(trial_id)
         if rec is None:
             return
@@ -139,6 +145,8 @@ class TrialRuns:
         self.results.forget(trial_id)
         known = rec.checkpoint.path if rec.checkpoint is not None else None
         failures = rec.num_failures
+        if rec.run_id == run_id and rec.status is TrialStatus.RUNNING:  # (before the effects: a clone's run them)
+            (self.unseen.discard if notice else self.unseen.add)(trial_id)
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
@@ -187,6 +195,7 @@ class TrialRuns:
         """Checkpoints the failed run committed but never sent: callbacks hear of them and of their
         results, retention counts them."""
         got = self.ops.io.recover(rec)
+        self.unseen.discard(rec.trial_id)  # (all it committed is taken, or deleted: nothing unseen is left)
         for row in got.rows if got else ():
             self.ops.event(EventType.RESULT, rec, result=row)
         for c in got.usable if got else ():
