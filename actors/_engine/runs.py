@@ -64,6 +64,7 @@ class TrialRuns:
                     self.unseen.discard(e.trial_id)
                     self.ops.io.abandon_unseen(self.table.get(e.trial_id))
             elif kind is EffectKind.COMPLETE or kind is EffectKind.ERROR or kind is EffectKind.REMOVE:
+                self.unseen.discard(e.trial_id)  # (it is never cloned now)
                 rec = self.table.get(e.trial_id)
                 self.orders.declare_horizon(e.trial_id, None)
                 self.ops.io.on_finished(rec)  # the controller's loggers close its files, halted or not
@@ -146,7 +147,10 @@ class TrialRuns:
         known = rec.checkpoint.path if rec.checkpoint is not None else None
         failures = rec.num_failures
         if rec.run_id == run_id and rec.status is TrialStatus.RUNNING:  # (before the effects: a clone's run them)
-            (self.unseen.discard if notice else self.unseen.add)(trial_id)
+            if notice:
+                self.unseen.discard(trial_id)
+            else:
+                self.unseen.add(trial_id)
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
@@ -162,7 +166,6 @@ class TrialRuns:
             if rec.status is not TrialStatus.ERROR:  # retried: before its next run starts, as Ray tells it
                 self._requeue(rec)
                 self.ops.event(EventType.RECOVER, rec)
-
         if effects:
             # a clone source's end: the clones waiting for its save take its checkpoint
             self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)
