@@ -91,6 +91,10 @@ def scheduler(name: str, max_t: int, checkpoints: bool = True) -> Any:
     if name == "pbt-synch":  # (not in SCHEDULERS: its own sweep, so the pinned seeds keep their scenarios)
         return PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=2, synch=True,
                                        hyperparam_mutations={"lr": search.uniform(0.01, 1.0)}, seed=0)
+    if name == "pbt-every-step":  # (not in SCHEDULERS either: exploits at every step, half the trials each time)
+        return PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1, quantile_fraction=0.5,
+                                       hyperparam_mutations={"lr": search.uniform(0.01, 1.0)}, seed=0,
+                                       resample_probability=0.5)
     if name == "median":
         return MedianStoppingRule(time_attr="training_iteration", grace_period=1, min_samples_required=2)
     return PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=2,
@@ -151,7 +155,8 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
     rng = random.Random(seed * 7919 + 1)
     sched = schedulers[seed % len(schedulers)]
     kind = kinds[(seed // len(schedulers)) % len(kinds)]
-    ckpt = rng.choice([1, 2, 3]) if sched in ("hyperband", "pbt", "pbt-synch") else rng.choice([0, 1, 2, 3])
+    pauses = sched in ("hyperband", "pbt", "pbt-synch", "pbt-every-step")  # (these need checkpoints to resume)
+    ckpt = rng.choice([1, 2, 3]) if pauses else rng.choice([0, 1, 2, 3])
     at_end = rng.random() < 0.3
     sc = Scenario(seed, sched, kind, rng.randint(4, 6), rng.randint(5, 8), ckpt, at_end, rng.choice([-1, -1, -1, 3]))
     # a quarter of the seeds (drawn apart, so the other draws stay as they were): no checkpoints at all

@@ -226,6 +226,31 @@ def test_a_clone_abandons_what_its_run_committed_unseen_only_if_that_run_ended_w
     assert h.store.abandoned == ([] if notice else [a])
 
 
+def test_a_clone_abandons_what_an_earlier_run_committed_unseen_though_the_last_ended_with_notice() -> None:
+    """Seed 329 of an asynchronous PBT sweep: a pause ended without its notice (killed after its grace), its
+    save committed unseen; the next run ended cleanly with the exploit's pause. The unseen save is still of
+    the lineage the clone leaves (a restore resumed from it, dropping the clone's rows)."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, max_failures=3))
+    handles = _running(h, ALL_HOOKS)
+    a, b = list(handles)
+    h.handle(_result(a, 1, 1))
+    [call] = h.open_calls(HookKind.RESULT)
+    h.reply(call.seq, Decision.PAUSE)
+    h.core.runs.ended(a, 1, EndReason.STOPPED)  # (as the watchdog ends a run it killed: no notice)
+    assert h.core.table.get(a).status is TrialStatus.PAUSED and h.store.abandoned == []
+    h.handle(Wake(Tick.PERIODIC))  # (hands over the commands that end made: its CHOOSE)
+    h.answer_all()  # (the CHOOSE answers start it again)
+    assert h.core.table.get(a).run_id == 2
+    h.handle(TrialProcess(a, 2, 4100))
+    h.handle(_result(a, 2, 1))
+    [call] = h.open_calls(HookKind.RESULT)
+    h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.CLONE, a, source_id=b, new_config={"lr": 2}),))
+    h.handle(TrialSaved(a, 2, 2, CheckpointRef("ckpt/a/1", 1, 2), SaveKind.PAUSE))
+    h.handle(TrialEnded(a, 2, 3, EndReason.STOPPED))
+    assert [m.kind for m in h.core.table.get(a).marks][-1] is MarkKind.EXPLOIT
+    assert h.store.abandoned == [a]
+
+
 # ---------------------------------------------------------------------------------- the Ray Tune hang
 def test_pause_trial_recorded_in_a_result_reply_pauses_although_the_decision_is_continue() -> None:
     """The reply's recorded actions merge before its decision: pause_trial() + CONTINUE pauses."""

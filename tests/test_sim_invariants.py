@@ -200,6 +200,13 @@ def test_a_clone_whose_run_dies_at_once_goes_on_from_its_sources_checkpoint(seed
     assert check(scenario(seed, schedulers=("pbt-synch",)), **extra) == []
 
 
+def test_a_clone_abandons_an_unseen_save_of_an_earlier_run() -> None:
+    """Seed 329 of PBT exploiting at every step, with silent deaths: a pause ended without its notice (its save
+    committed unseen), the next run ended cleanly in an exploit; the run was aborted and restored from the state
+    before, which resumed the clone from that unseen save and dropped a row the state had logged."""
+    assert check(scenario(329, schedulers=("pbt-every-step",)), transport=SILENT_DEATHS) == []
+
+
 def test_an_abort_that_never_gets_the_schedulers_state_keeps_the_state_stored_before() -> None:
     """Seed 103 of synchronous PBT with silent deaths: a storage failure aborts the run, and the scheduler's state
     for the abort's table straggles past the 5 s the abort waits. The table (a trial TERMINATED) was written

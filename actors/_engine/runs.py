@@ -46,8 +46,9 @@ class TrialRuns:
         self.members = members
         self.watch = watch
         self.ops = ops
-        # trials whose last run ended without its own end notice (a death, a kill, a lost member): it may have
-        # committed checkpoints the controller never heard of (all a run sends comes before its end notice)
+        # trials a run of which ended without its own end notice (a death, a kill, a lost member) since their
+        # checkpoints were last looked for: it may have committed some the controller never heard of (all a
+        # run sends comes before its end notice)
         self.unseen: set[str] = set()
 
     def run(self, effects: list[Effect]) -> None:
@@ -146,11 +147,8 @@ class TrialRuns:
         self.results.forget(trial_id)
         known = rec.checkpoint.path if rec.checkpoint is not None else None
         failures = rec.num_failures
-        if rec.run_id == run_id and rec.status is TrialStatus.RUNNING:  # (before the effects: a clone's run them)
-            if notice:
-                self.unseen.discard(trial_id)
-            else:
-                self.unseen.add(trial_id)
+        if not notice and rec.run_id == run_id and rec.status is TrialStatus.RUNNING:  # (before a clone's effect)
+            self.unseen.add(trial_id)  # (kept through later runs' clean ends, until they are looked for)
         effects = self.table.ended(trial_id, run_id, reason, ckpt, error, tb)
         if effects:
             self.pool.close_inbox(trial_id)  # this run is over: no more messages are expected from it
