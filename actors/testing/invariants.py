@@ -28,7 +28,7 @@ What is checked, per trial (``violations``):
 
 And per experiment: the core never asked the scheduler which trial to start again with nothing new since
 the last question (no event that may change the answer, no trial started), a loop that keeps the
-controller and the scheduler actor busy in a real run (``SimWorld.repeated_chooses``).
+controller and the scheduler actor busy in a real run (``SimWorld.choices``).
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ def violations(sim: Any, *, num_samples: int | None = None, may_abort: bool = Tr
         out.append(f"the experiment was aborted although no fault may abort it: {sim.error.splitlines()[0]}")
     if not aborted and num_samples is not None and len(sim.results) != num_samples:
         out.append(f"{len(sim.results)} trials at the end, expected {num_samples}")
-    repeated = getattr(sim.world, "repeated_chooses", 0)
-    if repeated:
-        out.append(f"the core asked the scheduler which trial to start {repeated} time(s) again with nothing new "
-                   f"since it declined ({sim.world.chooses} questions in all): a busy loop in a real run")
+    choices = getattr(sim.world, "choices", None)
+    if choices is not None and choices.repeated:
+        out.append(f"the core asked the scheduler which trial to start {choices.repeated} time(s) again with nothing "
+                   f"new since it declined ({choices.chooses} questions in all): a busy loop in a real run")
     table = getattr(getattr(sim.world, "core", None), "table", None)
     for result, summary in zip(sim.results, sim.finished.trials, strict=True):
         rec = table.trials.get(result.trial_id) if table is not None else None

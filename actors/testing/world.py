@@ -47,7 +47,6 @@ from actors.messages import (
     DecidedResults,
     DecideResult,
     ExperimentFinished,
-    HookKind,
     MemberHeartbeat,
     ProbeCheck,
     ProbeChecked,
@@ -57,7 +56,6 @@ from actors.messages import (
     SchedulerCall,
     SchedulerFailed,
     SchedulerReady,
-    SchedulerReply,
     SchedulerSetup,
     TrialEnded,
     TrialEvents,
@@ -65,6 +63,7 @@ from actors.messages import (
     TrialSaved,
 )
 from actors.testing._sim_actors import SchedulerAsk, SimActor, SimMember
+from actors.testing._sim_choices import ChoiceWatch
 from actors.testing._sim_events import EventKind, EventQueue
 from actors.testing.faults import FaultDice, Faults, FaultyEndpoint, faulty_commits
 from actors.testing.sim_store import commit_empty
@@ -73,7 +72,6 @@ from actors.testing.sim_trial import Commit, Curve, DirectAnswer, SimTrial
 SIGKILL_CODE = -9
 FIRST_PID = 10_000
 _NUMBERED = frozenset({TrialResults, TrialSaved, TrialEnded})  # a trial's messages the core releases by number
-_SAME_CHOICE = frozenset({HookKind.CHOOSE, HookKind.SAVE})  # answers after which a declined choice stands
 
 
 class SimWorld:
@@ -111,14 +109,7 @@ class SimWorld:
         self.copies = 0  # copies of trials' numbered messages queued for the core (Faults.duplicate_p)
         self.lost = 0  # trials' numbered messages lost on their first send (Faults.lost_p)
         self.resent = 0  # trials' numbered messages sent again by their actor's periodic look
-        # the core's questions to the scheduler which trial to start; those asked again with nothing new since
-        # the last (no event that may change the answer: ticks and plain CHOOSE and SAVE answers are not; no
-        # trial started), which spin the controller and the scheduler actor in a real run
-        self.chooses = 0
-        self.repeated_chooses = 0
-        self.news = 0
-        self.starts = 0
-        self._last_choose = (-1, -1)  # (news, starts) when the last CHOOSE was sent
+        self.choices = ChoiceWatch()  # the core's CHOOSE calls, and those repeated with nothing new
         self.hung = False
         self.hang_reason: str | None = None
         self.finish: Finish | None = None
@@ -183,9 +174,7 @@ class SimWorld:
     # ------------------------------------------------------------------ the core and its commands
     def _core(self, event: Any) -> None:
         self.deliveries += 1
-        kind = type(event)
-        if kind is not Wake and (kind is not SchedulerReply or event.kind not in _SAME_CHOICE or event.actions):
-            self.news += 1
+        self.choices.event(event)
         out = self.core.handle(event, self.now)
         if not out:
             return
@@ -210,14 +199,7 @@ class SimWorld:
                 elif self.callback_checkpoint_p is not None and isinstance(cmd.msg, TrialEvents):
                     self._answer(cmd.msg)
                 return
-            kind = type(cmd.msg)
-            if kind is SchedulerCall and cmd.msg.kind is HookKind.CHOOSE:
-                self.chooses += 1
-                if self._last_choose == (self.news, self.starts):
-                    self.repeated_chooses += 1
-                self._last_choose = (self.news, self.starts)
-            elif kind is RunTrial:
-                self.starts += 1
+            self.choices.sent(cmd.msg)
             actor = self.actors.get(to)
             if actor is not None and actor.alive:
                 if actor.scheduler is None and self._chance(self.faults.poison_p):
