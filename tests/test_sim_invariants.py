@@ -47,12 +47,13 @@ def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: fl
 
 
 def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-           lost_p: float = 0.0, transport: dict[str, Any] | None = None) -> list[str]:
+           lost_p: float = 0.0, transport: dict[str, Any] | None = None,
+           schedulers: tuple[str, ...] = SCHEDULERS) -> list[str]:
     """The failures among these seeds, each with its seed and scenario (runs in a worker process)."""
     logging.getLogger("audition").setLevel(logging.ERROR)
     failures = []
     for seed in seeds:
-        sc = scenario(seed)
+        sc = scenario(seed, schedulers)
         found = _problems(sc, space, duplicate_p, lost_p, transport)
         if found:
             failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
@@ -60,20 +61,24 @@ def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float
 
 
 def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-               lost_p: float = 0.0, transport: dict[str, Any] | None = None) -> None:
+               lost_p: float = 0.0, transport: dict[str, Any] | None = None,
+               schedulers: tuple[str, ...] = SCHEDULERS) -> None:
     started = time.perf_counter()
     seeds = range(seeds) if isinstance(seeds, int) else seeds
     workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
     chunks = [seeds[i::workers] for i in range(workers)]
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        sweep = functools.partial(_sweep, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport)
+        sweep = functools.partial(_sweep, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport,
+                                  schedulers=schedulers)
         failures = [f for part in pool.map(sweep, chunks) for f in part]
     failures.sort(key=lambda f: int(f.split()[1]))
     elapsed = time.perf_counter() - started
     print(f"{len(seeds)} simulations in {elapsed:.1f}s ({len(seeds) / elapsed:.1f}/s)")
-    again = "check(scenario(seed)" + (", space=LONG_STEPS" if space is not None else "") + (
+    named = "SILENT_DEATHS" if transport is SILENT_DEATHS else "TRANSPORT"
+    again = "check(scenario(seed" + (f", {schedulers}" if schedulers != SCHEDULERS else "") + ")" + (
+        ", space=LONG_STEPS" if space is not None else "") + (
         f", duplicate_p={duplicate_p}" if duplicate_p else "") + (f", lost_p={lost_p}" if lost_p else "") + (
-        ", transport=TRANSPORT" if transport else "") + ")"
+        f", transport={named}" if transport else "") + ")"
     assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with " \
         f"tests/_sim_scenarios.{again}):\n" + "\n".join(failures[:20])
 
@@ -177,13 +182,7 @@ def test_seeded_simulations_with_silent_deaths_and_slow_messages_keep_every_inva
 def test_seeded_synchronous_pbt_simulations_keep_every_invariant() -> None:
     """Synchronous PBT (all trials wait at each sync point) over every fault kind, with silent deaths and slow
     messages besides (an eighth as many seeds: its own sweep, so the other sweeps' seeds keep their scenarios)."""
-    failures = []
-    for seed in range(max(1, SEEDS // 8)):
-        found = check(scenario(seed, schedulers=("pbt-synch",)), transport=SILENT_DEATHS)
-        if found:
-            failures.append(f"seed {seed}: {found[:3]}")
-    assert not failures, f"{len(failures)} seeds broke an invariant (reproduce with tests/_sim_scenarios.check(" \
-        "scenario(seed, schedulers=('pbt-synch',)), transport=SILENT_DEATHS)):\n" + "\n".join(failures[:20])
+    _sweep_all(max(1, SEEDS // 8), transport=SILENT_DEATHS, schedulers=("pbt-synch",))
 
 
 @pytest.mark.parametrize("seed, extra", [

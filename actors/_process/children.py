@@ -183,12 +183,12 @@ def process_exit(pid: int) -> tuple[bool, int | None]:
     return True, -(status & 0x7F) if status & 0x7F else (status >> 8) & 0xFF
 
 
-
 def gone_processes(procs: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, int, int | None], ...]:
     """Of ``(trial_id, run_id, pid)``, those whose process is gone, with its exit status if known: the answer
     to a liveness check of this machine's trial processes (the controller's ``CheckProcesses``, a member
     probe's ``ProbeCheck``)."""
     return tuple((t, r, code) for t, r, pid in procs for dead, code in [process_exit(pid)] if dead)
+
 
 __all__ = ["CHILDREN_ENV", "describe_exit", "direct_children", "end_children", "end_children_at_exit", "ends_children",
            "exit_status_of", "gone_processes", "pid_alive", "process_exit", "record_child_exits"]

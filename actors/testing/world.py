@@ -164,6 +164,11 @@ class SimWorld:
             else:
                 self._member_event(a, b)
 
+    def _dead_among(self, procs: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, int, int | None], ...]:
+        """A liveness check's answer (``actors._process.children.gone_processes`` in a real run): the processes
+        among ``procs`` that are dead, with their exit status."""
+        return tuple((t, r, self.dead[pid]) for t, r, pid in procs if pid in self.dead)
+
     def _hang(self, reason: str) -> None:
         self.hung = True
         self.hang_reason = reason
@@ -219,7 +224,7 @@ class SimWorld:
             if handle is not None and self.actors[handle].alive:
                 self._gone(handle, SIGKILL_CODE)
         elif isinstance(cmd, CheckProcesses):
-            gone = tuple((t, r, self.dead[pid]) for t, r, pid in cmd.procs if pid in self.dead)
+            gone = self._dead_among(cmd.procs)
             if gone or cmd.always_answer:
                 self._at(self.now, EventKind.CORE, ProcessesChecked(gone))  # the shell reads /proc at once
         elif isinstance(cmd, WatchMembers):
@@ -303,8 +308,7 @@ class SimWorld:
             self._at(self.now, EventKind.BEAT, handle)
         elif isinstance(msg, ProbeCheck):  # the probe reads its machine's /proc: a dead process is gone there
             if actor.probe is not None:  # (before its ProbeStart the real probe knows no controller to answer)
-                gone = tuple((t, r, self.dead[pid]) for t, r, pid in msg.procs if pid in self.dead)
-                self._to_core(ProbeChecked(actor.probe.member_id, gone))
+                self._to_core(ProbeChecked(actor.probe.member_id, self._dead_among(msg.procs)))
         elif isinstance(msg, ProbeKill):
             target = self.pids.get(msg.pid)
             if target is not None and self.actors[target].alive:
