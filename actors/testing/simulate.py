@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
+
 from actors._driver.config import RunConfig, TuneConfig
 from actors._driver.result_grid import ResultGrid, grid_of
 from actors._driver.trainable import Trainable
@@ -219,6 +221,7 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
             io.trial_prefix = f"sim{seed % 100000:05d}"  # trial ids follow the seed too
         return FaultyStore(io, faults, world.rng)
 
+    spec.stopper = _on_simulated_clock(spec.stopper, lambda: world.now)
     world.core = ExperimentCore(spec, open_store, explain, controller_pid=1)
     world.run(Start(SIM_WALL_START))  # simulated wall clock: trial directories' dates are deterministic
     fin = world.finished
@@ -228,6 +231,26 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
                        tuner._tagging())
     return Simulation(grid, fin.error if fin else None, world.now, world.deliveries, world.hung,
                       world.hang_reason, fin, tuner._ctx.url, tuner.name, world)
+
+
+def _on_simulated_clock(stopper: Any, clock: Callable[[], float]) -> Any:
+    """A copy of ``stopper`` whose time budgets (``TimeoutStopper``s, ``TuneConfig(time_budget_s)``'s among them)
+    count simulated seconds: on the wall clock a simulated run's outcome would depend on the machine's speed.
+    A copy, as a real run's controller gets one: the user's stopper keeps its own clock."""
+    from actors.stoppers import CombinedStopper, TimeoutStopper
+
+    def walk(s: Any) -> None:
+        if isinstance(s, TimeoutStopper):
+            s.clock = clock
+        elif isinstance(s, CombinedStopper):
+            for inner in s.stoppers:
+                walk(inner)
+
+    if stopper is None:
+        return None
+    copied = cloudpickle.loads(cloudpickle.dumps(stopper))  # (a real run's controller unpickles its copy too)
+    walk(copied)
+    return copied
 
 
 __all__ = ["CurveTrainable", "Simulation", "curve_function", "simulate"]

@@ -179,6 +179,8 @@ def simulate(sched: Any, spec: dict[str, Any], seed: int, *, pbt: bool = False,
         for k in range(length):
             tt = dt * (k + 1)
             v = base + slope * math.log1p(tt) + rng.gauss(0, noise)
+            if spec.get("worsens"):  # each step scores worse, by more than any config's quality
+                v = -float(tt)
             v = round(v, 1 if spec.get("ties") else 4)
             if rng.random() < spec.get("nan", 0.0):
                 v = math.nan
@@ -334,6 +336,21 @@ def pbt_streams() -> list[dict[str, Any]]:
             s = simulate(sched, spec, seed=400 + 10 * i + j, pbt=True)
             s["params"] = params
             out.append(s)
+    # exploiting at every step a population whose scores worsen with training, trials outnumbering the
+    # slots: Ray goes round in circles (a clone takes its PAUSED source's last_train_time, the tie goes
+    # to the trial added first, the sources never run again); the stream ends at max_steps
+    for j, mode in enumerate(("min", "max")):
+        params = dict(perturbation_interval=1, quantile_fraction=0.5, resample_probability=0.5)
+        spec = dict(time_attr="training_iteration", metric="score", mode=mode, n=4 + 2 * j, concurrency=2 + j,
+                    min_len=12, max_len=12, max_steps=300, worsens=True, lrs=[0.01, 0.1],
+                    mutations={"lr": [0.01, 0.1]})
+        sched = PopulationBasedTraining(
+            time_attr="training_iteration", metric="score", mode=mode,
+            hyperparam_mutations={"lr": list(spec["mutations"]["lr"])}, log_config=False, **params)
+        patch_pbt(sched, {})
+        s = simulate(sched, spec, seed=470 + j, pbt=True)
+        s["params"] = params
+        out.append(s)
     return out
 
 
