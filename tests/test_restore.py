@@ -584,7 +584,7 @@ def test_restore_discards_what_the_saved_state_never_saw(storage_dir):
     assert [r["training_iteration"] for r in read_results(io.ctx, io.layout, done)] == [1, 2]
     assert [c.index for c in list_checkpoints(io.ctx, io.layout.trial_dir(done))] == [1]
     assert os.path.isdir(elsewhere)  # never outside the experiment being restored
-    assert [c.index for c in io2.ckpts[a]] == [0, 1, 2]  # retention knows the surviving ones
+    assert [c.index for c in io2.retention.ckpts[a]] == [0, 1, 2]  # retention knows the surviving ones
     # a resumed trial's last result is its history's last row until it reports again (saved: 4 and 3; the
     # paused one's history is as the state left it); one that ends as saved keeps its own
     assert table.get(a).last_result == {"training_iteration": 3, "step": 2}

@@ -24,6 +24,7 @@ from actors._shell.experiment_state import STATE_VERSION, TRIAL_DIRS_NAMED, Save
 from actors._shell.heap import release_free_heap
 from actors._shell.logger_host import ControllerLoggers, LoggerFailed
 from actors._shell.recovery import Recovery, choose, found_from
+from actors._shell.retention import Retention
 from actors._state_codec import PICKLED, pickled
 from actors.messages import CheckpointRef, TrialSummary
 from storage import (
@@ -36,7 +37,6 @@ from storage import (
     dumps_result,
     key_sorted,
     log_pbt_exploit,
-    ray_survivors,
     read_results,
     write_bytes,
     write_text,
@@ -69,7 +69,7 @@ class ExperimentIO:
         # result.json, progress.csv and any other in_controller logger: written as results arrive
         self.loggers = ControllerLoggers(spec.loggers, self.ctx, self.layout)
         self.logged_iter: dict[str, int] = {}
-        self.ckpts: dict[str, list[CheckpointRef]] = {}
+        self.retention = Retention(spec, self.ctx)  # which checkpoints may be deleted, and when
         self.max_index: dict[str, int] = {}
         self.notes = RestoreNotes()  # what the restore did that the searcher and scheduler must hear of
         # a restored run keeps the prefix, so re-suggested trials get their old ids back
@@ -90,10 +90,6 @@ class ExperimentIO:
         self._exact: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
         self.saved_states = SavedStates()  # the searcher's and stopper's, encoded
         self.table: TrialTable | None = None
-        # checkpoint retention defers deleting what a saved (or about to be saved) state names
-        self.state_refs: set[str] = set()
-        self.pending_refs: set[str] = set()
-        self.deferred: list[CheckpointRef] = []
 
     # ------------------------------------------------------------------ restore
     def restore_into(self, table: TrialTable, searcher: Any) -> SearchProgress:
@@ -102,7 +98,7 @@ class ExperimentIO:
         Always called once at start: it also hands this object the live table, whose
         checkpoints retention must never delete.
         """
-        self.table = table
+        self.table = self.retention.table = table
         if not self.spec.restore_state:
             return SearchProgress()
         got = restore_table(self.spec.restore_state, self.ctx, self.layout, table, searcher, self.spec.stopper,
@@ -110,8 +106,7 @@ class ExperimentIO:
         self.sched_blob = got.scheduler
         self.logged_iter.update(got.logged_iter)
         self.max_index.update(got.max_index)
-        self.ckpts.update(got.ckpts)
-        self.state_refs |= got.state_refs
+        self.retention.restored(got.ckpts, got.state_refs)
         self.notes = got.notes
         return SearchProgress(got.suggested, got.search_closed)
 
@@ -179,42 +174,7 @@ class ExperimentIO:
 
     def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:
         self.max_index[rec.trial_id] = max(self.max_index.get(rec.trial_id, -1), ckpt.index)
-        keep = self.spec.num_to_keep
-        if keep is None:
-            return
-        kept = [c for c in self.ckpts.get(rec.trial_id, []) if c.path != ckpt.path] + [ckpt]
-        # the ones Ray keeps (ties: the newer; no score attribute in the result: as if the best; a score
-        # that is not a number: never registered, so never deleted)
-        best = ray_survivors([(c, c.metrics) for c in kept], self.spec.checkpoint_score_attribute,
-                             self.spec.checkpoint_score_order, keep)
-        # never delete the checkpoint a pause or retry resumes from (the latest)
-        survivors = {c.path for c in best} | {ckpt.path}
-        if rec.checkpoint is not None:
-            survivors.add(rec.checkpoint.path)
-        self.ckpts[rec.trial_id] = [c for c in kept if c.path in survivors]
-        self.deferred += [c for c in kept if c.path not in survivors]
-        self._delete_unreferenced()
-
-    def _delete_unreferenced(self) -> None:
-        """Delete retired checkpoints unless a trial or a saved state still names them.
-
-        A restore resumes from the checkpoint in the last written state, and a PBT clone
-        from another trial's checkpoint: deleting either would break that resume.
-        """
-        refs = self.state_refs | self.pending_refs | self._live_refs()
-        waiting = []
-        for c in self.deferred:
-            if c.path in refs:
-                waiting.append(c)
-            else:
-                delete_checkpoint(self.ctx, c.path)
-        self.deferred = waiting
-
-    def _live_refs(self) -> set[str]:
-        if self.table is None:
-            return set()
-        return {c.path for r in self.table.trials.values() for c in (r.checkpoint, r.exploit_checkpoint)
-                if c is not None}
+        self.retention.on_checkpoint(rec, ckpt)
 
     def recover(self, rec: TrialRecord) -> Recovery | None:
         """After a failed run: the checkpoints it committed that the controller never heard of (its process
@@ -291,7 +251,7 @@ class ExperimentIO:
 
     def on_finished(self, rec: TrialRecord) -> None:
         self.loggers.end(rec.snapshot(), failed=rec.status is TrialStatus.ERROR)
-        self.ckpts.pop(rec.trial_id, None)
+        self.retention.forget(rec.trial_id)
 
     # ------------------------------------------------------------------ experiment state
     def state_due(self) -> bool:
@@ -329,7 +289,7 @@ class ExperimentIO:
         self.table = table
         self.pending_tag = tag
         rows = [self._row(r) for r in table.trials.values()]
-        self.pending_refs = {r["checkpoint"]["path"] for r in rows if r["checkpoint"]}
+        self.retention.snapshot({r["checkpoint"]["path"] for r in rows if r["checkpoint"]})
         self.pending_table = {
             "version": STATE_VERSION,
             "name": self.spec.name,
@@ -376,10 +336,7 @@ class ExperimentIO:
     def _write_state(self) -> None:
         if self.pending_table is None:
             return
-        # checkpoints deleted right after this write: a restore finishes a deletion cut short
-        keep = self.pending_refs | self._live_refs()
-        retired = sorted({c.path for c in self.deferred if c.path not in keep})
-        state = dict(self.pending_table, scheduler=b64(self.sched_blob), retired=retired)
+        state = dict(self.pending_table, scheduler=b64(self.sched_blob), retired=self.retention.retired())
         self.pending_table = None
         started = self.cost_clock()  # (the histories' rewrites are part of the cost that spaces state writes)
         self.loggers.flush()  # rows first: a state never names results that are not in storage
@@ -388,9 +345,7 @@ class ExperimentIO:
         self.write_cost += self.cost_clock() - started
         if len(state["trials"]) >= TRIM_AFTER_ROWS:  # (the write's text and bytes are freed by now)
             release_free_heap()
-        self.state_refs, self.pending_refs = self.pending_refs, set()
-        if self.deferred:
-            self._delete_unreferenced()
+        self.retention.state_written()
 
     def _row(self, r: TrialRecord) -> dict[str, Any]:
         row = trial_row(r, self.logged_iter.get(r.trial_id, 0), self.max_index.get(r.trial_id, -1))
