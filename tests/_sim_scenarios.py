@@ -19,6 +19,7 @@ from actors.schedulers import (
 )
 from actors.testing import Faults, simulate
 from actors.testing.invariants import restore_violations, violations
+from actors.testing.world import SIGKILL_CODE
 
 
 def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
@@ -165,12 +166,20 @@ def scenario(seed: int, schedulers: tuple[str, ...] = SCHEDULERS, kinds: tuple[s
     return sc
 
 
+def budget(seed: int) -> dict[str, Any]:
+    """``run``'s and ``check``'s arguments for the time-budget sweep: a budget of 1-15 simulated seconds that ends
+    the run mid-flight, and for a third of the seeds endless sampling (``num_samples=-1``) until it does."""
+    return {"budget_s": random.Random(seed * 13 + 7).uniform(1.0, 15.0), "endless": seed % 3 == 0}
+
+
 def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-        lost_p: float = 0.0, transport: dict[str, Any] | None = None, **extra: Any) -> Any:
+        lost_p: float = 0.0, transport: dict[str, Any] | None = None, budget_s: float | None = None,
+        endless: bool = False, **extra: Any) -> Any:
     """Simulate the scenario (``faults``: instead of the ones its kind draws; ``space``: instead of
     ``SPACE``; ``duplicate_p``, ``lost_p``: besides them, copies of the trials' numbered messages, and
     such messages lost on their first send: ``Faults.duplicate_p``, ``Faults.lost_p``; ``transport``:
-    any other ``Faults`` fields to set besides, e.g. ``TRANSPORT``)."""
+    any other ``Faults`` fields to set besides, e.g. ``TRANSPORT``; ``budget_s``: a ``time_budget_s``;
+    ``endless``: ``num_samples=-1``)."""
     drawn, more = draw_faults(sc.faults, random.Random(sc.seed))
     f = faults or drawn
     if duplicate_p or lost_p:
@@ -179,7 +188,8 @@ def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None
         f = dataclasses.replace(f, **transport)
     more = {"cpus": 3, **more, **extra}
     return simulate(curve, space or SPACE,
-                    TuneConfig(metric="loss", mode="min", num_samples=sc.num_samples,
+                    TuneConfig(metric="loss", mode="min", num_samples=-1 if endless else sc.num_samples,
+                               time_budget_s=budget_s,
                                scheduler=scheduler(sc.scheduler, sc.max_iterations, sc.checkpoints)),
                     RunConfig(checkpoint_config=CheckpointConfig(checkpoint_frequency=sc.checkpoint_frequency,
                                                                  checkpoint_at_end=sc.checkpoint_at_end),
@@ -188,14 +198,22 @@ def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None
 
 
 def check(sc: Scenario, **extra: Any) -> list[str]:
-    """Simulate the scenario, check every invariant (restoring it if it was aborted), clean up."""
+    """Simulate the scenario, check every invariant (restoring it if it was aborted), clean up. With a time budget
+    (``budget_s``) the number of trials is the budget's, and no trial may be killed: a budget halts trials by
+    stopping them, and with these steps (1.5 s at most) and these faults none may ignore its stop for the 10 s
+    after which the controller kills it (a stop that reached a trial before its start was once dropped)."""
     sim = run(sc, **extra)
     again = None
+    budgeted = extra.get("budget_s") is not None
+    samples = None if budgeted else sc.num_samples
     try:
-        problems = violations(sim, num_samples=sc.num_samples, may_abort=sc.may_abort)
+        problems = violations(sim, num_samples=samples, may_abort=sc.may_abort)
+        if budgeted and extra.get("space") is None and not extra.get("transport"):
+            problems += [f"trial process {pid} killed: it did not halt within trial_stop_grace_s of its stop"
+                         for pid, code in sim.world.dead.items() if code == SIGKILL_CODE]
         if not problems and sim.error is not None:
             more, again = restore_violations(sim, curve, max_iterations=sc.max_iterations,
-                                             num_samples=sc.num_samples, seed=sc.seed, checkpoints=sc.checkpoints)
+                                             num_samples=samples, seed=sc.seed, checkpoints=sc.checkpoints)
             problems += more
         return problems
     finally:

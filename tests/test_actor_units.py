@@ -62,9 +62,41 @@ def test_trial_actor_ignores_messages_for_other_runs(tmp_path) -> None:
         actor = kit.create(TrialActor)
         kit.send(actor, _run_trial(str(tmp_path)))
         kit.wait_for(TrialResults)
-        kit.send(actor, TrialStop("t1", 99))  # a stale run id: must not stop this run
+        kit.send(actor, TrialStop("t1", 99))  # another run's (one not started here yet): must not stop this run
         kit.send(actor, TrialStop("other", 1))
         assert not [m for m in kit.received(0.3) if isinstance(m, TrialEnded)]
+
+
+def test_trial_actor_carries_out_a_stop_that_overtook_its_run(tmp_path) -> None:
+    """Thespian's TCP transport may hand the actor a run's ``TrialStop`` before the ``RunTrial`` sent just
+    before it (a time budget running out right after a start). The stop is kept and carried out when the run
+    starts: the run ends at its first report. Dropped, as before, the run waited for a decision that never
+    came until the controller killed it ``trial_stop_grace_s`` later."""
+    with ActorTestKit() as kit:
+        actor = kit.create(TrialActor)
+        kit.send(actor, TrialStop("t1", 1))  # (simpleSystemBase delivers in the order sent)
+        kit.send(actor, _run_trial(str(tmp_path)))
+        ended, seen = kit.wait_for(TrialEnded, timeout_s=10)
+        assert ended.reason is EndReason.STOPPED
+        # (at most the first result: the stop reaches the trainable at its first or second report)
+        assert [r["training_iteration"] for m in seen if isinstance(m, TrialResults) for r in m.results] in ([], [1])
+
+
+def test_trial_actor_drops_an_order_for_a_run_that_started_before(tmp_path) -> None:
+    with ActorTestKit() as kit:
+        actor = kit.create(TrialActor)
+        kit.send(actor, _run_trial(str(tmp_path)))
+        kit.wait_for(TrialResults)
+        kit.send(actor, TrialStop("t1", 1))
+        kit.wait_for(TrialEnded)
+        second = RunTrial("t1", 2, {"a": 1}, cloudpickle.dumps(counting), None, 0, 0.0, 1, str(tmp_path), {}, "exp", 0)
+        kit.send(actor, second)
+        kit.wait_for(TrialResults)
+        kit.send(actor, TrialStop("t1", 1))  # run 1's, late: run 2 goes on
+        assert not [m for m in kit.received(0.3) if isinstance(m, TrialEnded)]
+        kit.send(actor, TrialProceed("t1", 2, 1))
+        more, _ = kit.wait_for(TrialResults)
+        assert more.run_id == 2 and more.results[0]["training_iteration"] == 2
 
 
 def test_trial_actor_batches_when_allowed(tmp_path) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from actors.testing import Faults
 from actors.testing.invariants import violations
-from tests._sim_scenarios import FAULTS, LONG_STEPS, SCHEDULERS, TRANSPORT, Scenario, check, run, scenario
+from tests._sim_scenarios import FAULTS, LONG_STEPS, SCHEDULERS, TRANSPORT, Scenario, budget, check, run, scenario
 
 SEEDS = int(os.environ.get("AUDITION_SIM_SEEDS", "2000"))
 # Known engine issues the sweep tolerates, as (scheduler, fault kind, problem text); each has a strict
@@ -38,9 +38,10 @@ def _quiet() -> object:
 
 
 def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-              lost_p: float = 0.0, transport: dict[str, Any] | None = None) -> list[str]:
+              lost_p: float = 0.0, transport: dict[str, Any] | None = None, budgets: bool = False) -> list[str]:
     try:
-        found = check(sc, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport)
+        found = check(sc, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport,
+                      **(budget(sc.seed) if budgets else {}))
     except Exception as exc:  # the simulator or a check itself crashed: as much a failure
         return [f"raised {exc!r}"]
     return [p for p in found if not any(sc.scheduler == s and sc.faults == f and k in p for s, f, k in KNOWN)]
@@ -48,13 +49,13 @@ def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: fl
 
 def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
            lost_p: float = 0.0, transport: dict[str, Any] | None = None,
-           schedulers: tuple[str, ...] = SCHEDULERS) -> list[str]:
+           schedulers: tuple[str, ...] = SCHEDULERS, budgets: bool = False) -> list[str]:
     """The failures among these seeds, each with its seed and scenario (runs in a worker process)."""
     logging.getLogger("audition").setLevel(logging.ERROR)
     failures = []
     for seed in seeds:
         sc = scenario(seed, schedulers)
-        found = _problems(sc, space, duplicate_p, lost_p, transport)
+        found = _problems(sc, space, duplicate_p, lost_p, transport, budgets)
         if found:
             failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
     return failures
@@ -62,14 +63,14 @@ def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float
 
 def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
                lost_p: float = 0.0, transport: dict[str, Any] | None = None,
-               schedulers: tuple[str, ...] = SCHEDULERS) -> None:
+               schedulers: tuple[str, ...] = SCHEDULERS, budgets: bool = False) -> None:
     started = time.perf_counter()
     seeds = range(seeds) if isinstance(seeds, int) else seeds
     workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
     chunks = [seeds[i::workers] for i in range(workers)]
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         sweep = functools.partial(_sweep, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport,
-                                  schedulers=schedulers)
+                                  schedulers=schedulers, budgets=budgets)
         failures = [f for part in pool.map(sweep, chunks) for f in part]
     failures.sort(key=lambda f: int(f.split()[1]))
     elapsed = time.perf_counter() - started
@@ -78,7 +79,7 @@ def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicat
     again = "check(scenario(seed" + (f", {schedulers}" if schedulers != SCHEDULERS else "") + ")" + (
         ", space=LONG_STEPS" if space is not None else "") + (
         f", duplicate_p={duplicate_p}" if duplicate_p else "") + (f", lost_p={lost_p}" if lost_p else "") + (
-        f", transport={named}" if transport else "") + ")"
+        f", transport={named}" if transport else "") + (", **budget(seed)" if budgets else "") + ")"
     assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with " \
         f"tests/_sim_scenarios.{again}):\n" + "\n".join(failures[:20])
 
@@ -176,6 +177,16 @@ def test_seeded_simulations_with_silent_deaths_and_slow_messages_keep_every_inva
     trial processes (``ProbeCheck``), 237 of 4,000 such seeds hung: a trial process that died on another member
     with its exit notice lost was never found."""
     _sweep_all(max(1, SEEDS // 8), transport=SILENT_DEATHS)
+
+
+@pytest.mark.slow
+def test_seeded_simulations_ended_by_a_time_budget_keep_every_invariant() -> None:
+    """Every scenario with ``TuneConfig(time_budget_s)`` of 1-15 simulated seconds, a third of them sampling
+    endlessly (``num_samples=-1``) until it ends them (an eighth as many seeds). Before, a simulation's budget ran
+    on the wall clock and never ended one. The sweep found a stop that overtook its trial's start dropped (the
+    run went on until it was killed 10 s later: 7 of 1,260 seeds, all with latency faults), so it also checks
+    that no trial is killed."""
+    _sweep_all(max(1, SEEDS // 8), budgets=True)
 
 
 @pytest.mark.slow

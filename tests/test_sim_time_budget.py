@@ -4,17 +4,18 @@ which goes round in circles as Ray Tune's does (recorded: ``tests/data/ray_sched
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from actors import RunConfig, TuneConfig, search
-from actors._driver.config import CheckpointConfig
+from actors._driver.config import CheckpointConfig, FailureConfig
 from actors.schedulers import FIFOScheduler
 from actors.stoppers import CombinedStopper, MaximumIterationStopper, TimeoutStopper
 from actors.testing import Faults, simulate
-from tests._sim_scenarios import SPACE, curve, scenario, scheduler
+from tests._sim_scenarios import SPACE, curve, draw_faults, scenario, scheduler
 
 ORACLE = Path(__file__).parent / "data" / "ray_scheduler_oracle" / "pbt.json"
 
@@ -93,3 +94,22 @@ def test_pbt_exploiting_every_step_goes_round_in_circles_until_its_time_budget_a
     for cycling in h[:2]:  # the same iteration, over and over
         assert Counter(cycling).most_common(1)[0][1] > 30, cycling
     assert all(len(x) <= 4 for x in h[2:]), h  # the clones' sources: paused early, never run again
+
+
+def test_a_stop_that_overtakes_the_start_of_its_run_is_carried_out() -> None:
+    """The budget runs out just after a trial was started; with messages overtaking each other (``latency``
+    faults, as Thespian's TCP transport does), its ``TrialStop`` reaches the trial's actor before its
+    ``RunTrial``. The actor keeps the stop until the run starts (``actors._engine.early``): the run ends
+    at once, nobody is killed, and the experiment ends ~3 s after its budget. Dropped, as before, the run went
+    on until the controller killed its process after ``trial_stop_grace_s`` (10 s): 11.6 s past the budget."""
+    sc = scenario(54)  # (a deciding scheduler that lets trials run ahead; latency faults: up to 2 s)
+    faults, _ = draw_faults(sc.faults, random.Random(sc.seed))
+    with simulate(curve, SPACE,
+                  TuneConfig(metric="loss", mode="min", num_samples=-1, time_budget_s=8.5,
+                             scheduler=scheduler(sc.scheduler, sc.max_iterations, sc.checkpoints)),
+                  RunConfig(failure_config=FailureConfig(max_failures=sc.max_failures)),
+                  max_iterations=sc.max_iterations, seed=sc.seed, faults=faults, checkpoints=sc.checkpoints,
+                  cpus=3) as sim:
+        assert not sim.hung and sim.error is None, (sim.hang_reason, sim.error)
+        killed = [pid for pid, code in sim.world.dead.items() if code == -9]
+        assert not killed and sim.simulated_time_s < 8.5 + 5, (killed, sim.simulated_time_s)

@@ -30,6 +30,7 @@ from thespian.actors import (
 )
 
 from actors._driver.trainable import Trainable
+from actors._engine.early import EarlyOrders
 from actors._engine.outbox import Outbox
 from actors._engine.placement import placed_here
 from actors._process.children import end_children, end_children_at_exit, ends_children
@@ -102,6 +103,7 @@ class TrialActor(ActorTypeDispatcher):
         self.output_timer = False
         self.liveness_timer = False
         self.outbox: Outbox[TrialResults | TrialSaved | TrialEnded] = self._new_outbox()  # until acknowledged
+        self.early: EarlyOrders[TrialStop | TrialSave | TrialHold] = EarlyOrders()  # orders that overtook their run
 
     # ------------------------------------------------------------------ messages
     def receiveMsg_RunTrial(self, msg: RunTrial, sender: Any) -> None:
@@ -127,6 +129,8 @@ class TrialActor(ActorTypeDispatcher):
         self.runner.start()
         self._pump(block=True)
         self._arm_liveness()
+        for order in self.early.started(msg.trial_id, msg.run_id):  # (sent after this message, arrived before)
+            self._order(order)
 
     def _current(self, trial_id: str, run_id: int) -> TrialRunner | None:
         r = self.runner
@@ -146,20 +150,27 @@ class TrialActor(ActorTypeDispatcher):
             self._command(r, Command.PROCEED, (self.batch_sizes.pop(msg.seq, 0), msg.horizon))
 
     def receiveMsg_TrialHold(self, msg: TrialHold, sender: Any) -> None:
-        r = self._current(msg.trial_id, msg.run_id)
-        if r is not None:
-            self._command(r, Command.HOLD)
+        self._order(msg)
 
     def receiveMsg_TrialSave(self, msg: TrialSave, sender: Any) -> None:
-        r = self._current(msg.trial_id, msg.run_id)
-        if r is not None:
-            self._command(r, Command.SAVE, msg.kind)
+        self._order(msg)
 
     def receiveMsg_TrialStop(self, msg: TrialStop, sender: Any) -> None:
+        self._order(msg)
+
+    def _order(self, msg: TrialStop | TrialSave | TrialHold) -> None:
+        """Carry out an order for the run going on; one for a run not started here yet is kept until it starts
+        (``EarlyOrders``), one for an earlier run dropped."""
         r = self._current(msg.trial_id, msg.run_id)
-        if r is not None:
+        if r is None:
+            self.early.keep(msg)
+        elif isinstance(msg, TrialStop):
             r.request_stop(msg.save)
             self._command(r, Command.STOP, int(msg.save))
+        elif isinstance(msg, TrialSave):
+            self._command(r, Command.SAVE, msg.kind)
+        else:
+            self._command(r, Command.HOLD)
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         if msg.payload == LIVENESS_TICK:

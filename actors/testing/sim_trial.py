@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from actors._engine.early import EarlyOrders
 from actors._engine.horizon import ResultWindow
 from actors._engine.outbox import Outbox
 from actors._shell.trial_actor import MAX_BATCH, TrialActor
@@ -110,6 +111,7 @@ class SimTrial:
         # owner records each as sent and calls ``liveness`` every ``liveness_s`` from the first run on
         self.outbox: Outbox[Any] = self._new_outbox()
         self.liveness_armed = False
+        self.early: EarlyOrders[Any] = EarlyOrders()  # orders that overtook their run's RunTrial (as the actor's)
 
 
     @property
@@ -132,6 +134,8 @@ class SimTrial:
             return []  # the real actor ignores what it does not know
         m = self.msg
         if m is None or self.ended or msg.trial_id != m.trial_id or msg.run_id != m.run_id:
+            if not isinstance(msg, TrialProceed):  # (a proceed answers a batch: never before its run)
+                self.early.keep(msg)  # a run not started here yet: carried out when it starts
             return []  # another run's, or after the end
         if isinstance(msg, TrialProceed):
             self.outbox.acknowledged(msg.seq)  # (released in order: all before it too)
@@ -213,6 +217,8 @@ class SimTrial:
                         "hostname": self.hostname, "node_ip": self.node_ip}
         out: list[Any] = [TrialProcess(msg.trial_id, msg.run_id, self.pid, self.started)]
         self._start_step(now)
+        for order in self.early.started(msg.trial_id, msg.run_id):  # (sent after this message, arrived before)
+            out += self.receive(order, now)
         return out
 
     # ------------------------------------------------------------------ the worker
