@@ -172,14 +172,20 @@ def budget(seed: int) -> dict[str, Any]:
     return {"budget_s": random.Random(seed * 13 + 7).uniform(1.0, 15.0), "endless": seed % 3 == 0}
 
 
+def concurrency(seed: int) -> dict[str, Any]:
+    """``run``'s and ``check``'s arguments for the concurrency sweep: ``max_concurrent_trials`` of 1 or 2 (which
+    also caps the generator's live trials, as Ray's does)."""
+    return {"max_concurrent": random.Random(seed * 101 + 3).choice([1, 2])}
+
+
 def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
         lost_p: float = 0.0, transport: dict[str, Any] | None = None, budget_s: float | None = None,
-        endless: bool = False, **extra: Any) -> Any:
+        endless: bool = False, max_concurrent: int | None = None, **extra: Any) -> Any:
     """Simulate the scenario (``faults``: instead of the ones its kind draws; ``space``: instead of
     ``SPACE``; ``duplicate_p``, ``lost_p``: besides them, copies of the trials' numbered messages, and
     such messages lost on their first send: ``Faults.duplicate_p``, ``Faults.lost_p``; ``transport``:
     any other ``Faults`` fields to set besides, e.g. ``TRANSPORT``; ``budget_s``: a ``time_budget_s``;
-    ``endless``: ``num_samples=-1``)."""
+    ``endless``: ``num_samples=-1``; ``max_concurrent``: ``max_concurrent_trials``)."""
     drawn, more = draw_faults(sc.faults, random.Random(sc.seed))
     f = faults or drawn
     if duplicate_p or lost_p:
@@ -189,7 +195,7 @@ def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None
     more = {"cpus": 3, **more, **extra}
     return simulate(curve, space or SPACE,
                     TuneConfig(metric="loss", mode="min", num_samples=-1 if endless else sc.num_samples,
-                               time_budget_s=budget_s,
+                               time_budget_s=budget_s, max_concurrent_trials=max_concurrent,
                                scheduler=scheduler(sc.scheduler, sc.max_iterations, sc.checkpoints)),
                     RunConfig(checkpoint_config=CheckpointConfig(checkpoint_frequency=sc.checkpoint_frequency,
                                                                  checkpoint_at_end=sc.checkpoint_at_end),

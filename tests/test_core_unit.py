@@ -639,3 +639,33 @@ def test_no_final_save_when_the_scheduler_answered_nothing_since_its_last() -> N
     h.core.io.due = False
     out = h.handle(_result(tid, 1, 1)) + h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED))
     assert isinstance(out[-1], Finish) and not h.open_calls()
+
+
+def test_a_state_written_at_a_trials_end_holds_the_searchers_state_after_it_heard_of_that_end() -> None:
+    """A trial's end writes a state soon (``state_due``); the searcher must hear ``on_trial_complete`` first, as
+    Ray's does before its next experiment checkpoint. Written before, the state held the trial TERMINATED beside a
+    generator that still counted it running: with ``max_concurrent_trials=1``, an abort before the next state
+    restored into a search that suggested nothing ("the search algorithm suggested no configuration while no
+    trial was running"; seen in a seeded simulation)."""
+    from actors.search import BasicVariantGenerator
+
+    spec = make_spec(num_samples=2, max_concurrent=1, searcher=BasicVariantGenerator(max_concurrent=1))
+    h = Harness(spec)
+    live_at_snapshot: list[list[str]] = []
+    h.handle(Start(), at=0.0)
+    snapshot = h.store.snapshot_table
+
+    def recording(table: object, searcher: object, progress: object, tag: int | None = None) -> None:
+        live_at_snapshot.append(sorted(searcher.save()["live"]))  # type: ignore[attr-defined]
+        snapshot(table, searcher, progress, tag)
+
+    h.store.snapshot_table = recording
+    h.ready(FIFO_HOOKS)
+    h.answer_all()
+    [tid] = list(h.core.table.trials)  # (the generator gives one trial at a time)
+    h.handle(TrialProcess(tid, 1, 4242))
+    h.handle(_result(tid, 1, 1))
+    h.store.due = True
+    h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED))
+    assert h.core.table.get(tid).status is TrialStatus.TERMINATED
+    assert live_at_snapshot and live_at_snapshot[0] == [], live_at_snapshot

@@ -12,13 +12,25 @@ import multiprocessing
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from actors.testing import Faults
 from actors.testing.invariants import violations
-from tests._sim_scenarios import FAULTS, LONG_STEPS, SCHEDULERS, TRANSPORT, Scenario, budget, check, run, scenario
+from tests._sim_scenarios import (
+    FAULTS,
+    LONG_STEPS,
+    SCHEDULERS,
+    TRANSPORT,
+    Scenario,
+    budget,
+    check,
+    concurrency,
+    run,
+    scenario,
+)
 
 SEEDS = int(os.environ.get("AUDITION_SIM_SEEDS", "2000"))
 # Known engine issues the sweep tolerates, as (scheduler, fault kind, problem text); each has a strict
@@ -38,10 +50,12 @@ def _quiet() -> object:
 
 
 def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
-              lost_p: float = 0.0, transport: dict[str, Any] | None = None, budgets: bool = False) -> list[str]:
+              lost_p: float = 0.0, transport: dict[str, Any] | None = None,
+              draw: Callable[[int], dict[str, Any]] | None = None) -> list[str]:
+    """``draw``: more of ``check``'s arguments, from the seed (``budget``, ``concurrency``)."""
     try:
         found = check(sc, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport,
-                      **(budget(sc.seed) if budgets else {}))
+                      **(draw(sc.seed) if draw is not None else {}))
     except Exception as exc:  # the simulator or a check itself crashed: as much a failure
         return [f"raised {exc!r}"]
     return [p for p in found if not any(sc.scheduler == s and sc.faults == f and k in p for s, f, k in KNOWN)]
@@ -49,13 +63,14 @@ def _problems(sc: Scenario, space: dict[str, Any] | None = None, duplicate_p: fl
 
 def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
            lost_p: float = 0.0, transport: dict[str, Any] | None = None,
-           schedulers: tuple[str, ...] = SCHEDULERS, budgets: bool = False) -> list[str]:
+           schedulers: tuple[str, ...] = SCHEDULERS, draw: Callable[[int], dict[str, Any]] | None = None
+           ) -> list[str]:
     """The failures among these seeds, each with its seed and scenario (runs in a worker process)."""
     logging.getLogger("audition").setLevel(logging.ERROR)
     failures = []
     for seed in seeds:
         sc = scenario(seed, schedulers)
-        found = _problems(sc, space, duplicate_p, lost_p, transport, budgets)
+        found = _problems(sc, space, duplicate_p, lost_p, transport, draw)
         if found:
             failures.append(f"seed {seed} {sc}:\n    " + "\n    ".join(found[:5]))
     return failures
@@ -63,14 +78,15 @@ def _sweep(seeds: range, space: dict[str, Any] | None = None, duplicate_p: float
 
 def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicate_p: float = 0.0,
                lost_p: float = 0.0, transport: dict[str, Any] | None = None,
-               schedulers: tuple[str, ...] = SCHEDULERS, budgets: bool = False) -> None:
+               schedulers: tuple[str, ...] = SCHEDULERS, draw: Callable[[int], dict[str, Any]] | None = None
+               ) -> None:
     started = time.perf_counter()
     seeds = range(seeds) if isinstance(seeds, int) else seeds
     workers = max(1, min(2, os.cpu_count() or 1))  # simulations are CPU-bound and independent: use the cores
     chunks = [seeds[i::workers] for i in range(workers)]
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         sweep = functools.partial(_sweep, space=space, duplicate_p=duplicate_p, lost_p=lost_p, transport=transport,
-                                  schedulers=schedulers, budgets=budgets)
+                                  schedulers=schedulers, draw=draw)
         failures = [f for part in pool.map(sweep, chunks) for f in part]
     failures.sort(key=lambda f: int(f.split()[1]))
     elapsed = time.perf_counter() - started
@@ -79,7 +95,7 @@ def _sweep_all(seeds: int | range, space: dict[str, Any] | None = None, duplicat
     again = "check(scenario(seed" + (f", {schedulers}" if schedulers != SCHEDULERS else "") + ")" + (
         ", space=LONG_STEPS" if space is not None else "") + (
         f", duplicate_p={duplicate_p}" if duplicate_p else "") + (f", lost_p={lost_p}" if lost_p else "") + (
-        f", transport={named}" if transport else "") + (", **budget(seed)" if budgets else "") + ")"
+        f", transport={named}" if transport else "") + (f", **{draw.__name__}(seed)" if draw else "") + ")"
     assert not failures, f"{len(failures)} of {len(seeds)} seeds broke an invariant (reproduce with " \
         f"tests/_sim_scenarios.{again}):\n" + "\n".join(failures[:20])
 
@@ -186,7 +202,15 @@ def test_seeded_simulations_ended_by_a_time_budget_keep_every_invariant() -> Non
     on the wall clock and never ended one. The sweep found a stop that overtook its trial's start dropped (the
     run went on until it was killed 10 s later: 7 of 1,260 seeds, all with latency faults), so it also checks
     that no trial is killed."""
-    _sweep_all(max(1, SEEDS // 8), budgets=True)
+    _sweep_all(max(1, SEEDS // 8), draw=budget)
+
+
+@pytest.mark.slow
+def test_seeded_simulations_with_a_concurrency_limit_keep_every_invariant() -> None:
+    """Every scenario with ``max_concurrent_trials`` of 1 or 2, with every transport fault at once (an eighth as many
+    seeds). It found a state written at a trial's end before the searcher heard of that end: restored after an
+    abort, the generator still counted the trial running and suggested nothing more (2 of 400 seeds)."""
+    _sweep_all(max(1, SEEDS // 8), transport=TRANSPORT, draw=concurrency)
 
 
 @pytest.mark.slow
@@ -245,6 +269,16 @@ def test_an_abort_that_never_gets_the_schedulers_state_keeps_the_state_stored_be
 ])
 def test_seeds_that_found_engine_bugs_keep_every_invariant(seed: int, transport: dict[str, Any], what: str) -> None:
     assert check(scenario(seed), transport=transport) == [], what
+
+
+@pytest.mark.parametrize("seed", [400, 790])
+def test_a_restore_after_a_state_written_at_a_trials_end_goes_on_with_a_concurrency_limit(seed: int) -> None:
+    """The concurrency sweep's finds (``max_concurrent_trials`` 1 or 2, every transport fault): the run aborted
+    (a scheduler or storage fault) after a trial's end had written the last state it stored, which held the trial
+    TERMINATED beside a generator that had not heard of its end; the restored generator counted it running and
+    suggested nothing, and the restored run aborted. The searcher now hears of an end before the state is
+    written (``TrialRuns.ended``)."""
+    assert check(scenario(seed), transport=TRANSPORT, **concurrency(seed)) == []
 
 
 def test_a_restored_hyperband_run_whose_paused_trial_waits_for_a_slow_one_ends() -> None:

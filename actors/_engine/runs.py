@@ -168,14 +168,17 @@ class TrialRuns:
             # a clone source's end: the clones waiting for its save take its checkpoint
             self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)
         self.ops.run(effects)
-        if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
-            self.ops.io.dirty = True
-            if self.ops.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.ops.io.state_due():
-                self.ops.save_state()
+        # the searcher hears of the end before a state is written: a state holding the trial finished beside
+        # a searcher that still counts it running restored into a search that suggested nothing more (seen:
+        # max_concurrent_trials, the trial's end written and the run aborted before the next state)
         if rec.status.is_finished and self.spec.searcher is not None and self.halts.told(trial_id) and not \
                 self.ops.searcher("on_trial_complete", trial_id, dict(rec.last_result),
                                   rec.status is TrialStatus.ERROR):
             return
+        if effects:  # paused, finished, failed or retried: write it down soon, not only every state_interval_s
+            self.ops.io.dirty = True
+            if self.ops.phase in (ExperimentPhase.RUNNING, ExperimentPhase.DRAINING) and self.ops.io.state_due():
+                self.ops.save_state()
         if rec.status is TrialStatus.ERROR and self.spec.fail_fast:
             if self.spec.fail_fast_raise:  # fail_fast="raise": fit() raises this error
                 self.ops.abort(f"trial {trial_id} failed and fail_fast is set: {error}")
