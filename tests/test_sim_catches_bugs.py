@@ -6,7 +6,8 @@ every invariant on the same seeds.
 are accepted; (C) a scheduler hook's return value is merged before the pause_trial() it recorded
 (the Ray Tune hang: pause_trial() + CONTINUE must pause at that result); (D) a trial actor that never
 sends a lost message again; (E) a core that asks the scheduler to choose again at once after it declined
-(a busy loop between the controller and the scheduler actor in a real run).
+(a busy loop between the controller and the scheduler actor in a real run); (F) a trial actor that drops an
+order which overtook the start of its run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 from actors import RunConfig, TuneConfig, search
 from actors._driver.config import CheckpointConfig, FailureConfig
+from actors._engine.early import EarlyOrders
 from actors._engine.marks import MarkKind
 from actors._engine.pool import ActorPool
 from actors._engine.scheduling import Scheduling
@@ -28,7 +30,7 @@ from actors.messages import HookKind, SchedulerReply
 from actors.schedulers import Decision, FIFOScheduler
 from actors.testing import Faults, simulate
 from actors.testing.invariants import violations
-from tests._sim_scenarios import Scenario, run, scenario
+from tests._sim_scenarios import Scenario, budget, check, run, scenario
 
 K = 40  # seeds tried per broken engine
 
@@ -237,3 +239,29 @@ def test_a_core_that_asks_again_at_once_after_a_declined_choice_is_caught(monkey
     caught = _declined_choices_asked_again(range(10))
     print(f"asked again at once: caught in {len(caught)}/10 seeds")
     assert len(caught) >= 3, caught
+
+
+# ---------------------------------------------------------------- (F) an order that overtook its run dropped
+
+
+def _killed_after_budgets(seeds: range) -> list[int]:
+    """Seeds whose run ended by a time budget (sampling endlessly, messages overtaking each other by up to 2 s)
+    had to kill a trial that ignored its stop (``check`` reports it)."""
+    out = []
+    for seed in seeds:
+        found = check(scenario(seed, kinds=("latency",)), **{**budget(seed), "endless": True})
+        if any("killed" in p for p in found):
+            out.append(seed)
+    return out
+
+
+@pytest.mark.slow
+def test_a_trial_actor_that_drops_an_order_which_overtook_its_run_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(F): a budget that runs out right after a start sends the new run a stop that may overtake its ``RunTrial``.
+    The real actor keeps it until the run starts (``actors._engine.early``); broken so that it drops it, as it did
+    before 2026-12-07, the run goes on until the controller kills it 10 s later, and the check names the kill."""
+    assert _killed_after_budgets(range(40)) == []
+    monkeypatch.setattr(EarlyOrders, "keep", lambda self, order: False)
+    caught = _killed_after_budgets(range(40))
+    print(f"early orders dropped: caught in {len(caught)}/40 seeds")
+    assert len(caught) >= 2, caught
