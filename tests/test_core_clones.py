@@ -41,9 +41,9 @@ def test_the_clone_takes_the_checkpoint_its_source_s_save_commits() -> None:
     waits = CloneWaits(table)
     table.request(_clone("clone", "src"))  # as the core does: the table takes the CLONE, then the wait
     waits.note(_clone("clone", "src"))
-    assert not waits.landed("other", None), "another trial's save frees nobody"
+    assert not waits.landed("other", None)[0], "another trial's save frees nobody"
     ckpt = CheckpointRef("mem://src/checkpoint_000003", 3, 3)
-    assert waits.landed("src", ckpt) and "clone" not in waits and waits.blocked() == 0
+    assert waits.landed("src", ckpt)[0] and "clone" not in waits and waits.blocked() == 0
     assert table.get("clone").status is TrialStatus.PENDING and table.get("clone").checkpoint == ckpt
 
 
@@ -83,7 +83,7 @@ def test_a_run_failing_while_its_exploit_is_pending_ends_as_the_exploit_s_pause(
     assert [(m.kind, m.source) for m in rec.marks] == [(MarkKind.EXPLOIT, "src")]
     assert (rec.num_failures, rec.error) == (0, None)
     saved = CheckpointRef("mem://src/checkpoint_000001", 1, 7)
-    assert waits.landed("src", saved) and rec.checkpoint == saved
+    assert waits.landed("src", saved)[0] and rec.checkpoint == saved
     table.start("clone")
     assert rec.cloned and rec.iteration == 7 and rec.config == {"lr": 4}
 
@@ -97,7 +97,74 @@ def test_a_clone_decided_on_a_done_result_is_dropped_when_the_run_fails() -> Non
     rec = table.get("clone")
     assert rec.status is TrialStatus.PENDING and rec.num_failures == 1 and rec.config == {"lr": 1}
     assert [m.kind for m in rec.marks] == [MarkKind.FAIL]
-    assert waits.landed("src", CheckpointRef("mem://src/checkpoint_000001", 1, 7))
+    assert waits.landed("src", CheckpointRef("mem://src/checkpoint_000001", 1, 7))[0]
     assert rec.checkpoint is not None and rec.checkpoint.path == "mem://clone/checkpoint_000001"
     table.start("clone")
     assert not rec.cloned and rec.iteration == 6
+
+
+def _waiting_clone() -> tuple[TrialTable, CloneWaits]:
+    """``clone`` exploiting ``src`` whose save is in flight, taken as the core takes it since 2026-12-07: the
+    table is told the clone waits, so it is applied when the save lands, not when the pause ends."""
+    table = TrialTable(max_failures=3)
+    table.add("src", {"lr": 5})
+    table.add("clone", {"lr": 1})
+    table.start("src")
+    table.start("clone")
+    own = CheckpointRef("mem://clone/checkpoint_000001", 1, 6)
+    assert table.results("clone", 1, 1, ({"training_iteration": 6},), own)
+    table.get("src").saves_inflight = 1
+    waits = CloneWaits(table)
+    clone = SchedulerAction(ActionKind.CLONE, "clone", source_id="src", new_config={"lr": 4}, info={"k": 1},
+                            wait_for_source=True)
+    table.request(clone, None, waiting=waits.would_wait(clone))
+    waits.note(clone)
+    table.decided("clone", 1, 1, Decision.CONTINUE)
+    table.ended("clone", 1, EndReason.STOPPED)  # the exploit's pause lands before the source's save
+    rec = table.get("clone")
+    assert rec.status is TrialStatus.PENDING and "clone" in waits and waits.blocked() == 1
+    assert rec.config == {"lr": 1} and rec.marks == [], "not applied while it waits"
+    return table, waits
+
+
+def test_a_waiting_clone_is_applied_when_its_sources_save_lands() -> None:
+    table, waits = _waiting_clone()
+    saved = CheckpointRef("mem://src/checkpoint_000002", 2, 9)
+    waited, effects = waits.landed("src", saved)
+    rec = table.get("clone")
+    assert waited and [e.kind.name for e in effects] == ["CLONED"]
+    assert (rec.config, rec.checkpoint, [m.kind for m in rec.marks]) == ({"lr": 4}, saved, [MarkKind.EXPLOIT])
+    table.start("clone")
+    assert rec.cloned and rec.iteration == 9
+
+
+def test_a_waiting_clone_whose_source_gives_no_checkpoint_is_dropped() -> None:
+    """The source's run ends without the save (it died with it, seen with silent deaths): the exploit is skipped,
+    as Ray's PBT skips one whose source has no checkpoint. Before, the clone was applied with no checkpoint of its
+    source: the trial went on from its own checkpoint with the source's perturbed config."""
+    table, waits = _waiting_clone()
+    waited, effects = waits.landed("src", None)
+    rec = table.get("clone")
+    assert waited and effects == [] and rec.clone is None
+    assert (rec.config, rec.checkpoint.path, [m.kind for m in rec.marks]) == (
+        {"lr": 1}, "mem://clone/checkpoint_000001", [MarkKind.PAUSE])
+    table.start("clone")
+    assert not rec.cloned and rec.iteration == 6
+
+
+def test_a_trial_cloned_onto_itself_whose_save_gives_none_goes_on_with_its_config() -> None:
+    """PBT replay changes a trial's config by cloning it onto itself after asking it to save: a save that gives
+    none (a function trainable) does not drop that change."""
+    table = TrialTable()
+    table.add("t", {"lr": 1})
+    table.start("t")
+    table.get("t").saves_inflight = 1
+    waits = CloneWaits(table)
+    clone = SchedulerAction(ActionKind.CLONE, "t", source_id="t", new_config={"lr": 2}, wait_for_source=True)
+    table.request(clone, None, waiting=waits.would_wait(clone))
+    waits.note(clone)
+    table.decided("t", 1, 1, Decision.CONTINUE)
+    table.get("t").saves_inflight = 0
+    waits.landed("t", None)
+    table.ended("t", 1, EndReason.STOPPED)
+    assert table.get("t").config == {"lr": 2}

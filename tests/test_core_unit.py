@@ -203,10 +203,30 @@ def _exploited(h: Harness) -> tuple[str, int]:
     """Trial a's result gets a CLONE of trial b (a PBT exploit): its run is paused for it."""
     handles = _running(h, ALL_HOOKS)
     a, b = list(handles)
+    h.core.table.get(b).checkpoint = CheckpointRef("ckpt/b/0", 0, 1)  # (a source without one is not cloned)
     h.handle(_result(a, 1, 1))
     [call] = h.open_calls(HookKind.RESULT)
     h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.CLONE, a, source_id=b, new_config={"lr": 2}),))
     return a, handles[a]
+
+
+def test_a_clone_of_a_source_with_no_checkpoint_to_give_is_skipped() -> None:
+    """PBT (in ``wait_for_checkpoint`` mode, for a class trainable) clones a top trial whose exploit save died with
+    its run: it has no checkpoint and none is on its way. The exploit is skipped, as Ray's PBT skips one whose
+    source has no checkpoint: the trial runs on with its config, no EXPLOIT mark, no policy line (seed 746 of a
+    sweep with ``max_failures=1`` and silent deaths). Before, it restarted from its own checkpoint with the
+    source's perturbed config."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, max_failures=3))
+    handles = _running(h, ALL_HOOKS)
+    a, b = list(handles)
+    h.handle(_result(a, 1, 1))
+    [call] = h.open_calls(HookKind.RESULT)
+    out = h.reply(call.seq, Decision.CONTINUE, (
+        SchedulerAction(ActionKind.LOG_POLICY, a, source_id=b, info={"trial_tag": "0", "source_tag": "1"}),
+        SchedulerAction(ActionKind.CLONE, a, source_id=b, new_config={"lr": 2}, wait_for_source=True)))
+    rec = h.core.table.get(a)
+    assert rec.config != {"lr": 2} and rec.clone is None and rec.marks == [] and h.store.policy == []
+    assert rec.status is TrialStatus.RUNNING and sent(out, TrialProceed) == [TrialProceed(a, 1, 1)]
 
 
 @pytest.mark.parametrize("notice", [True, False], ids=["its-end-notice", "its-process-died"])
@@ -244,6 +264,7 @@ def test_a_clone_abandons_what_an_earlier_run_committed_unseen_though_the_last_e
     h.handle(TrialProcess(a, 2, 4100))
     h.handle(_result(a, 2, 1))
     [call] = h.open_calls(HookKind.RESULT)
+    h.core.table.get(b).checkpoint = CheckpointRef("ckpt/b/0", 0, 1)  # (a source without one is not cloned)
     h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.CLONE, a, source_id=b, new_config={"lr": 2}),))
     h.handle(TrialSaved(a, 2, 2, CheckpointRef("ckpt/a/1", 1, 2), SaveKind.PAUSE))
     h.handle(TrialEnded(a, 2, 3, EndReason.STOPPED))

@@ -6,6 +6,7 @@ interleaving (tests/_sim_scenarios.py), so a failure names a reproducible seed."
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import logging
 import multiprocessing
@@ -279,6 +280,15 @@ def test_a_restore_after_a_state_written_at_a_trials_end_goes_on_with_a_concurre
     suggested nothing, and the restored run aborted. The searcher now hears of an end before the state is
     written (``TrialRuns.ended``)."""
     assert check(scenario(seed), transport=TRANSPORT, **concurrency(seed)) == []
+
+
+def test_a_pbt_clone_whose_source_lost_its_save_is_skipped() -> None:
+    """Seed 746 with ``max_failures=1`` and silent deaths: a top trial's exploit save died with its run, and PBT
+    (``wait_for_checkpoint=True``) cloned it twice; each clone restarted the trial from its own checkpoint with the
+    source's perturbed config, and after a failed retry its last result (the checkpoint's) fell behind a row of
+    that clone lineage ("last result is iteration 3 but the history ends at 4"). Such an exploit is now skipped,
+    as Ray's (``Scheduling.on_reply``, ``TrialTable.drop_clone``)."""
+    assert check(dataclasses.replace(scenario(746), max_failures=1), transport=SILENT_DEATHS) == []
 
 
 def test_a_restored_hyperband_run_whose_paused_trial_waits_for_a_slow_one_ends() -> None:

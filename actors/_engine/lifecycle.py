@@ -111,7 +111,7 @@ class TrialTable:
         # checkpoint, are appended to its history: Ray 2.60's Trainable.restore after a PBT exploit)
         rec.iteration = rec.checkpoint.iteration if rec.checkpoint else 0
         rec.time_total_s = rec.checkpoint.time_total_s if rec.checkpoint else 0.0
-        rec.cloned = rec.clone is not None
+        rec.cloned = rec.clone is not None and not rec.clone_waiting
         if rec.cloned:
             rec.before_clone = dict(rec.last_result)
         elif int(rec.last_result.get("training_iteration", 0)) > rec.iteration:
@@ -127,7 +127,7 @@ class TrialTable:
                 rec.last_result = dict(rec.before_clone or {})
             else:
                 rec.last_result = dict(ckpt.metrics)
-        rec.clone = None
+        rec.clone, rec.clone_waiting = None, False
         # Ray's last_result as the run starts: the restored checkpoint's result (process_started fills
         # in the keys of a run that restores none)
         rec.run_start = {**rec.checkpoint.metrics, "config": rec.checkpoint.metrics.get("config", dict(
@@ -200,8 +200,11 @@ class TrialTable:
         rec.phase = Phase.STOPPING
         return [Effect(EffectKind.STOP, rec.trial_id)]
 
-    def request(self, action: SchedulerAction, source_checkpoint: CheckpointRef | None = None) -> list[Effect]:
-        """A scheduler (or stopper) asked for something; merge it, act if the trial is not running."""
+    def request(self, action: SchedulerAction, source_checkpoint: CheckpointRef | None = None,
+                waiting: bool = False) -> list[Effect]:
+        """A scheduler (or stopper) asked for something; merge it, act if the trial is not running. A clone
+        ``waiting`` for its source's save in flight is applied when that save lands (``source_saved``), or
+        dropped if it gives none (``drop_clone``)."""
         rec = self.trials.get(action.trial_id)
         if rec is None or rec.status.is_finished:
             return []
@@ -226,10 +229,11 @@ class TrialTable:
         if kind is ActionKind.CLONE:
             rec.clone = action
             rec.clone_checkpoint = source_checkpoint
+            rec.clone_waiting = waiting
             if rec.status is TrialStatus.RUNNING:
                 rec.resume_requested = True
                 return self._merge_running(rec, Decision.PAUSE, False)
-            cloned = self._apply_clone(rec)
+            cloned = [] if waiting else self._apply_clone(rec)
             if rec.status is TrialStatus.PAUSED:
                 self._transition(rec, TrialStatus.PENDING)
             return cloned
@@ -304,10 +308,10 @@ class TrialTable:
         if parked:  # a PAUSE took effect
             resume = rec.resume_requested
             self._transition(rec, TrialStatus.PAUSED)
-            if rec.clone is not None:
-                out += self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
-            else:
+            if rec.clone is None:
                 self._mark(rec, MarkKind.PAUSE)
+            elif not rec.clone_waiting:  # (a waiting clone is applied, or dropped, when its source's save lands)
+                out += self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
             if resume:
                 self._transition(rec, TrialStatus.PENDING)
             return out
@@ -359,17 +363,37 @@ class TrialTable:
         self.changed.add(rec.trial_id)
         return [Effect(EffectKind.CLONED, rec.trial_id)]
 
-    def source_saved(self, trial_id: str, source_id: str, checkpoint: CheckpointRef) -> None:
-        """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it."""
+    def source_saved(self, trial_id: str, source_id: str, checkpoint: CheckpointRef | None) -> list[Effect]:
+        """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it (None: a
+        trial cloned onto itself, PBT replay's config change, whose own save gave none, goes on without one)."""
         rec = self.trials.get(trial_id)
         # the clone is kept until the trial's next start (which waits for this save): none, it was dropped
         if rec is None or rec.clone is None or rec.clone.source_id != source_id:
-            return
+            return []
         if rec.status is TrialStatus.RUNNING:  # still pausing: the clone applies it when the pause ends
-            rec.clone_checkpoint = checkpoint
-        elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # the clone was applied already
-            rec.checkpoint = checkpoint
-            self.changed.add(trial_id)
+            rec.clone_checkpoint, rec.clone_waiting = checkpoint, False
+        elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):
+            if rec.clone_waiting:  # paused for it already, not applied yet: applied now
+                rec.clone_checkpoint, rec.clone_waiting = checkpoint, False
+                return self._apply_clone(rec)
+            if checkpoint is not None:  # (applied already)
+                rec.checkpoint = checkpoint
+                self.changed.add(trial_id)
+        return []
+
+    def drop_clone(self, trial_id: str, source_id: str) -> None:
+        """The source of a clone of ``trial_id`` gave no checkpoint (its save in flight died with its run, its
+        run ended without one): the exploit is skipped, as Ray's PBT skips one whose source has no checkpoint.
+        The trial goes on as it was: its config, its tag, its own checkpoint (it paused for the clone)."""
+        rec = self.trials.get(trial_id)
+        if rec is None or rec.clone is None or rec.clone.source_id != source_id:
+            return
+        if rec.status is not TrialStatus.RUNNING and not rec.clone_waiting:
+            return  # applied already (it did not wait): kept, as before
+        rec.clone, rec.clone_checkpoint, rec.clone_waiting = None, None, False
+        if rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # its pause has landed: it was a plain pause
+            self._mark(rec, MarkKind.PAUSE)
+        self.changed.add(trial_id)
 
     def abort_all(self) -> list[Effect]:
         """Stop everything (driver abort): running trials get STOP, the rest end now.

@@ -27,6 +27,7 @@ class TrialRecord:
     resume_requested: bool = False
     clone: SchedulerAction | None = None
     clone_checkpoint: CheckpointRef | None = None
+    clone_waiting: bool = False  # the clone waits for its source's save in flight: applied once it lands
     # a clone of this trial restores the checkpoint its scheduler's last save asked for gave (Ray's PBT
     # last_checkpoint: of a source at its own perturbation), not a later one; exploit_save: on its way
     exploit_checkpoint: CheckpointRef | None = None

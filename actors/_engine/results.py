@@ -244,7 +244,9 @@ class ResultPath:
             elif hooks is SaveHooks.SAVED:
                 self.ops.event(EventType.SAVED, rec)
         self.ops.run(self.table.saved(msg.trial_id, msg.run_id, msg.checkpoint))
-        if self.clone_waits.landed(msg.trial_id, msg.checkpoint):  # its clones take that checkpoint
+        waited, cloned = self.clone_waits.landed(msg.trial_id, msg.checkpoint)  # its clones take that checkpoint
+        self.ops.run(cloned)
+        if waited:
             self.ops.fill()
         held = self.gate.saved(msg.trial_id)
         if held is not None:

@@ -166,7 +166,7 @@ class TrialRuns:
                 self.ops.event(EventType.RECOVER, rec)
         if effects:
             # a clone source's end: the clones waiting for its save take its checkpoint
-            self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)
+            effects += self.clone_waits.landed(trial_id, ckpt if ckpt is not None else rec.checkpoint)[1]
         self.ops.run(effects)
         # the searcher hears of the end before a state is written: a state holding the trial finished beside
         # a searcher that still counts it running restored into a search that suggested nothing more (seen:

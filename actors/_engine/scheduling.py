@@ -25,7 +25,7 @@ from actors._engine.signals import Handle, Wake
 from actors._engine.spec import ExperimentSpec
 from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialStatus
-from actors.messages import ActionKind, EventType, HookKind, SchedulerReply
+from actors.messages import ActionKind, EventType, HookKind, SchedulerAction, SchedulerReply
 
 SCHEDULER: Handle = 1  # the scheduler actor's handle: spawned first
 _KEEP_CHOICE = frozenset({HookKind.CHOOSE, HookKind.SAVE})
@@ -86,10 +86,11 @@ class Scheduling:
             self.orders.declare_horizon(trial_id, msg.horizon)
         # requests made inside the hook merge first, then the hook's own return value settles the
         # slot: so pause_trial() + NOOP pauses (the Ray Tune hang)
+        policy: list[SchedulerAction] = []  # PBT's log_config lines: written for the exploits that take place
+        skipped: set[str] = set()
         for action in msg.actions:
-            if action.kind is ActionKind.LOG_POLICY:  # PBT's log_config: files to write, not a request
-                self.ops.io.log_policy(action.trial_id, action.source_id or "",
-                                       policy_line(action, self.spec.tag_paths))
+            if action.kind is ActionKind.LOG_POLICY:
+                policy.append(action)
                 continue
             if action.kind is ActionKind.SEARCHER:  # made now: before the searcher hears of the result, as Ray
                 if not self.ops.searcher_call(action.method, action.args):
@@ -98,8 +99,17 @@ class Scheduling:
             source = None
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.exploit_source(action.source_id)
-            effects += self.table.request(action, source)
+                if source is None and action.source_id != action.trial_id and not self.clone_waits.would_wait(action):
+                    # its source has no checkpoint to give and none on its way (never saved, or its save in
+                    # flight died with its run): the exploit is skipped, as Ray's PBT skips it
+                    skipped.add(action.trial_id)
+                    continue
+            effects += self.table.request(action, source, waiting=self.clone_waits.would_wait(action))
             self.clone_waits.note(action)
+        for action in policy:
+            if action.trial_id not in skipped:
+                line = policy_line(action, self.spec.tag_paths)
+                self.ops.io.log_policy(action.trial_id, action.source_id or "", line)
         if kind is HookKind.RESULT and trial_id is not None:
             rest = self.results.decided(trial_id, run_id, batch_seq, Decision(msg.decision), effects, msg.notes)
             if rest is None:
