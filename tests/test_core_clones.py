@@ -47,9 +47,8 @@ def test_the_clone_takes_the_checkpoint_its_source_s_save_commits() -> None:
     assert table.get("clone").status is TrialStatus.PENDING and table.get("clone").checkpoint == ckpt
 
 
-def _exploited_while_running(done: bool = False) -> tuple[TrialTable, CloneWaits]:
-    """``clone`` at iteration 6 (its own checkpoint at 6), exploiting ``src`` whose save is in flight: the
-    CLONE is taken as the core takes it (the table, then the wait), so the exploit's pause is pending."""
+def _running_pair(done: bool = False) -> TrialTable:
+    """``src`` and ``clone`` running, ``clone`` at iteration 6 with its own checkpoint there."""
     table = TrialTable(max_failures=3)
     table.add("src", {"lr": 5})
     table.add("clone", {"lr": 1})
@@ -58,6 +57,14 @@ def _exploited_while_running(done: bool = False) -> tuple[TrialTable, CloneWaits
     own = CheckpointRef("mem://clone/checkpoint_000001", 1, 6)
     row = {"training_iteration": 6, **({"done": True} if done else {})}
     assert table.results("clone", 1, 1, (row,), own)
+    return table
+
+
+def _exploited_while_running(done: bool = False) -> tuple[TrialTable, CloneWaits]:
+    """``clone`` at iteration 6 (its own checkpoint at 6), exploiting ``src`` whose save is in flight: the
+    CLONE is taken as the core took it before 2026-12-07 (the table, then the wait, the table not told that
+    the clone waits), so the exploit's pause is pending and the clone is applied when it lands."""
+    table = _running_pair(done)
     table.get("src").saves_inflight = 1
     waits = CloneWaits(table)
     clone = SchedulerAction(ActionKind.CLONE, "clone", source_id="src", new_config={"lr": 4}, info={"k": 1},
@@ -106,13 +113,7 @@ def test_a_clone_decided_on_a_done_result_is_dropped_when_the_run_fails() -> Non
 def _waiting_clone() -> tuple[TrialTable, CloneWaits]:
     """``clone`` exploiting ``src`` whose save is in flight, taken as the core takes it since 2026-12-07: the
     table is told the clone waits, so it is applied when the save lands, not when the pause ends."""
-    table = TrialTable(max_failures=3)
-    table.add("src", {"lr": 5})
-    table.add("clone", {"lr": 1})
-    table.start("src")
-    table.start("clone")
-    own = CheckpointRef("mem://clone/checkpoint_000001", 1, 6)
-    assert table.results("clone", 1, 1, ({"training_iteration": 6},), own)
+    table = _running_pair()
     table.get("src").saves_inflight = 1
     waits = CloneWaits(table)
     clone = SchedulerAction(ActionKind.CLONE, "clone", source_id="src", new_config={"lr": 4}, info={"k": 1},
