@@ -96,15 +96,16 @@ class Scheduling:
                 if not self.ops.searcher_call(action.method, action.args):
                     return
                 continue
-            source = None
+            source, awaits = None, False
             if action.kind is ActionKind.CLONE and action.source_id in self.table.trials:
                 source = self.table.exploit_source(action.source_id)
-                if source is None and action.source_id != action.trial_id and not self.clone_waits.would_wait(action):
+                awaits = self.clone_waits.would_wait(action)
+                if source is None and action.source_id != action.trial_id and not awaits:
                     # its source has no checkpoint to give and none on its way (never saved, or its save in
                     # flight died with its run): the exploit is skipped, as Ray's PBT skips it
                     skipped.add(action.trial_id)
                     continue
-            effects += self.table.request(action, source, waiting=self.clone_waits.would_wait(action))
+            effects += self.table.request(action, source, waiting=awaits)
             self.clone_waits.note(action)
         for action in policy:
             if action.trial_id not in skipped:

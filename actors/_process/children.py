@@ -40,25 +40,30 @@ def ends_children() -> bool:
     return not in_driver_process() and os.environ.get(CHILDREN_ENV, "true").strip().lower() not in ("false", "0")
 
 
-def direct_children(parent: int | None = None) -> list[int]:
-    """The live (not zombie) processes whose parent is ``parent`` (this process), from /proc."""
-    me = os.getpid() if parent is None else parent
-    found = []
+def live_processes() -> list[tuple[int, int, int]]:
+    """``(pid, parent pid, process group)`` of every live (not zombie) process, from /proc ([] without one)."""
     try:
         entries = os.listdir("/proc")
     except OSError:  # no /proc: nothing to tell
         return []
+    found = []
     for entry in entries:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+                state, ppid, pgid = f.read().rsplit(")", 1)[1].split()[:3]
         except (OSError, ValueError):  # gone meanwhile
             continue
-        if int(ppid) == me and state != "Z":
-            found.append(int(entry))
+        if state != "Z":
+            found.append((int(entry), int(ppid), int(pgid)))
     return found
+
+
+def direct_children(parent: int | None = None) -> list[int]:
+    """The live (not zombie) processes whose parent is ``parent`` (this process), from /proc."""
+    me = os.getpid() if parent is None else parent
+    return [pid for pid, ppid, _ in live_processes() if ppid == me]
 
 
 def end_children(grace_s: float = CHILDREN_GRACE_S) -> list[int]:
@@ -191,4 +196,4 @@ def gone_processes(procs: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, 
 
 
 __all__ = ["CHILDREN_ENV", "describe_exit", "direct_children", "end_children", "end_children_at_exit", "ends_children",
-           "exit_status_of", "gone_processes", "pid_alive", "process_exit", "record_child_exits"]
+           "exit_status_of", "gone_processes", "live_processes", "pid_alive", "process_exit", "record_child_exits"]

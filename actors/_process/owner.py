@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from actors._process.children import ends_children, pid_alive
+from actors._process.children import ends_children, live_processes, pid_alive
 from actors._process.hygiene import dump_stacks_on_signal
 
 _owner: dict[str, Any] = {}  # set by watch_owner in the starting process; the forked admin inherits it
@@ -72,29 +72,13 @@ def end_group_leftovers() -> list[int]:
     if not _owner or os.getpgrp() == _owner.get("pgid") or not ends_children():
         return []
     me, group = os.getpid(), os.getpgrp()
-    left = [pid for pid in _group_members(group) if pid != me]
+    left = [pid for pid, _, pgid in live_processes() if pgid == group and pid != me]
     for pid in left:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     return left
-
-
-def _group_members(group: int) -> list[int]:
-    """The live processes of process group ``group``, from /proc."""
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                state, _, pgid = f.read().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):  # gone meanwhile
-            continue
-        if int(pgid) == group and state != "Z":
-            found.append(int(entry))
-    return found
 
 
 def _watch(admin: Any, owner: dict[str, Any], port: int) -> None:
