@@ -212,7 +212,7 @@ def test_the_simulator_decides_a_done_result_without_the_scheduler(direct: bool,
         num_samples=2, max_concurrent_trials=1, search_alg=_SeeingSearcher(log, [2, 4]), scheduler=_SeeingFIFO(log)),
         direct_decisions=direct)
     try:
-        assert sim.error is None and not sim.hung and sim.world.core.direct == ("simulated" if direct else "")
+        assert sim.error is None and not sim.hung and sim.world.core.orders.direct == ("simulated" if direct else "")
         assert _seen(log) == RAY_PER_RESULT_CLASS
     finally:
         sim.discard()

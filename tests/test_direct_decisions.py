@@ -211,7 +211,7 @@ def test_simulated_direct_decisions_are_the_core_path_decisions(seed: int) -> No
         sim = _sim(seed, direct)
         try:
             assert not sim.hung and sim.error is None, sim.hang_reason or sim.error
-            assert sim.world.core.direct == ("simulated" if direct else "")
+            assert sim.world.core.orders.direct == ("simulated" if direct else "")
             check_exact(_histories(sim.results))
             tables.append([(r.config, r.status, [(h["training_iteration"], h["iterations_since_restore"])
                                                  for h in r.metrics_history]) for r in sim.results])
@@ -240,7 +240,7 @@ def test_the_pause_scenario_is_in_the_simulations() -> None:
 def test_direct_decisions_are_off_where_the_core_must_decide(extra: dict[str, Any]) -> None:
     sim = _sim(0, True, run_config=RunConfig(**extra))
     try:
-        assert sim.error is None and sim.world.core.direct == ""
+        assert sim.error is None and sim.world.core.orders.direct == ""
     finally:
         sim.discard()
 

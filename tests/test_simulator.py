@@ -90,9 +90,21 @@ def test_sim_trial_stop_resume_and_death() -> None:
     t.receive(TrialProceed("t1", 2, 1), 3.1)
     assert t.step_done(4.1, Crash.DIE) == [] and t.dead  # died after committing iteration 3, before sending
     ctx = StorageContext(_run().storage_url)
-    manifest = read_manifest(ctx, t.latest.path)
+    manifest = read_manifest(ctx, t.commits.latest.path)
     assert [r["training_iteration"] for r in manifest["metadata"]["results"]] == [3]  # kept for recovery
     assert t.receive(TrialProceed("t1", 2, 2), 4.1) == []
+
+
+def test_sim_trial_keeps_unacknowledged_results_in_a_manifest_as_the_worker_encodes_them() -> None:
+    """The rows a checkpoint keeps for recovery are encoded as a real worker's (``CheckpointCommits``, as
+    ``result.json``): a set metric as its ``str``, as Ray's ``SafeFallbackEncoder`` writes it."""
+    t = SimTrial(lambda config, i: {"loss": 1.0 / i, "tags": {"a"}}, pid=7)
+    t.receive(_run(window=4, checkpoint_frequency=2, storage_url=f"memory://simset-{threading.get_ident()}"), 0.0)
+    t.step_done(1.0)
+    t.step_done(2.0)  # iteration 2 commits a checkpoint holding iterations 1 and 2, neither acknowledged
+    manifest = read_manifest(StorageContext(f"memory://simset-{threading.get_ident()}"), t.commits.latest.path)
+    assert [(r["training_iteration"], r["tags"]) for r in manifest["metadata"]["results"]] == [(1, "{'a'}"),
+                                                                                              (2, "{'a'}")]
 
 
 def test_sim_trial_stopped_with_a_save_mid_step_reports_that_step_then_saves_it() -> None:

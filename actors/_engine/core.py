@@ -19,16 +19,17 @@ from collections.abc import Callable
 from typing import Any
 
 from actors._engine.clones import CloneWaits
+from actors._engine.closing import final_writes, freeze_for_abort
 from actors._engine.cluster import Cluster, RunLost
 from actors._engine.feed import DriverFeed
 from actors._engine.halt import Halts
-from actors._engine.lifecycle import Effect, Phase, TrialRecord, TrialTable
+from actors._engine.lifecycle import Effect, TrialRecord, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
 from actors._engine.orders import TrialOrders
 from actors._engine.pool import ActorPool
 from actors._engine.port import ExperimentPhase
-from actors._engine.quiet import changes_nothing
+from actors._engine.quiet import changes_nothing, ticks_idle
 from actors._engine.restored import RestoreSettling
 from actors._engine.results import ResultPath
 from actors._engine.runs import TrialRuns
@@ -60,7 +61,6 @@ from actors._engine.store import ExperimentStore
 from actors._engine.suggest import TrialSource
 from actors._engine.trial import TrialDescription, TrialStatus
 from actors._engine.upkeep import Upkeep
-from actors._engine.verdicts import stopper_failed
 from actors._engine.watch import Watchdog
 from actors.messages import (
     AbortExperiment,
@@ -145,11 +145,6 @@ class ExperimentCore:
         }
 
     @property
-    def direct(self) -> str:
-        """Where trials ask the scheduler for each decision themselves ("": through the core)."""
-        return self.orders.direct
-
-    @property
     def finished(self) -> bool:
         return self.phase is ExperimentPhase.FINISHED
 
@@ -176,14 +171,10 @@ class ExperimentCore:
         return problem is None
 
     def tick_idle(self) -> bool:
-        """Whether periodic ticks do nothing until another event arrives: nothing due, nothing that
-        depends on the time they run at. (The simulator skips such ticks; a real run ticks anyway.)"""
-        if (self.phase is not ExperimentPhase.RUNNING or self.spec.multi_host or self.spec.progress_reports
-                or self.store is None or not self._state_current() or self.watch.gone or self.feed.events
-                or self.feed.console_out):
-            return False
-        # a trial saving or stopping must halt by its deadline (``Watchdog``), which a tick checks
-        return not any(r.phase in (Phase.SAVING, Phase.STOPPING) for r in self.table.with_status(TrialStatus.RUNNING))
+        """Whether periodic ticks do nothing until another event arrives (the simulator skips them; a
+        real run ticks anyway): ``quiet.ticks_idle``."""
+        return (self.phase is ExperimentPhase.RUNNING and self.store is not None and self._state_current()
+                and ticks_idle(self.spec, self.watch, self.feed, self.table))
 
     def handle(self, event: Any, now: float) -> list[Command]:
         """Take one event; the commands it leads to, in the order they must be carried out."""
@@ -347,15 +338,11 @@ class ExperimentCore:
         if self.store is not None:
             ready = self.phase is not ExperimentPhase.STARTING
             tag = self.call(HookKind.SAVE, None) if ready and scheduler_alive else None
-            try:
-                self.io.freeze(self.table, self.spec.searcher, self.source.progress, tag)
-            except Exception as exc:  # (a searcher's save() raising, storage): no later table may be written,
-                tag = None  # or the trials the abort halts would be saved as ended and never resumed
-                self.keep_written_state = True
-                why = self.explain(exc) or repr(exc)
-                also = "" if why in reason else f"\nand the experiment's state as it stopped could not be saved: {why}"
-                reason = self.error = (f"{reason}{also}\n(the experiment's state saved before this, if any, is kept "
-                                       "for Tuner.restore)")
+            unsaved = freeze_for_abort(self.io, self.table, self.spec.searcher, self.source.progress, tag, reason,
+                                       self.explain)
+            if unsaved is not None:  # the state written last stays the restore point (closing.py)
+                tag, self.keep_written_state = None, True
+                reason = self.error = unsaved
         self.phase = ExperimentPhase.ABORTING
         self.run(self.halts.abort_all(self.table))  # no hook hears of their end, as Ray
         if tag is None:
@@ -385,12 +372,7 @@ class ExperimentCore:
             steps = [self.results.log_unlogged, lambda: self.io.close(final=True)]
             if not self.keep_written_state:
                 steps.insert(1, lambda: self.io.snapshot_table(self.table, self.spec.searcher, self.source.progress))
-            for step in steps:
-                try:
-                    step()
-                except Exception as exc:
-                    error = (error + "\n" if error else "") + \
-                        f"writing the final results failed: {self.explain(exc) or repr(exc)}"
+            error = final_writes(steps, error, self.explain)
             summaries = tuple(self.io.summary(r) for r in self.table.trials.values())
         self._emit(self.feed.flush())
         self._send(DRIVER, ExperimentFinished(summaries, error, self.now - self.started_at,
@@ -438,5 +420,4 @@ class ExperimentCore:
     abort, finish, save_state, drain = _abort, _finish, _save_state, _drain
 
 
-__all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase",
-           "stopper_failed"]
+__all__ = ["ABORT_SAVE_TIMEOUT_S", "SCHEDULER", "STOP_ALL_GRACE_S", "ExperimentCore", "ExperimentPhase"]

@@ -1,11 +1,18 @@
 """Whether an event changed anything a saved experiment state holds: the periodic state write is
-skipped while nothing did (``ExperimentCore.unchanged``)."""
+skipped while nothing did (``ExperimentCore.unchanged``); and whether the periodic ticks have anything
+to do until the next event (``ticks_idle``: the simulator skips such ticks)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from actors._engine.effects import Phase
+from actors._engine.feed import DriverFeed
+from actors._engine.lifecycle import TrialTable
 from actors._engine.signals import DRIVER, CheckProcesses, Command, ProcessesChecked, Reply, Send, Wake, WakeAfter
+from actors._engine.spec import ExperimentSpec
+from actors._engine.trial import TrialStatus
+from actors._engine.watch import Watchdog
 from actors.messages import (
     ClusterStatusRequest,
     HookKind,
@@ -42,3 +49,13 @@ def changes_nothing(event: Any, commands: list[Command]) -> bool:
             continue
         return False
     return True
+
+
+def ticks_idle(spec: ExperimentSpec, watch: Watchdog, feed: DriverFeed, table: TrialTable) -> bool:
+    """Of a running experiment whose last state still holds everything: nothing is due at a tick and nothing
+    depends on the time it runs at (no member to watch, no progress report, no trial to reap or whose halt
+    has a deadline, no event or output for the driver)."""
+    if spec.multi_host or spec.progress_reports or watch.gone or feed.events or feed.console_out:
+        return False
+    # a trial saving or stopping must halt by its deadline (``Watchdog``), which a tick checks
+    return not any(r.phase in (Phase.SAVING, Phase.STOPPING) for r in table.with_status(TrialStatus.RUNNING))

@@ -11,12 +11,20 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from actors._engine.scheduler_endpoint import SchedulerEndpoint
 from actors.messages import SchedulerCall, SchedulerFailed, SchedulerReply
-from actors.testing.sim_trial import Commit, Crash
+from actors.testing._sim_commits import Commit
 from storage import StorageContext, StorageError
+
+
+class Crash(Enum):
+    """How a simulated step goes wrong."""
+
+    RAISE = "raise"  # the trainable raises instead of reporting: TrialEnded(FAILED)
+    DIE = "die"  # the process dies right after the step's report (and checkpoint): nothing more is sent
 
 
 @dataclass(frozen=True)
@@ -187,4 +195,4 @@ def faulty_commits(dice: FaultDice, commit: Commit) -> Commit:
     return commit_checkpoint
 
 
-__all__ = ["WRITE_CALLS", "FaultDice", "Faults", "FaultyEndpoint", "FaultyStore", "faulty_commits"]
+__all__ = ["WRITE_CALLS", "Crash", "FaultDice", "Faults", "FaultyEndpoint", "FaultyStore", "faulty_commits"]

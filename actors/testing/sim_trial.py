@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import collections
 import functools
-import json
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from actors._engine.early import EarlyOrders
@@ -47,24 +45,19 @@ from actors.messages import (
     TrialStop,
 )
 from actors.result import SHOULD_CHECKPOINT, TIME_THIS_ITER_S
+from actors.testing._sim_commits import Commit, SimCommits
+from actors.testing.faults import Crash
 from actors.testing.sim_store import commit_empty, use_sim_storage
 from storage import ExperimentLayout, StorageContext, StorageError
 
 Curve = Callable[[dict[str, Any], int], dict[str, Any]]
-Commit = Callable[[StorageContext, str, dict[str, Any]], None]
 DEFAULT_STEP_S = 1.0
+
 
 @functools.lru_cache(maxsize=64)
 def _date(second: int) -> str:
     """A result's ``date`` at simulated time ``second`` (whole seconds: what ``time.gmtime`` keeps)."""
     return time.strftime("%Y-%m-%d_%H-%M-%S", time.gmtime(second))
-
-
-class Crash(Enum):
-    """How a simulated step goes wrong."""
-
-    RAISE = "raise"  # the trainable raises instead of reporting: TrialEnded(FAILED)
-    DIE = "die"  # the process dies right after the step's report (and checkpoint): nothing more is sent
 
 
 class _Stop(Exception):
@@ -112,7 +105,6 @@ class SimTrial:
         self.outbox: Outbox[Any] = self._new_outbox()
         self.liveness_armed = False
         self.early: EarlyOrders[Any] = EarlyOrders()  # orders that overtook their run's RunTrial (as the actor's)
-
 
     @property
     def iteration(self) -> int:
@@ -178,8 +170,10 @@ class SimTrial:
             self._ctx = StorageContext(msg.storage_url, msg.storage_options)
             use_sim_storage(self._ctx)  # the controller's store: listing a trial encodes none of its files
             self._url = (msg.storage_url, msg.storage_options)
-        self.layout = ExperimentLayout(self._ctx, msg.experiment_name)
-        self.layout.set_dirname(msg.trial_id, msg.trial_dirname)
+        layout = ExperimentLayout(self._ctx, msg.experiment_name)
+        layout.set_dirname(msg.trial_id, msg.trial_dirname)
+        self.commits = SimCommits(self._ctx, layout, msg.trial_id, msg.next_checkpoint_index, msg.checkpoint,
+                                  msg.start_iteration, self.commit)
         self.msg = msg
         self.trial_id, self._run_id = msg.trial_id, msg.run_id
         self.ended = False
@@ -197,16 +191,12 @@ class SimTrial:
         self.asking = False  # waiting for the scheduler's direct answer (RunTrial.decide_at)
         self.stop_requested = False
         self.save_at_stop = False  # TrialRunner.request_stop(save): a class trainable reports, then saves
-        self.storage_failure: str | None = None
         self.window = ResultWindow(msg.window, msg.horizon_attr, msg.horizon)
         self.totals = RunningTotals(msg.checkpoint.metrics if msg.checkpoint else None)
         self._iteration = msg.start_iteration
-        self.committed_iteration = msg.start_iteration
         self.time_total = msg.start_time_total_s
         self.time_since_restore = 0.0
         self.last_report_at = self.last_result_at = now
-        self.next_index = msg.next_checkpoint_index
-        self.latest: CheckpointRef | None = msg.checkpoint
         self.last_result: dict[str, Any] | None = None
         self.extra = dict(msg.extra_result)
         self.done = False
@@ -254,9 +244,9 @@ class SimTrial:
             self.failure = ("RuntimeError: simulated trainable failure",
                             "Traceback (most recent call last):\nRuntimeError: simulated trainable failure\n")
         if self.failure is not None:
-            return self._end(EndReason.FAILED, self.latest, *self.failure)
+            return self._end(EndReason.FAILED, self.commits.latest, *self.failure)
         if self.stop_requested and not self.save_at_stop:  # report() unwinds before recording anything
-            return self._end(EndReason.STOPPED, self.latest)
+            return self._end(EndReason.STOPPED, self.commits.latest)
         metrics = self.pending
         result = self._result(metrics, now)
         freq = self.msg.checkpoint_frequency if self.msg else 0
@@ -311,7 +301,7 @@ class SimTrial:
                 self.window.hold()
             elif cmd is Command.SAVE:
                 try:
-                    saved = (self.latest if not self.saves or (arg.reuses and self._saved_here())
+                    saved = (self.commits.latest if not self.saves or (arg.reuses and self._saved_here())
                              else self._commit(self.last_result))
                 except _Stop:
                     return out + self._failed_commit()
@@ -325,7 +315,7 @@ class SimTrial:
                         self._commit(self.last_result)
                     except _Stop:
                         return out + self._failed_commit()
-                return out + self._end(EndReason.STOPPED, self.latest)
+                return out + self._end(EndReason.STOPPED, self.commits.latest)
             block = self.window.full
         self.blocked = False
         if self.done:  # the trainable returned: checkpoint_at_end, then the end
@@ -335,10 +325,9 @@ class SimTrial:
                     ckpt = self._commit(self.last_result)
                 except _Stop:
                     return out + self._failed_commit()
-            return out + self._end(EndReason.COMPLETED, ckpt or self.latest)
+            return out + self._end(EndReason.COMPLETED, ckpt or self.commits.latest)
         self._start_step(now)
         return out + self._pump(now, idle=False)
-
 
     def _result(self, metrics: dict[str, Any], now: float) -> dict[str, Any]:
         """The result as TrialRunner._report builds it, with the same function (``autofill.ray_result``):
@@ -366,34 +355,18 @@ class SimTrial:
         return result
 
     def _saved_here(self) -> bool:
-        """As ``CheckpointCommits.saved_at`` (``actors/_worker/commits.py``): this iteration is committed already."""
-        return self.latest is not None and self.committed_iteration == self._iteration
+        return self.commits.saved_at(self._iteration)
 
     def _commit(self, result: dict[str, Any] | None) -> CheckpointRef:
-        """Commit a checkpoint as CheckpointCommits.commit does; a StorageError fails the run (``_Stop``)."""
-        from actors._worker.commits import checkpoint_meta
-        from storage._io import dumps
-
-        assert self._ctx is not None
-        index = self.next_index
-        self.next_index += 1
-        dest = self.layout.checkpoint_dir(self.trial_id, index)
-        rows = self.window.unconfirmed(self.committed_iteration, self._iteration)
-        meta = checkpoint_meta(self._iteration, self.time_total, result, json.loads(dumps(rows)))
-        metrics: dict[str, Any] = meta["metrics"]
+        """Commit a checkpoint as the worker does; a StorageError fails the run (``_Stop``)."""
         try:
-            self.commit(self._ctx, dest, meta)
+            return self.commits.commit_result(result, self._iteration, self.time_total, self.window)
         except StorageError as exc:
-            self.storage_failure = str(exc)
             raise _Stop() from exc
-        ref = CheckpointRef(dest, index, self._iteration, self.time_total, metrics)
-        self.latest = ref
-        self.committed_iteration = self._iteration
-        return ref
 
     def _failed_commit(self) -> list[Any]:
-        return self._end(EndReason.FAILED, self.latest, f"StorageError: {self.storage_failure}",
-                         f"Traceback (most recent call last):\nstorage.StorageError: {self.storage_failure}\n")
+        return self._end(EndReason.FAILED, self.commits.latest, f"StorageError: {self.commits.storage_failure}",
+                         f"Traceback (most recent call last):\nstorage.StorageError: {self.commits.storage_failure}\n")
 
     # ------------------------------------------------------------------ the actor's pump
     def _pump(self, now: float, idle: bool) -> list[Any]:
@@ -420,9 +393,9 @@ class SimTrial:
 
     def _end(self, reason: EndReason, ckpt: CheckpointRef | None, error: str | None = None,
              tb: str | None = None) -> list[Any]:
-        if self.storage_failure is not None and reason is not EndReason.FAILED:
-            reason, error = EndReason.FAILED, f"StorageError: {self.storage_failure}"
-        failure = self.storage_failure if reason is EndReason.FAILED else None
+        if self.commits.storage_failure is not None and reason is not EndReason.FAILED:
+            reason, error = EndReason.FAILED, f"StorageError: {self.commits.storage_failure}"
+        failure = self.commits.storage_failure if reason is EndReason.FAILED else None
         out = self._flush()
         self.seq += 1
         self.ended = True
