@@ -287,7 +287,7 @@ def test_a_pbt_clone_whose_source_lost_its_save_is_skipped() -> None:
     (``wait_for_checkpoint=True``) cloned it twice; each clone restarted the trial from its own checkpoint with the
     source's perturbed config, and after a failed retry its last result (the checkpoint's) fell behind a row of
     that clone lineage ("last result is iteration 3 but the history ends at 4"). Such an exploit is now skipped,
-    as Ray's (``Scheduling.on_reply``, ``TrialTable.drop_clone``)."""
+    as Ray's (``Scheduling.on_reply``, ``CloneWaits.landed``)."""
     assert check(dataclasses.replace(scenario(746), max_failures=1), transport=SILENT_DEATHS) == []
 
 

@@ -2,12 +2,15 @@
 
 A clone decided while its source's save is in flight must start from the checkpoint that save commits,
 as Ray Tune's PBT waits for it (``_FutureTrainingResult.resolve()``): until the save lands (or the source's
-run ends) the clone is not started, and it is not counted as a trial that could take free room.
+run ends) the clone is not started, and it is not counted as a trial that could take free room. When it
+lands the clone takes it (``TrialTable.apply_clone``), or is dropped if it gave none, as Ray's PBT skips an
+exploit whose source has no checkpoint.
 """
 
 from __future__ import annotations
 
 from actors._engine.lifecycle import Effect, TrialTable
+from actors._engine.marks import MarkKind
 from actors._engine.trial import TrialStatus
 from actors.messages import CheckpointRef, SchedulerAction
 
@@ -41,17 +44,48 @@ class CloneWaits:
 
     def landed(self, source_id: str, ckpt: CheckpointRef | None) -> tuple[bool, list[Effect]]:
         """A save (or the end) of a source: its clones take its checkpoint, or a clone of another trial is dropped
-        if it gave none (``TrialTable.drop_clone``); whether any was waiting, and the effects of the clones
-        applied now."""
+        if it gave none; whether any was waiting, and the effects of the clones applied now."""
         waiting = [t for t, s in self.waits.items() if s == source_id]
         effects: list[Effect] = []
         for target in waiting:
             del self.waits[target]
             if ckpt is not None or target == source_id:  # (onto itself: PBT replay's config change goes on)
-                effects += self.table.source_saved(target, source_id, ckpt)
+                effects += self._take(target, source_id, ckpt)
             else:
-                self.table.drop_clone(target, source_id)
+                self._drop(target, source_id)
         return bool(waiting), effects
+
+    def _take(self, trial_id: str, source_id: str, checkpoint: CheckpointRef | None) -> list[Effect]:
+        """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it (None: a
+        trial cloned onto itself, PBT replay's config change, whose own save gave none, goes on without one)."""
+        rec = self.table.trials.get(trial_id)
+        # the clone is kept until the trial's next start (which waits for this save): none, it was dropped
+        if rec is None or rec.clone is None or rec.clone.source_id != source_id:
+            return []
+        if rec.status is TrialStatus.RUNNING:  # still pausing: the clone applies it when the pause ends
+            rec.clone_checkpoint, rec.clone_waiting = checkpoint, False
+        elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):
+            if rec.clone_waiting:  # paused for it already, not applied yet: applied now
+                rec.clone_checkpoint, rec.clone_waiting = checkpoint, False
+                return self.table.apply_clone(rec)
+            if checkpoint is not None:  # (applied already)
+                rec.checkpoint = checkpoint
+                self.table.changed.add(trial_id)
+        return []
+
+    def _drop(self, trial_id: str, source_id: str) -> None:
+        """The source of a clone of ``trial_id`` gave no checkpoint (its save in flight died with its run, its
+        run ended without one): the exploit is skipped, as Ray's PBT skips one whose source has no checkpoint.
+        The trial goes on as it was: its config, its tag, its own checkpoint (it paused for the clone)."""
+        rec = self.table.trials.get(trial_id)
+        if rec is None or rec.clone is None or rec.clone.source_id != source_id:
+            return
+        if rec.status is not TrialStatus.RUNNING and not rec.clone_waiting:
+            return  # applied already (it did not wait): kept, as before
+        rec.clone, rec.clone_checkpoint, rec.clone_waiting = None, None, False
+        if rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # its pause has landed: it was a plain pause
+            self.table.mark(rec, MarkKind.PAUSE)
+        self.table.changed.add(trial_id)
 
 
 __all__ = ["CloneWaits"]

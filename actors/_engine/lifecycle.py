@@ -83,7 +83,8 @@ class TrialTable:
         rec.status = status
         self.by_status[status][rec.trial_id] = rec
 
-    def _mark(self, rec: TrialRecord, kind: MarkKind, source: str | None = None) -> None:
+    def mark(self, rec: TrialRecord, kind: MarkKind, source: str | None = None) -> None:
+        """Record a pause, stop, exploit or failure as it took effect (none after an abort)."""
         if not self.aborted:
             add_mark(rec.marks, Mark(kind, rec.iteration, source))
 
@@ -203,8 +204,8 @@ class TrialTable:
     def request(self, action: SchedulerAction, source_checkpoint: CheckpointRef | None = None,
                 waiting: bool = False) -> list[Effect]:
         """A scheduler (or stopper) asked for something; merge it, act if the trial is not running. A clone
-        ``waiting`` for its source's save in flight is applied when that save lands (``source_saved``), or
-        dropped if it gives none (``drop_clone``)."""
+        ``waiting`` for its source's save in flight is applied when that save lands, or
+        dropped if it gives none (``CloneWaits.landed``)."""
         rec = self.trials.get(action.trial_id)
         if rec is None or rec.status.is_finished:
             return []
@@ -233,7 +234,7 @@ class TrialTable:
             if rec.status is TrialStatus.RUNNING:
                 rec.resume_requested = True
                 return self._merge_running(rec, Decision.PAUSE, False)
-            cloned = [] if waiting else self._apply_clone(rec)
+            cloned = [] if waiting else self.apply_clone(rec)
             if rec.status is TrialStatus.PAUSED:
                 self._transition(rec, TrialStatus.PENDING)
             return cloned
@@ -243,7 +244,7 @@ class TrialTable:
         if rec.status is TrialStatus.RUNNING:
             return self._merge_running(rec, decision, action.should_checkpoint)
         if decision is Decision.STOP:
-            self._mark(rec, MarkKind.STOP)
+            self.mark(rec, MarkKind.STOP)
             self._transition(rec, TrialStatus.TERMINATED)
             return [Effect(EffectKind.REMOVE, rec.trial_id)]
         if rec.status is TrialStatus.PENDING:
@@ -300,7 +301,7 @@ class TrialTable:
         parked = (reason is EndReason.STOPPED or exploited) and pending is Decision.PAUSE and not finished
         if reason is EndReason.COMPLETED or (reason is EndReason.STOPPED and not parked):
             if reason is EndReason.STOPPED and pending is Decision.STOP and not finished:
-                self._mark(rec, MarkKind.STOP)
+                self.mark(rec, MarkKind.STOP)
             if ends_done(rec.last_result, reason is EndReason.COMPLETED, rec.stop_row):
                 rec.last_result = {**rec.last_result, "done": True}
             self._transition(rec, TrialStatus.TERMINATED)
@@ -309,9 +310,9 @@ class TrialTable:
             resume = rec.resume_requested
             self._transition(rec, TrialStatus.PAUSED)
             if rec.clone is None:
-                self._mark(rec, MarkKind.PAUSE)
+                self.mark(rec, MarkKind.PAUSE)
             elif not rec.clone_waiting:  # (a waiting clone is applied, or dropped, when its source's save lands)
-                out += self._apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
+                out += self.apply_clone(rec)  # marks EXPLOIT: this pause was the exploit's own
             if resume:
                 self._transition(rec, TrialStatus.PENDING)
             return out
@@ -320,10 +321,10 @@ class TrialTable:
         rec.error, rec.traceback = error, traceback
         if pending is Decision.STOP:  # failed while being stopped: the stop is what ended it
             if not finished:
-                self._mark(rec, MarkKind.STOP)
+                self.mark(rec, MarkKind.STOP)
             self._transition(rec, TrialStatus.TERMINATED)
             return [*out, Effect(EffectKind.COMPLETE, trial_id)]
-        self._mark(rec, MarkKind.FAIL)
+        self.mark(rec, MarkKind.FAIL)
         if self.max_failures < 0 or rec.num_failures <= self.max_failures:
             self._transition(rec, TrialStatus.PENDING)
             return out
@@ -337,7 +338,7 @@ class TrialTable:
         if rec is None or rec.status is not TrialStatus.PENDING:
             return []
         if stopped:
-            self._mark(rec, MarkKind.STOP)
+            self.mark(rec, MarkKind.STOP)
         rec.last_result = {**rec.last_result, "done": True}
         self._transition(rec, TrialStatus.TERMINATED)
         return [Effect(EffectKind.COMPLETE, trial_id)]
@@ -348,7 +349,8 @@ class TrialTable:
         src = self.trials[source_id]
         return src.checkpoint if src.exploit_save or src.exploit_checkpoint is None else src.exploit_checkpoint
 
-    def _apply_clone(self, rec: TrialRecord) -> list[Effect]:
+    def apply_clone(self, rec: TrialRecord) -> list[Effect]:
+        """Give ``rec`` the clone it holds: the source's config, tag and checkpoint (marked EXPLOIT)."""
         action = rec.clone
         if action is None:
             return []
@@ -359,41 +361,9 @@ class TrialTable:
         if rec.clone_checkpoint is not None:  # restored as Ray's: its iteration and time_total_s go on
             rec.checkpoint = rec.clone_checkpoint
         rec.extra_result = {"pbt_exploit": dict(action.info or {})}
-        self._mark(rec, MarkKind.EXPLOIT, action.source_id)
+        self.mark(rec, MarkKind.EXPLOIT, action.source_id)
         self.changed.add(rec.trial_id)
         return [Effect(EffectKind.CLONED, rec.trial_id)]
-
-    def source_saved(self, trial_id: str, source_id: str, checkpoint: CheckpointRef | None) -> list[Effect]:
-        """The save of ``source_id`` a clone of ``trial_id`` waited for has landed: the clone takes it (None: a
-        trial cloned onto itself, PBT replay's config change, whose own save gave none, goes on without one)."""
-        rec = self.trials.get(trial_id)
-        # the clone is kept until the trial's next start (which waits for this save): none, it was dropped
-        if rec is None or rec.clone is None or rec.clone.source_id != source_id:
-            return []
-        if rec.status is TrialStatus.RUNNING:  # still pausing: the clone applies it when the pause ends
-            rec.clone_checkpoint, rec.clone_waiting = checkpoint, False
-        elif rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):
-            if rec.clone_waiting:  # paused for it already, not applied yet: applied now
-                rec.clone_checkpoint, rec.clone_waiting = checkpoint, False
-                return self._apply_clone(rec)
-            if checkpoint is not None:  # (applied already)
-                rec.checkpoint = checkpoint
-                self.changed.add(trial_id)
-        return []
-
-    def drop_clone(self, trial_id: str, source_id: str) -> None:
-        """The source of a clone of ``trial_id`` gave no checkpoint (its save in flight died with its run, its
-        run ended without one): the exploit is skipped, as Ray's PBT skips one whose source has no checkpoint.
-        The trial goes on as it was: its config, its tag, its own checkpoint (it paused for the clone)."""
-        rec = self.trials.get(trial_id)
-        if rec is None or rec.clone is None or rec.clone.source_id != source_id:
-            return
-        if rec.status is not TrialStatus.RUNNING and not rec.clone_waiting:
-            return  # applied already (it did not wait): kept, as before
-        rec.clone, rec.clone_checkpoint, rec.clone_waiting = None, None, False
-        if rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # its pause has landed: it was a plain pause
-            self._mark(rec, MarkKind.PAUSE)
-        self.changed.add(trial_id)
 
     def abort_all(self) -> list[Effect]:
         """Stop everything (driver abort): running trials get STOP, the rest end now.
