@@ -20,7 +20,7 @@ class TrialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.table = TrialTable(max_failures=1)
+        self.table = TrialTable(max_failures=3)  # (retries: runs that start after one that held a save, a pause)
         self.table.add(T, {"x": 1})
         self.seq = 0
         self.unacked: list[int] = []  # batches waiting for a decision (window 1: at most one)
@@ -139,9 +139,14 @@ class TrialMachine(RuleBasedStateMachine):
 
     @invariant()
     def slot_is_clear_outside_running(self) -> None:
-        if self.rec.status is not TrialStatus.RUNNING:
-            assert self.rec.pending is Decision.CONTINUE
-            assert self.rec.phase is Phase.IDLE
+        """Everything a run holds is cleared in the one place a status changes: a save that died with its run is
+        never waited for by the next one, a pause or resume asked of it never taken by the next."""
+        rec = self.rec
+        if rec.status is not TrialStatus.RUNNING:
+            assert rec.pending is Decision.CONTINUE
+            assert rec.phase is Phase.IDLE
+            assert (rec.saves_inflight, rec.inflight, rec.pause_checkpoint) == (0, [], False)
+            assert rec.status is TrialStatus.PAUSED or not rec.resume_requested
 
     @invariant()
     def slot_never_below_what_was_merged(self) -> None:
@@ -280,6 +285,33 @@ def test_failure_retries_then_errors() -> None:
     effects = table.ended(T, rec.run_id, EndReason.FAILED, error="y")
     assert rec.status is TrialStatus.ERROR
     assert EffectKind.ERROR in [e.kind for e in effects]
+
+
+def test_a_retried_run_inherits_no_save_in_flight_from_the_run_that_failed() -> None:
+    """The checkpoint save asked of a run that then failed died with it: the retry's pause saves anew (waiting for
+    the dead save, it would never stop and the pause would be lost)."""
+    table = TrialTable(max_failures=1)
+    table.add(T, {})
+    table.start(T)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.CHECKPOINT, T))] == [EffectKind.SAVE]
+    table.ended(T, 1, EndReason.FAILED, error="boom")
+    table.start(T)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.PAUSE, T))] == [EffectKind.SAVE]
+
+
+def test_a_resume_asked_of_a_run_that_failed_while_pausing_does_not_cancel_the_retrys_pause() -> None:
+    table = TrialTable(max_failures=1)
+    table.add(T, {})
+    rec = _run_to_result(table)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.PAUSE, T))] == [EffectKind.HOLD]
+    table.request(SchedulerAction(ActionKind.RESUME, T))  # (deferred to the pause's end)
+    table.ended(T, rec.run_id, EndReason.FAILED, error="boom")  # the run fails before its pause lands
+    assert rec.status is TrialStatus.PENDING
+    table.start(T)
+    table.request(SchedulerAction(ActionKind.PAUSE, T))
+    table.saved(T, rec.run_id, None)
+    table.ended(T, rec.run_id, EndReason.STOPPED)
+    assert rec.status is TrialStatus.PAUSED  # (the earlier run's resume would have made it PENDING)
 
 
 # ---------------------------------------------------------------------------------- marks

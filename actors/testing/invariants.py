@@ -19,6 +19,9 @@ What is checked, per trial (``violations``):
   retry rewound to its checkpoint); a PBT clone restores its source's checkpoint, so its count goes
   on from that checkpoint's iteration, as in Ray 2.60 (its earlier rows stay): each such lineage is
   contiguous, and the checks below read the last one;
+* each row's ``time_total_s`` is the row before it plus its ``time_this_iter_s`` (0 before iteration 1; not
+  checked for a PBT clone, whose time goes on from its source's), and ``time_since_restore`` likewise within
+  a run: a restarted run counts on from its checkpoint;
 * nothing is lost: its last committed checkpoint's iteration is in the history, and the rows that
   checkpoint's manifest carries (reported but not yet acknowledged when it was committed) are the
   history's rows at those iterations; its last result is the history's last row;
@@ -34,6 +37,7 @@ controller and the scheduler actor busy in a real run (``SimWorld.choices``).
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from actors._engine.marks import MarkKind
@@ -96,6 +100,7 @@ def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list
             out.append(f"row {row['training_iteration']}: iterations_since_restore {n} after {p} (a run's rows "
                        "are not consecutive: rows of two runs mixed)")
             break
+    out += _times(full, starts, cloned)
     if _storage_failed(sim):
         return out  # what storage refused is missing; the restore of the aborted run is what must hold
     # the last lineage, padded so that history[i - 1] is its row at iteration i (or None, before it)
@@ -125,6 +130,33 @@ def _trial(result: Any, summary: Any, rec: Any, aborted: bool, sim: Any) -> list
             out.append(f"TERMINATED at iteration {len(history)} without a done row or a STOP mark (its "
                        "last results were dropped?)")
     return out
+
+
+def _times(full: list[dict[str, Any]], starts: list[int], cloned: bool) -> list[str]:
+    """Each row's ``time_total_s`` is the row before it plus its own ``time_this_iter_s`` (a run counts on from the
+    checkpoint it restored, as Ray's ``Trainable.restore``, from 0 without one), and ``time_since_restore`` restarts
+    with each run. Of a PBT clone only the latter: its time goes on from its source's checkpoint, whose iteration
+    may follow its own last one (no lineage start shows) and whose time is not in its history."""
+    first = set(starts)
+    for i, row in enumerate(full):
+        d, total, since = row.get("time_this_iter_s"), row.get("time_total_s"), row.get("time_since_restore")
+        if not all(isinstance(v, (int, float)) for v in (d, total, since)):
+            continue
+        if cloned:
+            before = None
+        elif i in first:
+            before = 0.0 if row.get("training_iteration") == 1 else None
+        else:
+            before = full[i - 1].get("time_total_s")
+        if isinstance(before, (int, float)) and not math.isclose(total, before + d, abs_tol=1e-6):
+            return [f"row {row.get('training_iteration')}: time_total_s {total} is not {before} (the row before it, or "
+                    f"0 at iteration 1) plus time_this_iter_s {d}: a run did not count on from where it restarted"]
+        n = row.get("iterations_since_restore")
+        before_run = 0.0 if n == 1 else full[i - 1].get("time_since_restore") if i else None
+        if isinstance(before_run, (int, float)) and not math.isclose(since, before_run + d, abs_tol=1e-6):
+            return [f"row {row.get('training_iteration')}: time_since_restore {since} is not {before_run} plus "
+                    f"time_this_iter_s {d}"]
+    return []
 
 
 def _lineages(its: list[int]) -> list[int]:
