@@ -139,9 +139,11 @@ def _times(full: list[dict[str, Any]], starts: list[int], cloned: bool) -> list[
     may follow its own last one (no lineage start shows) and whose time is not in its history."""
     first = set(starts)
     for i, row in enumerate(full):
-        d, total, since = row.get("time_this_iter_s"), row.get("time_total_s"), row.get("time_since_restore")
-        if not all(isinstance(v, (int, float)) for v in (d, total, since)):
+        values = [row.get("time_this_iter_s"), row.get("time_total_s"), row.get("time_since_restore")]
+        numbers = [float(v) for v in values if isinstance(v, (int, float))]
+        if len(numbers) != 3:
             continue
+        d, total, since = numbers
         if cloned:
             before = None
         elif i in first:
