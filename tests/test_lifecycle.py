@@ -484,6 +484,40 @@ def test_a_clone_source_gives_the_checkpoint_its_schedulers_last_save_gave() -> 
     assert table.exploit_source(T).path == "cb"
 
 
+def test_a_sources_checkpoint_asked_while_its_pause_saves_is_that_pauses_save() -> None:
+    """The scheduler's save asked while the source's pause is saving joins that save: its clones take what it
+    commits, not the checkpoint the scheduler's save before gave."""
+    table = TrialTable()
+    table.add(T, {})
+    rec = _run_to_result(table)
+    table.decided(T, rec.run_id, 1, Decision.CONTINUE)
+    table.request(SchedulerAction(ActionKind.CHECKPOINT, T))
+    table.saved(T, rec.run_id, CheckpointRef("s1", 1, 1))
+    assert table.results(T, rec.run_id, 2, ({"training_iteration": 2},), None)
+    assert [e.kind for e in table.request(SchedulerAction(ActionKind.PAUSE, T, True))] == [EffectKind.HOLD]
+    assert [e.kind for e in table.decided(T, rec.run_id, 2, Decision.NOOP)] == [EffectKind.SAVE]
+    assert table.request(SchedulerAction(ActionKind.CHECKPOINT, T)) == []  # joins the pause's save
+    assert [e.kind for e in table.saved(T, rec.run_id, CheckpointRef("p", 2, 2))] == [EffectKind.STOP]
+    assert table.exploit_source(T).path == "p"
+
+
+def test_messages_of_an_earlier_run_change_nothing() -> None:
+    """Results, saves, ends and process notices of a run that was replaced (a retry started) are ignored by the
+    table itself, whatever let them through."""
+    table = TrialTable(max_failures=-1)
+    table.add(T, {})
+    rec = _run_to_result(table)
+    table.ended(T, rec.run_id, EndReason.FAILED, error="x")
+    table.start(T)
+    assert rec.run_id == 2 and rec.status is TrialStatus.RUNNING
+    assert not table.results(T, 1, 5, ({"training_iteration": 5},), CheckpointRef("old", 9, 5))
+    assert table.saved(T, 1, CheckpointRef("old2", 9, 5)) == []
+    assert table.ended(T, 1, EndReason.COMPLETED) == []
+    table.process_started(T, 1, {"pid": 1})
+    assert (rec.status, rec.checkpoint.path, rec.iteration, rec.inflight, rec.started) == (
+        TrialStatus.RUNNING, "c", 1, [], {})
+
+
 def test_a_restart_from_a_pbt_sources_checkpoint_never_takes_the_sources_result_as_the_trials() -> None:
     """A retry (or a restored run) from the checkpoint a PBT clone copied: the rows after it that the restart
     drops are the clone's, and the last result goes back to the trial's own, never the checkpoint's (the
