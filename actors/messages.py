@@ -228,13 +228,16 @@ class SchedulerReady(_Message):
 @dataclass(frozen=True)
 class SchedulerCall(_Message):
     """Controller -> scheduler actor: run one hook.  ``updates`` refresh the actor's
-    mirror of the trial table first, so ``controller.get_trials()`` is current."""
+    mirror of the trial table first, so ``controller.get_trials()`` is current; ``order``, when
+    the table's order changed other than by trials added at its end (a retried trial moved to the
+    end, as Ray's ``_requeue_trial``; a restored table), is every trial id in the table's order."""
 
     seq: int
     kind: HookKind
     trial_id: str | None = None
     results: tuple[dict[str, Any], ...] = ()
     updates: tuple[TrialSnapshot, ...] = ()
+    order: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -539,3 +539,15 @@ def test_a_large_state_write_gives_its_passing_memory_back(monkeypatch: pytest.M
         finally:
             sim.discard()
         assert bool(calls) is trims, (n, len(calls))
+
+
+def test_a_retried_trial_goes_to_the_end_of_the_queue_as_rays() -> None:
+    """Ray 2.60's ``_requeue_trial`` moves a trial whose run failed to the end of the trial list: the trials
+    waiting run before its retry (one at a time here), and results list it last."""
+    sim = simulate(curve, {"lr": search.grid_search([0.1, 0.2, 0.3])},
+                   TuneConfig(scheduler=FIFOScheduler()), RunConfig(failure_config=FailureConfig(max_failures=1)),
+                   max_iterations=3, cpus=1, faults=Faults(fail_at=((0, 2),)))  # (the retry fails there too)
+    assert not sim.hung and [r.config["lr"] for r in sim.results] == [0.2, 0.3, 0.1]
+    last = {r.config["lr"]: r.metrics_history[-1]["timestamp"] for r in sim.results}
+    assert last[0.2] <= last[0.3] <= last[0.1]  # (its retry's first row: after the others ran)
+    assert sim.results[2].error is not None

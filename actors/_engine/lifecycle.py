@@ -44,6 +44,9 @@ class TrialTable:
         self.changed: set[str] = set()
         self.version = 0  # bumped on every status change
         self.aborted = False  # after abort_all nothing is the scheduler's doing: no more marks
+        # the order changed other than by trials added at the end (``requeue``; a restored table, which may hold
+        # requeued trials): the scheduler's mirror takes it with its next call (``take_order``)
+        self.reordered = True
 
     # ------------------------------------------------------------------ queries
     def add(self, trial_id: str, config: dict[str, Any]) -> TrialRecord:
@@ -60,6 +63,15 @@ class TrialTable:
         """Move a trial to the end of the list (Ray requeues a retried trial there)."""
         self.trials[trial_id] = self.trials.pop(trial_id)
         self.changed.add(trial_id)
+        self.reordered = True
+
+    def take_order(self) -> tuple[str, ...]:
+        """Every trial id in the table's order if that changed since last asked (else ()): the scheduler's mirror
+        lists trials as the table does, as Ray's ``get_trials()``, which FIFO's choice follows."""
+        if not self.reordered:
+            return ()
+        self.reordered = False
+        return tuple(self.trials)
 
     def with_status(self, *statuses: TrialStatus) -> list[TrialRecord]:
         if len(statuses) == 1:

@@ -46,10 +46,10 @@ class SchedulerLink:
         return kind in self.hooks
 
     def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...], run_id: int,
-             batch_seq: int, updates: tuple[TrialSnapshot, ...]) -> SchedulerCall:
+             batch_seq: int, updates: tuple[TrialSnapshot, ...], order: tuple[str, ...] = ()) -> SchedulerCall:
         self.seq += 1
         self.calls[self.seq] = PendingCall(kind, trial_id, run_id, batch_seq)
-        return SchedulerCall(self.seq, kind, trial_id, results, updates)
+        return SchedulerCall(self.seq, kind, trial_id, results, updates, order)
 
     def answered(self, msg: SchedulerReply) -> list[tuple[PendingCall, SchedulerReply]]:
         """The replies now in call order (none if an earlier one is still missing)."""

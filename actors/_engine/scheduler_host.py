@@ -167,6 +167,8 @@ class SchedulerHost:
         ctl = self.controller
         for snap in call.updates:
             ctl.trials[snap.trial_id] = self._mirrored(snap, ctl.trials.get(snap.trial_id))
+        if call.order:  # the table's order changed (a retry requeued, a restore): the mirror follows it
+            ctl.trials = {t: ctl.trials[t] for t in (*call.order, *ctl.trials) if t in ctl.trials}
         ctl.actions = []
         decision = Decision.CONTINUE
         chosen: str | None = None

@@ -68,7 +68,8 @@ class Scheduling:
         changed = self.table.changed
         updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
         changed.clear()
-        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates)
+        order = self.table.take_order()  # (a retry moved to the end, a restored table: FIFO picks by list order)
+        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates, order)
         self.ops.send(SCHEDULER, call)
         return call.seq
 
