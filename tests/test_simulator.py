@@ -551,3 +551,17 @@ def test_a_retried_trial_goes_to_the_end_of_the_queue_as_rays() -> None:
     last = {r.config["lr"]: r.metrics_history[-1]["timestamp"] for r in sim.results}
     assert last[0.2] <= last[0.3] <= last[0.1]  # (its retry's first row: after the others ran)
     assert sim.results[2].error is not None
+
+
+def test_a_restored_experiment_runs_a_requeued_trial_after_the_others_as_it_was_listed() -> None:
+    """After ``Tuner.restore`` the scheduler lists the trials as the saved table does (Ray restores its trial list
+    in that order), not by id: the requeued trial still comes after the trials that were waiting."""
+    space = {"lr": search.grid_search([0.1, 0.2, 0.3])}
+    tc, rc = TuneConfig(scheduler=FIFOScheduler()), RunConfig(failure_config=FailureConfig(max_failures=1))
+    first = simulate(curve, space, tc, rc, max_iterations=3, cpus=1,
+                     faults=Faults(fail_at=((0, 2),), abort_at_s=3.5))  # (during 0.2's run, 0.1 requeued)
+    assert first.error is not None and [r.config["lr"] for r in first.results] == [0.2, 0.3, 0.1]
+    again = simulate(curve, space, tc, rc, max_iterations=3, cpus=1, restore=first.experiment_path)
+    assert again.error is None and not again.hung and [r.config["lr"] for r in again.results] == [0.2, 0.3, 0.1]
+    last = {r.config["lr"]: r.metrics_history[-1]["timestamp"] for r in again.results}
+    assert last[0.2] <= last[0.3] <= last[0.1]
