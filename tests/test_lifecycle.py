@@ -501,6 +501,22 @@ def test_a_sources_checkpoint_asked_while_its_pause_saves_is_that_pauses_save() 
     assert table.exploit_source(T).path == "p"
 
 
+def test_a_retry_rewinds_the_last_result_to_where_it_restarts() -> None:
+    """The rows after the checkpoint a retry restarts from are redone and dropped from the history, and so is the
+    last result: the checkpoint's (none: empty), until the new run reports (a run that fails before it does ends
+    with the result its history ends at)."""
+    for ckpt in (CheckpointRef("c1", 1, 1, 1.0, {"training_iteration": 1, "loss": 0.5}), None):
+        table = TrialTable(max_failures=1)
+        table.add(T, {})
+        table.start(T)
+        rec = table.get(T)
+        assert table.results(T, 1, 1, ({"training_iteration": 1, "loss": 0.5},), ckpt)
+        assert table.results(T, 1, 2, ({"training_iteration": 2, "loss": 0.4},), None)
+        table.ended(T, 1, EndReason.FAILED, error="boom")
+        table.start(T)
+        assert rec.last_result == ({"training_iteration": 1, "loss": 0.5} if ckpt else {})
+
+
 def test_messages_of_an_earlier_run_change_nothing() -> None:
     """Results, saves, ends and process notices of a run that was replaced (a retry started) are ignored by the
     table itself, whatever let them through."""
