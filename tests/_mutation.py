@@ -24,6 +24,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -115,6 +116,13 @@ def _checkout_copy(root: str) -> str:
     return dest
 
 
+def _end(child: subprocess.Popen[bytes]) -> None:
+    """Kill a mutant's test run and whatever it started (its own session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("module", help="the module to mutate, relative to the checkout")
@@ -148,27 +156,37 @@ def main() -> None:
                 os.remove(importlib.util.cache_from_source(target))
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             env["PYTHONPATH"] = d
+            child = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *opts,
+                                      *args.tests], cwd=d, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+            running.add(child)
             try:
-                done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *opts,
-                                       *args.tests], cwd=d, env=env, capture_output=True, timeout=600)
-                killed = done.returncode != 0
+                killed = child.wait(timeout=600) != 0
             except subprocess.TimeoutExpired:
                 killed = True  # (a hang is noticed too)
+                _end(child)
+            running.discard(child)
             return site, killed
         finally:
             with open(target, "w") as f:
                 f.write(source)
             copies.put(d)
 
+    running: set[subprocess.Popen[bytes]] = set()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # (the copies and the tests it runs end too)
     started = time.time()
     survived = []
+    pool = ThreadPoolExecutor(len(made))
     try:
-        with ThreadPoolExecutor(len(made)) as pool:
-            for site, killed in pool.map(run, todo):
-                if not killed:
-                    survived.append({"site": list(site), "line": lines[site[1] - 1].strip()})
-                    print(f"survived {site[0]:8s} line {site[1]:4d}: {lines[site[1] - 1].strip()}", flush=True)
+        for site, killed in pool.map(run, todo):
+            if not killed:
+                survived.append({"site": list(site), "line": lines[site[1] - 1].strip()})
+                print(f"survived {site[0]:8s} line {site[1]:4d}: {lines[site[1] - 1].strip()}", flush=True)
     finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # (interrupted: no mutant starts after this)
+        for child in list(running):
+            _end(child)
+        pool.shutdown(wait=True)
         for d in made:
             shutil.rmtree(d, ignore_errors=True)
     print(f"{args.module}: {len(todo)} mutants, {len(survived)} survived ({time.time() - started:.0f} s)")

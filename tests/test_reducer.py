@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors._engine.reducer import Decision, merge, reduce_decisions
+from actors._engine.reducer import Decision, as_decision, merge, reduce_decisions
 
 decisions = st.sampled_from([Decision.CONTINUE, Decision.NOOP, Decision.PAUSE, Decision.STOP])
 
@@ -45,3 +46,14 @@ def test_the_ray_hang_sequence() -> None:
     """pause_trial() during on_trial_result, then the hook returns NOOP: PAUSE must survive."""
     assert reduce_decisions([Decision.PAUSE, Decision.NOOP]) is Decision.PAUSE
     assert reduce_decisions([Decision.STOP, Decision.PAUSE, Decision.NOOP]) is Decision.STOP
+
+
+def test_a_hooks_return_value_is_a_decision_a_ray_name_or_none_and_nothing_else() -> None:
+    """What a plugin's ``on_trial_result`` may return: a Decision, Ray's strings, None (CONTINUE), or the plain ints
+    of the decisions (0, 1, 2); a bool or any other value is a plugin bug, named, never a silent PAUSE."""
+    assert [as_decision(v) for v in (None, Decision.STOP, "PAUSE", "NOOP", 0, 1, 2)] == [
+        Decision.CONTINUE, Decision.STOP, Decision.PAUSE, Decision.CONTINUE, Decision.CONTINUE, Decision.PAUSE,
+        Decision.STOP]
+    for bad in (True, False, 3, -1, "pause", 1.0):
+        with pytest.raises(TypeError, match="on_trial_result must return"):
+            as_decision(bad)
