@@ -198,6 +198,22 @@ def test_a_choice_declined_while_another_event_came_is_asked_again_at_once() -> 
     assert [c.kind for c in sent(out, SchedulerCall)] == [HookKind.CHOOSE]
 
 
+def test_a_choice_declined_about_a_table_that_changed_since_is_asked_again_not_an_abort() -> None:
+    """The run ends when the plugin declines while nothing runs and trials wait, but only if the table is as it
+    was when the question was asked: a plugin answering about a trial that has since ended is asked again."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2))
+    h.handle(Start(), at=0.0)
+    h.ready(FIFO_HOOKS)
+    [choose] = h.open_calls(HookKind.CHOOSE)
+    first = next(iter(h.core.table.trials))
+    h.reply(choose.seq, chosen=first)
+    [again] = h.open_calls(HookKind.CHOOSE)
+    h.handle(TrialEnded(first, 1, 1, EndReason.COMPLETED))  # (while the CHOOSE is out: nothing runs now)
+    out = h.reply(again.seq)  # declined, about the table before that end
+    assert h.phase is R
+    assert [c.kind for c in sent(out, SchedulerCall)] == [HookKind.CHOOSE]
+
+
 # ---------------------------------------------------------------------------------- clones
 def _exploited(h: Harness) -> tuple[str, int]:
     """Trial a's result gets a CLONE of trial b (a PBT exploit): its run is paused for it."""
