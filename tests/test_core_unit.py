@@ -385,6 +385,21 @@ def test_fail_fast_drains_and_kills_the_stragglers_after_the_grace_period() -> N
     assert h.handle(Wake(Tick.PERIODIC)) == []
 
 
+def test_a_trial_that_never_lands_its_pause_save_is_killed_after_the_grace_period() -> None:
+    """A pause with a checkpoint asked of a trial computing in its own code (another trial's hook paused it): its
+    halt deadline starts with the save order, so a trial stuck in C that never reaches its next report() is killed
+    ``trial_stop_grace_s`` later (its deadline armed only at the stop after the save, it was never killed)."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2, actor_processes=True, trial_stop_grace_s=5.0))
+    stuck, other = list(_running(h, ALL_HOOKS, pid0=4001))
+    h.answer_all()
+    h.handle(_result(other, 1, 1), at=10.0)
+    [call] = h.open_calls(HookKind.RESULT)
+    out = h.reply(call.seq, Decision.CONTINUE, (SchedulerAction(ActionKind.PAUSE, stuck, True),), at=10.0)
+    assert [m.trial_id for m in sent(out, TrialSave)] == [stuck]
+    assert not of_type(h.handle(Wake(Tick.PERIODIC), at=14.9), KillProcess), "still within the grace period"
+    assert of_type(h.handle(Wake(Tick.PERIODIC), at=15.0), KillProcess) == [KillProcess(4001)]
+
+
 def test_fail_fast_kills_nothing_without_processes_of_its_own() -> None:
     h = Harness(make_spec(num_samples=2, max_concurrent=2, fail_fast=True, actor_processes=False))
     bad, slow = list(_running(h))
