@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from actors._driver.checkpoint import Checkpoint
@@ -64,21 +65,30 @@ class CheckpointCommits:
 
     def commit(self, checkpoint: Checkpoint, result: dict[str, Any] | None, iteration: int, time_total: float,
                window: ResultWindow) -> CheckpointRef:
-        from storage import StorageError, commit_checkpoint
+        from storage import commit_checkpoint
+
+        with checkpoint.as_directory() as local:
+            ref = self.commit_with(lambda dest, meta: commit_checkpoint(self.ctx, dest, local, meta), result,
+                                   iteration, time_total, window)
+        checkpoint._release()
+        return ref
+
+    def commit_with(self, put: Callable[[str, dict[str, Any]], object], result: dict[str, Any] | None, iteration: int,
+                    time_total: float, window: ResultWindow) -> CheckpointRef:
+        """Take the next index, and ``put(dest, manifest metadata)`` the checkpoint there (a storage error is kept
+        and raised); it becomes the run's latest. (The simulator's runs put theirs without files.)"""
+        from storage import StorageError
 
         index = self.next_index
         self.next_index += 1
         dest = self.layout.checkpoint_dir(self.trial_id, index)
         meta = checkpoint_meta(iteration, time_total, result, self._unconfirmed(window, iteration))
-        metrics: dict[str, Any] = meta["metrics"]
-        with checkpoint.as_directory() as local:
-            try:
-                commit_checkpoint(self.ctx, dest, local, meta)
-            except StorageError as exc:
-                self.storage_failure = str(exc)
-                raise
-        checkpoint._release()
-        ref = CheckpointRef(dest, index, iteration, time_total, metrics)
+        try:
+            put(dest, meta)
+        except StorageError as exc:
+            self.storage_failure = str(exc)
+            raise
+        ref = CheckpointRef(dest, index, iteration, time_total, meta["metrics"])
         self.latest = ref
         self.committed_iteration = iteration
         return ref

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from actors._engine.horizon import ResultWindow
-from actors._worker.commits import CheckpointCommits, checkpoint_meta
+from actors._worker.commits import CheckpointCommits
 from actors.messages import CheckpointRef
-from storage import ExperimentLayout, StorageContext, StorageError
+from storage import ExperimentLayout, StorageContext
 
 Commit = Callable[[StorageContext, str, dict[str, Any]], None]
 
@@ -26,21 +26,9 @@ class SimCommits(CheckpointCommits):
 
     def commit_result(self, result: dict[str, Any] | None, iteration: int, time_total: float,
                       window: ResultWindow) -> CheckpointRef:
-        """Commit the state at ``iteration`` as ``CheckpointCommits.commit`` does; a ``StorageError`` is kept
-        (``storage_failure``: the run fails even if it goes on) and raised."""
-        index = self.next_index
-        self.next_index += 1
-        dest = self.layout.checkpoint_dir(self.trial_id, index)
-        meta = checkpoint_meta(iteration, time_total, result, self._unconfirmed(window, iteration))
-        try:
-            self._commit(self.ctx, dest, meta)
-        except StorageError as exc:
-            self.storage_failure = str(exc)
-            raise
-        ref = CheckpointRef(dest, index, iteration, time_total, meta["metrics"])
-        self.latest = ref
-        self.committed_iteration = iteration
-        return ref
+        """Commit the state at ``iteration`` as the worker does (``commit_with``), with no files."""
+        return self.commit_with(lambda dest, meta: self._commit(self.ctx, dest, meta), result, iteration, time_total,
+                                window)
 
 
 __all__ = ["Commit", "SimCommits"]
