@@ -59,6 +59,7 @@ class FakeStore:
         self.fenced: list[str] = []
         self.abandoned: list[str] = []  # abandon_unseen calls
         self.logged: list[tuple[str, tuple[dict[str, Any], ...]]] = []
+        self.amended: list[tuple[str, dict[str, Any]]] = []  # amend_result calls (a callback's should_checkpoint)
         self.snapshots: list[int | None] = []  # the tag of each snapshot_table/freeze
         self.frozen = False
         self.saved: list[tuple[bytes, int | None]] = []
@@ -90,6 +91,10 @@ class FakeStore:
 
     def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
         self.logged.append((rec.trial_id, results))
+        return None
+
+    def amend_result(self, rec: TrialRecord, result: dict[str, Any]) -> str | None:
+        self.amended.append((rec.trial_id, result))
         return None
 
     def on_checkpoint(self, rec: TrialRecord, ckpt: CheckpointRef) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from actors._engine.clones import CloneWaits
 from actors._engine.effects import EffectKind
 from actors._engine.feed import DriverFeed
@@ -21,14 +23,19 @@ from actors._engine.signals import Command, Handle
 from actors._engine.suggest import TrialSource
 from actors._engine.watch import Watchdog
 from actors.messages import (
+    ActionKind,
+    CallbackAnswer,
     CheckpointRef,
     DecidedResults,
     DirectDecision,
     EndReason,
     EventType,
     HookKind,
+    SaveKind,
+    SchedulerAction,
     SchedulerReply,
     TrialResults,
+    TrialSaved,
 )
 from actors.search import Searcher
 from tests._core_harness import ALL_HOOKS, FakeStore, make_spec
@@ -294,4 +301,302 @@ def test_a_run_ending_before_its_decisions_logs_a_done_result_without_the_search
     ops.log.clear()
     path.log_unlogged("a")
     assert store.logged == [("a", first.results), ("a", last.results)] and path.unlogged == {}
+    assert first.results[-1]["done"] is False, "no stop was decided for the first batch"
     assert [e for e in ops.log if e[0] == "searcher"] == [("searcher", "on_trial_result", 1)]
+
+
+class StopAllAfter(StopBelow):
+    """A stopper whose ``stop_all`` turns true once the test says so (a global criterion met)."""
+
+    def __init__(self) -> None:
+        super().__init__(bound=0.0)
+        self.all = False
+
+    def stop_all(self) -> bool:
+        return self.all
+
+
+class StopsAll(FakeOps):
+    """A ``FakeOps`` whose ``stop_every_trial`` hands back the stop of the one trial (its effect, not run yet)."""
+
+    def stop_every_trial(self) -> list[Effect]:
+        self.log.append(("stop_every_trial",))
+        return [Effect(EffectKind.STOP, "a")]
+
+
+def _stop_all_path(**over: Any) -> tuple[ResultPath, StopsAll, StopAllAfter]:
+    stopper = StopAllAfter()
+    path, ops, store = _path(stopper=stopper, **over)
+    ops = StopsAll(store)
+    path.ops = ops
+    return path, ops, stopper
+
+
+def test_stop_all_stops_every_trial_at_once_while_the_scheduler_decides_the_batch() -> None:
+    # Ray 2.60 stops every unfinished trial once the stopper's stop_all() is true, without waiting for the
+    # scheduler's decision on the result that made it so
+    path, ops, stopper = _stop_all_path()
+    stopper.all = True
+    path.on_results(_batch(1, 0.5))
+    assert ops.log == [("stop_every_trial",), ("call", HookKind.RESULT, "a", 1), ("run", ("STOP",))]
+
+
+def test_stop_all_stops_every_trial_at_once_when_the_trial_asks_the_scheduler_itself() -> None:
+    path, ops, stopper = _stop_all_path()
+    path.orders.direct = "/tmp/scheduler.sock"
+    stopper.all = True
+    path.on_results(_batch(1, 0.5))
+    assert ops.log == [("stop_every_trial",), ("run", ("STOP",))]
+
+
+def test_stop_all_stops_every_trial_at_once_behind_a_batch_waiting_for_its_decision() -> None:
+    path, ops, stopper = _stop_all_path()
+    first = _batch(1, 0.5)
+    path.on_results(first)
+    stopper.all = True
+    last = _rows(2, 2, done_at=2)  # decided without the scheduler, so it waits behind the first batch
+    ops.log.clear()
+    path.on_results(last)
+    assert ops.log == [("stop_every_trial",), ("run", ("STOP",))], "not held until the first batch is decided"
+    assert _waiting(path) == {"a": [first, last]}
+
+
+def _three(loss_at_3: float = 0.5, done_at: int = 0) -> TrialResults:
+    """A batch of results at iterations 1-3 (the trial ran ahead of its decisions)."""
+    return TrialResults("a", 1, 1, tuple({"loss": loss_at_3 if i == 3 else 0.5, "training_iteration": i,
+                                          "done": i == done_at} for i in (1, 2, 3)), None)
+
+
+def test_a_stop_marks_the_last_result_the_scheduler_decided_done_not_the_batchs_last() -> None:
+    path, ops, store = _path()
+    batch = _three(done_at=3)
+    path.on_results(batch)
+    assert ops.asked == [(1, 2)]
+    path.decided("a", 1, 1, Decision.STOP, [])
+    assert [r["done"] for r in batch.results] == [False, True, True]
+    assert path.table.get("a").stop_row == 2, "the trial stops at the result the scheduler stopped"
+
+
+def test_a_stop_criterion_met_inside_a_batch_marks_the_batchs_last_row_done() -> None:
+    path, ops, store = _path(stopper=StopBelow(0.1))
+    batch = _three(loss_at_3=0.05)
+    path.on_results(batch)
+    assert ops.asked == [(1, 2)]
+    path.decided("a", 1, 1, Decision.CONTINUE, [])
+    assert [r["done"] for r in batch.results] == [False, False, True]
+    assert path.table.get("a").stop_row == 3
+    assert ("run", ("STOP",)) in ops.log
+
+
+class FailingStore(FakeStore):
+    """A store whose result rows cannot be written (the storage went away)."""
+
+    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
+        return "storage: result.json could not be written"
+
+
+class Aborts(FakeOps):
+    """A ``FakeOps`` whose ``abort`` moves the experiment to ABORTING, as the core's does."""
+
+    def abort(self, reason: str) -> None:
+        super().abort(reason)
+        self.phase = ExperimentPhase.ABORTING
+
+
+def test_a_batch_that_cannot_be_written_aborts_and_its_decision_takes_no_effect() -> None:
+    path, ops, store = _path()
+    failing = FailingStore(store.spec)
+    path.ops = ops = Aborts(failing)
+    first, second = _batch(1, 0.5), _batch(2, 0.4)
+    path.on_results(first)
+    path.on_results(second)
+    ops.log.clear()
+    assert path.decided("a", 1, 1, Decision.CONTINUE, [Effect(EffectKind.HOLD, "a")]) is None, "the run is ending"
+    assert ops.log == [("abort", "storage: result.json could not be written")], \
+        "neither the searcher, the callbacks, the hook's requests nor the decision after a failed write"
+    assert path.unwritten == {"a"}
+    ops.log.clear()
+    path.log_unlogged("a")  # the end logs what is left: nothing of a trial whose history has a gap
+    assert ops.log == [] and path.unlogged == {}
+
+
+def test_a_direct_reply_for_an_ended_run_is_not_kept() -> None:
+    path, ops, store = _path()
+    path.orders.direct = "/tmp/scheduler.sock"
+    reply = SchedulerReply(0, HookKind.RESULT, "a", Decision.CONTINUE, ())
+    path.decided_results(DecidedResults((DirectDecision("a", 0, 1, reply),)))  # run 0 is not the running one
+    assert len(path.joined) == 0 and ops.log == []
+
+
+class RaisingStore(FakeStore):
+    """A store that raises writing result rows (the core ends the experiment with the exception)."""
+
+    def on_results(self, rec: TrialRecord, results: tuple[dict[str, Any], ...]) -> str | None:
+        raise OSError("disk full")
+
+
+def test_a_batch_whose_write_raised_leaves_no_later_row_written() -> None:
+    path, ops, store = _path()
+    path.ops = ops = FakeOps(RaisingStore(store.spec))
+    path.link.hooks = frozenset()  # logged at once
+    with pytest.raises(OSError):
+        path.on_results(_batch(1, 0.5))
+    assert path.unwritten == {"a"}
+    path.on_results(_batch(2, 0.4))  # a later row would leave a gap in the history: none is written
+
+
+def test_a_run_ending_before_its_decisions_marks_a_stop_criterion_hit_done() -> None:
+    path, ops, store = _path(stopper=StopBelow(0.1))
+    first, hit = _batch(1, loss=0.5), _batch(2, loss=0.05)
+    path.on_results(first)
+    path.on_results(hit)
+    path.log_unlogged("a")
+    assert store.logged == [("a", first.results), ("a", hit.results)]
+    assert "done" not in first.results[-1] and hit.results[-1]["done"] is True
+    assert path.table.get("a").stop_row == 2
+
+
+def test_a_runs_end_forgets_the_direct_replies_kept_for_it() -> None:
+    path, ops, store = _path()
+    path.orders.direct = "/tmp/scheduler.sock"
+    reply = SchedulerReply(0, HookKind.RESULT, "a", Decision.CONTINUE, ())
+    path.decided_results(DecidedResults((DirectDecision("a", 1, 1, reply),)))  # its batch is not here yet
+    assert len(path.joined) == 1
+    path.forget("a")
+    assert len(path.joined) == 0
+
+
+def test_a_runs_end_keeps_the_batch_held_for_the_drivers_answer_until_it_comes() -> None:
+    # Ray logs a stopping result after the callbacks changed it: the experiment waits for the driver's answer
+    path, ops, store = _path()
+    batch = _batch(1, 0.5)
+    path.gate.on = True
+    path.gate.hold(batch, Decision.STOP)
+    path.drop_held("a")
+    assert path.answers_due() and path.gate.held == {}
+
+
+def test_a_run_ending_before_its_decision_marks_the_last_row_of_a_batch_with_a_hit_done() -> None:
+    path, ops, store = _path(stopper=StopBelow(0.1))
+    batch = _three(loss_at_3=0.05)
+    path.on_results(batch)
+    path.log_unlogged("a")
+    assert [r["done"] for r in batch.results] == [False, False, True]
+
+
+class Feeds(FakeOps):
+    """A ``FakeOps`` whose trial events go to the driver's feed, as the core's do."""
+
+    def __init__(self, store: FakeStore, feed: DriverFeed) -> None:
+        super().__init__(store)
+        self.feed = feed
+
+    def event(self, kind: EventType, rec: TrialRecord, result: dict[str, Any] | None = None,
+              checkpoint: str | None = None) -> None:
+        super().event(kind, rec, result, checkpoint)
+        self.feed.event(kind, rec.snapshot(), result, checkpoint)
+
+
+def test_a_decision_held_for_the_drivers_callbacks_sends_them_the_result_at_once() -> None:
+    # the trial waits in report() for that answer: the result must not wait for the next tick's batch
+    path, ops, store = _path()
+    path.link.hooks = frozenset()  # decided at once
+    path.feed = DriverFeed(True, False)
+    path.ops = ops = Feeds(store, path.feed)
+    path.gate.on = True
+    path.on_results(_batch(1, 0.5))
+    assert list(path.gate.held) == ["a"] and ("emit", 1) in ops.log and path.feed.events == []
+    assert not any(e[0] == "run" for e in ops.log), "the decision waits for the driver's answer"
+
+
+def test_a_sources_save_landing_applies_the_clone_waiting_for_it_and_fills_its_slot() -> None:
+    path, ops, store = _path()
+    table, waits = path.table, path.clone_waits
+    table.add("b", {"x": 2})
+    table.start("b")
+    assert table.results("b", 1, 1, ({"loss": 0.9, "training_iteration": 1},), None)
+    table.get("a").saves_inflight = 1  # PBT asked the source to save
+    clone = SchedulerAction(ActionKind.CLONE, "b", source_id="a", new_config={"x": 1}, wait_for_source=True)
+    table.request(clone, None, waiting=waits.would_wait(clone))
+    waits.note(clone)
+    table.decided("b", 1, 1, Decision.CONTINUE)
+    table.ended("b", 1, EndReason.STOPPED)  # the exploit's pause lands before the source's save
+    assert "b" in waits
+    ops.log.clear()
+    saved = CheckpointRef("mem://a/checkpoint_000000", 0, 1)
+    path.on_saved(TrialSaved("a", 1, 2, saved, SaveKind.SCHEDULER))
+    assert ("run", ("CLONED",)) in ops.log and ops.log[-1] == ("fill",), "the clone may start now"
+    assert "b" not in waits and table.get("b").checkpoint == saved
+
+
+def test_a_save_no_clone_waits_for_asks_for_no_fill() -> None:
+    path, ops, store = _path()
+    path.table.get("a").saves_inflight = 1
+    path.on_saved(TrialSaved("a", 1, 1, CheckpointRef("mem://a/checkpoint_000000", 0, 1), SaveKind.SCHEDULER))
+    assert ("fill",) not in ops.log
+
+
+def test_the_drivers_answer_for_a_run_that_ended_lets_the_experiment_end() -> None:
+    path, ops, store = _path()
+    batch = _batch(1, 0.5)
+    path.gate.on = True
+    path.gate.hold(batch, Decision.STOP)
+    path.drop_held("a")  # the run ended (a stopping result) before the driver answered
+    ops.log.clear()
+    path.callback_answer(CallbackAnswer("a", 1, 9, checkpoint=False))  # another batch's: stale
+    assert ops.log == [] and path.answers_due()
+    path.callback_answer(CallbackAnswer("a", 1, 1, checkpoint=False))
+    assert ops.log == [("fill",)] and not path.answers_due(), "the experiment was waiting only for this answer"
+
+
+def test_a_callbacks_checkpoint_that_cannot_be_saved_does_not_hold_the_decision() -> None:
+    # the trial is being stopped (a stopper's stop_all meanwhile): no save can be asked of it, so the decision
+    # held for the driver's answer is released at once, never left waiting for a save that will not land
+    path, ops, store = _path()
+    path.link.hooks = frozenset()
+    path.feed = DriverFeed(True, False)
+    path.ops = ops = Feeds(store, path.feed)
+    path.gate.on = True
+    path.on_results(_batch(1, 0.5))
+    assert list(path.gate.held) == ["a"]
+    ops.run(path.table.request(SchedulerAction(ActionKind.STOP, "a")))
+    ops.log.clear()
+    path.callback_answer(CallbackAnswer("a", 1, 1, checkpoint=True))
+    assert path.gate.held == {} and ops.log == []
+    assert store.amended == [("a", {"loss": 0.5, "training_iteration": 1, "should_checkpoint": True})], \
+        "the logged row carries what the callback set (Ray 2.60 logs after the callbacks)"
+    assert path.table.get("a").last_result.get("should_checkpoint") is True
+
+
+def test_a_row_that_says_should_checkpoint_already_is_not_written_again() -> None:
+    path, ops, store = _path()
+    path.link.hooks = frozenset()
+    path.feed = DriverFeed(True, False)
+    path.ops = ops = Feeds(store, path.feed)
+    path.gate.on = True
+    path.on_results(TrialResults("a", 1, 1, ({"loss": 0.5, "training_iteration": 1, "should_checkpoint": True},),
+                                 None))
+    path.callback_answer(CallbackAnswer("a", 1, 1, checkpoint=True))
+    assert store.amended == []
+
+
+class AmendFails(FakeStore):
+    def amend_result(self, rec: TrialRecord, result: dict[str, Any]) -> str | None:
+        return "storage: result.json could not be rewritten"
+
+
+def test_the_answer_for_a_retried_runs_row_marks_that_row_not_the_new_runs_result() -> None:
+    path, ops, store = _path()
+    path.ops = ops = FakeOps(AmendFails(store.spec))
+    path.table.max_failures = 1
+    batch = _batch(1, 0.5)
+    path.gate.on = True
+    path.gate.hold(batch, Decision.CONTINUE)
+    assert path.table.results("a", 1, 1, batch.results, None)
+    path.drop_held("a")
+    path.table.ended("a", 1, EndReason.FAILED, None, "boom", "")  # retried from scratch: last result rewound
+    path.table.start("a")
+    assert path.table.get("a").last_result == {}
+    path.callback_answer(CallbackAnswer("a", 1, 1, checkpoint=True))
+    assert path.table.get("a").last_result == {}
+    assert ops.log == [("abort", "storage: result.json could not be rewritten"), ("fill",)]

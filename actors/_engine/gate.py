@@ -65,9 +65,11 @@ class ResultGate:
     def batch_for(self, msg: CallbackAnswer) -> TrialResults | None:
         """The batch this answer is for, held or of a run that ended since; None if stale."""
         entry = self.held.get(msg.trial_id)
-        batch = entry.batch if entry is not None else self.ended.pop(msg.trial_id, None)
+        batch = entry.batch if entry is not None else self.ended.get(msg.trial_id)
         if batch is None or (batch.run_id, batch.seq) != (msg.run_id, msg.batch):
-            return None
+            return None  # (a stale answer leaves the ended batch waiting for its own)
+        if entry is None:
+            del self.ended[msg.trial_id]
         return batch
 
 
