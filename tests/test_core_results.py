@@ -368,7 +368,7 @@ def _three(loss_at_3: float = 0.5, done_at: int = 0) -> TrialResults:
 
 
 def test_a_stop_marks_the_last_result_the_scheduler_decided_done_not_the_batchs_last() -> None:
-    path, ops, store = _path()
+    path, ops, _store = _path()
     batch = _three(done_at=3)
     path.on_results(batch)
     assert ops.asked == [(1, 2)]
@@ -378,7 +378,7 @@ def test_a_stop_marks_the_last_result_the_scheduler_decided_done_not_the_batchs_
 
 
 def test_a_stop_criterion_met_inside_a_batch_marks_the_batchs_last_row_done() -> None:
-    path, ops, store = _path(stopper=StopBelow(0.1))
+    path, ops, _store = _path(stopper=StopBelow(0.1))
     batch = _three(loss_at_3=0.05)
     path.on_results(batch)
     assert ops.asked == [(1, 2)]
@@ -421,7 +421,7 @@ def test_a_batch_that_cannot_be_written_aborts_and_its_decision_takes_no_effect(
 
 
 def test_a_direct_reply_for_an_ended_run_is_not_kept() -> None:
-    path, ops, store = _path()
+    path, ops, _store = _path()
     path.orders.direct = "/tmp/scheduler.sock"
     reply = SchedulerReply(0, HookKind.RESULT, "a", Decision.CONTINUE, ())
     path.decided_results(DecidedResults((DirectDecision("a", 0, 1, reply),)))  # run 0 is not the running one
@@ -436,8 +436,8 @@ class RaisingStore(FakeStore):
 
 
 def test_a_batch_whose_write_raised_leaves_no_later_row_written() -> None:
-    path, ops, store = _path()
-    path.ops = ops = FakeOps(RaisingStore(store.spec))
+    path, _ops, store = _path()
+    path.ops = FakeOps(RaisingStore(store.spec))
     path.link.hooks = frozenset()  # logged at once
     with pytest.raises(OSError):
         path.on_results(_batch(1, 0.5))
@@ -446,7 +446,7 @@ def test_a_batch_whose_write_raised_leaves_no_later_row_written() -> None:
 
 
 def test_a_run_ending_before_its_decisions_marks_a_stop_criterion_hit_done() -> None:
-    path, ops, store = _path(stopper=StopBelow(0.1))
+    path, _ops, store = _path(stopper=StopBelow(0.1))
     first, hit = _batch(1, loss=0.5), _batch(2, loss=0.05)
     path.on_results(first)
     path.on_results(hit)
@@ -457,7 +457,7 @@ def test_a_run_ending_before_its_decisions_marks_a_stop_criterion_hit_done() -> 
 
 
 def test_a_runs_end_forgets_the_direct_replies_kept_for_it() -> None:
-    path, ops, store = _path()
+    path, _ops, _store = _path()
     path.orders.direct = "/tmp/scheduler.sock"
     reply = SchedulerReply(0, HookKind.RESULT, "a", Decision.CONTINUE, ())
     path.decided_results(DecidedResults((DirectDecision("a", 1, 1, reply),)))  # its batch is not here yet
@@ -468,7 +468,7 @@ def test_a_runs_end_forgets_the_direct_replies_kept_for_it() -> None:
 
 def test_a_runs_end_keeps_the_batch_held_for_the_drivers_answer_until_it_comes() -> None:
     # Ray logs a stopping result after the callbacks changed it: the experiment waits for the driver's answer
-    path, ops, store = _path()
+    path, _ops, _store = _path()
     batch = _batch(1, 0.5)
     path.gate.on = True
     path.gate.hold(batch, Decision.STOP)
@@ -477,7 +477,7 @@ def test_a_runs_end_keeps_the_batch_held_for_the_drivers_answer_until_it_comes()
 
 
 def test_a_run_ending_before_its_decision_marks_the_last_row_of_a_batch_with_a_hit_done() -> None:
-    path, ops, store = _path(stopper=StopBelow(0.1))
+    path, _ops, _store = _path(stopper=StopBelow(0.1))
     batch = _three(loss_at_3=0.05)
     path.on_results(batch)
     path.log_unlogged("a")
@@ -510,7 +510,7 @@ def test_a_decision_held_for_the_drivers_callbacks_sends_them_the_result_at_once
 
 
 def test_a_sources_save_landing_applies_the_clone_waiting_for_it_and_fills_its_slot() -> None:
-    path, ops, store = _path()
+    path, ops, _store = _path()
     table, waits = path.table, path.clone_waits
     table.add("b", {"x": 2})
     table.start("b")
@@ -530,14 +530,14 @@ def test_a_sources_save_landing_applies_the_clone_waiting_for_it_and_fills_its_s
 
 
 def test_a_save_no_clone_waits_for_asks_for_no_fill() -> None:
-    path, ops, store = _path()
+    path, ops, _store = _path()
     path.table.get("a").saves_inflight = 1
     path.on_saved(TrialSaved("a", 1, 1, CheckpointRef("mem://a/checkpoint_000000", 0, 1), SaveKind.SCHEDULER))
     assert ("fill",) not in ops.log
 
 
 def test_the_drivers_answer_for_a_run_that_ended_lets_the_experiment_end() -> None:
-    path, ops, store = _path()
+    path, ops, _store = _path()
     batch = _batch(1, 0.5)
     path.gate.on = True
     path.gate.hold(batch, Decision.STOP)
@@ -569,10 +569,10 @@ def test_a_callbacks_checkpoint_that_cannot_be_saved_does_not_hold_the_decision(
 
 
 def test_a_row_that_says_should_checkpoint_already_is_not_written_again() -> None:
-    path, ops, store = _path()
+    path, _ops, store = _path()
     path.link.hooks = frozenset()
     path.feed = DriverFeed(True, False)
-    path.ops = ops = Feeds(store, path.feed)
+    path.ops = Feeds(store, path.feed)
     path.gate.on = True
     path.on_results(TrialResults("a", 1, 1, ({"loss": 0.5, "training_iteration": 1, "should_checkpoint": True},),
                                  None))
