@@ -183,3 +183,64 @@ def test_a_result_reply_whose_rows_cannot_be_written_ends_the_run_cleanly() -> N
     out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.PAUSE, trial),))
     assert h.phase is ExperimentPhase.ABORTING and h.core.error == "storage: the rows could not be written"
     assert not sent(out, TrialProceed) and not [m for m in sent(out, TrialSave)], "nothing after the failure"
+
+
+class Pausable(Searcher):
+    """A search algorithm with BOHB's on_pause, recording its calls and the results it hears, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heard: list[tuple[str, str]] = []
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        return {"x": 1}
+
+    def on_pause(self, trial_id: str) -> None:
+        self.heard.append(("on_pause", trial_id))
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.heard.append(("on_trial_result", trial_id))
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        pass
+
+
+def _result_call(searcher: Searcher) -> tuple[Harness, str, SchedulerCall]:
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, searcher=searcher))
+    h.handle(Start(), at=0.0)
+    h.ready(ALL_HOOKS)
+    h.answer_all()
+    [trial] = list(h.core.table.trials)
+    h.handle(TrialProcess(trial, 1, 4001))
+    out = h.handle(TrialResults(trial, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
+    [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
+    return h, trial, call
+
+
+def test_a_hooks_call_of_the_search_algorithm_is_made_before_the_searcher_hears_of_the_result() -> None:
+    """HyperBandForBOHB calls ``search_alg.searcher.on_pause`` inside on_trial_result, as Ray's: the call is
+    recorded with the hook's requests and made when its reply is applied, before the result is logged."""
+    searcher = Pausable()
+    h, trial, call = _result_call(searcher)
+    h.reply(call.seq, actions=(SchedulerAction(ActionKind.SEARCHER, trial, False, method="on_pause", args=(trial,)),))
+    assert searcher.heard == [("on_pause", trial), ("on_trial_result", trial)]
+
+
+class WithoutPause(Searcher):
+    """A search algorithm without BOHB's on_pause (what HyperBandForBOHB without TuneBOHB meets)."""
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        return {"x": 1}
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        pass
+
+
+def test_a_hooks_call_of_a_method_the_search_algorithm_lacks_ends_the_run_naming_it() -> None:
+    h, trial, call = _result_call(WithoutPause())
+    out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.SEARCHER, trial, False, method="on_pause",
+                                                     args=(trial,)),))
+    assert h.phase is ExperimentPhase.ABORTING
+    assert "the scheduler called the search algorithm's on_pause(), which WithoutPause does not have" in (
+        h.core.error or "")
+    assert not sent(out, TrialProceed), "nothing of the reply is applied after it"
