@@ -244,3 +244,20 @@ def test_a_hooks_call_of_a_method_the_search_algorithm_lacks_ends_the_run_naming
     assert "the scheduler called the search algorithm's on_pause(), which WithoutPause does not have" in (
         h.core.error or "")
     assert not sent(out, TrialProceed), "nothing of the reply is applied after it"
+
+
+def test_a_request_in_the_reply_to_a_result_of_a_run_that_ended_since_still_takes_effect() -> None:
+    """Trial a's result is being decided when a's run ends (the trainable returned); the hook stopped trial b
+    meanwhile (ASHA's rung, HyperBand's bracket): b is stopped though a's batch was logged at a's end."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2))
+    h.handle(Start(), at=0.0)
+    h.ready(ALL_HOOKS)
+    h.answer_all()
+    a, b = list(h.core.table.trials)
+    for i, t in enumerate((a, b)):
+        h.handle(TrialProcess(t, 1, 4001 + i))
+    out = h.handle(TrialResults(a, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
+    [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
+    h.handle(TrialEnded(a, 1, 2, EndReason.COMPLETED))
+    out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.STOP, b),))
+    assert [m.trial_id for m in sent(out, TrialStop)] == [b]
