@@ -261,3 +261,18 @@ def test_a_request_in_the_reply_to_a_result_of_a_run_that_ended_since_still_take
     h.handle(TrialEnded(a, 1, 2, EndReason.COMPLETED))
     out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.STOP, b),))
     assert [m.trial_id for m in sent(out, TrialStop)] == [b]
+
+
+def test_an_exploits_policy_line_names_its_source_so_the_clone_inherits_the_sources_policy() -> None:
+    """Ray's PBT log_config: the clone's pbt_policy file starts as its source's (storage/_pbt_policy.py)."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2))
+    h.handle(Start(), at=0.0)
+    h.ready(ALL_HOOKS)
+    h.answer_all()
+    a, b = list(h.core.table.trials)
+    for i, t in enumerate((a, b)):
+        h.handle(TrialProcess(t, 1, 4001 + i))
+    out = h.handle(TrialResults(b, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
+    [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
+    h.reply(call.seq, actions=(SchedulerAction(ActionKind.LOG_POLICY, b, False, a, info={"new_config": {"x": 2}}),))
+    assert [(t, s) for t, s, _ in h.store.policy] == [(b, a)]
