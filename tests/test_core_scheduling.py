@@ -13,6 +13,7 @@ from actors._engine.trial import TrialStatus
 from actors.messages import (
     AbortExperiment,
     ActionKind,
+    CallbackAnswer,
     EndReason,
     HookKind,
     RunTrial,
@@ -276,3 +277,19 @@ def test_an_exploits_policy_line_names_its_source_so_the_clone_inherits_the_sour
     [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
     h.reply(call.seq, actions=(SchedulerAction(ActionKind.LOG_POLICY, b, False, a, info={"new_config": {"x": 2}}),))
     assert [(t, s) for t, s, _ in h.store.policy] == [(b, a)]
+
+
+def test_the_run_ends_only_after_the_drivers_callbacks_answered_for_the_last_result() -> None:
+    """A driver callback's on_trial_result may set should_checkpoint on a trial's last result; Ray logs that
+    row after the callbacks ran, so the experiment waits for their answer before it finishes."""
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, callback_gate=True, forward_events=True))
+    h.handle(Start(), at=0.0)
+    h.ready(FIFO_HOOKS)
+    h.answer_all()
+    [trial] = list(h.core.table.trials)
+    h.handle(TrialProcess(trial, 1, 4001))
+    h.handle(TrialResults(trial, 1, 1, ({"training_iteration": 1, "loss": 0.5, "done": True},), None))
+    out = h.handle(TrialEnded(trial, 1, 2, EndReason.COMPLETED)) + h.answer_all()
+    assert not of_type(out, Finish) and h.phase is ExperimentPhase.RUNNING, "the driver has not answered yet"
+    out = h.handle(CallbackAnswer(trial, 1, 1, checkpoint=False))
+    assert of_type(out, Finish) and h.phase is ExperimentPhase.FINISHED
