@@ -12,7 +12,7 @@ from actors._driver.tuner import Tuner
 from actors._engine.core import SCHEDULER, ExperimentCore, ExperimentPhase
 from actors._engine.lifecycle import TrialRecord, TrialTable
 from actors._engine.reducer import Decision
-from actors._engine.signals import Command, Send
+from actors._engine.signals import Command, Send, Start
 from actors._engine.spec import ExperimentSpec
 from actors._engine.store import RestoreNotes, SearchProgress
 from actors._engine.trial import TrialStatus
@@ -220,3 +220,15 @@ def of_type(commands: list[Command], kind: type) -> list[Any]:
 
 
 __all__ = ["ALL_HOOKS", "FIFO_HOOKS", "FakeStore", "Harness", "make_spec", "of_type", "sent"]
+
+
+def second_choice_out() -> tuple[Harness, str, SchedulerCall]:
+    """Two trials, room for both: the first chosen and started, the question for the second still out."""
+    h = Harness(make_spec(num_samples=2, max_concurrent=2))
+    h.handle(Start(), at=0.0)
+    h.ready(FIFO_HOOKS)
+    [choose] = h.open_calls(HookKind.CHOOSE)
+    first = next(iter(h.core.table.trials))
+    h.reply(choose.seq, chosen=first)
+    [again] = h.open_calls(HookKind.CHOOSE)
+    return h, first, again

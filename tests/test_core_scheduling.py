@@ -27,26 +27,15 @@ from actors.messages import (
     TrialStop,
 )
 from actors.search import Searcher
-from tests._core_harness import ALL_HOOKS, FIFO_HOOKS, Harness, make_spec, of_type, sent
-
-
-def _started(h: Harness, hooks: frozenset[HookKind] = FIFO_HOOKS) -> tuple[str, str]:
-    """Two trials, room for both: the first chosen and running, the question for the second still out."""
-    h.handle(Start(), at=0.0)
-    h.ready(hooks)
-    [choose] = h.open_calls(HookKind.CHOOSE)
-    first, second = list(h.core.table.trials)
-    h.reply(choose.seq, chosen=first)
-    h.handle(TrialProcess(first, 1, 4001))
-    return first, second
+from tests._core_harness import ALL_HOOKS, FIFO_HOOKS, Harness, make_spec, of_type, second_choice_out, sent
 
 
 def test_requests_a_choice_reply_carries_take_effect() -> None:
     """A plugin may stop or pause trials from choose_trial_to_run (HyperBand stops a bracket's losers there):
     those requests run as the reply is applied, beside the trial it chose."""
-    h = Harness(make_spec(num_samples=2, max_concurrent=2))
-    first, second = _started(h)
-    [choose] = h.open_calls(HookKind.CHOOSE)
+    h, first, choose = second_choice_out()
+    h.handle(TrialProcess(first, 1, 4001))
+    second = next(t for t in h.core.table.trials if t != first)
     out = h.reply(choose.seq, chosen=second, actions=(SchedulerAction(ActionKind.STOP, first),))
     assert sent(out, TrialStop) and sent(out, TrialStop)[0].trial_id == first
     assert [r.trial_id for r in sent(out, RunTrial)] == [second]
@@ -69,9 +58,8 @@ def test_a_plugin_that_never_chooses_a_waiting_trial_ends_the_run_with_an_error_
 
 def test_a_choice_declined_while_every_slot_is_taken_is_no_error() -> None:
     """Nothing running is the condition: a plugin that declines while a trial runs is waiting for it."""
-    h = Harness(make_spec(num_samples=2, max_concurrent=2))
-    _started(h)
-    [choose] = h.open_calls(HookKind.CHOOSE)
+    h, first, choose = second_choice_out()
+    h.handle(TrialProcess(first, 1, 4001))
     h.reply(choose.seq, chosen=None)
     assert h.phase is ExperimentPhase.RUNNING and h.core.error is None
 
@@ -172,14 +160,7 @@ def test_nothing_is_added_or_asked_for_while_the_run_aborts() -> None:
 def test_a_result_reply_whose_rows_cannot_be_written_ends_the_run_cleanly() -> None:
     """The decision's batch is logged as the reply is applied; a storage failure there aborts the run, and
     nothing of that reply (its requests, its decision) is applied after it."""
-    h = Harness(make_spec(num_samples=1, max_concurrent=1))
-    h.handle(Start(), at=0.0)
-    h.ready(ALL_HOOKS)
-    h.answer_all()
-    [trial] = list(h.core.table.trials)
-    h.handle(TrialProcess(trial, 1, 4001))
-    out = h.handle(TrialResults(trial, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
-    [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
+    h, [trial], call = _result_call()
     h.store.on_results = lambda rec, results: "storage: the rows could not be written"
     out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.PAUSE, trial),))
     assert h.phase is ExperimentPhase.ABORTING and h.core.error == "storage: the rows could not be written"
@@ -206,23 +187,28 @@ class Pausable(Searcher):
         pass
 
 
-def _result_call(searcher: Searcher) -> tuple[Harness, str, SchedulerCall]:
-    h = Harness(make_spec(num_samples=1, max_concurrent=1, searcher=searcher))
+def _result_call(searcher: Searcher | None = None, trials: int = 1, reporter: int = 0
+                 ) -> tuple[Harness, list[str], SchedulerCall]:
+    """``trials`` trials running under a plugin with every hook; the RESULT call of the ``reporter``'s first
+    result, still out."""
+    over: dict[str, Any] = {} if searcher is None else {"searcher": searcher}
+    h = Harness(make_spec(num_samples=trials, max_concurrent=trials, **over))
     h.handle(Start(), at=0.0)
     h.ready(ALL_HOOKS)
     h.answer_all()
-    [trial] = list(h.core.table.trials)
-    h.handle(TrialProcess(trial, 1, 4001))
-    out = h.handle(TrialResults(trial, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
+    ids = list(h.core.table.trials)
+    for i, t in enumerate(ids):
+        h.handle(TrialProcess(t, 1, 4001 + i))
+    out = h.handle(TrialResults(ids[reporter], 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
     [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
-    return h, trial, call
+    return h, ids, call
 
 
 def test_a_hooks_call_of_the_search_algorithm_is_made_before_the_searcher_hears_of_the_result() -> None:
     """HyperBandForBOHB calls ``search_alg.searcher.on_pause`` inside on_trial_result, as Ray's: the call is
     recorded with the hook's requests and made when its reply is applied, before the result is logged."""
     searcher = Pausable()
-    h, trial, call = _result_call(searcher)
+    h, [trial], call = _result_call(searcher)
     h.reply(call.seq, actions=(SchedulerAction(ActionKind.SEARCHER, trial, False, method="on_pause", args=(trial,)),))
     assert searcher.heard == [("on_pause", trial), ("on_trial_result", trial)]
 
@@ -238,7 +224,7 @@ class WithoutPause(Searcher):
 
 
 def test_a_hooks_call_of_a_method_the_search_algorithm_lacks_ends_the_run_naming_it() -> None:
-    h, trial, call = _result_call(WithoutPause())
+    h, [trial], call = _result_call(WithoutPause())
     out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.SEARCHER, trial, False, method="on_pause",
                                                      args=(trial,)),))
     assert h.phase is ExperimentPhase.ABORTING
@@ -250,15 +236,7 @@ def test_a_hooks_call_of_a_method_the_search_algorithm_lacks_ends_the_run_naming
 def test_a_request_in_the_reply_to_a_result_of_a_run_that_ended_since_still_takes_effect() -> None:
     """Trial a's result is being decided when a's run ends (the trainable returned); the hook stopped trial b
     meanwhile (ASHA's rung, HyperBand's bracket): b is stopped though a's batch was logged at a's end."""
-    h = Harness(make_spec(num_samples=2, max_concurrent=2))
-    h.handle(Start(), at=0.0)
-    h.ready(ALL_HOOKS)
-    h.answer_all()
-    a, b = list(h.core.table.trials)
-    for i, t in enumerate((a, b)):
-        h.handle(TrialProcess(t, 1, 4001 + i))
-    out = h.handle(TrialResults(a, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
-    [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
+    h, [a, b], call = _result_call(trials=2)
     h.handle(TrialEnded(a, 1, 2, EndReason.COMPLETED))
     out = h.reply(call.seq, actions=(SchedulerAction(ActionKind.STOP, b),))
     assert [m.trial_id for m in sent(out, TrialStop)] == [b]
@@ -266,15 +244,7 @@ def test_a_request_in_the_reply_to_a_result_of_a_run_that_ended_since_still_take
 
 def test_an_exploits_policy_line_names_its_source_so_the_clone_inherits_the_sources_policy() -> None:
     """Ray's PBT log_config: the clone's pbt_policy file starts as its source's (storage/_pbt_policy.py)."""
-    h = Harness(make_spec(num_samples=2, max_concurrent=2))
-    h.handle(Start(), at=0.0)
-    h.ready(ALL_HOOKS)
-    h.answer_all()
-    a, b = list(h.core.table.trials)
-    for i, t in enumerate((a, b)):
-        h.handle(TrialProcess(t, 1, 4001 + i))
-    out = h.handle(TrialResults(b, 1, 1, ({"training_iteration": 1, "loss": 0.5},), None))
-    [call] = [c for c in sent(out, SchedulerCall) if c.kind is HookKind.RESULT]
+    h, [a, b], call = _result_call(trials=2, reporter=1)
     h.reply(call.seq, actions=(SchedulerAction(ActionKind.LOG_POLICY, b, False, a, info={"new_config": {"x": 2}}),))
     assert [(t, s) for t, s, _ in h.store.policy] == [(b, a)]
 

@@ -54,7 +54,7 @@ from actors.messages import (
     TrialSaved,
     TrialStop,
 )
-from tests._core_harness import ALL_HOOKS, FIFO_HOOKS, Harness, make_spec, of_type, sent
+from tests._core_harness import ALL_HOOKS, FIFO_HOOKS, Harness, make_spec, of_type, second_choice_out, sent
 
 S, R, D, A, F = (ExperimentPhase.STARTING, ExperimentPhase.RUNNING, ExperimentPhase.DRAINING,
                  ExperimentPhase.ABORTING, ExperimentPhase.FINISHED)
@@ -184,21 +184,9 @@ def test_a_declined_choice_is_asked_again_only_once_another_event_came() -> None
     assert [r.trial_id for r in sent(h.reply(asked.seq, chosen=second), RunTrial)] == [second]
 
 
-def _second_choice_out() -> tuple[Harness, str, SchedulerCall]:
-    """Two trials, room for both: the first chosen and started, the question for the second still out."""
-    h = Harness(make_spec(num_samples=2, max_concurrent=2))
-    h.handle(Start(), at=0.0)
-    h.ready(FIFO_HOOKS)
-    [choose] = h.open_calls(HookKind.CHOOSE)
-    first = next(iter(h.core.table.trials))
-    h.reply(choose.seq, chosen=first)
-    [again] = h.open_calls(HookKind.CHOOSE)
-    return h, first, again
-
-
 def test_a_choice_declined_while_another_event_came_is_asked_again_at_once() -> None:
     """An event between the question and its answer may have changed the answer: asked again at once."""
-    h, first, again = _second_choice_out()
+    h, first, again = second_choice_out()
     h.handle(TrialProcess(first, 1, 4001))  # (while the CHOOSE is out)
     out = h.reply(again.seq)
     assert [c.kind for c in sent(out, SchedulerCall)] == [HookKind.CHOOSE]
@@ -207,7 +195,7 @@ def test_a_choice_declined_while_another_event_came_is_asked_again_at_once() -> 
 def test_a_choice_declined_about_a_table_that_changed_since_is_asked_again_not_an_abort() -> None:
     """The run ends when the plugin declines while nothing runs and trials wait, but only if the table is as it
     was when the question was asked: a plugin answering about a trial that has since ended is asked again."""
-    h, first, again = _second_choice_out()
+    h, first, again = second_choice_out()
     h.handle(TrialEnded(first, 1, 1, EndReason.COMPLETED))  # (while the CHOOSE is out: nothing runs now)
     out = h.reply(again.seq)  # declined, about the table before that end
     assert h.phase is R
