@@ -219,7 +219,13 @@ def of_type(commands: list[Command], kind: type) -> list[Any]:
     return [c for c in commands if isinstance(c, kind)]
 
 
-__all__ = ["ALL_HOOKS", "FIFO_HOOKS", "FakeStore", "Harness", "make_spec", "of_type", "sent"]
+
+def first_chosen(h: Harness) -> str:
+    """Answer the plugin's open CHOOSE with the first trial drawn (started now); that trial's id."""
+    [choose] = h.open_calls(HookKind.CHOOSE)
+    first = next(iter(h.core.table.trials))
+    h.reply(choose.seq, chosen=first)
+    return first
 
 
 def second_choice_out() -> tuple[Harness, str, SchedulerCall]:
@@ -227,8 +233,10 @@ def second_choice_out() -> tuple[Harness, str, SchedulerCall]:
     h = Harness(make_spec(num_samples=2, max_concurrent=2))
     h.handle(Start(), at=0.0)
     h.ready(FIFO_HOOKS)
-    [choose] = h.open_calls(HookKind.CHOOSE)
-    first = next(iter(h.core.table.trials))
-    h.reply(choose.seq, chosen=first)
+    first = first_chosen(h)
     [again] = h.open_calls(HookKind.CHOOSE)
     return h, first, again
+
+
+__all__ = ["ALL_HOOKS", "FIFO_HOOKS", "FakeStore", "Harness", "first_chosen", "make_spec", "of_type",
+           "second_choice_out", "sent"]

@@ -27,7 +27,16 @@ from actors.messages import (
     TrialStop,
 )
 from actors.search import Searcher
-from tests._core_harness import ALL_HOOKS, FIFO_HOOKS, Harness, make_spec, of_type, second_choice_out, sent
+from tests._core_harness import (
+    ALL_HOOKS,
+    FIFO_HOOKS,
+    Harness,
+    first_chosen,
+    make_spec,
+    of_type,
+    second_choice_out,
+    sent,
+)
 
 
 def test_requests_a_choice_reply_carries_take_effect() -> None:
@@ -116,9 +125,7 @@ def test_the_plugin_is_asked_for_a_trial_only_while_the_concurrency_cap_leaves_r
     h.handle(Start(), at=0.0)
     h.ready(FIFO_HOOKS)
     h.handle(MemberJoined("w1", {"cpu": 4.0}, "addr-1"), at=0.1)
-    [choose] = h.open_calls(HookKind.CHOOSE)
-    first = next(iter(h.core.table.trials))
-    h.reply(choose.seq, chosen=first)
+    first_chosen(h)
     assert h.core.members.free_slots() == 3 and h.core.table.count(TrialStatus.PENDING) >= 1
     assert h.open_calls(HookKind.CHOOSE) == [], "one trial runs and the cap is one"
 
@@ -145,9 +152,7 @@ def test_nothing_is_added_or_asked_for_while_the_run_aborts() -> None:
     h = Harness(make_spec(num_samples=4, max_concurrent=1))
     h.handle(Start(), at=0.0)
     h.ready(FIFO_HOOKS)
-    [choose] = h.open_calls(HookKind.CHOOSE)
-    first = next(iter(h.core.table.trials))
-    h.reply(choose.seq, chosen=first)
+    first = first_chosen(h)
     h.handle(TrialProcess(first, 1, 4001))
     drawn = len(h.core.table.trials)
     h.handle(AbortExperiment("ctrl-c"))
