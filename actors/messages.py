@@ -457,6 +457,8 @@ class TrialEnded(_Message):
     traceback: str | None = None
     storage_failure: str | None = None  # a permanent storage error: the experiment stops
     output: TrialOutput | None = None  # the run's last printed lines (RunConfig(log_to_driver))
+    # the TrialOutput messages the run sent before this one: the controller's end waits for any still on the way
+    outputs_sent: int = 0
     # a class trainable's constructor or setup() raised: the trial never came up, so a trial that never
     # reported has only its trial_id in Result.metrics (Ray 2.60: its actor never answered)
     setup_failed: bool = False

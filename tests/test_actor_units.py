@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
+import time
 
 import cloudpickle
 
@@ -19,6 +21,7 @@ from actors.messages import (
     RunTrial,
     SaveKind,
     TrialEnded,
+    TrialOutput,
     TrialProceed,
     TrialResults,
     TrialSave,
@@ -55,6 +58,29 @@ def test_trial_actor_waits_for_each_decision_then_saves_and_stops(tmp_path) -> N
         kit.send(actor, TrialStop("t1", 1))
         ended, _ = kit.wait_for(TrialEnded)
         assert ended.reason is EndReason.STOPPED and ended.seq == 4
+
+
+def printing(config):
+    for i in range(3):
+        print(f"line {i}")
+        time.sleep(0.2)  # (the trainable's own pace: TrialActor.output_every_s sends a chunk per 0.3 s at most)
+    print("line 3")  # held for the next 0.3 s: the end carries it (TrialEnded.output)
+
+
+def test_trial_actor_tells_how_many_printed_chunks_went_before_its_end(tmp_path) -> None:
+    """TrialEnded.outputs_sent lets the controller wait for chunks that the end overtook (DriverFeed.output_due)."""
+    msg = dataclasses.replace(_run_trial(str(tmp_path)), trainable=cloudpickle.dumps(printing), echo_output=True)
+    with ActorTestKit() as kit:
+        actor = kit.create(TrialActor)
+        kit.send(actor, msg)
+        ended, seen = kit.wait_for(TrialEnded, timeout_s=30)
+    before = [m for m in seen if isinstance(m, TrialOutput)]  # (in-process: in send order)
+    assert ended.reason is EndReason.COMPLETED and ended.outputs_sent >= 1
+    assert len(before) == ended.outputs_sent, (before, ended)
+    assert [c.seq for c in before] == list(range(1, ended.outputs_sent + 1))
+    last = [ended.output] if ended.output is not None else []  # (None if a chunk went out after line 3)
+    assert ended.output is None or ended.output.seq == ended.outputs_sent + 1
+    assert [x for c in [*before, *last] for _, x in c.lines] == [f"line {i}" for i in range(4)]
 
 
 def test_trial_actor_ignores_messages_for_other_runs(tmp_path) -> None:

@@ -13,7 +13,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from actors._engine.feed import EVENTS_DELAY_S, DriverFeed, progress_report
+from actors._engine.feed import EVENTS_DELAY_S, OUTPUT_WAIT_S, DriverFeed, progress_report
 from actors._engine.gate import ResultGate
 from actors._engine.lifecycle import Phase, TrialTable
 from actors._engine.link import PendingCall, SchedulerLink
@@ -274,6 +274,37 @@ def test_feed_forwards_only_what_was_asked_for() -> None:
     assert feed.event(EventType.START, _snap("a")) == []
     assert feed.output(TrialOutput("a", 1, 1, 99, "", ((1, "x"),))) == []
     assert feed.flush() == []
+
+
+def test_feed_counts_a_runs_printed_lines_and_waits_a_bounded_time_for_those_its_end_overtook() -> None:
+    feed = DriverFeed(forward_events=False, log_to_driver=True)
+    chunk = [TrialOutput("a", 1, n, 99, "", ((1, f"line {n}"),)) for n in (1, 2, 3, 4)]
+    feed.output(chunk[0])
+    # the end says the run sent 3 chunks before its last one: chunks 2 and 3 are still on the way
+    feed.run_ended("a", 1, chunk[3], sent=3)
+    assert feed.awaiting_output and feed.output_due(10.0)
+    assert feed.output_due(10.0 + OUTPUT_WAIT_S - 0.01), "waits from when the end first would have come"
+    feed.output(chunk[2])
+    assert feed.awaiting_output
+    feed.output(chunk[1])
+    assert not feed.awaiting_output and not feed.output_due(11.0), "all came: the end goes on"
+    assert feed.console_out == [chunk[0], chunk[3], chunk[2], chunk[1]], "each sent on (the driver orders them)"
+    # another run's chunk never comes: the end waits OUTPUT_WAIT_S, no longer
+    feed.run_ended("b", 1, None, sent=1)
+    assert feed.output_due(20.0) and not feed.output_due(20.0 + OUTPUT_WAIT_S)
+    # a run whose chunks all came before its end, and one that printed nothing, are not waited for
+    feed2 = DriverFeed(forward_events=False, log_to_driver=True)
+    feed2.output(chunk[0])
+    feed2.run_ended("a", 1, None, sent=1)
+    feed2.run_ended("c", 1, None, sent=0)
+    assert not feed2.awaiting_output and not feed2.output_due(0.0)
+    # nobody to print for: nothing is waited for
+    feed3 = DriverFeed(forward_events=False, log_to_driver=True)
+    feed3.run_ended("a", 1, None, sent=2)
+    feed3.driver_present = False
+    assert not feed3.output_due(0.0)
+    feed4 = DriverFeed(forward_events=False, log_to_driver=False)
+    assert feed4.run_ended("a", 1, chunk[3], sent=2) == [] and not feed4.awaiting_output
 
 
 def test_ask_answer_marks_the_trials_latest_result_event() -> None:

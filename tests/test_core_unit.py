@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from actors._engine.core import ABORT_SAVE_TIMEOUT_S, SCHEDULER, STOP_ALL_GRACE_S, ExperimentPhase
+from actors._engine.feed import OUTPUT_WAIT_S
 from actors._engine.marks import MarkKind
 from actors._engine.reducer import Decision
 from actors._engine.signals import (
@@ -47,6 +48,8 @@ from actors.messages import (
     SchedulerReply,
     SchedulerSetup,
     TrialEnded,
+    TrialOutput,
+    TrialOutputBatch,
     TrialProceed,
     TrialProcess,
     TrialResults,
@@ -122,6 +125,31 @@ def test_a_two_trial_fifo_experiment_driven_by_hand(store: str) -> None:
         tids[0]: (TrialStatus.TERMINATED, 1.0), tids[1]: (TrialStatus.TERMINATED, 0.25)}
     assert Retire(actor) in all_out, "the parked actor is retired at the end"
     assert h.handle(Wake(Tick.PERIODIC)) == []
+
+
+@pytest.mark.parametrize("late_chunk_comes", [True, False])
+def test_the_end_waits_for_printed_lines_its_trials_end_overtook(late_chunk_comes: bool) -> None:
+    """The transport does not keep the order: a run's TrialOutput can arrive after its TrialEnded. The
+    experiment's end waits for it (so the driver echoes it), for OUTPUT_WAIT_S at most (seen in CI: a reused
+    actor's trial lost all its echoed lines because the end came first)."""
+    h = Harness(make_spec(num_samples=1, max_concurrent=1, log_to_driver=True))
+    [tid] = _running(h)
+    chunk = [TrialOutput(tid, 1, n, 4001, "", ((1, f"line {n}"),)) for n in (1, 2, 3)]
+    out = h.handle(chunk[0]) + h.handle(_result(tid, 1, 1))
+    out += h.handle(TrialEnded(tid, 1, 2, EndReason.COMPLETED, output=chunk[2], outputs_sent=2)) + h.answer_all()
+    assert h.phase is R and not sent(out, ExperimentFinished), "chunk 2 is on its way: the end waits"
+    out += h.handle(Wake(Tick.PERIODIC), at=h.now + OUTPUT_WAIT_S / 2)
+    assert h.phase is R and not sent(out, ExperimentFinished)
+    if late_chunk_comes:
+        out += h.handle(chunk[1])
+    else:  # lost: the end waits no longer than OUTPUT_WAIT_S
+        out += h.handle(Wake(Tick.PERIODIC), at=h.now + OUTPUT_WAIT_S / 2 + 0.01)
+    assert h.phase is F
+    to_driver = [c.msg for c in of_type(out, Send) if c.to == DRIVER]
+    echoed = [c.seq for m in to_driver if isinstance(m, TrialOutputBatch) for c in m.chunks]
+    assert sorted(echoed) == ([1, 2, 3] if late_chunk_comes else [1, 3])
+    assert isinstance(to_driver[-1], ExperimentFinished), "every line is sent before the end"
+    assert to_driver[-1].output_batches == sum(isinstance(m, TrialOutputBatch) for m in to_driver)
 
 
 def test_replies_arriving_out_of_order_are_applied_in_call_order() -> None:

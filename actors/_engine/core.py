@@ -262,8 +262,7 @@ class ExperimentCore:
             elif isinstance(m, TrialSaved):
                 self.results.on_saved(m)
             else:
-                if m.output is not None:
-                    self._output(m.output)
+                self._emit(self.feed.run_ended(m.trial_id, m.run_id, m.output, m.outputs_sent))
                 self.runs.on_ended(m)
 
     def _stop_every_trial(self) -> list[Effect]:
@@ -276,7 +275,10 @@ class ExperimentCore:
             self._emit(self.feed.event(kind, rec.snapshot(), result, checkpoint))
 
     def _output(self, msg: TrialOutput) -> None:
+        awaited = self.feed.awaiting_output
         self._emit(self.feed.output(msg))
+        if awaited and not self.feed.awaiting_output:  # the end waited for these lines (DriverFeed.output_due)
+            self.fill()
 
     def _actor_gone(self, msg: ActorGone) -> None:
         if msg.handle == SCHEDULER:
@@ -313,6 +315,10 @@ class ExperimentCore:
                 self.upkeep.kill(rec.trial_id, rec.run_id)
         if not self.upkeep.tick(self.now - self.started_at):  # time limits, liveness, members (upkeep.py)
             return
+        if self.feed.awaiting_output:  # the end may wait no longer for lines still on the way
+            self.fill()
+            if self.finished:
+                return
         if self.phase is not ExperimentPhase.STARTING and self.io.state_due() and not self._state_current():
             self._save_state()
         self.out.append(WakeAfter(interval, Tick.PERIODIC))

@@ -94,6 +94,9 @@ def choose_rows(trials: Iterable[R], limit: int, metric: str | None,
 
 EVENTS_DELAY_S = 0.05  # longest an event for the driver's callbacks waits to be batched
 EVENTS_BATCH = 500
+# longest the experiment's end waits for printed lines a run sent before its end that have not come yet
+# (the transport does not keep the order: a run's last TrialOutput can arrive after its TrialEnded)
+OUTPUT_WAIT_S = 2.0
 
 
 class DriverFeed:
@@ -108,6 +111,9 @@ class DriverFeed:
         self.event_seq = 0  # TrialEvents sent (ExperimentFinished tells the driver)
         self.output_batches = 0  # TrialOutputBatch sent
         self.tick_pending = False
+        self._chunks: dict[tuple[str, int], int] = {}  # a running run's TrialOutput messages received
+        self._late: dict[tuple[str, int], int] = {}  # an ended run's TrialOutput messages still on the way
+        self._late_since: float | None = None  # when the end first waited for them
 
     def event(self, kind: EventType, trial: TrialSnapshot, result: dict[str, Any] | None = None,
               checkpoint: str | None = None) -> list[Command]:
@@ -122,9 +128,46 @@ class DriverFeed:
         return self.flush() if len(self.events) >= EVENTS_BATCH else []
 
     def output(self, msg: TrialOutput) -> list[Command]:
-        """A trial's printed lines (already rate-bounded in its process): sent on with the events."""
+        """A trial's printed lines sent while it ran (already rate-bounded in its process): sent on with
+        the events, and counted, so that the end can wait for those that its ``TrialEnded`` overtook."""
         if not self.log_to_driver:
             return []
+        key = (msg.trial_id, msg.run_id)
+        late = self._late.get(key)
+        if late is None:
+            self._chunks[key] = self._chunks.get(key, 0) + 1
+        elif late > 1:
+            self._late[key] = late - 1
+        else:
+            del self._late[key]
+        return self._pass(msg)
+
+    def run_ended(self, trial_id: str, run_id: int, last: TrialOutput | None, sent: int) -> list[Command]:
+        """A run's end: ``last``, its final lines (in the end's message), and ``sent``, how many
+        ``TrialOutput`` it sent before; those not received yet are awaited (``output_due``)."""
+        if not self.log_to_driver:
+            return []
+        missing = sent - self._chunks.pop((trial_id, run_id), 0)
+        if missing > 0:
+            self._late[(trial_id, run_id)] = missing
+        return self._pass(last) if last is not None else []
+
+    @property
+    def awaiting_output(self) -> bool:
+        """Some ended run's printed lines are still on the way."""
+        return bool(self._late)
+
+    def output_due(self, now: float) -> bool:
+        """Whether the experiment's end waits for lines still on the way: at most ``OUTPUT_WAIT_S`` from
+        when it first would have ended (a chunk the transport lost must not hold the end for ever)."""
+        if not self._late or not self.driver_present:
+            self._late_since = None
+            return False
+        if self._late_since is None:
+            self._late_since = now
+        return now - self._late_since < OUTPUT_WAIT_S
+
+    def _pass(self, msg: TrialOutput) -> list[Command]:
         self.console_out.append(msg)
         return self._arm()
 
@@ -191,4 +234,4 @@ def _short(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in items if isinstance(v, _SCALARS)}
 
 
-__all__ = ["EVENTS_DELAY_S", "DriverFeed", "choose_rows", "error_summary", "progress_report"]
+__all__ = ["EVENTS_DELAY_S", "OUTPUT_WAIT_S", "DriverFeed", "choose_rows", "error_summary", "progress_report"]

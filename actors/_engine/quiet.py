@@ -54,8 +54,9 @@ def changes_nothing(event: Any, commands: list[Command]) -> bool:
 def ticks_idle(spec: ExperimentSpec, watch: Watchdog, feed: DriverFeed, table: TrialTable) -> bool:
     """Of a running experiment whose last state still holds everything: nothing is due at a tick and nothing
     depends on the time it runs at (no member to watch, no progress report, no trial to reap or whose halt
-    has a deadline, no event or output for the driver)."""
-    if spec.multi_host or spec.progress_reports or watch.gone or feed.events or feed.console_out:
+    has a deadline, no event or output for the driver, none on its way)."""
+    if (spec.multi_host or spec.progress_reports or watch.gone or feed.events or feed.console_out
+            or feed.awaiting_output):
         return False
     # a trial saving or stopping must halt by its deadline (``Watchdog``), which a tick checks
     return not any(r.phase in (Phase.SAVING, Phase.STOPPING) for r in table.with_status(TrialStatus.RUNNING))

@@ -167,7 +167,7 @@ class Scheduling:
                 self.unsaved_hooks = False
                 if self.call(HookKind.SAVE, None) is not None:
                     return  # its answer comes back through on_reply, which fills again: then the run ends
-            if not self.results.answers_due():
+            if not self.results.answers_due() and not self.results.feed.output_due(self.ops.now):
                 self.ops.finish(None)
         elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
             self.ops.abort("the search algorithm suggested no configuration while no trial was running; "

@@ -329,9 +329,10 @@ class TrialActor(ActorTypeDispatcher):
                     continue
                 assert ev.reason is not None
                 self.ended = True
+                last = self._output_chunk(r, final=True)  # in order with the end
                 self._send_numbered(TrialEnded(r.trial_id, r.msg.run_id, self.seq, ev.reason, ev.checkpoint, ev.error,
-                                               ev.traceback, ev.storage_failure,
-                                               output=self._output_chunk(r, final=True),  # in order with the end
+                                               ev.traceback, ev.storage_failure, output=last,
+                                               outputs_sent=self.output_seq - (last is not None),
                                                setup_failed=ev.setup_failed, started=ev.started or {}))
                 return
             due = self.held_since + self.batch_delay_s - self.clock()
