@@ -194,7 +194,8 @@ def test_a_reused_actor_process_gives_each_trial_only_its_own_fd_output(storage_
     for tag, r in by_tag.items():  # the echo names the trial that printed each line, also in one process
         echoed = [x for x in seen.out.splitlines() if f"fd-one-{tag}-" in x]
         # the prefix is Ray's trial name, ``<trainable>_<trial_id>``
-        assert len(echoed) == 3 and all(x.startswith(f"(fd_writing_fn_{r.trial_id} pid=") for x in echoed), (tag, echoed)
+        prefix = f"(fd_writing_fn_{r.trial_id} pid="
+        assert len(echoed) == 3 and all(x.startswith(prefix) for x in echoed), (tag, echoed)
 
 
 def _pump_child(root: str) -> None:
