@@ -278,17 +278,18 @@ def test_feed_forwards_only_what_was_asked_for() -> None:
 
 def test_feed_counts_a_runs_printed_lines_and_waits_a_bounded_time_for_those_its_end_overtook() -> None:
     feed = DriverFeed(forward_events=False, log_to_driver=True)
-    chunk = [TrialOutput("a", 1, n, 99, "", ((1, f"line {n}"),)) for n in (1, 2, 3, 4)]
+    chunk = [TrialOutput("a", 1, n, 99, "", ((1, f"line {n}"),)) for n in (1, 2, 3, 4, 5)]
     feed.output(chunk[0])
-    # the end says the run sent 3 chunks before its last one: chunks 2 and 3 are still on the way
-    feed.run_ended("a", 1, chunk[3], sent=3)
+    # the end says the run sent 4 chunks before its last one: chunks 2, 3 and 4 are still on the way
+    feed.run_ended("a", 1, chunk[4], sent=4)
     assert feed.awaiting_output and feed.output_due(10.0)
     assert feed.output_due(10.0 + OUTPUT_WAIT_S - 0.01), "waits from when the end first would have come"
-    feed.output(chunk[2])
-    assert feed.awaiting_output
+    for late in (chunk[3], chunk[2]):
+        feed.output(late)
+        assert feed.awaiting_output
     feed.output(chunk[1])
     assert not feed.awaiting_output and not feed.output_due(11.0), "all came: the end goes on"
-    assert feed.console_out == [chunk[0], chunk[3], chunk[2], chunk[1]], "each sent on (the driver orders them)"
+    assert feed.console_out == [chunk[0], chunk[4], chunk[3], chunk[2], chunk[1]], "each sent on (the driver orders)"
     # another run's chunk never comes: the end waits OUTPUT_WAIT_S, no longer
     feed.run_ended("b", 1, None, sent=1)
     assert feed.output_due(20.0) and not feed.output_due(20.0 + OUTPUT_WAIT_S)
