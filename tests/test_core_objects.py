@@ -299,6 +299,13 @@ def test_feed_counts_a_runs_printed_lines_and_waits_a_bounded_time_for_those_its
     feed2.run_ended("a", 1, None, sent=1)
     feed2.run_ended("c", 1, None, sent=0)
     assert not feed2.awaiting_output and not feed2.output_due(0.0)
+    # a run whose process died sent no end: its count is no later run's (one entry a trial, replaced)
+    died = DriverFeed(forward_events=False, log_to_driver=True)
+    died.output(chunk[0])  # run 1 of "a"
+    died.run_ended("a", 2, None, sent=1)
+    assert died.awaiting_output, "run 2's chunk has not come; run 1's does not count for it"
+    died.output(TrialOutput("a", 2, 1, 99, "", ((1, "x"),)))
+    assert not died.awaiting_output
     # nobody to print for: nothing is waited for
     feed3 = DriverFeed(forward_events=False, log_to_driver=True)
     feed3.run_ended("a", 1, None, sent=2)

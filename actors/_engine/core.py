@@ -123,7 +123,7 @@ class ExperimentCore:
         self.results = ResultPath(spec, self.table, self.link, self.orders, self.feed, self.source, self.clone_waits,
                                   self)
         self.scheduling = Scheduling(spec, self.table, self.link, self.orders, self.members, self.source,
-                                     self.clone_waits, self.results, self)
+                                     self.clone_waits, self.results, self.feed, self)
         self.runs = TrialRuns(spec, self.table, self.pool, self.halts, self.clone_waits, self.results, self.source,
                               self.orders, self.members, self.watch, self)
         self.restored = RestoreSettling(spec, self.table, self)

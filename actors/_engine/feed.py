@@ -111,7 +111,9 @@ class DriverFeed:
         self.event_seq = 0  # TrialEvents sent (ExperimentFinished tells the driver)
         self.output_batches = 0  # TrialOutputBatch sent
         self.tick_pending = False
-        self._chunks: dict[tuple[str, int], int] = {}  # a running run's TrialOutput messages received
+        # per trial, its current run and the TrialOutput messages received from it (one entry a trial: a run
+        # whose process died never sends its end, and the next run's first chunk replaces it)
+        self._chunks: dict[str, tuple[int, int]] = {}
         self._late: dict[tuple[str, int], int] = {}  # an ended run's TrialOutput messages still on the way
         self._late_since: float | None = None  # when the end first waited for them
 
@@ -135,7 +137,8 @@ class DriverFeed:
         key = (msg.trial_id, msg.run_id)
         late = self._late.get(key)
         if late is None:
-            self._chunks[key] = self._chunks.get(key, 0) + 1
+            run, n = self._chunks.get(msg.trial_id, (msg.run_id, 0))
+            self._chunks[msg.trial_id] = (msg.run_id, n + 1 if run == msg.run_id else 1)
         elif late > 1:
             self._late[key] = late - 1
         else:
@@ -147,7 +150,8 @@ class DriverFeed:
         ``TrialOutput`` it sent before; those not received yet are awaited (``output_due``)."""
         if not self.log_to_driver:
             return []
-        missing = sent - self._chunks.pop((trial_id, run_id), 0)
+        run, got = self._chunks.pop(trial_id, (run_id, 0))
+        missing = sent - (got if run == run_id else 0)
         if missing > 0:
             self._late[(trial_id, run_id)] = missing
         return self._pass(last) if last is not None else []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors._engine.clones import CloneWaits
+from actors._engine.feed import DriverFeed
 from actors._engine.lifecycle import Effect, TrialTable
 from actors._engine.link import SchedulerLink
 from actors._engine.members import Membership
@@ -36,7 +37,7 @@ class Scheduling:
 
     def __init__(self, spec: ExperimentSpec, table: TrialTable, link: SchedulerLink, orders: TrialOrders,
                  members: Membership, source: TrialSource, clone_waits: CloneWaits, results: ResultPath,
-                 ops: CoreOps) -> None:
+                 feed: DriverFeed, ops: CoreOps) -> None:
         self.spec = spec
         self.table = table
         self.link = link
@@ -45,6 +46,7 @@ class Scheduling:
         self.source = source
         self.clone_waits = clone_waits
         self.results = results
+        self.feed = feed  # (the end waits for trial output still on its way: DriverFeed.output_due)
         self.ops = ops
         # the plugin answered a hook since it last saved its state: a natural end asks it once more, so that
         # the final state holds what it learned (the script's scheduler object takes it after fit(), as Ray's)
@@ -167,7 +169,7 @@ class Scheduling:
                 self.unsaved_hooks = False
                 if self.call(HookKind.SAVE, None) is not None:
                     return  # its answer comes back through on_reply, which fills again: then the run ends
-            if not self.results.answers_due() and not self.results.feed.output_due(self.ops.now):
+            if not self.results.answers_due() and not self.feed.output_due(self.ops.now):
                 self.ops.finish(None)
         elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
             self.ops.abort("the search algorithm suggested no configuration while no trial was running; "
