@@ -90,7 +90,9 @@ def test_a_run_failing_while_its_exploit_is_pending_ends_as_the_exploit_s_pause(
     assert [(m.kind, m.source) for m in rec.marks] == [(MarkKind.EXPLOIT, "src")]
     assert (rec.num_failures, rec.error) == (0, None)
     saved = CheckpointRef("mem://src/checkpoint_000001", 1, 7)
+    table.changed.clear()
     assert waits.landed("src", saved)[0] and rec.checkpoint == saved
+    assert table.changed == {"clone"}, "the scheduler's view of the trial is sent the checkpoint it now has"
     table.start("clone")
     assert rec.cloned and rec.iteration == 7 and rec.config == {"lr": 4}
 

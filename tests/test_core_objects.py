@@ -306,6 +306,15 @@ def test_feed_counts_a_runs_printed_lines_and_waits_a_bounded_time_for_those_its
     assert died.awaiting_output, "run 2's chunk has not come; run 1's does not count for it"
     died.output(TrialOutput("a", 2, 1, 99, "", ((1, "x"),)))
     assert not died.awaiting_output
+    # ... and a later run counts its own chunks from one: two came, the third is on the way
+    again = DriverFeed(forward_events=False, log_to_driver=True)
+    again.output(chunk[0])  # run 1 of "a", whose process died
+    for n in (1, 2):
+        again.output(TrialOutput("a", 2, n, 99, "", ((1, f"run 2 line {n}"),)))
+    again.run_ended("a", 2, None, sent=3)
+    assert again.awaiting_output, "run 2 sent three chunks before its end and two came"
+    again.output(TrialOutput("a", 2, 3, 99, "", ((1, "run 2 line 3"),)))
+    assert not again.awaiting_output
     # nobody to print for: nothing is waited for
     feed3 = DriverFeed(forward_events=False, log_to_driver=True)
     feed3.run_ended("a", 1, None, sent=2)
@@ -339,6 +348,19 @@ def test_progress_report_counts_and_best() -> None:
     assert report.counts == {"PENDING": 2, "RUNNING": 1}
     assert (report.best, report.best_trial, report.elapsed_s) == (1.0, "b", 12.0)
     assert report.rows[0].trial_id == "a" and report.rows[0].member == "local"
+    table.get("c").last_result = {"loss": 1.0}  # a tie: the first trial to reach the best value keeps it
+    assert progress_report(spec, table, {}, 0.0).best_trial == "b"
+    assert progress_report(make_spec(metric="loss", mode="max"), table, {}, 0.0).best_trial == "a"
+    table.get("a").last_result = {"loss": 1.0}
+    assert progress_report(make_spec(metric="loss", mode="max"), table, {}, 0.0).best_trial == "a"
+
+
+def test_progress_rows_show_the_first_six_scalar_config_values() -> None:
+    table = TrialTable()
+    table.add("a", {f"k{i}": i for i in range(8)})
+    table.add("b", {"lr": 0.1, "layers": [1, 2], "name": "x"})
+    rows = progress_report(make_spec(metric="loss", mode="min"), table, {}, 0.0).rows
+    assert [r.config for r in rows] == [{f"k{i}": i for i in range(6)}, {"lr": 0.1, "name": "x"}]
 
 
 # ---------------------------------------------------------------------------------- ResultGate

@@ -199,6 +199,17 @@ def test_choose_rows_order_limit_and_hidden_counts():
     assert hidden == {"PENDING": 2, "TERMINATED": 3}
 
 
+def test_choose_rows_breaks_ties_by_table_order_and_keeps_the_best_row_from_a_limit_of_two():
+    # (the rows are not orderable, as the controller's records are not: a tie is never broken by comparing them)
+    done = [_rec("TERMINATED", 2.0), _rec("TERMINATED"), _rec("TERMINATED", 2.0), _rec("TERMINATED"),
+            _rec("TERMINATED", 1.0)]
+    shown, _ = choose_rows(done, 10, "loss", "min")
+    assert shown == [done[i] for i in (4, 0, 2, 1, 3)], "equal values, and no value, in table order"
+    trials = [_rec("RUNNING"), _rec("RUNNING"), _rec("TERMINATED", 5.0)]
+    shown, hidden = choose_rows(trials, 2, "loss", "min")
+    assert shown == [trials[0], trials[2]] and hidden == {"RUNNING": 1}
+
+
 def test_choose_rows_on_a_large_table_shows_the_best_and_counts_the_rest():
     trials = [_rec("TERMINATED", float((i * 7919) % 10_000)) for i in range(10_000)]
     trials += [_rec("RUNNING") for _ in range(8)] + [_rec("PENDING") for _ in range(2_000)]
@@ -245,6 +256,12 @@ def test_live_table_error_cell_names_the_error_and_where_it_was_raised():
     assert error_summary("lost contact with member 'w1'", "host lost\n") == "lost contact with member 'w1'"
     long = error_summary("E" * 200, f'  File "/{"d" * 200}/t.py", line 1, in f\n')
     assert long is not None and all(len(x) <= 80 for x in long.splitlines()) and long.endswith('in f')
+    frame = 'File "/x.py", line 1, in f'
+    frame = frame.replace("/x", "/" + "x" * (80 - len(frame) + 1))
+    assert len(frame) == 80
+    assert error_summary("E", f"  {frame}\n") == f"E\n{frame}", "a frame as wide as the cell is shown whole"
+    wider = frame.replace("/x", "/xy")
+    assert error_summary("E", f"  {wider}\n") == f"E\n...{wider[-77:]}", "a wider one keeps its end, cut to 80"
 
 
 def test_restored_run_gets_the_callbacks_passed_to_restore(storage_dir, no_leaks):
