@@ -358,9 +358,11 @@ def test_progress_report_counts_and_best() -> None:
 def test_progress_rows_show_the_first_six_scalar_config_values() -> None:
     table = TrialTable()
     table.add("a", {f"k{i}": i for i in range(8)})
-    table.add("b", {"lr": 0.1, "layers": [1, 2], "name": "x"})
+    table.add("b", {f"k{i}": i for i in range(7)})
+    table.add("c", {"lr": 0.1, "layers": [1, 2], "name": "x"})
     rows = progress_report(make_spec(metric="loss", mode="min"), table, {}, 0.0).rows
-    assert [r.config for r in rows] == [{f"k{i}": i for i in range(6)}, {"lr": 0.1, "name": "x"}]
+    first_six = {f"k{i}": i for i in range(6)}
+    assert [r.config for r in rows] == [first_six, first_six, {"lr": 0.1, "name": "x"}]
 
 
 # ---------------------------------------------------------------------------------- ResultGate

@@ -203,6 +203,8 @@ def test_choose_rows_breaks_ties_by_table_order_and_keeps_the_best_row_from_a_li
     # (the rows are not orderable, as the controller's records are not: a tie is never broken by comparing them)
     done = [_rec("TERMINATED", 2.0), _rec("TERMINATED"), _rec("TERMINATED", 2.0), _rec("TERMINATED"),
             _rec("TERMINATED", 1.0)]
+    for i, rec in enumerate(done):
+        rec.trial_id = str(i)  # (rows with equal fields compare equal: a tie between them needs no order)
     shown, _ = choose_rows(done, 10, "loss", "min")
     assert shown == [done[i] for i in (4, 0, 2, 1, 3)], "equal values, and no value, in table order"
     trials = [_rec("RUNNING"), _rec("RUNNING"), _rec("TERMINATED", 5.0)]
