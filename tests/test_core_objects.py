@@ -87,7 +87,7 @@ def test_link_knows_which_hooks_the_plugin_implements() -> None:
 
 # ---------------------------------------------------------------------------------- Membership
 def _members(**over: Any) -> Membership:
-    return Membership(make_spec(multi_host=True, leader_resources={}, **over))
+    return Membership(make_spec(**{"multi_host": True, "leader_resources": {}, **over}))
 
 
 def test_local_membership_is_one_member_sized_for_max_concurrent() -> None:
@@ -95,6 +95,24 @@ def test_local_membership_is_one_member_sized_for_max_concurrent() -> None:
     assert m.leader_id == LOCAL and m.free_slots() == 3
     assert m.choose() == LOCAL
     assert m.silent(1e9, 1.0) == [], "the local member has no heartbeats to miss"
+    # a zero amount asks for nothing; no resources at all is one CPU a trial
+    m = Membership(make_spec(max_concurrent=3, resources_per_trial={"cpu": 1, "gpu": 0}))
+    assert m.need == {"cpu": 1.0} and [r["resources"] for r in m.rows()] == [{"cpu": 3}]
+    m = Membership(make_spec(max_concurrent=3, resources_per_trial={}))
+    assert m.need == {"cpu": 1.0} and [r["resources"] for r in m.rows()] == [{"cpu": 3}] and m.free_slots() == 3
+    m = Membership(make_spec(max_concurrent=3, resources_per_trial={"cpu": 0.5}))
+    assert [r["resources"] for r in m.rows()] == [{"cpu": 1.5}] and m.free_slots() == 3
+
+
+def test_the_leader_is_a_member_only_with_resources_to_run_trials() -> None:
+    m = _members(leader_resources={"cpu": 1.0})
+    assert m.leader_id == "leader" and m.free_slots() == 1 and m.choose() == "leader"
+    assert m.silent(1e9, 1.0) == [], "the leader has no heartbeats to miss"
+    m.joined("w1", {"cpu": 1}, "a1", now=0.0)
+    assert m.free_slots() == 2
+    for none in ({}, {"cpu": 0.0}):  # (leader_runs_trials=False)
+        m = _members(leader_resources=none)
+        assert m.rows() == [] and m.choose() is None and m.free_slots() == 0
 
 
 def test_member_restarted_under_the_same_id_is_replaced_and_its_old_registration_expiring_keeps_the_new() -> None:

@@ -35,12 +35,40 @@ def test_gpu_trials_only_where_gpus_are() -> None:
     assert not p.could_ever_fit({"gpu": 2.0})
 
 
-def test_removed_member_returns_its_trials() -> None:
+def test_a_member_registering_again_keeps_its_books_while_it_holds_trials() -> None:
+    """(A member heard from again after a silence, or its convention registration renewed: its running trial still
+    holds its CPU, so nothing is placed beside it beyond the member's size.)"""
     p = Placement()
-    p.add("a", {"cpu": 2})
+    p.add("a", {"cpu": 2}, address="addr")
     p.place("t1", "a", {"cpu": 1.0})
-    assert p.remove("a") == ["t1"]
-    assert p.free_slots({"cpu": 1.0}) == 0
+    p.add("a", {"cpu": 2}, address="addr")
+    assert p.members["a"].trials == {"t1"} and p.free_slots({"cpu": 1.0}) == 1
+    p.add("a", {"cpu": 4}, address="addr2")  # (its size and address are the new registration's)
+    assert (p.members["a"].resources, p.members["a"].address, p.free_slots({"cpu": 1.0})) == ({"cpu": 4}, "addr2", 3)
+    p.release("t1", {"cpu": 1.0})
+    p.add("a", {"cpu": 1}, address="addr3")  # idle: registered afresh
+    assert (p.members["a"].used, p.free_slots({"cpu": 1.0})) == ({}, 1)
+
+
+def test_a_member_holds_a_trial_that_needs_exactly_what_it_has_left() -> None:
+    p = Placement()
+    p.add("a", {"cpu": 2, "gpu": 1})
+    need = {"cpu": 1.0, "gpu": 1.0}
+    assert p.choose(need) == "a" and p.free_slots(need) == 1
+    p.place("t1", "a", need)
+    assert p.choose({"cpu": 1.0}) == "a" and p.choose(need) is None and p.free_slots(need) == 0
+    assert p.free_slots({"cpu": 1.0, "tpu": 0.0}) == 1, "a zero amount asks for nothing"
+
+
+def test_only_the_system_a_trial_was_placed_on_takes_it_and_resources_are_read_from_its_capabilities() -> None:
+    from actors._engine.placement import MEMBER_CAP, RESOURCES_CAP, parse_resources, placed_here
+
+    assert placed_here({MEMBER_CAP: "w1"}, {MEMBER_CAP: "w1"})
+    assert not placed_here({MEMBER_CAP: "w2"}, {MEMBER_CAP: "w1"})
+    assert not placed_here({}, {MEMBER_CAP: "w1"}), "a system that is no member takes no placed actor"
+    assert placed_here({MEMBER_CAP: "w2"}, None) and placed_here({}, {}), "an actor placed nowhere goes anywhere"
+    assert parse_resources({RESOURCES_CAP: {"cpu": 2, "gpu": "1"}}) == {"cpu": 2.0, "gpu": 1.0}
+    assert parse_resources({}) == {} and parse_resources({RESOURCES_CAP: None}) == {}
 
 
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 5)), max_size=60))

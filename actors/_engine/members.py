@@ -24,7 +24,6 @@ class Membership:
         self.probes: dict[str, Handle] = {}
         self.lost: set[str] = set()
         self.waiting_since: float | None = None  # since when no member could ever hold a waiting trial
-        self.multi_host = spec.multi_host
         self.leader_id = "leader" if spec.multi_host else LOCAL
         self.need = {k: float(v) for k, v in (spec.resources_per_trial or {"cpu": 1}).items() if v > 0}
         if spec.multi_host:

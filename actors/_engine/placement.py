@@ -3,8 +3,9 @@
 A member is an actor system that joined the convention (or the driver's own
 system, "local"/"leader").  Each advertises resources; a trial needs a resource
 dict (default ``{"cpu": 1}``) and is placed on the member with the most room
-left, so load spreads.  Members are forgotten when they leave or go silent, and
-come back when they re-register.
+left, so load spreads.  A member that leaves or goes silent is never forgotten here:
+``Membership`` counts it lost (no trial is placed on it) until it is heard from again,
+and one that registers again keeps its books while it holds trials.
 """
 
 from __future__ import annotations
@@ -48,15 +49,6 @@ class Placement:
             old.resources, old.address = dict(resources), address  # re-registered: keep the books
             return
         self.members[member_id] = Member(member_id, dict(resources), address)
-
-    def remove(self, member_id: str) -> list[str]:
-        """Forget a member; returns the trials that were placed on it."""
-        m = self.members.pop(member_id, None)
-        if m is None:
-            return []
-        for t in m.trials:
-            self.where.pop(t, None)
-        return sorted(m.trials)
 
     def choose(self, need: dict[str, float], lost: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The member not in ``lost`` with room for ``need`` and the most free CPU, or None."""
