@@ -93,6 +93,17 @@ def test_zero_cpu_is_refused_up_front(make) -> None:
         make()
 
 
+@pytest.mark.parametrize("make", [
+    lambda: Tuner(with_resources(steps, {"gpu": 0})),
+    lambda: Tuner(with_resources(steps, {"GPU": 0, "memory": 0})),
+    lambda: Tuner(steps, run_config=RunConfig(resources_per_trial={"slot": 0})),
+], ids=["with_resources", "ray_spelling", "resources_per_trial"])
+def test_resources_that_ask_for_nothing_are_refused_up_front(make) -> None:
+    """They used to wait on PENDING forever (no CPU asked for, and nothing else either)."""
+    with pytest.raises(ConfigError, match=r"asks for no resources at all.*give no resources for one CPU a trial"):
+        make()
+
+
 @pytest.mark.parametrize("amount", [-1, float("nan"), float("inf"), True, "2"])
 def test_negative_or_non_numeric_cpu_is_refused_up_front(amount) -> None:
     with pytest.raises(ConfigError, match=r"with_resources: the amount of 'cpu' must be a finite number >= 0"):

@@ -312,6 +312,10 @@ def check_resources(resources: Any, where: str) -> dict[str, float]:
         raise ConfigError(f"{where}: {{'cpu': {resources.get('cpu', resources.get('CPU'))!r}}} would never be "
                           "scheduled (every trial runs in a process that needs some CPU); ask for a fraction "
                           "such as {'cpu': 0.5} to run several trials per core")
+    if out and not any(out.values()):  # (it used to wait on PENDING forever: no member offers "nothing")
+        raise ConfigError(f"{where}: {dict(resources)!r} asks for no resources at all, so no trial could be placed "
+                          "(Ray 2.60 refuses it too: a placement group with an empty bundle); ask for some, such as "
+                          "{'cpu': 1, 'gpu': 1}, or give no resources for one CPU a trial")
     return out
 
 
