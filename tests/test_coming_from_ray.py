@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from typing import Any
 
 import pytest
 
@@ -72,15 +73,15 @@ def test_import_actors_as_tune_reaches_the_submodules_as_ray_tune_does() -> None
         out.stderr
 
 
-def test_with_resources_refuses_rays_per_trial_resources_function_naming_the_fix() -> None:
+def test_with_resources_takes_rays_per_trial_resources_function(tmp_path: Any) -> None:
     """Ray 2.60 takes ``resources=lambda config: {"CPU": config["n"]}`` and gives each trial its own
-    (recorded: ``[{'CPU': 1.0}, {'CPU': 2.0}]`` for ``n`` in ``[1, 2]``); audition's trials share one
-    dict of resources, so the function is refused, never ignored."""
-    from actors import with_resources
-    from actors._driver.errors import ConfigError
+    (recorded: ``[{'CPU': 1.0}, {'CPU': 2.0}]`` for ``n`` in ``[1, 2]``): so does audition."""
+    from actors import RunConfig, Tuner, get_context, report, with_resources
+    from actors.search import grid_search
 
-    def train(config: dict[str, object]) -> None:
-        pass
+    def train(config: dict[str, Any]) -> None:
+        report({"bundles": get_context().get_trial_resources().bundles})
 
-    with pytest.raises(ConfigError, match=r"function of the config .* pass one dict"):
-        with_resources(train, lambda config: {"CPU": config["n"]})
+    grid = Tuner(with_resources(train, lambda config: {"CPU": config["n"]}), param_space={"n": grid_search([1, 2])},
+                 run_config=RunConfig(storage=str(tmp_path), system="simple", verbose=0)).fit()
+    assert [r.metrics["bundles"] for r in grid] == [[{"CPU": 1.0}], [{"CPU": 2.0}]]

@@ -225,6 +225,38 @@ def test_with_resources_picks_the_member_big_enough(cluster, storage_dir, no_lea
     cluster.stop()
 
 
+def _cpus_by_x(config: dict) -> dict:
+    return {"cpu": 2 if config["x"] >= 3.0 else 1}
+
+
+@pytest.mark.slow
+def test_each_trial_s_own_resources_pick_a_member_big_enough_for_it(cluster, storage_dir, no_leaks):
+    """Resources from a function of the config (Ray's with_resources(train, fn)): a 2-CPU trial only on the 2-CPU
+    worker, alone there; the 1-CPU trials anywhere, never more at once than a member's CPUs."""
+    from actors import with_resources
+
+    tuner = Tuner(with_resources(T.fn_trainable, _cpus_by_x),
+                  param_space={"x": grid_search([1.0, 3.0, 2.0, 4.0, 1.5]), "steps": 4, "slow_save": 0.05},
+                  tune_config=TuneConfig(metric="loss", mode="min"),
+                  run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0))
+    out = _fit_with_workers(cluster, tuner, [("small", 1), ("big", 2)])
+    assert "error" not in out, out.get("error")
+    grid = out["grid"]
+    assert [r.status for r in grid] == [TrialStatus.TERMINATED] * 5
+    big, small = f"big-{cluster.tag}", f"small-{cluster.tag}"
+    where = {r.config["x"]: {x["member"] for x in r.metrics_history} for r in grid}
+    assert where[3.0] == where[4.0] == {big}, where
+    members = _members_of(grid)
+    assert not _intervals_overlap(members.get(small, []))
+    spans = {r.config["x"]: (r.metrics_history[0]["wall"] - r.config["slow_save"], r.metrics_history[-1]["wall"])
+             for r in grid}
+    for x in (3.0, 4.0):  # nothing beside a 2-CPU trial on the 2-CPU worker
+        beside = [y for y in spans if y != x and where[y] == {big}]
+        assert not any(spans[y][0] < spans[x][1] and spans[x][0] < spans[y][1] for y in beside), (x, spans, where)
+    cluster.stop()
+
+
 @pytest.mark.slow
 def test_trial_no_member_can_ever_hold_fails_the_experiment(cluster, storage_dir, no_leaks):
     """A GPU trial on a CPU-only cluster: a clear error after placement_timeout_s, not a hang."""

@@ -20,7 +20,7 @@ def test_spreads_and_respects_capacity() -> None:
     p.place("t2", p.choose(need) or "", need)
     p.place("t3", p.choose(need) or "", need)
     assert p.choose(need) is None and p.free_slots(need) == 0
-    p.release("t2", need)
+    p.release("t2")
     assert p.free_slots(need) == 1
 
 
@@ -45,7 +45,7 @@ def test_a_member_registering_again_keeps_its_books_while_it_holds_trials() -> N
     assert p.members["a"].trials == {"t1"} and p.free_slots({"cpu": 1.0}) == 1
     p.add("a", {"cpu": 4}, address="addr2")  # (its size and address are the new registration's)
     assert (p.members["a"].resources, p.members["a"].address, p.free_slots({"cpu": 1.0})) == ({"cpu": 4}, "addr2", 3)
-    p.release("t1", {"cpu": 1.0})
+    p.release("t1")
     p.add("a", {"cpu": 1}, address="addr3")  # idle: registered afresh
     assert (p.members["a"].used, p.free_slots({"cpu": 1.0})) == ({}, 1)
 
@@ -86,7 +86,7 @@ def test_never_overcommits(ops: list[tuple[bool, int]]) -> None:
                 p.place(tid, m, need)
                 placed.add(tid)
         elif not place and tid in placed:
-            p.release(tid, need)
+            p.release(tid)
             placed.discard(tid)
         for member in p.members.values():
             assert 0 <= member.used.get("cpu", 0) <= member.resources["cpu"]

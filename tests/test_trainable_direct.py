@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from actors import Checkpoint, RunConfig, Trainable, Tuner, with_resources
-from actors._driver.errors import ConfigError
+from actors import Checkpoint, RunConfig, Trainable, Tuner
 
 # recorded from Ray 2.60: sorted(T(config={"lr": 0.1}).train()) for a step() returning {"x": ...}
 RAY_TRAIN_KEYS = ["config", "date", "done", "hostname", "iterations_since_restore", "node_ip", "pid",
@@ -372,14 +371,6 @@ def test_what_audition_cannot_honour_is_refused() -> None:
     with pytest.raises(ValueError, match="log_sys_usage"):  # Ray adds a 'perf' key; audition does not
         Adder(config={"lr": 1.0, "log_sys_usage": True}).train()
 
-    class Sized(Adder):
-        @classmethod
-        def default_resource_request(cls, config: dict[str, Any]) -> Any:
-            return None
-
-    with pytest.raises(ConfigError, match="with_resources"):
-        Tuner(Sized, param_space={"lr": 1.0})
-    Tuner(with_resources(Sized, {"cpu": 1}), param_space={"lr": 1.0})  # resources given: accepted
 
 
 # ------------------------------------------------------------------ the same class under fit()

@@ -261,6 +261,15 @@ def test_scheduler_stop_and_concurrency_pass_through(storage_dir: str) -> None:
     f = simple(run_or_experiment=curve, config={"q": 1}, stop=lambda tid, res: res["acc"] >= 3,
                resources_per_trial={"cpu": 1}, storage_path=storage_dir, name="stopfn")
     assert f.trials[0].last_result["training_iteration"] == 3
+    # Ray's run takes a PlacementGroupFactory for resources_per_trial too (it failed with a TypeError here)
+    from actors import PlacementGroupFactory
+
+    p = simple(run_or_experiment=curve, config={"q": 1}, stop={"training_iteration": 1}, storage_path=storage_dir,
+               resources_per_trial=PlacementGroupFactory([{"CPU": 1}]), name="pgf")
+    assert str(p.trials[0].status) == "TERMINATED"
+    with pytest.raises(ConfigError, match=r"RunConfig\(resources_per_trial=...\): resources must be a dict"):
+        simple(run_or_experiment=curve, config={"q": 1}, resources_per_trial=lambda config: {"CPU": 1},
+               storage_path=storage_dir, name="fn")
     # recorded: random search, num_samples=3 -> three trials with three configs
     g = simple(run_or_experiment=curve, config={"q": tune.uniform(0, 1)}, num_samples=3,
                stop={"training_iteration": 1}, storage_path=storage_dir, name="rand")

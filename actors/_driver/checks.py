@@ -105,13 +105,6 @@ def check_trainable(trainable: Any) -> str:
     if inspect.isclass(trainable):
         if not issubclass(trainable, Trainable):
             raise ConfigError(f"trainable class {trainable.__name__} must subclass actors.Trainable")
-        own = inspect.getattr_static(trainable, "default_resource_request")
-        if (own is not inspect.getattr_static(Trainable, "default_resource_request")
-                and getattr(trainable, "_audition_resources", None) is None):
-            # Ray sizes each trial by it; audition gives every trial of an experiment the same resources
-            raise ConfigError(f"{trainable.__name__} overrides default_resource_request(config), which audition "
-                              "does not call; give the resources with with_resources("
-                              f"{trainable.__name__}, {{'cpu': N}}) instead")
         return trainable.__name__
     raw = str(getattr(trainable, "__name__", type(trainable).__name__))  # (what error messages show)
     name = callable_name(trainable)

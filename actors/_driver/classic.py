@@ -185,7 +185,9 @@ def run(run_or_experiment: Callable[..., Any] | type | str | Any, *, name: str |
         system=system, verbose=2 if verbose is None else int(verbose), progress_reporter=progress_reporter,
         sync_config=sync_config, log_to_file=log_to_file,
         callbacks=list(callbacks) if callbacks is not None else None,
-        resources_per_trial=dict(resources_per_trial) if resources_per_trial is not None else None)
+        # (a PlacementGroupFactory, as Ray's run takes; anything else gets RunConfig's check, naming it)
+        resources_per_trial=dict(resources_per_trial) if isinstance(resources_per_trial, Mapping)
+        else resources_per_trial)
     path = None if name is None else f"{(storage or DEFAULT_STORAGE).rstrip('/')}/{name}"
     if path is not None and "://" not in path:
         path = os.path.expanduser(path)

@@ -290,10 +290,6 @@ def check_resources(resources: Any, where: str) -> dict[str, float]:
 
     if isinstance(resources, PlacementGroupFactory):  # Ray's form: one bundle is one trial's dict
         resources = resources.as_resources()
-    if callable(resources) and not isinstance(resources, Mapping):  # Ray: per-trial resources from the config
-        raise ConfigError(f"{where}: resources given as a function of the config (Ray's per-trial resources) are "
-                          "not supported: every trial of an experiment gets the same resources; pass one dict "
-                          "such as {'cpu': 2}, or run the configs that need other resources as another experiment")
     if not isinstance(resources, Mapping):
         raise ConfigError(f"{where}: resources must be a dict such as {{'cpu': 2, 'gpu': 1}}, "
                           f"got {type(resources).__name__}")
@@ -321,14 +317,21 @@ def check_resources(resources: Any, where: str) -> dict[str, float]:
 
 def with_resources(trainable: Any, resources: Mapping[str, float] | Any) -> Any:
     """Attach per-trial resources (e.g. ``{"cpu": 2, "gpu": 1}``, or a one-bundle
-    ``PlacementGroupFactory``) to a trainable.
+    ``PlacementGroupFactory``) to a trainable, or a function of the config that gives each trial its own
+    (``lambda config: {"cpu": config["workers"]}``, as Ray's: ``actors._driver.resources.ResourcesOf``).
 
     Returns a new trainable (a wrapper function or a subclass); the original is not changed.
     """
     import functools
     import inspect
 
-    res = check_resources(resources, "with_resources")
+    from actors._driver.resources import PlacementGroupFactory, ResourcesOf
+
+    res: dict[str, float] | ResourcesOf
+    if callable(resources) and not isinstance(resources, (Mapping, PlacementGroupFactory)):
+        res = ResourcesOf(resources, "with_resources(trainable, resources=<function>)")
+    else:
+        res = check_resources(resources, "with_resources")
     if inspect.isclass(trainable):
         return type(trainable.__name__, (trainable,), {"_audition_resources": res,
                                                        "__module__": trainable.__module__})

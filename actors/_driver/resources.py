@@ -1,15 +1,16 @@
 """Ray Tune's ``PlacementGroupFactory`` as a read-only view of a trial's resources.
 
-audition places a trial by one dict of resources (``with_resources(train, {"cpu": 2})``) and has
-no placement groups; Ray 2.60 answers ``get_trial_resources()`` / ``Trainable.trial_resources`` with
-a ``PlacementGroupFactory`` of one bundle made from that dict. This is that object, with the
-attributes ports read (``required_resources``, ``bundles``, ``head_cpus``, ``strategy``), so code
-such as ``torch.set_num_threads(int(r.head_cpus))`` runs unchanged. Nothing here schedules.
+audition places a trial by one dict of resources (``with_resources(train, {"cpu": 2})``, or each
+trial's own from a function of its config: ``ResourcesOf``) and has no placement groups; Ray 2.60
+answers ``get_trial_resources()`` / ``Trainable.trial_resources`` with a ``PlacementGroupFactory``
+of one bundle made from that dict. This is that object, with the attributes ports read
+(``required_resources``, ``bundles``, ``head_cpus``, ``strategy``), so code such as
+``torch.set_num_threads(int(r.head_cpus))`` runs unchanged. Nothing here schedules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors._driver.errors import ConfigError
@@ -88,4 +89,46 @@ class PlacementGroupFactory:
         return f"PlacementGroupFactory(bundles={self.bundles!r}, strategy={self.strategy!r})"
 
 
-__all__ = ["PlacementGroupFactory"]
+class ResourcesOf:
+    """Each trial's resources from its config: Ray's ``with_resources(train, lambda config: ...)`` and a
+    class trainable's ``default_resource_request(config)``.
+
+    The controller calls it once per trial, with the trial's config, when the search algorithm gives the
+    trial (Ray calls it when it creates the trial); the trial keeps those resources from then on (a PBT
+    exploit's new config does not change them, as in Ray), and a restored experiment reads them from its
+    state. It runs in the controller's process, so it must be quick and must not block. What it returns is
+    checked as ``with_resources`` checks a dict (a one-bundle ``PlacementGroupFactory`` too): a bad value
+    stops the experiment with an error naming the trial and its config.
+    """
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any], where: str, none_is_default: bool = False) -> None:
+        self.fn = fn
+        self.where = where
+        self.none_is_default = none_is_default  # default_resource_request's None: Ray's default, one CPU
+
+    def __call__(self, config: dict[str, Any]) -> dict[str, float]:
+        from actors._driver.config import check_resources
+
+        value = self.fn(config)
+        if value is None and self.none_is_default:
+            return {"cpu": 1.0}
+        return check_resources(value, self.where) or {"cpu": 1.0}  # ({}: Ray's default, one CPU)
+
+
+def resources_from_class(trainable: Any) -> ResourcesOf | None:
+    """A class trainable's own ``default_resource_request(config)`` (Ray sizes each trial by it), if it
+    overrides ``Trainable``'s; None otherwise (and for a function trainable)."""
+    import inspect
+
+    from actors._driver.trainable import Trainable
+
+    if not inspect.isclass(trainable) or not issubclass(trainable, Trainable):
+        return None
+    own = inspect.getattr_static(trainable, "default_resource_request")
+    if own is inspect.getattr_static(Trainable, "default_resource_request"):
+        return None
+    return ResourcesOf(trainable.default_resource_request, f"{trainable.__name__}.default_resource_request(config)",
+                       none_is_default=True)
+
+
+__all__ = ["PlacementGroupFactory", "ResourcesOf", "resources_from_class"]

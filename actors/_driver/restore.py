@@ -339,9 +339,12 @@ def _restarted(state: dict[str, Any], row: dict[str, Any], ids: set[str], tag_pa
     if dirname:
         state.setdefault("kept_dirs", []).append(dirname)
     tag = row.get("experiment_tag") or tag_of(old, row["config"], tag_paths)[0]
-    return {"trial_id": new, "config": row["config"], "status": TrialStatus.PENDING.value, "last_result": {},
-            "num_failures": 0, "error": None, "traceback": None, "checkpoint": None, "logged_iteration": 0,
-            "max_index": -1, "marks": [], "experiment_tag": tag, "restore": RestoreMark.RESTART}
+    fresh = {"trial_id": new, "config": row["config"], "status": TrialStatus.PENDING.value, "last_result": {},
+             "num_failures": 0, "error": None, "traceback": None, "checkpoint": None, "logged_iteration": 0,
+             "max_index": -1, "marks": [], "experiment_tag": tag, "restore": RestoreMark.RESTART}
+    if "resources" in row:  # its own resources, as Ray's Trial.reset keeps its placement group factory
+        fresh["resources"] = row["resources"]
+    return fresh
 
 
 __all__ = ["can_restore", "restore_tuner"]

@@ -70,7 +70,8 @@ class Trainable:
 
     @classmethod
     def default_resource_request(cls, config: dict[str, Any]) -> PlacementGroupFactory | None:
-        """None, as Ray's; ``fit()`` refuses a class that overrides it (use ``with_resources``)."""
+        """None, as Ray's (one CPU a trial); a class that overrides it has each trial sized by it under ``fit()``,
+        as Ray's (``with_resources`` overrides it)."""
         return None
 
     @classmethod

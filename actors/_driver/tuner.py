@@ -47,6 +47,7 @@ from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.ray_env import check_ray_environment, dated_subdir_disabled
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
+from actors._driver.resources import ResourcesOf, resources_from_class
 from actors._driver.restore import hand_back_plugins, saved_searcher
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
@@ -153,8 +154,14 @@ class Tuner:
         self._checkpoint_at_end = resolve_checkpoint_at_end(trainable, rc.checkpoint_config)
         self._trainable = pickled(trainable, "trainable")  # with_parameters objects: only their keys
         self._parameters = parameters_of(trainable)
-        resources = check_resources(getattr(trainable, "_audition_resources", None) or rc.resources_per_trial
-                                    or {"cpu": 1}, "with_resources(...)")
+        given = getattr(trainable, "_audition_resources", None)
+        # (with_resources overrides a class's own default_resource_request, as Ray's does)
+        self._resources_of = given if isinstance(given, ResourcesOf) else \
+            resources_from_class(trainable) if given is None else None
+        if self._resources_of is not None:  # each trial's own, from its config: placed as its resources allow
+            self._resources, self._slots = {"cpu": 1.0}, tc.max_concurrent_trials or 1_000_000
+            return
+        resources = check_resources(given or rc.resources_per_trial or {"cpu": 1}, "with_resources(...)")
         self._resources = resources
         if self._multi_host:
             self._slots = tc.max_concurrent_trials or 1_000_000
@@ -185,8 +192,9 @@ class Tuner:
             # where the experiment is now (it may have moved since it was saved), for the plugins' trial.path
             self._prebuilt.experiment_uri, self._prebuilt.storage_is_local = self._experiment_uri(), self._ctx.is_local
             if not self._multi_host:  # what this machine offers now (init() may declare other resources), as Ray
-                self._prebuilt.max_concurrent = local_slots(self._prebuilt.resources_per_trial or {"cpu": 1},
-                                                            self.tune_config.max_concurrent_trials)
+                if self._prebuilt.resources_of is None:
+                    self._prebuilt.max_concurrent = local_slots(self._prebuilt.resources_per_trial or {"cpu": 1},
+                                                                self.tune_config.max_concurrent_trials)
                 self._prebuilt.total_resources = machine_resources()
             return self._prebuilt
         tc, rc = self.tune_config, self.run_config
@@ -196,8 +204,9 @@ class Tuner:
             searcher=self._searcher, scheduler=self._scheduler, stopper=self._stopper,
             metric=tc.metric, mode=tc.mode, num_samples=self._num_samples,
             # (again now: init() may have declared other resources since the Tuner was built)
-            max_concurrent=self._slots if self._multi_host else local_slots(self._resources, tc.max_concurrent_trials),
-            resources_per_trial=self._resources, total_resources=machine_resources(),
+            max_concurrent=self._slots if self._multi_host or self._resources_of is not None
+            else local_slots(self._resources, tc.max_concurrent_trials),
+            resources_per_trial=self._resources, resources_of=self._resources_of, total_resources=machine_resources(),
             max_failures=rc.failure_config.max_failures, fail_fast=bool(rc.failure_config.fail_fast),
             fail_fast_raise=isinstance(rc.failure_config.fail_fast, str),
             storage_url=self._ctx.url, storage_options=dict(self._ctx.options),

@@ -174,11 +174,13 @@ class Cluster:
 
     def unplaceable(self, now: float) -> str | None:
         """A trial that no member can ever hold is an error, once members had time to join: the problem."""
-        waiting = bool(self.table.with_status(TrialStatus.PENDING)) and not self.table.running
-        waited = self.members.unplaceable_for(waiting, now)
+        pending = self.table.with_status(TrialStatus.PENDING)
+        waiting = bool(pending) and not self.table.running
+        needs = [self.members.need_of(r.resources) for r in pending] if self.spec.resources_of is not None else None
+        waited = self.members.unplaceable_for(waiting, now, needs)
         if waited is None:
             return None
-        need = self.members.need
+        need = needs[0] if needs else self.members.need
         if waited == 0:
             log.warning("no member can hold a trial needing %s (members: %s); waiting up to %.0fs "
                         "(RunConfig(placement_timeout_s)) for a worker big enough to join", need,

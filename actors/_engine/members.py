@@ -4,8 +4,9 @@ Members are actor systems in the convention led by the driver's system. The core
 through ``MemberJoined``/``MemberLeft``, places a probe on each, and counts a member alive only
 while its probe's heartbeats arrive: measured here, Thespian reports a SIGKILLed member after tens
 of seconds or never. On one machine there is one member, ``LOCAL``, sized for
-``max_concurrent`` trials. Decisions about trials (fail them, restart them) stay in the core; this
-object only answers who is where and who is lost.
+``max_concurrent`` trials (the machine's resources when each trial has its own). Decisions about
+trials (fail them, restart them) stay in the core; this object only answers who is where and who
+is lost.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Membership:
         if spec.multi_host:
             if any(v > 0 for v in spec.leader_resources.values()):
                 self.placement.add(self.leader_id, spec.leader_resources)
+        elif spec.resources_of is not None:  # trials of many sizes: the machine, as Ray's local cluster
+            self.placement.add(LOCAL, dict(spec.total_resources))
         else:
             per = spec.resources_per_trial or {"cpu": 1}
             self.placement.add(LOCAL, {k: v * spec.max_concurrent for k, v in per.items() if v > 0} or
@@ -68,14 +71,20 @@ class Membership:
         return [m for m in list(self.placement.members)
                 if m != self.leader_id and m not in self.lost and now - self.last_beat.get(m, now) > timeout_s]
 
-    def choose(self) -> str | None:
-        return self.placement.choose(self.need, self.lost)
+    def need_of(self, resources: dict[str, float] | None) -> dict[str, float]:
+        """What a trial with these resources of its own needs (None: the experiment's ``need``)."""
+        if resources is None:
+            return self.need
+        return {k: float(v) for k, v in (resources or {"cpu": 1}).items() if v > 0}
 
-    def place(self, trial_id: str, member_id: str) -> None:
-        self.placement.place(trial_id, member_id, self.need)
+    def choose(self, need: dict[str, float] | None = None) -> str | None:
+        return self.placement.choose(self.need if need is None else need, self.lost)
+
+    def place(self, trial_id: str, member_id: str, need: dict[str, float] | None = None) -> None:
+        self.placement.place(trial_id, member_id, self.need if need is None else need)
 
     def release(self, trial_id: str) -> None:
-        self.placement.release(trial_id, self.need)
+        self.placement.release(trial_id)
 
     def where(self, trial_id: str) -> str | None:
         return self.placement.where.get(trial_id)
@@ -83,12 +92,13 @@ class Membership:
     def free_slots(self) -> int:
         return self.placement.free_slots(self.need, self.lost)
 
-    def could_ever_fit(self) -> bool:
-        return self.placement.could_ever_fit(self.need, self.lost)
+    def could_ever_fit(self, need: dict[str, float] | None = None) -> bool:
+        return self.placement.could_ever_fit(self.need if need is None else need, self.lost)
 
-    def unplaceable_for(self, waiting: bool, now: float) -> float | None:
-        """How long trials have waited that no member can ever hold (None: not the case)."""
-        if not waiting or self.could_ever_fit():
+    def unplaceable_for(self, waiting: bool, now: float, needs: list[dict[str, float]] | None = None) -> float | None:
+        """How long trials have waited that no member can ever hold (None: not the case); ``needs``: the waiting
+        trials' own, when they have their own (one some member could hold is not the case)."""
+        if not waiting or (any(self.could_ever_fit(n) for n in needs) if needs else self.could_ever_fit()):
             self.waiting_since = None
             return None
         if self.waiting_since is None:

@@ -88,12 +88,13 @@ class TrialOrders:
 
     def place(self, rec: TrialRecord, member: str) -> tuple[Spawn | None, Handle]:
         """Give the trial's run an actor on ``member``: an idle one, or a new one to spawn."""
-        handle = self.pool.reuse(member)
+        need = self.members.need_of(rec.resources)
+        handle = self.pool.reuse(member, self._size(rec))
         spawn = None
         if handle is None:
             handle = self.pool.new_handle()
             spawn = Spawn(handle, ActorKind.TRIAL, member if self.spec.multi_host else None)
-        self.members.place(rec.trial_id, member)
+        self.members.place(rec.trial_id, member, need)
         self.pool.assign(rec.trial_id, handle, rec.run_id)
         return spawn, handle
 
@@ -109,7 +110,7 @@ class TrialOrders:
             trial_dirname=rec.dirname or "",
             trial_name=trial_name(rec.trial_id, s.trainable_name, rec.config, rec.name),
             horizon_attr=self.horizon_attr, horizon=self.horizons.get(rec.trial_id), decide_at=self.direct,
-            resources=dict(s.resources_per_trial))
+            resources=dict(s.resources_per_trial if rec.resources is None else rec.resources))
 
     def release(self, trial_id: str, reusable: bool) -> list[Command]:
         """The trial's run is over: its actor is parked for reuse if it may be and there is room, else retired."""
@@ -119,9 +120,15 @@ class TrialOrders:
         if handle is None:
             return []
         if not (reusable and member is not None and member not in self.members.lost
-                and self.pool.park(handle, member)):
+                and self.pool.park(handle, member, self._size(self.table.trials.get(trial_id)))):
             return [Retire(handle)]
         return []
+
+    def _size(self, rec: TrialRecord | None) -> tuple[tuple[str, float], ...]:
+        """What a trial of its own resources is sized for, for actor reuse (): the experiment's, as every trial's)."""
+        if rec is None or rec.resources is None:
+            return ()
+        return tuple(sorted(self.members.need_of(rec.resources).items()))
 
 
 __all__ = ["TrialOrders"]

@@ -42,6 +42,7 @@ class Placement:
     def __init__(self) -> None:
         self.members: dict[str, Member] = {}
         self.where: dict[str, str] = {}  # trial id -> member id
+        self.needs: dict[str, dict[str, float]] = {}  # trial id -> what it holds there
 
     def add(self, member_id: str, resources: dict[str, float], address: Any = None) -> None:
         old = self.members.get(member_id)
@@ -63,9 +64,12 @@ class Placement:
             m.used[k] = m.used.get(k, 0.0) + v
         m.trials.add(trial_id)
         self.where[trial_id] = member_id
+        self.needs[trial_id] = dict(need)
 
-    def release(self, trial_id: str, need: dict[str, float]) -> None:
+    def release(self, trial_id: str) -> None:
+        """Give back what the trial was placed with."""
         member_id = self.where.pop(trial_id, None)
+        need = self.needs.pop(trial_id, {})
         m = self.members.get(member_id) if member_id else None
         if m is None:
             return

@@ -20,6 +20,9 @@ class ActorPool:
         self.actor_of: dict[str, Handle] = {}
         self.trial_of: dict[Handle, str] = {}
         self.idle: list[tuple[Handle, str]] = []  # reusable trial actors and their member
+        # what the trial an idle actor last ran was sized for (Ray reuses an actor only for a trial that asks for
+        # the same resources: its actor cache is keyed by the resource request)
+        self.sizes: dict[Handle, tuple[tuple[str, float], ...]] = {}
         self.inbox: dict[str, tuple[int, Sequencer[Any]]] = {}
 
     def new_handle(self) -> Handle:
@@ -27,11 +30,12 @@ class ActorPool:
         self.next_handle += 1
         return h
 
-    def reuse(self, member: str) -> Handle | None:
-        """An idle actor on ``member``, taken out of the pool."""
+    def reuse(self, member: str, size: tuple[tuple[str, float], ...] = ()) -> Handle | None:
+        """An idle actor on ``member`` that last ran a trial of ``size``, taken out of the pool."""
         for i, (h, m) in enumerate(self.idle):
-            if m == member:
+            if m == member and self.sizes.get(h, ()) == size:
                 del self.idle[i]
+                self.sizes.pop(h, None)
                 return h
         return None
 
@@ -46,22 +50,27 @@ class ActorPool:
             self.trial_of.pop(handle, None)
         return handle
 
-    def park(self, handle: Handle, member: str) -> bool:
-        """Keep an actor for reuse, if there is room."""
+    def park(self, handle: Handle, member: str, size: tuple[tuple[str, float], ...] = ()) -> bool:
+        """Keep an actor for reuse (by a trial of ``size``), if there is room."""
         if len(self.idle) >= self.keep_idle:
             return False
         self.idle.append((handle, member))
+        if size:
+            self.sizes[handle] = size
         return True
 
     def drop_idle(self, member: str) -> list[Handle]:
         """The member is lost: its idle actors are no longer reusable; their handles."""
         dropped = [h for h, m in self.idle if m == member]
         self.idle = [(h, m) for h, m in self.idle if m != member]
+        for h in dropped:
+            self.sizes.pop(h, None)
         return dropped
 
     def gone(self, handle: Handle) -> str | None:
         """The actor exited: drop it; the trial it was running, if any."""
         self.idle = [(h, m) for h, m in self.idle if h != handle]
+        self.sizes.pop(handle, None)
         trial_id = self.trial_of.get(handle)
         if trial_id is not None:
             self.unassign(trial_id)

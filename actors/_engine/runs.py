@@ -85,7 +85,7 @@ class TrialRuns:
 
     def start_trial(self, rec: TrialRecord) -> None:
         """Start the trial's run on a member with room (an idle actor there, or a new one)."""
-        member = self.members.choose()
+        member = self.members.choose(self.members.need_of(rec.resources))
         if member is None or rec.trial_id in self.clone_waits:
             # the room it was chosen for is gone (a member was lost meanwhile), or it is a clone whose
             # source's checkpoint is still being saved: it starts when that landed

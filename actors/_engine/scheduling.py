@@ -132,9 +132,18 @@ class Scheduling:
             chosen = None if msg.chosen is None or msg.chosen in self.clone_waits else msg.chosen
             if chosen is None and not msg.actions and self.asked_at == self.heard:
                 self.declined_at = self.heard  # (nothing came meanwhile: the same question gets the same answer)
+            unfit = chosen is not None and self.spec.resources_of is not None and not self._fits(chosen)
+            if unfit:
+                # its resources are not free yet: a pending trial they are free for starts instead, as Ray starts
+                # every pending trial whose resources are granted; none: asked again after the next event (one
+                # that no member can ever hold ends the run through the placement deadline, Cluster.unplaceable)
+                chosen = next((r.trial_id for r in self.table.with_status(TrialStatus.PENDING)
+                               if r.trial_id not in self.clone_waits and self._fits(r.trial_id)), None)
+                if chosen is None:
+                    self.declined_at = self.heard
             if chosen is not None:
                 self.ops.run(self.table.start(chosen))
-            elif (self.table.running == 0 and not self.link.busy() and not msg.actions
+            elif (not unfit and self.table.running == 0 and not self.link.busy() and not msg.actions
                   and self.table.version == self.link.choose_version):
                 waiting = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
                 if waiting:
@@ -158,7 +167,7 @@ class Scheduling:
         # (free room is counted only when a trial could take it and the concurrency cap leaves
         # room: this runs after every decision)
         if (waiting > blocked and not self.link.choosing and self.declined_at is None
-                and self.spec.max_concurrent > self.table.running and self.members.free_slots() > 0):
+                and self.spec.max_concurrent > self.table.running and self._room()):
             self.link.choosing = True
             self.asked_at = self.heard
             self.link.choose_version = self.table.version
@@ -174,6 +183,16 @@ class Scheduling:
         elif not waiting and self.table.running == 0 and not self.link.pending() and not self.source.done:
             self.ops.abort("the search algorithm suggested no configuration while no trial was running; "
                            "it would wait forever (check its max_concurrent / suggest())")
+
+    def _room(self) -> bool:
+        """Whether a waiting trial could start now: a free slot, or (trials of many sizes) one that fits somewhere."""
+        if self.spec.resources_of is None:
+            return self.members.free_slots() > 0
+        return any(self._fits(r.trial_id) for r in self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+                   if r.trial_id not in self.clone_waits)
+
+    def _fits(self, trial_id: str) -> bool:
+        return self.members.choose(self.members.need_of(self.table.get(trial_id).resources)) is not None
 
     def note(self, event: Any) -> None:
         """Count an event the core takes that may change a declined CHOOSE's answer: all but the plugin's own
@@ -199,6 +218,13 @@ class Scheduling:
             if drawn.record is None:
                 assert drawn.problem is not None, "a Drawn holds a record or a problem"
                 self.ops.abort(drawn.problem)
+                return
+            rec = drawn.record
+            if rec.resources is not None and not self.spec.multi_host and not self.members.could_ever_fit(
+                    self.members.need_of(rec.resources)):  # (no machine will join: it would wait for ever)
+                self.ops.abort(f"trial {rec.trial_id} asks for {rec.resources} (its config {rec.config!r}) but this "
+                               f"machine offers {self.spec.total_resources}; ask for less in the resources function, "
+                               "declare more with init(...), or run multi-host")
                 return
             self.ops.io.on_add(drawn.record)
             # callbacks' trials list holds pending trials too (Ray's add_trial)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,9 @@ class ExperimentSpec:
     # multi-host (system="tcp://..."): members join Thespian's convention led by the driver
     multi_host: bool = False
     leader_resources: dict[str, float] = field(default_factory=dict)
+    # each trial's resources from its config (Ray's with_resources(train, fn), a class's default_resource_request):
+    # a callable config -> {"cpu": ...} the core calls once per trial it draws (None: resources_per_trial for all)
+    resources_of: Callable[[dict[str, Any]], dict[str, float]] | None = None
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 10.0
     placement_grace_s: float = 30.0

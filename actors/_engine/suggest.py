@@ -149,6 +149,14 @@ class TrialSource:
         self.suggested += 1
         rec = table.add(trial_id, config)
         self._tag(rec)
+        if s.resources_of is not None:  # (user code, as the searcher's: its failure ends the run, naming it)
+            try:
+                rec.resources = s.resources_of(dict(config))
+            except Exception as exc:
+                return Drawn(problem=f"trial {trial_id}: its resources could not be worked out from its config "
+                                     f"{config!r}: {type(exc).__name__}: {exc} (the resources function given to "
+                                     "with_resources, or default_resource_request, must return a dict such as "
+                                     "{'cpu': 2} for every config)")
         assert self._namer is not None, "restored() names trials: the store is opened first"
         problem = self._namer.apply(rec)
         return Drawn(problem=problem) if problem is not None else Drawn(record=rec)

@@ -87,6 +87,8 @@ def restore_table(saved: dict[str, Any], ctx: StorageContext, layout: Experiment
         rec.dirname_custom = row["dirname_custom"]
         rec.opened = bool(row.get("opened"))
         rec.tag = str(row.get("experiment_tag") or "")  # absent: worked out from the config (TrialSource)
+        if isinstance(row.get("resources"), dict):  # (absent: the experiment's resources_per_trial)
+            rec.resources = {str(k): float(v) for k, v in row["resources"].items()}
         rec.last_result = row["last_result"]
         rec.num_failures = row["num_failures"]
         rec.error = row.get("error")

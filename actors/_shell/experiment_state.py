@@ -118,6 +118,8 @@ def trial_row(r: TrialRecord, logged_iteration: int, max_index: int) -> dict[str
     # out from); the others are worked out again
     if "@" in r.tag or "_" not in r.trial_id:
         row["experiment_tag"] = r.tag
+    if r.resources is not None:  # its own, from the resources function (Ray's restored Trial keeps them)
+        row["resources"] = r.resources
     return row
 
 

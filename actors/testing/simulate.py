@@ -200,7 +200,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         spec.max_concurrent = tc.max_concurrent_trials or 1_000_000
     elif cpus is not None:
         slots = max(1, int(cpus // need)) if need > 0 else int(cpus)
-        spec.max_concurrent = min(slots, tc.max_concurrent_trials or slots)
+        if spec.resources_of is None:  # (each trial's own resources: they decide how many run, not a slot count)
+            spec.max_concurrent = min(slots, tc.max_concurrent_trials or slots)
         spec.total_resources = {"cpu": float(cpus)}
     tuner._save_tuner(spec)  # so Tuner.restore can continue an aborted simulation, as after fit()
     spec.progress_reports = False  # (not saved:) the live table is for a console, nobody renders it here
