@@ -139,7 +139,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
              members: dict[str, dict[str, float]] | None = None, max_deliveries: int = 1_000_000,
              max_time_s: float = 1e7, idle_limit_s: float = 120.0, restore: str | None = None,
              direct_decisions: bool = True, skip_idle_ticks: bool = True,
-             callback_checkpoint_p: float | None = None, checkpoints: bool = True) -> Simulation:
+             callback_checkpoint_p: float | None = None, checkpoints: bool = True,
+             resources: Callable[[dict[str, Any]], Any] | None = None) -> Simulation:
     """Run one experiment in simulated time and return its results (see the module's docstring).
 
     ``max_iterations``: every trial ends (``done``) at this iteration. ``cpus``: the simulated
@@ -161,6 +162,9 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     ``checkpoints``: True, trials are ``CurveTrainable``s, which save whenever asked (a pause, a stop that
     saves, ``CheckpointConfig``); False, function trainables that never pass a checkpoint to ``report()``
     (``curve_function``): a paused, retried or restored trial starts over from iteration 1.
+    ``resources``: each trial's resources from its config, as ``with_resources(train, resources)`` gives them
+    (``lambda config: {"cpu": config["workers"]}``): they decide how many trials run at once on ``cpus`` or
+    ``members``. A restore takes the saved trials' resources and the function saved with the experiment.
     """
     from actors._driver.loggers import controller_loggers
     from actors._driver.searcher_setup import seed_driver_stream
@@ -181,6 +185,10 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
     rc = dataclasses.replace(rc, system="simple", name=rc.name or "simulation", verbose=0,
                              storage=rc.storage or f"memory://audition-sim/{next(_names)}")
     trainable = CurveTrainable.make(curve, max_iterations) if checkpoints else curve_function(curve, max_iterations)
+    if resources is not None:
+        from actors._driver.config import with_resources
+
+        trainable = with_resources(trainable, resources)
     if restore is not None:  # continue a stored experiment (an aborted simulation), as Tuner.restore does
         tuner = Tuner.restore(restore, trainable)
         tc, rc = tuner.tune_config, tuner.run_config
