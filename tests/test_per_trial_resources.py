@@ -315,3 +315,22 @@ def test_seeded_simulations_of_trials_of_many_sizes_keep_every_invariant() -> No
         ExperimentCore.handle = handle  # type: ignore[method-assign]
         logging.getLogger("audition").setLevel(logging.NOTSET)
     assert not failures, "\n".join(failures[:10])
+
+
+def test_a_waiting_trial_bigger_than_the_machine_ends_the_run_once_nothing_else_runs() -> None:
+    """A restored trial keeps the size it was given, and this machine may be smaller than the first one: once
+    nothing runs and none of the waiting trials could ever fit, the run ends after the placement deadline."""
+    from actors._engine.signals import Tick, Wake
+
+    h = _per_trial([2, 1], placement_grace_s=30.0)
+    h.handle(Start(), at=0.0)
+    h.ready()
+    h.answer_all()
+    t0, t1 = sorted(h.core.table.trials)
+    h.core.table.get(t1).resources = {"cpu": 3.0}  # (as a restored trial sized on a bigger machine)
+    h.handle(TrialEnded(t0, 1, 1, EndReason.COMPLETED), at=1.0)
+    h.answer_all()
+    h.handle(Wake(Tick.PERIODIC), at=2.0)
+    assert h.core.error is None, "the deadline has not passed"
+    h.handle(Wake(Tick.PERIODIC), at=40.0)
+    assert "no trial waiting can ever run on this machine: one needs {'cpu': 3.0}" in (h.core.error or "")

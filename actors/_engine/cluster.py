@@ -185,6 +185,10 @@ class Cluster:
             log.warning("no member can hold a trial needing %s (members: %s); waiting up to %.0fs "
                         "(RunConfig(placement_timeout_s)) for a worker big enough to join", need,
                         self.members.rows() or "none yet", self.spec.placement_grace_s)
+        elif waited > self.spec.placement_grace_s and not self.spec.multi_host:
+            return (f"no trial waiting can ever run on this machine: one needs {need}, the machine offers "
+                    f"{self.spec.total_resources} (a restored trial keeps the resources it was given); run it "
+                    "where there is room, or declare more with init(...)")
         elif waited > self.spec.placement_grace_s:
             return (f"no member can ever run a trial needing {need} (members: "
                     f"{self.members.rows() or 'no member has joined'}); start workers with enough "

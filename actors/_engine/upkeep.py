@@ -53,7 +53,8 @@ class Upkeep:
         if self.spec.multi_host:
             for member_id in self.members.silent(now, self.spec.heartbeat_timeout_s):
                 self._member_gone(member_id, f"no heartbeat for {self.spec.heartbeat_timeout_s:.0f}s")
-            problem = self.cluster.unplaceable(now)
+        if self.spec.multi_host or self.spec.resources_of is not None:  # (trials of their own sizes: a restored
+            problem = self.cluster.unplaceable(now)  # one may be bigger than this machine)
             if problem is not None:
                 self.ops.abort(problem)
         return True
