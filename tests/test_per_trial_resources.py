@@ -35,15 +35,20 @@ def _per_trial(cpus: list[float], total: float = 2.0, **over: Any) -> Harness:
     return Harness(spec)
 
 
+def _started(h: Harness) -> list[Any]:
+    """Start the experiment, FIFO answering every choice: the commands that started the trials there is room for."""
+    h.handle(Start(), at=0.0)
+    h.ready()
+    return h.answer_all()
+
+
 def _runs(out: list[Any]) -> dict[str, RunTrial]:
     return {c.msg.trial_id: c.msg for c in out if hasattr(c, "msg") and isinstance(c.msg, RunTrial)}
 
 
 def test_a_trial_whose_resources_are_not_free_lets_one_they_are_free_for_start_first() -> None:
     h = _per_trial([1, 2, 1])
-    h.handle(Start(), at=0.0)
-    h.ready()
-    runs = _runs(h.answer_all())
+    runs = _runs(_started(h))
     t0, t1, t2 = sorted(h.core.table.trials)
     assert sorted(runs) == [t0, t2], "t1 (2 CPUs) waits for both; t2 (1 CPU) takes the one t0 left"
     assert {t: r.resources for t, r in runs.items()} == {t0: {"cpu": 1}, t2: {"cpu": 1}}
@@ -60,9 +65,7 @@ def test_a_trial_whose_resources_are_not_free_lets_one_they_are_free_for_start_f
 
 def test_a_fraction_of_a_cpu_left_is_room_for_a_trial_that_asks_for_that_fraction() -> None:
     h = _per_trial([1.5, 0.5, 0.5])
-    h.handle(Start(), at=0.0)
-    h.ready()
-    runs = _runs(h.answer_all())
+    runs = _runs(_started(h))
     t0, t1, t2 = sorted(h.core.table.trials)
     assert sorted(runs) == [t0, t1] and h.core.table.get(t2).status is TrialStatus.PENDING
     assert sorted(_runs(h.handle(TrialEnded(t1, 1, 1, EndReason.COMPLETED)) + h.answer_all())) == [t2]
@@ -71,9 +74,7 @@ def test_a_fraction_of_a_cpu_left_is_room_for_a_trial_that_asks_for_that_fractio
 def test_the_machine_is_the_member_and_a_trial_it_can_never_hold_stops_the_run_naming_it() -> None:
     h = _per_trial([1, 3])
     assert [r["resources"] for r in h.core.members.rows()] == [{"cpu": 2.0}], "the machine, not a slot count"
-    h.handle(Start(), at=0.0)
-    h.ready()
-    h.answer_all()
+    _started(h)
     assert h.core.phase.name in ("ABORTING", "FINISHED")
     assert "asks for {'cpu': 3}" in (h.core.error or "") and "this machine offers {'cpu': 2.0}" in h.core.error
 
@@ -83,9 +84,7 @@ def test_a_resources_function_that_raises_stops_the_run_naming_the_trial_and_its
         raise KeyError("workers")
 
     h = Harness(make_spec(num_samples=1, total_resources={"cpu": 2.0}, resources_of=boom))
-    h.handle(Start(), at=0.0)
-    h.ready()
-    h.answer_all()
+    _started(h)
     assert "its resources could not be worked out from its config {}: KeyError: 'workers'" in (h.core.error or "")
 
 
@@ -97,9 +96,7 @@ def test_every_trial_started_is_placed_within_the_machine_whatever_the_sizes() -
         rng = random.Random(seed)
         sizes = [rng.choice([0.5, 1, 1.5, 2, 3, 4]) for _ in range(8)]
         h = _per_trial(sizes, total=4.0)
-        h.handle(Start(), at=0.0)
-        h.ready()
-        running = set(_runs(h.answer_all()))
+        running = set(_runs(_started(h)))
         done: set[str] = set()
         while running:
             held = sum(h.core.table.get(t).resources["cpu"] for t in running)  # type: ignore[index]
@@ -258,9 +255,7 @@ def test_an_idle_actor_is_reused_only_by_a_trial_of_the_size_it_last_ran() -> No
     from actors._engine.signals import ActorKind, Spawn
 
     h = _per_trial([2, 1, 2], total=2.0)
-    h.handle(Start(), at=0.0)
-    h.ready()
-    out = h.answer_all()
+    out = _started(h)
     t0, t1, t2 = sorted(h.core.table.trials)
     [first] = [c.handle for c in out if isinstance(c, Spawn) and c.kind is ActorKind.TRIAL]
     out = h.handle(TrialEnded(t0, 1, 1, EndReason.COMPLETED)) + h.answer_all()
@@ -323,9 +318,7 @@ def test_a_waiting_trial_bigger_than_the_machine_ends_the_run_once_nothing_else_
     from actors._engine.signals import Tick, Wake
 
     h = _per_trial([2, 1], placement_grace_s=30.0)
-    h.handle(Start(), at=0.0)
-    h.ready()
-    h.answer_all()
+    _started(h)
     t0, t1 = sorted(h.core.table.trials)
     h.core.table.get(t1).resources = {"cpu": 3.0}  # (as a restored trial sized on a bigger machine)
     h.handle(TrialEnded(t0, 1, 1, EndReason.COMPLETED), at=1.0)

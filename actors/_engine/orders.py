@@ -89,7 +89,7 @@ class TrialOrders:
     def place(self, rec: TrialRecord, member: str) -> tuple[Spawn | None, Handle]:
         """Give the trial's run an actor on ``member``: an idle one, or a new one to spawn."""
         need = self.members.need_of(rec.resources)
-        handle = self.pool.reuse(member, self._size(rec))
+        handle = self.pool.reuse(member, _size(need))
         spawn = None
         if handle is None:
             handle = self.pool.new_handle()
@@ -119,16 +119,16 @@ class TrialOrders:
         handle = self.pool.unassign(trial_id)
         if handle is None:
             return []
-        if not (reusable and member is not None and member not in self.members.lost
-                and self.pool.park(handle, member, self._size(self.table.trials.get(trial_id)))):
+        rec = self.table.trials.get(trial_id)
+        if not (reusable and rec is not None and member is not None and member not in self.members.lost
+                and self.pool.park(handle, member, _size(self.members.need_of(rec.resources)))):
             return [Retire(handle)]
         return []
 
-    def _size(self, rec: TrialRecord | None) -> tuple[tuple[str, float], ...]:
-        """What a trial of its own resources is sized for, for actor reuse (): the experiment's, as every trial's)."""
-        if rec is None or rec.resources is None:
-            return ()
-        return tuple(sorted(self.members.need_of(rec.resources).items()))
+
+def _size(need: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """What a trial needs, as the key an idle actor is reused by (Ray's actor cache: by resource request)."""
+    return tuple(sorted(need.items()))
 
 
 __all__ = ["TrialOrders"]

@@ -55,8 +55,7 @@ class ActorPool:
         if len(self.idle) >= self.keep_idle:
             return False
         self.idle.append((handle, member))
-        if size:
-            self.sizes[handle] = size
+        self.sizes[handle] = size
         return True
 
     def drop_idle(self, member: str) -> list[Handle]:
