@@ -335,6 +335,54 @@ def test_resume_continues_a_named_experiment(storage_dir: str, tmp_path: Any) ->
     assert [str(t.status) for t in new.trials] == ["TERMINATED"]
 
 
+def sized(config: dict[str, Any]) -> None:
+    """Reports the CPUs its trial was given; x=2 fails until ``config["fixed"]`` exists."""
+    cpus = tune.get_context().get_trial_resources().required_resources["CPU"]
+    if config["x"] == 2 and not os.path.exists(config["fixed"]):
+        raise ValueError("boom")
+    tune.report({"cpus": cpus})
+
+
+@pytest.mark.parametrize("resume", ["AUTO+ERRORED", "AUTO+RESTART_ERRORED"])
+def test_resume_gives_resources_per_trial_to_the_trials_it_runs_again(resume: str, storage_dir: str,
+                                                                        tmp_path: Any) -> None:
+    # recorded from Ray 2.60 (tune.run, then tune.run(resume="AUTO+ERRORED", resources_per_trial={"cpu": 2})):
+    # the errored trial runs again on 2 CPUs ({'CPU': 2.0} from get_trial_resources), the finished ones keep
+    # {'CPU': 1.0}: Ray's update_pending_trial_resources gives them to the trials its requeue made PENDING
+    fixed = str(tmp_path / "fixed")
+    grid = {"x": tune.grid_search([1, 2, 3]), "fixed": fixed}
+    first = simple(run_or_experiment=sized, config=grid, storage_path=storage_dir, name="sz",
+                   raise_on_failed_trial=False)
+    assert [(t.config["x"], str(t.status)) for t in first.trials] == [(1, "TERMINATED"), (2, "ERROR"),
+                                                                      (3, "TERMINATED")]
+    open(fixed, "w").close()
+    again = simple(run_or_experiment=sized, config=grid, storage_path=storage_dir, name="sz", resume=resume,
+                   resources_per_trial={"cpu": 2})
+    assert sorted((t.config["x"], str(t.status), t.last_result["cpus"]) for t in again.trials) == [
+        (1, "TERMINATED", 1.0), (2, "TERMINATED", 2.0), (3, "TERMINATED", 1.0)]
+
+
+def test_only_the_trials_a_resume_runs_again_change_size(storage_dir: str, tmp_path: Any) -> None:
+    from actors._driver.restore import requeued_resources
+    from actors._engine.store import RestoreMark
+
+    fixed = str(tmp_path / "fixed")
+    simple(run_or_experiment=sized, config={"x": tune.grid_search([1, 2]), "fixed": fixed},
+           storage_path=storage_dir, name="one", raise_on_failed_trial=False)
+    path = os.path.join(storage_dir, "one")
+    skipped = tune.Tuner.restore(path, sized)  # (resume_errored=False: the errored trial is not run again)
+    requeued_resources(skipped, {"cpu": 3.0})
+    assert skipped._prebuilt.resources_of is None, "nothing runs again: the experiment stays one size"
+    assert all("resources" not in r for r in skipped._prebuilt.restore_state["trials"])
+    tuner = tune.Tuner.restore(path, sized, resume_errored=True)
+    requeued_resources(tuner, {"cpu": 3.0})
+    spec = tuner._prebuilt
+    assert [(r.get("restore"), r.get("resources")) for r in spec.restore_state["trials"]] == [
+        (None, None), (RestoreMark.RESUME, {"cpu": 3.0})]
+    # trials the search draws later keep the experiment's own (Ray's restored search generator keeps its spec)
+    assert spec.resources_of({"x": 9}) == {"cpu": 1.0}
+
+
 def test_run_on_the_default_system_leaves_no_process(storage_dir: str, no_leaks: None) -> None:
     a = tune.run(series, config={"x": tune.grid_search([1, 2, 3])}, metric="loss", mode="min",
                  storage_path=storage_dir, name="multi", verbose=0)

@@ -194,6 +194,10 @@ def run(run_or_experiment: Callable[..., Any] | type | str | Any, *, name: str |
     if resuming is not None and path is not None and Tuner.can_restore(path, storage_options):
         tuner = Tuner.restore(path, run_or_experiment, storage_options=storage_options,  # type: ignore[arg-type]
                               callbacks=run_config.callbacks, _resume_config=resuming)
+        if run_config.resources_per_trial:  # (Ray: the trials its resume made PENDING get them)
+            from actors._driver.restore import requeued_resources
+
+            requeued_resources(tuner, run_config.resources_per_trial)
     else:
         # (an existing experiment of that name: Tuner.fit saves this run beside it, name_2, and says so)
         if resuming is not None:

@@ -115,6 +115,17 @@ class ResourcesOf:
         return check_resources(value, self.where) or {"cpu": 1.0}  # ({}: Ray's default, one CPU)
 
 
+class SameResources:
+    """The experiment's one resources dict, as a ``ResourcesOf`` gives each trial its own: what trials without
+    resources of their own get once some trials have theirs (``run(resume=..., resources_per_trial=...)``)."""
+
+    def __init__(self, resources: Mapping[str, float]) -> None:
+        self.resources = dict(resources)
+
+    def __call__(self, config: dict[str, Any]) -> dict[str, float]:
+        return dict(self.resources)
+
+
 def resources_from_class(trainable: Any) -> ResourcesOf | None:
     """A class trainable's own ``default_resource_request(config)`` (Ray sizes each trial by it), if it
     overrides ``Trainable``'s; None otherwise (and for a function trainable)."""
@@ -131,4 +142,4 @@ def resources_from_class(trainable: Any) -> ResourcesOf | None:
                        none_is_default=True)
 
 
-__all__ = ["PlacementGroupFactory", "ResourcesOf", "resources_from_class"]
+__all__ = ["PlacementGroupFactory", "ResourcesOf", "SameResources", "resources_from_class"]

@@ -112,6 +112,27 @@ def restore_tuner(cls: Any, path: str, trainable: Any, choices: ResumeChoices, o
     return tuner
 
 
+def requeued_resources(tuner: Any, resources: dict[str, float]) -> None:
+    """``run(resume=..., resources_per_trial=...)``: every trial the restore runs again (resumed or restarted)
+    gets ``resources``, as Ray 2.60's ``update_pending_trial_resources`` gives them to the trials its requeue
+    made PENDING; the others keep theirs, and trials the search draws later get the experiment's own (Ray's
+    restored search generator still holds the first run's spec). Trials then differ in size, so the experiment
+    is placed trial by trial from here on: those without their own take the experiment's resources."""
+    from actors._driver.resources import SameResources
+    from actors._engine.store import RestoreMark
+
+    spec = tuner._prebuilt
+    again = (RestoreMark.RESUME, RestoreMark.RESTART)
+    rows = [r for r in spec.restore_state["trials"] if r.get("restore") in again]
+    if not rows:
+        return
+    for row in rows:
+        row["resources"] = dict(resources)
+    if spec.resources_of is None:
+        spec.resources_of = SameResources(spec.resources_per_trial or {"cpu": 1.0})
+        spec.max_concurrent = tuner.tune_config.max_concurrent_trials or 1_000_000
+
+
 def saved_searcher(state: dict[str, Any] | None) -> Any:
     """The searcher's state in a saved experiment state, decoded; None if it saved none."""
     return _saved(state, "searcher")
@@ -347,4 +368,4 @@ def _restarted(state: dict[str, Any], row: dict[str, Any], ids: set[str], tag_pa
     return fresh
 
 
-__all__ = ["can_restore", "restore_tuner"]
+__all__ = ["can_restore", "requeued_resources", "restore_tuner"]
