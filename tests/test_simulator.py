@@ -565,3 +565,25 @@ def test_a_restored_experiment_runs_a_requeued_trial_after_the_others_as_it_was_
     assert again.error is None and not again.hung and [r.config["lr"] for r in again.results] == [0.2, 0.3, 0.1]
     last = {r.config["lr"]: r.metrics_history[-1]["timestamp"] for r in again.results}
     assert last[0.2] <= last[0.3] <= last[0.1]
+
+
+@pytest.mark.parametrize("machine", [{"cpus": 1}, {"members": {"m1": {"cpu": 1}, "m2": {"cpu": 2}}}])
+def test_the_invariants_restore_an_aborted_simulation_on_the_machine_it_ran_on(machine: dict[str, Any]) -> None:
+    """``restore_violations`` continues the aborted run on the first run's simulated CPUs or members, not on the
+    cores of the machine running the test: the restored outcome is the same on a laptop and on CI."""
+    from actors.testing.invariants import restore_violations
+
+    space = {"lr": search.grid_search([0.1, 0.2, 0.3, 0.4])}
+    first = simulate(curve, space, TuneConfig(scheduler=FIFOScheduler()), max_iterations=4,
+                     faults=Faults(abort_at_s=2.5), **machine)
+    assert first.error is not None and "simulated abort" in first.error
+    found, again = restore_violations(first, curve, max_iterations=4, num_samples=4)
+    assert found == [] and again is not None and again.error is None
+    assert (again.cpus, again.members) == (machine.get("cpus"), machine.get("members"))
+    spec = again.world.core.spec
+    if "cpus" in machine:
+        assert (spec.total_resources, spec.max_concurrent) == ({"cpu": 1.0}, 1)
+    else:
+        assert spec.multi_host and sorted(again.world.members) == ["m1", "m2"]
+    first.discard()
+    again.discard()

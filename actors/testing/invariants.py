@@ -252,8 +252,10 @@ def restore_violations(sim: Any, curve: Any, *, max_iterations: int | None = Non
     before = _saved_rows(sim)
     # (capped near the first run's length: a restored run that goes round in circles is reported as hung in a
     # second, not after a million deliveries)
+    # (on the machine the first run had: the outcome must not depend on the cores of the one running the test)
     again = simulate(curve, restore=sim.experiment_path, seed=seed, max_iterations=max_iterations,
-                     checkpoints=checkpoints, max_deliveries=max(RESTORE_MIN_DELIVERIES, 20 * sim.deliveries))
+                     checkpoints=checkpoints, max_deliveries=max(RESTORE_MIN_DELIVERIES, 20 * sim.deliveries),
+                     cpus=sim.cpus, members=sim.members)
     out = [f"restored: {v}" for v in violations(again, num_samples=num_samples, may_abort=False)]
     if again.results is not None:
         table = getattr(getattr(again.world, "core", None), "table", None)

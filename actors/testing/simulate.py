@@ -24,6 +24,7 @@ interleaving and every drawn fault. Results are written to ``memory://`` storage
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -107,6 +108,9 @@ class Simulation:
     storage_url: str
     name: str
     world: SimWorld
+    # the simulated machine it ran on (``simulate(cpus=..., members=...)``): a restore runs on the same one
+    cpus: float | None = None
+    members: dict[str, dict[str, float]] | None = None
 
     @property
     def experiment_path(self) -> str:
@@ -239,7 +243,8 @@ def simulate(curve: Curve, param_space: dict[str, Any] | None = None, tune_confi
         grid = grid_of(fin.trials, tuner._ctx, tuner.name, tc.metric, tc.mode, rc.checkpoint_config,
                        tuner._tagging())
     return Simulation(grid, fin.error if fin else None, world.now, world.deliveries, world.hung,
-                      world.hang_reason, fin, tuner._ctx.url, tuner.name, world)
+                      world.hang_reason, fin, tuner._ctx.url, tuner.name, world, cpus=cpus,
+                      members=copy.deepcopy(members))
 
 
 def _on_simulated_clock(stopper: Any, clock: Callable[[], float]) -> Any:
