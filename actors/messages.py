@@ -131,6 +131,7 @@ class TrialSummary:
     dirname: str | None = None  # its directory's name (trial_dirname_creator's or Ray's); None: the trial id
     experiment_tag: str = ""  # Ray's, as the trial ends (a PBT exploit's perturbed one); "": work it out
     dirname_custom: bool = False  # trial_dirname_creator named it (Ray's Trial.custom_dirname; else None)
+    resources: dict[str, float] | None = None  # its resources (its own or the experiment's); None: not known
 
 
 @dataclass(frozen=True)

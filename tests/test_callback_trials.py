@@ -141,3 +141,51 @@ def test_a_checkpoint_request_is_answered_with_its_batch_and_never_carried_into_
     d.push(TrialEvents(3, (result(2), TrialEvent(EventType.ERROR, snap))))  # unheld: the run ended undecided
     d.push(TrialEvents(4, (TrialEvent(EventType.START, snap), result(1, batch=1, run=2))))
     assert answers[-1] == CallbackAnswer("t_00001", 2, 1, False), "not carried into the retry"
+
+
+def _one(config: dict[str, Any]) -> None:
+    report({"x": 1})
+
+
+class Sizes(Callback):
+    """What Ray's ``trial.placement_group_factory`` says at each result and at the end."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, ...]] = []
+
+    def on_trial_result(self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any],
+                        **info: Any) -> None:
+        pgf = trial.placement_group_factory
+        self.seen.append(("result", trial.config["n"], pgf.required_resources, pgf.bundles))
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.seen.append(("complete", trial.config["n"], trial.placement_group_factory.required_resources))
+
+
+@pytest.mark.parametrize(("resources", "cpus"), [({"cpu": 2}, {1: 2.0, 2: 2.0}),
+                                                  (lambda c: {"CPU": c["n"]}, {1: 1.0, 2: 2.0})])
+def test_callbacks_and_analysis_trials_carry_rays_placement_group_factory(resources: Any, cpus: dict[int, float],
+                                                                          tmp_path: Any) -> None:
+    # recorded from Ray 2.60 (with_resources(train, {"cpu": 2}) and lambda c: {"CPU": c["n"]}, grid n = 1, 3):
+    # at each result and at the end, required_resources {'CPU': 2.0} for both, or {'CPU': n}; bundles [that];
+    # ExperimentAnalysis(path).trials the same. (Here n = 1, 2: this machine may have 2 CPUs.)
+    from actors import ExperimentAnalysis
+
+    cb = Sizes()
+    grid = Tuner(with_resources(_one, resources), param_space={"n": grid_search([1, 2])},
+                 run_config=RunConfig(storage=str(tmp_path), callbacks=[cb], system="simple", verbose=0)).fit()
+    assert sorted(cb.seen, key=str) == sorted(
+        [("result", n, {"CPU": c}, [{"CPU": c}]) for n, c in cpus.items()]
+        + [("complete", n, {"CPU": c}) for n, c in cpus.items()], key=str)
+    analysis = ExperimentAnalysis(grid.experiment_path)
+    assert sorted((t.config["n"], t.placement_group_factory.required_resources) for t in analysis.trials) == [
+        (n, {"CPU": c}) for n, c in sorted(cpus.items())]
+
+
+def test_tune_runs_trials_carry_the_default_placement_group_factory(tmp_path: Any) -> None:
+    # recorded from Ray 2.60: tune.run(train, ...) without resources: [{'CPU': 1.0}], strategy PACK
+    import actors
+
+    a = actors.run(_one, config={"n": grid_search([1])}, storage_path=str(tmp_path), system="simple", verbose=0)
+    (pgf,) = [t.placement_group_factory for t in a.trials]
+    assert (pgf.bundles, pgf.strategy) == ([{"CPU": 1.0}], "PACK")

@@ -20,6 +20,7 @@ from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import check_mode
 from actors._driver.errors import ConfigError
 from actors._driver.metric_analysis import UNANALYSED, analysed
+from actors._driver.resources import PlacementGroupFactory, placement_group_factory
 from actors._driver.result_grid import Result, ResultGrid, metric_statistics
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import TrialSnapshot
@@ -54,6 +55,11 @@ class Trial(TrialSnapshot):
         return {} if self.result is None else analysed(self.result.metrics_history).windows
 
     @property
+    def placement_group_factory(self) -> PlacementGroupFactory | None:
+        """Ray's: the trial's resources as a one-bundle ``PlacementGroupFactory`` (None if not known)."""
+        return placement_group_factory(self.resources)
+
+    @property
     def error(self) -> Exception | None:
         """The trial's error (an ``actors.TrialError``) if it ended in ERROR (Ray keeps a file)."""
         return None if self.result is None else self.result.error
@@ -72,7 +78,8 @@ def _trial(r: Result, trainable_name: str) -> Trial:
                  num_failures=r.num_failures, trainable_name=trainable_name, path=r.path, local_path=local,
                  custom_trial_name=r._summary.name,
                  custom_dirname=r._summary.dirname if r._summary.dirname_custom else None,
-                 experiment_tag=str(r.metrics.get("experiment_tag", "")), checkpoint=r.checkpoint, result=r)
+                 experiment_tag=str(r.metrics.get("experiment_tag", "")), checkpoint=r.checkpoint, result=r,
+                 resources=r._summary.resources)
 
 
 class ExperimentAnalysis:

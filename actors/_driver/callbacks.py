@@ -147,8 +147,8 @@ class CallbackDispatcher:
 
     def describe(self, trainable_name: str, experiment_path: str | None, local: bool,
                  storage_options: dict[str, Any] | None = None,
-                 searched: Paths | TagPaths | None = None) -> None:
-        self.description = TrialDescription(trainable_name, experiment_path, local, searched)
+                 searched: Paths | TagPaths | None = None, resources: dict[str, float] | None = None) -> None:
+        self.description = TrialDescription(trainable_name, experiment_path, local, searched, resources)
         self.storage_options = dict(storage_options or {})
 
     @property
@@ -225,7 +225,8 @@ class CallbackDispatcher:
                                  dict(row.get("last_result") or {}), int(row.get("num_failures") or 0),
                                  ck["iteration"] if ck else None, row.get("name"),
                                  row.get("dirname") if row.get("dirname_custom") else None,
-                                 experiment_tag=str(row.get("experiment_tag") or ""), dirname=row.get("dirname"))
+                                 experiment_tag=str(row.get("experiment_tag") or ""), dirname=row.get("dirname"),
+                                 resources=row.get("resources"))
             if ck and snap.status.is_finished and self.experiment_path is not None:
                 uri = f"{self._trial_path(snap)}/{posixpath.basename(str(ck['path']).rstrip('/'))}"
                 self.latest[snap.trial_id] = Checkpoint(uri, self.storage_options)
@@ -246,7 +247,7 @@ class CallbackDispatcher:
             old = self.trials.get(t.trial_id)
             snap = TrialSnapshot(t.trial_id, dict(t.config), t.status, dict(t.last_result), t.num_failures,
                                  ck.iteration if ck else None, t.name, t.dirname if t.dirname_custom else None,
-                                 experiment_tag=t.experiment_tag, dirname=t.dirname)
+                                 experiment_tag=t.experiment_tag, dirname=t.dirname, resources=t.resources)
             tag = t.experiment_tag or (old.experiment_tag if old is not None else "")
             self.trials[t.trial_id] = self._as_ray_trial(snap) if old is None else replace(
                 old, status=t.status, last_result=tagged(dict(t.last_result), tag), experiment_tag=tag,

@@ -89,6 +89,12 @@ class PlacementGroupFactory:
         return f"PlacementGroupFactory(bundles={self.bundles!r}, strategy={self.strategy!r})"
 
 
+def placement_group_factory(resources: Mapping[str, float] | None) -> PlacementGroupFactory | None:
+    """Ray's ``Trial.placement_group_factory`` of a trial given ``resources`` (audition's dict), as
+    ``get_trial_resources()`` builds it in the trial; None where the trial's resources are not known."""
+    return None if resources is None else PlacementGroupFactory.from_resources(resources)
+
+
 class ResourcesOf:
     """Each trial's resources from its config: Ray's ``with_resources(train, lambda config: ...)`` and a
     class trainable's ``default_resource_request(config)``.
@@ -142,4 +148,5 @@ def resources_from_class(trainable: Any) -> ResourcesOf | None:
                        none_is_default=True)
 
 
-__all__ = ["PlacementGroupFactory", "ResourcesOf", "SameResources", "resources_from_class"]
+__all__ = ["PlacementGroupFactory", "ResourcesOf", "SameResources", "placement_group_factory",
+           "resources_from_class"]

@@ -230,14 +230,15 @@ def read_results(path: str, options: dict[str, Any] | None) -> tuple[Any, Any, s
 
     searched = Searched(saved["searched"]) if "searched" in saved else None
     grid = stored_results(ctx, name, _rebase(state, layout.experiment_dir), saved["tune_config"],
-                          saved["run_config"], searched)
+                          saved["run_config"], searched, getattr(saved["spec"], "resources_per_trial", None))
     return grid, saved["tune_config"], getattr(saved["spec"], "trainable_name", "")
 
 
 def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any, run_config: Any,
-                   searched: Any = None) -> Any:
+                   searched: Any = None, resources: dict[str, float] | None = None) -> Any:
     """The saved experiment as a ``ResultGrid``, statuses as saved; nothing runs (Ray Tune's
-    ``Tuner.restore(...).get_results()``). Histories and checkpoints are read from storage on use."""
+    ``Tuner.restore(...).get_results()``). Histories and checkpoints are read from storage on use.
+    ``resources``: the experiment's ``resources_per_trial``, for the trials without their own."""
     from actors._driver.result_grid import Result, ResultGrid
     from actors._engine.naming import saved_dirname_custom
     from actors.messages import CheckpointRef, TrialSummary
@@ -254,7 +255,8 @@ def stored_results(ctx: Any, name: str, state: dict[str, Any], tune_config: Any,
         summary = TrialSummary(tid, row["config"], status, last, CheckpointRef(**ck) if ck else None,
                                error, int(row["num_failures"]), ctx.uri(layout.trial_dir(tid)), row.get("name"),
                                row.get("dirname"), str(row.get("experiment_tag") or ""),
-                               dirname_custom=saved_dirname_custom(state, row))
+                               dirname_custom=saved_dirname_custom(state, row),
+                               resources=row.get("resources") or resources)
         results.append(Result(summary, ctx.url, dict(ctx.options), name, run_config.checkpoint_config, searched))
     return ResultGrid(results, tune_config.metric, tune_config.mode, ctx.uri(layout.experiment_dir))
 

@@ -278,7 +278,8 @@ class Tuner:
         extra = [TrialLines(self._reporter)] if verbose >= 2 else []
         self._dispatcher = CallbackDispatcher([*driver_callbacks(self.run_config.callbacks), *extra])
         self._dispatcher.describe(self.trainable_name, spec.experiment_uri, spec.storage_is_local,  # (as the spec's
-                                  self._ctx.options, getattr(self, "_searched", None))        # scheduler host has it)
+                                  self._ctx.options, getattr(self, "_searched", None),        # scheduler host has it)
+                                  spec.resources_per_trial)
         exp_dir = ExperimentLayout(self._ctx, self.name).experiment_dir
         if spec.restore_state:  # Ray's trials list holds the restored trials, finished ones too
             state = spec.restore_state  # (whether trial_dirname_creator named each: its custom_dirname)
@@ -349,7 +350,8 @@ class Tuner:
                             "run with Tuner.restore(path, trainable).get_results())")
         from actors._driver.restore import stored_results
 
-        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config, self._tagging())
+        return stored_results(self._ctx, self.name, saved, self.tune_config, self.run_config, self._tagging(),
+                              self._prebuilt.resources_per_trial)
 
     def _tagging(self) -> Searched | None:
         """How Result.metrics["experiment_tag"] is made; None for a tuner restored from a tuner.pkl

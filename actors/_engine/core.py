@@ -234,7 +234,8 @@ class ExperimentCore:
         if spec.multi_host:
             self.out.append(WatchMembers())
         self.out.append(Spawn(self.pool.new_handle(), ActorKind.SCHEDULER))
-        describe = TrialDescription(spec.trainable_name, spec.experiment_uri, spec.storage_is_local, spec.tag_paths)
+        describe = TrialDescription(spec.trainable_name, spec.experiment_uri, spec.storage_is_local, spec.tag_paths,
+                                    spec.resources_per_trial)
         self._send(SCHEDULER, SchedulerSetup(spec.scheduler, spec.metric, spec.mode, self.io.scheduler_state(),
                                              describe, search_properties=False))
         self.upkeep.check_time_limits()  # a time budget counts from here

@@ -75,12 +75,14 @@ class TrialRecord:
             checkpoint_iteration=self.checkpoint.iteration if self.checkpoint else None,
             custom_trial_name=self.name, custom_dirname=self.dirname if self.dirname_custom else None,
             dirname=self.dirname, experiment_tag=self.tag, run_id=self.run_id,
-            run_start=self.run_start)  # (never changed in place: replaced at each run's start)
+            run_start=self.run_start,  # (never changed in place: replaced at each run's start)
+            resources=self.resources)  # (its own, never changed in place; None: the experiment's)
         return snap
 
 
 _SNAPSHOT_SET = ("trial_id", "config", "status", "last_result", "num_failures", "checkpoint_iteration",
-                 "custom_trial_name", "custom_dirname", "dirname", "experiment_tag", "run_start", "run_id")
+                 "custom_trial_name", "custom_dirname", "dirname", "experiment_tag", "run_start", "run_id",
+                 "resources")
 # the fields of TrialSnapshot that snapshot() leaves at their defaults, which must be plain values
 _SNAPSHOT_TEMPLATE = {f.name: None if f.name in _SNAPSHOT_SET else f.default for f in fields(TrialSnapshot)}
 assert all(v is not MISSING for v in _SNAPSHOT_TEMPLATE.values()), "TrialRecord.snapshot() must set that field"

@@ -76,6 +76,11 @@ class TrialSnapshot:
     # audition's: which run of the trial the controller last knew of (1 for its first start; 0 before it ran),
     # so the scheduler tells a late question of a run that has ended from one of a run just starting
     run_id: int = 0
+    # audition's: the trial's resources in audition's form (``{"cpu": 2.0}``): its own (``with_resources`` of a
+    # function) or the experiment's; None where not filled in (the controller's own snapshots of a trial
+    # without resources of its own). Ray's ``Trial.placement_group_factory`` on the trials callbacks and
+    # ``ExperimentAnalysis`` hold is built from it
+    resources: dict[str, float] | None = None
 
     def __hash__(self) -> int:
         return hash(self.trial_id)
@@ -247,6 +252,7 @@ class TrialDescription:
     experiment_path: str | None  # a URL, or a local path
     local: bool = False
     tag_paths: Paths | TagPaths | None = None
+    resources: dict[str, float] | None = None  # the experiment's resources_per_trial (a trial's own win)
 
     def path(self, snap: TrialSnapshot) -> str | None:
         if self.experiment_path is None:
@@ -259,7 +265,7 @@ class TrialDescription:
         new = object.__new__(TrialSnapshot)  # (as hook views are copied: the frozen dataclass's fields kept)
         new.__dict__.update(snap.__dict__)
         new.__dict__.update(trainable_name=self.trainable_name, path=path, local_path=path if self.local else None,
-                            evaluated_params=dict(evaluated))
+                            evaluated_params=dict(evaluated), resources=snap.resources or self.resources)
         return new
 
 

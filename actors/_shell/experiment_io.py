@@ -387,7 +387,7 @@ class ExperimentIO:
         last = r.last_result or {"trial_id": r.trial_id}
         return TrialSummary(r.trial_id, r.config, r.status, last, r.checkpoint, err, r.num_failures,
                             self.ctx.uri(self.layout.trial_dir(r.trial_id)), r.name, r.dirname, r.tag,
-                            dirname_custom=r.dirname_custom)
+                            dirname_custom=r.dirname_custom, resources=r.resources or self.spec.resources_per_trial)
 
 
 __all__ = ["STATE_VERSION", "ExperimentIO"]
