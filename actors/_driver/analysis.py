@@ -20,7 +20,6 @@ from actors._driver.checkpoint import Checkpoint
 from actors._driver.config import check_mode
 from actors._driver.errors import ConfigError
 from actors._driver.metric_analysis import UNANALYSED, analysed
-from actors._driver.resources import PlacementGroupFactory, placement_group_factory
 from actors._driver.result_grid import Result, ResultGrid, metric_statistics
 from actors._engine.flat import flatten, lookup
 from actors._engine.trial import TrialSnapshot
@@ -53,11 +52,6 @@ class Trial(TrialSnapshot):
     def metric_n_steps(self) -> dict[str, dict[str, Any]]:
         """Ray's ``Trial.metric_n_steps``: per metric, the last 5 and 10 values (``{"5": deque, "10": deque}``)."""
         return {} if self.result is None else analysed(self.result.metrics_history).windows
-
-    @property
-    def placement_group_factory(self) -> PlacementGroupFactory | None:
-        """Ray's: the trial's resources as a one-bundle ``PlacementGroupFactory`` (None if not known)."""
-        return placement_group_factory(self.resources)
 
     @property
     def error(self) -> Exception | None:

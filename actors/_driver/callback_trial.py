@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from actors._driver.resources import PlacementGroupFactory, placement_group_factory
 from actors._engine.trial import TrialSnapshot
 
 
@@ -21,11 +20,6 @@ class CallbackTrial(TrialSnapshot):
     metric_analysis: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     metric_n_steps: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     storage_options: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # (to read error.txt)
-
-    @property
-    def placement_group_factory(self) -> PlacementGroupFactory | None:
-        """Ray's: the trial's resources as a one-bundle ``PlacementGroupFactory`` (None if not known)."""
-        return placement_group_factory(self.resources)
 
     def get_error(self) -> str | None:
         """Ray's: the text of the trial's error file (``error_file``), None without one. audition's holds the

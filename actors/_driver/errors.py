@@ -6,13 +6,7 @@ import builtins
 import sys
 from typing import Any
 
-
-class TuneError(Exception):
-    """The experiment could not run or finish as asked (bad input, a crashed plugin, a stall)."""
-
-
-class ConfigError(TuneError, ValueError):
-    """A configuration value is invalid; raised before any actor starts."""
+from actors._engine.errors import ConfigError, TuneError
 
 
 class NoBestTrialError(ConfigError, RuntimeError):

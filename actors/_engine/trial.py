@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from actors._engine.resource_request import PlacementGroupFactory
+
 
 class TrialStatus(StrEnum):
     """Life-cycle states of a trial (see docs/architecture.md for the state machine).
@@ -94,6 +96,12 @@ class TrialSnapshot:
 
     def is_finished(self) -> bool:
         return self.status.is_finished
+
+    @property
+    def placement_group_factory(self) -> PlacementGroupFactory | None:
+        """Ray's: the trial's resources as a one-bundle ``PlacementGroupFactory`` (``resources``); None where
+        they are not known."""
+        return None if self.resources is None else PlacementGroupFactory.from_resources(self.resources)
 
     @property
     def error_file(self) -> str | None:
