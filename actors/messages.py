@@ -59,6 +59,9 @@ class ActionKind(Enum):
     # a call of the search algorithm's method (``tune_controller.search_alg.searcher.<method>(*args)``, as
     # Ray's HyperBandForBOHB calls TuneBOHB's on_pause/on_unpause), made in the controller after the hook
     SEARCHER = "searcher"
+    # the trial runs with these resources from its next start (``info["resources"]``, audition's dict): Ray's
+    # ``trial.update_resources`` from a ResourceChangingScheduler
+    RESOURCES = "resources"
 
 
 class SaveKind(Enum):
@@ -224,6 +227,8 @@ class SchedulerReady(_Message):
     # where trials on this host may ask for each result's decision directly (a Unix socket path; "":
     # nowhere, every decision goes through the controller). Filled in by the actor shell, never the plugin.
     direct: str = ""
+    # the plugin reads the cluster's resources (``SchedulerController.cluster_resources``): each call carries them
+    sees_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,6 +244,9 @@ class SchedulerCall(_Message):
     results: tuple[dict[str, Any], ...] = ()
     updates: tuple[TrialSnapshot, ...] = ()
     order: tuple[str, ...] = ()
+    # the cluster's resources in audition's form (every live member's summed), for a plugin that reads them
+    # (``SchedulerReady.sees_cluster``); None: unchanged since the last call that carried them
+    cluster: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ MODULES: dict[str, str] = {
     "ray.tune.schedulers.pbt": "actors.schedulers",
     "ray.tune.schedulers.pb2": "actors.schedulers.pb2",
     "ray.tune.schedulers.hb_bohb": "actors.schedulers.hb_bohb",
+    "ray.tune.schedulers.resource_changing_scheduler": "actors.schedulers.resource_changing_scheduler",
     "ray.tune.schedulers.trial_scheduler": "actors.schedulers",
     "ray.tune.search": "actors.search",
     "ray.tune.search.sample": "actors.search",

@@ -47,7 +47,7 @@ from actors._driver.progress import ProgressDisplay, TrialLines
 from actors._driver.ray_env import check_ray_environment, dated_subdir_disabled
 from actors._driver.registry import is_registered, resolve_trainable
 from actors._driver.reporters import warn_ignored
-from actors._driver.resources import ResourcesOf, resources_from_class
+from actors._driver.resources import ResourcesOf, SameResources, resources_from_class
 from actors._driver.restore import hand_back_plugins, saved_searcher
 from actors._driver.result_grid import ResultGrid, Searched, grid_of
 from actors._driver.searcher_setup import (
@@ -111,6 +111,9 @@ class Tuner:
         self._searched = with_filled_keys(self._searched, searcher, param_space)
         self._required = required_metrics(tc.metric, scheduler, searcher)
         self._scheduler = pickled(scheduler, "scheduler")  # (set up above: the actor's copy is not set up again)
+        # (reuse_actors stays as given: an idle trial process is only reused by a trial of its size; Ray's
+        # ResourceChangingScheduler refuses reuse_actors=True, which is audition's default)
+        self._resizes = bool(getattr(scheduler, "changes_trial_resources", False))
         self._stopper = with_time_budget(make_run_stopper(rc.stop), tc.time_budget_s)
         check_callbacks(rc.callbacks, "RunConfig(callbacks=...)")
         pickled_search(searcher, self._stopper, param_space)
@@ -156,13 +159,17 @@ class Tuner:
         self._parameters = parameters_of(trainable)
         given = getattr(trainable, "_audition_resources", None)
         # (with_resources overrides a class's own default_resource_request, as Ray's does)
-        self._resources_of = given if isinstance(given, ResourcesOf) else \
+        self._resources_of: Callable[[dict[str, Any]], dict[str, float]] | None = \
+            given if isinstance(given, ResourcesOf) else \
             resources_from_class(trainable) if given is None else None
         if self._resources_of is not None:  # each trial's own, from its config: placed as its resources allow
             self._resources, self._slots = {"cpu": 1.0}, tc.max_concurrent_trials or 1_000_000
             return
         resources = check_resources(given or rc.resources_per_trial or {"cpu": 1}, "with_resources(...)")
         self._resources = resources
+        if getattr(self, "_resizes", False):  # its scheduler resizes trials: placed by each one's size
+            self._resources_of, self._slots = SameResources(resources), tc.max_concurrent_trials or 1_000_000
+            return
         if self._multi_host:
             self._slots = tc.max_concurrent_trials or 1_000_000
             return

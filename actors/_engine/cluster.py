@@ -173,8 +173,9 @@ class Cluster:
                 yield RunLost(trial_id, rec.run_id, f"lost contact with member {member_id!r} ({why})", "host lost\n")
 
     def unplaceable(self, now: float) -> str | None:
-        """A trial that no member can ever hold is an error, once members had time to join: the problem."""
-        pending = self.table.with_status(TrialStatus.PENDING)
+        """A trial that no member can ever hold is an error, once members had time to join: the problem. A paused
+        one too (a scheduler that resizes trials may give one more than any member has: Ray would wait for ever)."""
+        pending = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
         waiting = bool(pending) and not self.table.running
         needs = [self.members.need_of(r.resources) for r in pending] if self.spec.resources_of is not None else None
         waited = self.members.unplaceable_for(waiting, now, needs)
@@ -192,7 +193,8 @@ class Cluster:
         elif waited > self.spec.placement_grace_s:
             return (f"no member can ever run a trial needing {need} (members: "
                     f"{self.members.rows() or 'no member has joined'}); start workers with enough "
-                    "resources (audition worker --cpus N --resources JSON)")
+                    "resources (audition worker --cpus N --resources JSON), or, if the scheduler resized it (a "
+                    "ResourceChangingScheduler shares the whole cluster's CPUs), cap its allocation at one member's")
         return None
 
 

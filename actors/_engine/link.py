@@ -36,20 +36,23 @@ class SchedulerLink:
         self.batching_allowed = False
         self.choosing = False  # a CHOOSE call is in flight
         self.choose_version = -1  # the table's version when it was made
+        self.sees_cluster = False  # the plugin reads the cluster's resources: each call carries them
 
     def ready(self, msg: SchedulerReady) -> None:
         self.hooks = msg.hooks
         self.batching_allowed = msg.batching_allowed
+        self.sees_cluster = msg.sees_cluster
 
     def implements(self, kind: HookKind) -> bool:
         """False: the plugin does not override this hook, so its answer is CONTINUE with no requests."""
         return kind in self.hooks
 
     def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...], run_id: int,
-             batch_seq: int, updates: tuple[TrialSnapshot, ...], order: tuple[str, ...] = ()) -> SchedulerCall:
+             batch_seq: int, updates: tuple[TrialSnapshot, ...], order: tuple[str, ...] = (),
+             cluster: dict[str, float] | None = None) -> SchedulerCall:
         self.seq += 1
         self.calls[self.seq] = PendingCall(kind, trial_id, run_id, batch_seq)
-        return SchedulerCall(self.seq, kind, trial_id, results, updates, order)
+        return SchedulerCall(self.seq, kind, trial_id, results, updates, order, cluster)
 
     def answered(self, msg: SchedulerReply) -> list[tuple[PendingCall, SchedulerReply]]:
         """The replies now in call order (none if an earlier one is still missing)."""

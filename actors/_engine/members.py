@@ -89,6 +89,16 @@ class Membership:
     def where(self, trial_id: str) -> str | None:
         return self.placement.where.get(trial_id)
 
+    def totals(self) -> dict[str, float]:
+        """Every live member's resources summed (on one machine: what it offers): the cluster Ray's
+        ``_resource_updater`` counts, for a scheduler that reads it."""
+        out: dict[str, float] = {}
+        for m in self.placement.members.values():
+            if m.member_id not in self.lost:
+                for k, v in m.resources.items():
+                    out[k] = out.get(k, 0.0) + v
+        return out
+
     def free_slots(self) -> int:
         return self.placement.free_slots(self.need, self.lost)
 

@@ -11,6 +11,7 @@ read (``required_resources``, ``bundles``, ``head_cpus``, ``strategy``), so code
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,4 +91,27 @@ class PlacementGroupFactory:
         return f"PlacementGroupFactory(bundles={self.bundles!r}, strategy={self.strategy!r})"
 
 
-__all__ = ["PlacementGroupFactory"]
+def summed_resources(value: Any, where: str) -> dict[str, float]:
+    """A trial's new size in audition's form (``{"cpu": 2.0, "gpu": 1.0}``): from a ``PlacementGroupFactory``
+    (every bundle summed: a trial is one process on one machine, so its bundles are placed together) or a dict
+    in Ray's or audition's names; zero amounts dropped. Refused (``ConfigError`` naming ``where``): anything else,
+    a negative or non-finite amount, and a size with no CPU (no trial process runs on none)."""
+    if isinstance(value, PlacementGroupFactory):
+        value = value.required_resources
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: resources must be a PlacementGroupFactory or a dict such as {{'CPU': 2}}, "
+                          f"got {type(value).__name__}")
+    out: dict[str, float] = {}
+    for key, amount in value.items():
+        name = key.lower() if key in ("CPU", "GPU") else key
+        if not isinstance(name, str) or not name or isinstance(amount, bool) \
+                or not isinstance(amount, (int, float)) or not math.isfinite(amount) or amount < 0:
+            raise ConfigError(f"{where}: {key!r}: {amount!r} is not a resource name with a finite amount >= 0")
+        if amount:
+            out[name] = out.get(name, 0.0) + float(amount)
+    if out.get("cpu", 0.0) <= 0:
+        raise ConfigError(f"{where}: {dict(value)!r} gives the trial no CPU; its process needs some (e.g. 0.5)")
+    return out
+
+
+__all__ = ["PlacementGroupFactory", "summed_resources"]

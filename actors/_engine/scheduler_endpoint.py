@@ -36,8 +36,11 @@ SchedulerAnswer = SchedulerReady | SchedulerReply | SchedulerFailed
 
 def decides_every_result(ready: SchedulerReady) -> bool:
     """The plugin implements ``on_trial_result``, tolerates no batching and declares no horizon: the
-    one for which the scheduler actor (and the simulator) offer direct decisions (``SchedulerReady.direct``)."""
-    return not ready.batching_allowed and not ready.horizon_attr and HookKind.RESULT in ready.hooks
+    one for which the scheduler actor (and the simulator) offer direct decisions (``SchedulerReady.direct``).
+    Not one that reads the cluster's resources: it sizes trials by the controller's view of them, which only
+    the controller's calls bring (a direct decision carries the trial's result alone)."""
+    return (not ready.batching_allowed and not ready.horizon_attr and HookKind.RESULT in ready.hooks
+            and not ready.sees_cluster)
 
 
 class SchedulerEndpoint:
@@ -54,7 +57,8 @@ class SchedulerEndpoint:
             self.host = SchedulerHost(sched, msg.metric, msg.mode, msg.state, describe=msg.describe,
                                       search_properties=msg.search_properties)
             return SchedulerReady(sched.batching_allowed(), type(sched).__name__, overridden_hooks(sched),
-                                  self.host.horizon_attr)
+                                  self.host.horizon_attr,
+                                  sees_cluster=bool(getattr(sched, "sees_cluster_resources", False)))
         except Exception as exc:
             return SchedulerFailed(0, HookKind.ADD, f"loading the scheduler failed: {exc!r}\n"
                                    + traceback.format_exc())

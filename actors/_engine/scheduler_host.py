@@ -12,10 +12,12 @@ import pickle
 from dataclasses import replace
 from typing import Any
 
+from actors._engine.errors import ConfigError
 from actors._engine.flat import flatten
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.horizon import clean_horizon
 from actors._engine.reducer import Decision, as_decision, merge
+from actors._engine.resource_request import summed_resources
 from actors._engine.trial import TrialDescription, TrialSnapshot, TrialStatus, tag_of
 from actors._legacy import loads as legacy_loads
 from actors.messages import (
@@ -40,9 +42,11 @@ def _pause_saves(actions: list[SchedulerAction], trial_id: str) -> list[Schedule
 class RecordingController(SchedulerController):
     """The ``controller`` handle schedulers see: requests are recorded, not applied."""
 
-    def __init__(self) -> None:
+    def __init__(self, resizes: bool = False) -> None:
+        self.resizes = resizes  # the scheduler declared ``changes_trial_resources``: the run places trials by size
         self.trials: dict[str, TrialSnapshot] = {}
         self.actions: list[SchedulerAction] = []
+        self.cluster: dict[str, float] = {}  # audition's names, as the last call carrying them gave them
 
     def _id(self, trial: TrialSnapshot | str) -> str:
         return trial if isinstance(trial, str) else trial.trial_id
@@ -77,6 +81,16 @@ class RecordingController(SchedulerController):
     def get_trials(self) -> list[TrialSnapshot]:
         return list(self.trials.values())
 
+    def set_trial_resources(self, trial: TrialSnapshot | str, resources: Any) -> None:
+        if not self.resizes:
+            raise ConfigError("set_trial_resources(): the scheduler's class must declare changes_trial_resources = "
+                              "True, so that the experiment places each trial by its own size")
+        new = summed_resources(resources, f"set_trial_resources({self._id(trial)})")
+        self.actions.append(SchedulerAction(ActionKind.RESOURCES, self._id(trial), False, info={"resources": new}))
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {_RAY_NAMES.get(k, k): v for k, v in {"cpu": 0.0, "gpu": 0.0, **self.cluster}.items()}
+
     @property
     def search_alg(self) -> _SearcherCalls:
         """Calls recorded as ``SEARCHER`` actions (``SchedulerController.search_alg``)."""
@@ -103,6 +117,7 @@ class _SearcherCalls:
         return call
 
 
+_RAY_NAMES = {"cpu": "CPU", "gpu": "GPU"}  # audition's resource names -> Ray's
 _HOOK_METHODS = {
     HookKind.ADD: "on_trial_add",
     HookKind.RESULT: "on_trial_result",
@@ -142,7 +157,7 @@ class SchedulerHost:
                 f"scheduler must be an actors.schedulers.Scheduler instance, got {type(scheduler).__name__}"
             )
         self.scheduler = scheduler
-        self.controller = RecordingController()
+        self.controller = RecordingController(bool(getattr(scheduler, "changes_trial_resources", False)))
         # per trial, its last result as Ray's Trial.last_result holds it once that result's hooks ran
         # (tagged): what the next result's hook sees (hook_view.before_result)
         self.seen: dict[str, dict[str, Any]] = {}
@@ -167,6 +182,8 @@ class SchedulerHost:
         ctl = self.controller
         for snap in call.updates:
             ctl.trials[snap.trial_id] = self._mirrored(snap, ctl.trials.get(snap.trial_id))
+        if call.cluster is not None:
+            ctl.cluster = dict(call.cluster)
         if call.order:  # the table's order changed (a retry requeued, a restore): the mirror follows it
             ctl.trials = {t: ctl.trials[t] for t in (*call.order, *ctl.trials) if t in ctl.trials}
         ctl.actions = []

@@ -71,7 +71,8 @@ class Scheduling:
         updates = tuple(self.table.get(t).snapshot() for t in sorted(changed)) if changed else ()
         changed.clear()
         order = self.table.take_order()  # (a retry moved to the end, a restored table: FIFO picks by list order)
-        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates, order)
+        cluster = self.members.totals() if self.link.sees_cluster else None
+        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates, order, cluster)
         self.ops.send(SCHEDULER, call)
         return call.seq
 

@@ -12,6 +12,7 @@ from actors.schedulers._pb2 import PB2
 from actors.schedulers._pbt import PopulationBasedTraining
 from actors.schedulers._pbt_replay import PopulationBasedTrainingReplay
 from actors.schedulers._registry import create_scheduler
+from actors.schedulers._resource_changing import ResourceChangingScheduler
 
 TrialScheduler = Scheduler  # Ray Tune's name for the base class: a Ray plugin's imports only need rewriting
 
@@ -26,6 +27,7 @@ __all__ = [
     "PB2",
     "PopulationBasedTraining",
     "PopulationBasedTrainingReplay",
+    "ResourceChangingScheduler",
     "Scheduler",
     "SchedulerController",
     "TrialScheduler",

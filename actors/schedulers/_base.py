@@ -81,6 +81,38 @@ class SchedulerController(ABC):
         as a set, as Ray's schedulers use it."""
         return {t for t in self.get_trials() if not t.status.is_finished}
 
+    def set_trial_resources(self, trial: TrialSnapshot | str, resources: Any) -> None:
+        """Run ``trial`` with ``resources`` (a dict, or a ``PlacementGroupFactory`` whose bundles are summed:
+        a trial is one process on one machine) from its next start on; a running trial keeps what it holds
+        until then. Ray's ``trial.update_resources``, as its ``ResourceChangingScheduler`` calls it on a trial
+        that is not running. The experiment places trials by their own sizes once its scheduler sets any."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change a trial's resources")
+
+    def cluster_resources(self) -> dict[str, float]:
+        """The cluster's resources (every live member's, summed; on one machine, what it offers), in Ray's
+        names (``{"CPU": 8.0, "GPU": 0.0}``): what Ray's ``tune_controller._resource_updater.get_num_cpus()``
+        and ``get_num_gpus()`` count. Only a scheduler with ``sees_cluster_resources = True`` is told them."""
+        raise NotImplementedError(f"{type(self).__name__} does not know the cluster's resources")
+
+    @property
+    def _resource_updater(self) -> _ResourceCounts:
+        """Ray's private ``tune_controller._resource_updater`` (``get_num_cpus()``, ``get_num_gpus()``), which
+        Ray's own resources allocation functions read (``xgboost_dynamic_resources_example.py``)."""
+        return _ResourceCounts(self.cluster_resources())
+
+
+class _ResourceCounts:
+    """``get_num_cpus()``/``get_num_gpus()`` over a ``cluster_resources()`` dict (Ray's ``_ResourceUpdater``)."""
+
+    def __init__(self, resources: dict[str, float]) -> None:
+        self.resources = resources
+
+    def get_num_cpus(self) -> float:
+        return self.resources.get("CPU", 0.0)
+
+    def get_num_gpus(self) -> float:
+        return self.resources.get("GPU", 0.0)
+
 
 class Scheduler(ABC):
     """Base class of trial schedulers (Ray Tune's ``TrialScheduler`` hooks).
@@ -99,6 +131,11 @@ class Scheduler(ABC):
     #: doubles Ray's version of this scheduler draws from numpy's global stream in on_trial_add; the
     #: default generator takes as many after each trial, so seeded configs interleave as in Ray
     global_numpy_draws_on_add: int = 0
+    #: the plugin reads ``tune_controller.cluster_resources()`` (each hook call then carries them)
+    sees_cluster_resources: bool = False
+    #: the plugin calls ``tune_controller.set_trial_resources()``: the experiment places each trial by its own
+    #: size (an idle trial process is reused only by a trial of its size)
+    changes_trial_resources: bool = False
     # Ray Tune's TrialScheduler constants, so a plugin written for Ray returns ``self.STOP`` as it did
     CONTINUE = Decision.CONTINUE
     NOOP = Decision.NOOP

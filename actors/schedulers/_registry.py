@@ -14,10 +14,7 @@ from actors.search._registry import build_by_name
 RAY_SCHEDULER_NAMES = ("fifo", "async_hyperband", "asynchyperband", "median_stopping_rule", "medianstopping",
                        "hyperband", "hb_bohb", "pbt", "pbt_replay", "pb2", "resource_changing")
 # names audition does not offer -> what Ray builds, and what to use instead
-_NOT_OFFERED = {
-    "resource_changing": ("ResourceChangingScheduler", "a trial's resources are fixed when it is placed; use "
-                          "with_resources(trainable, {'cpu': N})"),
-}
+_NOT_OFFERED: dict[str, tuple[str, str]] = {}
 
 
 def _table() -> dict[str, Callable[[], Any]]:
@@ -30,13 +27,15 @@ def _table() -> dict[str, Callable[[], Any]]:
         MedianStoppingRule,
         PopulationBasedTraining,
         PopulationBasedTrainingReplay,
+        ResourceChangingScheduler,
     )
 
     return {"fifo": lambda: FIFOScheduler, "async_hyperband": lambda: AsyncHyperBandScheduler,
             "asynchyperband": lambda: AsyncHyperBandScheduler, "median_stopping_rule": lambda: MedianStoppingRule,
             "medianstopping": lambda: MedianStoppingRule, "hyperband": lambda: HyperBandScheduler,
             "hb_bohb": lambda: HyperBandForBOHB, "pbt": lambda: PopulationBasedTraining,
-            "pbt_replay": lambda: PopulationBasedTrainingReplay, "pb2": lambda: PB2}
+            "pbt_replay": lambda: PopulationBasedTrainingReplay, "pb2": lambda: PB2,
+            "resource_changing": lambda: ResourceChangingScheduler}
 
 
 def create_scheduler(scheduler: str, **kwargs: Any) -> Any:

@@ -234,7 +234,7 @@ class SimExperimentIO(ExperimentIO):
         trial_id = r.trial_id
         shows = (r.status, r.config, r.last_result, r.checkpoint, r.num_failures, r.error, r.traceback,
                  self.logged_iter.get(trial_id, 0), self.max_index.get(trial_id, -1), tuple(r.marks),
-                 r.name, r.dirname, r.dirname_custom)
+                 r.name, r.dirname, r.dirname_custom, r.resources)
         last = self._rows.get(trial_id)
         if last is not None and last[0] == shows:  # (the same objects, or equal values: the same row)
             return last[1]
