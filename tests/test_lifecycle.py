@@ -85,6 +85,12 @@ class TrialMachine(RuleBasedStateMachine):
         idle = self.rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED)
         computing = self.rec.status is TrialStatus.RUNNING and self.rec.phase is Phase.STEPPING and not self.unacked
         before = len(self.rec.marks)
+        if kind is ActionKind.RESOURCES:  # a new size is no decision: nothing else of the trial changes
+            was = (self.rec.status, self.rec.phase, self.rec.pending, self.rec.resources)
+            assert self.table.request(SchedulerAction(kind, T, ckpt, info={"resources": {"cpu": 2.0}})) == []
+            now = (self.rec.status, self.rec.phase, self.rec.pending)
+            assert now == was[:3] and self.rec.resources == (was[3] if was[0].is_finished else {"cpu": 2.0})
+            return
         effects = self.table.request(SchedulerAction(kind, T, ckpt))
         self._apply(effects)
         stopped_idle = idle and kind is ActionKind.STOP

@@ -329,3 +329,20 @@ def test_seeded_simulations_with_every_scheduler_wrapped_to_resize_trials_keep_e
         logging.getLogger("audition").setLevel(logging.NOTSET)
     assert not failures, "\n".join(failures[:10])
     assert len(resized) > 100, "trials were resized"
+
+
+def test_a_trial_its_wrapped_scheduler_paused_itself_is_not_resized_as_rays_noop() -> None:
+    class Exploits(FIFOScheduler):
+        """Pauses a trial itself and answers NOOP, as Ray's PBT does when it exploits."""
+
+        def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+            tune_controller.pause_trial(trial)
+            return Decision.NOOP
+
+    _, call = _host(ResourceChangingScheduler(Exploits()), {"cpu": 4.0})
+    call(HookKind.ADD, "a", updates=(_snap("a", TrialStatus.PENDING, 1),))
+    out = call(HookKind.RESULT, "a", ({"training_iteration": 1, "loss": 1.0},),
+               updates=(_snap("a", TrialStatus.RUNNING, 1),))
+    assert [a.kind for a in out.actions] == [ActionKind.PAUSE]
+    out = call(HookKind.CHOOSE, None, updates=(_snap("a", TrialStatus.PAUSED, 1),))
+    assert out.actions == (), "nothing was noted: Ray resizes only after CONTINUE"

@@ -175,7 +175,7 @@ class Cluster:
     def unplaceable(self, now: float) -> str | None:
         """A trial that no member can ever hold is an error, once members had time to join: the problem. A paused
         one too (a scheduler that resizes trials may give one more than any member has: Ray would wait for ever)."""
-        pending = self.table.with_status(TrialStatus.PENDING, TrialStatus.PAUSED)
+        pending = self.table.with_status(TrialStatus.PENDING) + self.table.with_status(TrialStatus.PAUSED)
         waiting = bool(pending) and not self.table.running
         needs = [self.members.need_of(r.resources) for r in pending] if self.spec.resources_of is not None else None
         waited = self.members.unplaceable_for(waiting, now, needs)

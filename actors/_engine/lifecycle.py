@@ -253,8 +253,10 @@ class TrialTable:
         if kind is ActionKind.RESOURCES:
             # from its next start (a running trial keeps what its member holds for it until its run ends: the
             # placement gives back what it took); the scheduler's mirror and the saved row show them
-            rec.resources = dict((action.info or {})["resources"])
-            self.changed.add(rec.trial_id)
+            new = (action.info or {}).get("resources")
+            if isinstance(new, dict) and new:  # (the scheduler host builds it: summed_resources)
+                rec.resources = dict(new)
+                self.changed.add(rec.trial_id)
             return []
         if kind in (ActionKind.LOG_POLICY, ActionKind.SEARCHER):
             return []  # a record to write, a call of the search algorithm (the core makes both): no request of the run

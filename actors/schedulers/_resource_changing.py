@@ -20,11 +20,13 @@ from typing import Any
 from actors._engine.reducer import Decision, as_decision
 from actors._engine.resource_request import PlacementGroupFactory
 from actors._engine.trial import TrialSnapshot, TrialStatus
+from actors.messages import ActionKind
 from actors.schedulers._base import FIFOScheduler, Scheduler, SchedulerController
 from actors.schedulers._distribute import DistributeResources
 
 Allocation = Callable[[SchedulerController, TrialSnapshot, dict[str, Any], Any], Any]
 _DEFAULT: Any = object()  # Ray's default: DistributeResources(add_bundles=False)
+_ACTS = (ActionKind.PAUSE, ActionKind.STOP, ActionKind.CLONE)  # requests after which Ray's schedulers say NOOP
 
 
 class ResourceChangingScheduler(Scheduler):
@@ -116,8 +118,13 @@ class ResourceChangingScheduler(Scheduler):
 
     def on_trial_result(self, tune_controller: SchedulerController, trial: TrialSnapshot,
                         result: dict[str, Any]) -> Decision:
+        before = len(getattr(tune_controller, "actions", ()))
         decision = as_decision(self._base_scheduler.on_trial_result(tune_controller, trial, result))
-        if decision is Decision.CONTINUE:
+        # Ray resizes on CONTINUE, not on NOOP, which its schedulers return when they paused, stopped or cloned the
+        # trial themselves (PBT's exploit); audition's NOOP is CONTINUE, so such a request tells them apart
+        acted = any(a.trial_id == trial.trial_id and a.kind in _ACTS
+                    for a in list(getattr(tune_controller, "actions", ()))[before:])
+        if decision is Decision.CONTINUE and not acted:
             new = self.reallocate_trial_resources_if_needed(tune_controller, trial, result)
             if new:
                 self._trials_to_reallocate[trial.trial_id] = new
