@@ -203,6 +203,12 @@ def run(sc: Scenario, faults: Faults | None = None, space: dict[str, Any] | None
                     max_iterations=sc.max_iterations, seed=sc.seed, faults=f, checkpoints=sc.checkpoints, **more)
 
 
+def over_held(core: Any) -> list[str]:
+    """The members whose books hold more than they have (a size released wrong, or placed twice): none, ever."""
+    return [f"{m.member_id} holds {m.used} of {m.resources}" for m in core.members.placement.members.values()
+            if any(m.used.get(k, 0.0) > v + 1e-9 for k, v in m.resources.items())]
+
+
 def check(sc: Scenario, **extra: Any) -> list[str]:
     """Simulate the scenario, check every invariant (restoring it if it was aborted), clean up. With a time budget
     (``budget_s``) the number of trials is the budget's, and no trial may be killed: a budget halts trials by

@@ -284,16 +284,14 @@ def test_seeded_simulations_of_trials_of_many_sizes_keep_every_invariant() -> No
     import logging
 
     from actors._engine.core import ExperimentCore
-    from tests._sim_scenarios import check, scenario
+    from tests._sim_scenarios import check, over_held, scenario
 
     held_over: list[str] = []
     handle = ExperimentCore.handle
 
     def checked(core: ExperimentCore, event: Any, now: float) -> Any:
         out = handle(core, event, now)
-        for m in core.members.placement.members.values():
-            if any(m.used.get(k, 0.0) > v + 1e-9 for k, v in m.resources.items()):
-                held_over.append(f"{m.member_id} holds {m.used} of {m.resources}")
+        held_over.extend(over_held(core))
         return out
 
     logging.getLogger("audition").setLevel(logging.ERROR)

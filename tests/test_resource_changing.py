@@ -309,9 +309,7 @@ def test_seeded_simulations_with_every_scheduler_wrapped_to_resize_trials_keep_e
 
     def checked(core: ExperimentCore, event: Any, now: float) -> Any:
         out = handle(core, event, now)
-        for m in core.members.placement.members.values():
-            if any(m.used.get(k, 0.0) > v + 1e-9 for k, v in m.resources.items()):
-                held_over.append(f"{m.member_id} holds {m.used} of {m.resources}")
+        held_over.extend(scenarios.over_held(core))
         resized.update(t for t, r in core.table.trials.items() if r.resources and r.resources.get("cpu") != 1.0)
         return out
 

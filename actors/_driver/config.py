@@ -7,7 +7,6 @@ reaches an actor: the user gets one clear message and nothing is started.
 from __future__ import annotations
 
 import datetime
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 from actors._driver.errors import ConfigError
 from actors._driver.local_resources import machine_cpus
+from actors._engine.resource_request import check_resources
 
 DEPRECATED = "DEPRECATED"  # the default of a field Ray Tune keeps only to refuse it (Ray's _DEPRECATED_VALUE)
 
@@ -278,41 +278,6 @@ class RunConfig:
 
 
 default_cpus = machine_cpus  # this machine's cores, whatever init(num_cpus=...) declared (tests fill the machine)
-
-
-def check_resources(resources: Any, where: str) -> dict[str, float]:
-    """Per-trial resources as ``{"cpu": n, ...}`` (Ray's "CPU"/"GPU" spellings accepted).
-
-    A trial that asks for no CPU, or a negative amount, could never be placed and the
-    experiment would wait on "PENDING" forever: refused here instead.
-    """
-    from actors._driver.resources import PlacementGroupFactory
-
-    if isinstance(resources, PlacementGroupFactory):  # Ray's form: one bundle is one trial's dict
-        resources = resources.as_resources()
-    if not isinstance(resources, Mapping):
-        raise ConfigError(f"{where}: resources must be a dict such as {{'cpu': 2, 'gpu': 1}}, "
-                          f"got {type(resources).__name__}")
-    out: dict[str, float] = {}
-    for key, value in resources.items():
-        name = key.lower() if key in ("CPU", "GPU") else key
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"{where}: resource names must be non-empty strings such as 'cpu', got {key!r}")
-        if name in out:
-            raise ConfigError(f"{where}: {name!r} is given twice ({sorted(resources)}); give it once")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value < 0:
-            raise ConfigError(f"{where}: the amount of {key!r} must be a finite number >= 0, got {value!r}")
-        out[name] = float(value)
-    if out.get("cpu", 1.0) <= 0:
-        raise ConfigError(f"{where}: {{'cpu': {resources.get('cpu', resources.get('CPU'))!r}}} would never be "
-                          "scheduled (every trial runs in a process that needs some CPU); ask for a fraction "
-                          "such as {'cpu': 0.5} to run several trials per core")
-    if out and not any(out.values()):  # (it used to wait on PENDING forever: no member offers "nothing")
-        raise ConfigError(f"{where}: {dict(resources)!r} asks for no resources at all, so no trial could be placed "
-                          "(Ray 2.60 refuses it too: a placement group with an empty bundle); ask for some, such as "
-                          "{'cpu': 1, 'gpu': 1}, or give no resources for one CPU a trial")
-    return out
 
 
 def with_resources(trainable: Any, resources: Mapping[str, float] | Any) -> Any:

@@ -91,27 +91,49 @@ class PlacementGroupFactory:
         return f"PlacementGroupFactory(bundles={self.bundles!r}, strategy={self.strategy!r})"
 
 
-def summed_resources(value: Any, where: str) -> dict[str, float]:
-    """A trial's new size in audition's form (``{"cpu": 2.0, "gpu": 1.0}``): from a ``PlacementGroupFactory``
-    (every bundle summed: a trial is one process on one machine, so its bundles are placed together) or a dict
-    in Ray's or audition's names; zero amounts dropped. Refused (``ConfigError`` naming ``where``): anything else,
-    a negative or non-finite amount, and a size with no CPU (no trial process runs on none)."""
-    if isinstance(value, PlacementGroupFactory):
-        value = value.required_resources
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: resources must be a PlacementGroupFactory or a dict such as {{'CPU': 2}}, "
-                          f"got {type(value).__name__}")
+def check_resources(resources: Any, where: str) -> dict[str, float]:
+    """Per-trial resources as ``{"cpu": n, ...}`` (Ray's "CPU"/"GPU" spellings accepted).
+
+    A trial that asks for no CPU, or a negative amount, could never be placed and the
+    experiment would wait on "PENDING" forever: refused here instead.
+    """
+    if isinstance(resources, PlacementGroupFactory):  # Ray's form: one bundle is one trial's dict
+        resources = resources.as_resources()
+    if not isinstance(resources, Mapping):
+        raise ConfigError(f"{where}: resources must be a dict such as {{'cpu': 2, 'gpu': 1}}, "
+                          f"got {type(resources).__name__}")
     out: dict[str, float] = {}
-    for key, amount in value.items():
+    for key, value in resources.items():
         name = key.lower() if key in ("CPU", "GPU") else key
-        if not isinstance(name, str) or not name or isinstance(amount, bool) \
-                or not isinstance(amount, (int, float)) or not math.isfinite(amount) or amount < 0:
-            raise ConfigError(f"{where}: {key!r}: {amount!r} is not a resource name with a finite amount >= 0")
-        if amount:
-            out[name] = out.get(name, 0.0) + float(amount)
-    if out.get("cpu", 0.0) <= 0:
-        raise ConfigError(f"{where}: {dict(value)!r} gives the trial no CPU; its process needs some (e.g. 0.5)")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{where}: resource names must be non-empty strings such as 'cpu', got {key!r}")
+        if name in out:
+            raise ConfigError(f"{where}: {name!r} is given twice ({sorted(resources)}); give it once")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value < 0:
+            raise ConfigError(f"{where}: the amount of {key!r} must be a finite number >= 0, got {value!r}")
+        out[name] = float(value)
+    if out.get("cpu", 1.0) <= 0:
+        raise ConfigError(f"{where}: {{'cpu': {resources.get('cpu', resources.get('CPU'))!r}}} would never be "
+                          "scheduled (every trial runs in a process that needs some CPU); ask for a fraction "
+                          "such as {'cpu': 0.5} to run several trials per core")
+    if out and not any(out.values()):  # (it used to wait on PENDING forever: no member offers "nothing")
+        raise ConfigError(f"{where}: {dict(resources)!r} asks for no resources at all, so no trial could be placed "
+                          "(Ray 2.60 refuses it too: a placement group with an empty bundle); ask for some, such as "
+                          "{'cpu': 1, 'gpu': 1}, or give no resources for one CPU a trial")
     return out
 
 
-__all__ = ["PlacementGroupFactory", "summed_resources"]
+def summed_resources(value: Any, where: str) -> dict[str, float]:
+    """A trial's new size in audition's form (``{"cpu": 2.0, "gpu": 1.0}``): from a ``PlacementGroupFactory``
+    (every bundle summed: a trial is one process on one machine, so its bundles are placed together) or a dict
+    in Ray's or audition's names, checked as ``check_resources`` checks one; zero amounts dropped. A size with
+    no CPU is refused too (no trial process runs on none)."""
+    out = {k: v for k, v in check_resources(value.required_resources if isinstance(value, PlacementGroupFactory)
+                                            else value, where).items() if v}
+    if out.get("cpu", 0.0) <= 0:
+        raise ConfigError(f"{where}: {out!r} gives the trial no CPU; its process needs some (e.g. 0.5)")
+    return out
+
+
+__all__ = ["PlacementGroupFactory", "check_resources", "summed_resources"]
