@@ -344,3 +344,31 @@ def test_a_trial_its_wrapped_scheduler_paused_itself_is_not_resized_as_rays_noop
     assert [a.kind for a in out.actions] == [ActionKind.PAUSE]
     out = call(HookKind.CHOOSE, None, updates=(_snap("a", TrialStatus.PAUSED, 1),))
     assert out.actions == (), "nothing was noted: Ray resizes only after CONTINUE"
+
+
+def test_an_aborted_run_restores_with_the_sizes_its_trials_were_given() -> None:
+    from actors.testing import Faults, simulate
+    from storage import ExperimentLayout, StorageContext, read_experiment_state
+
+    def curve(config: dict[str, Any], i: int) -> dict[str, Any]:
+        return {"loss": config["x"] / i, "time_this_iter_s": config["x"]}
+
+    space = {"x": tune.grid_search([1.0, 2.0, 3.0])}
+    tc = tune.TuneConfig(metric="loss", mode="min", scheduler=ResourceChangingScheduler())
+    first = simulate(curve, space, tc, max_iterations=8, cpus=6, faults=Faults(abort_at_s=12.5))
+    assert first.error is not None and "simulated abort" in first.error
+    ctx = StorageContext(first.storage_url)
+    rows = read_experiment_state(ctx, ExperimentLayout(ctx, first.name))["trials"]
+    sizes = {r["trial_id"]: (r["status"], r.get("resources")) for r in rows}
+    assert any(res not in (None, {"cpu": 1.0}) for _, res in sizes.values()), sizes  # some were resized
+    again = simulate(curve, space, tc, max_iterations=8, cpus=6, restore=first.experiment_path)
+    assert again.error is None and not again.hung
+    table = again.world.core.table.trials
+    # a trial that ended before the abort never runs again: it keeps the size it was saved with
+    ended = {t: res for t, (status, res) in sizes.items() if status == "TERMINATED"}
+    assert ended and any(res != {"cpu": 1.0} for res in ended.values()), sizes
+    assert all(table[t].resources == res for t, res in ended.items())
+    assert sorted(r.metrics["training_iteration"] for r in again.results) == [8, 8, 8]
+    assert not any(m.used.get("cpu", 0.0) for m in again.world.core.members.placement.members.values())
+    first.discard()
+    again.discard()
