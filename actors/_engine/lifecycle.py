@@ -250,11 +250,9 @@ class TrialTable:
             if rec.status is TrialStatus.PAUSED:
                 self._transition(rec, TrialStatus.PENDING)
             return cloned
-        if kind is ActionKind.RESOURCES:
-            # from its next start (a running trial keeps what its member holds for it until its run ends: the
-            # placement gives back what it took); the scheduler's mirror and the saved row show them
+        if kind is ActionKind.RESOURCES:  # from its next start (a running trial keeps what its member holds for it)
             new = (action.info or {}).get("resources")
-            if isinstance(new, dict) and new:  # (the scheduler host builds it: summed_resources)
+            if isinstance(new, dict) and new:  # (built by the scheduler host: summed_resources)
                 rec.resources = dict(new)
                 self.changed.add(rec.trial_id)
             return []
