@@ -39,7 +39,8 @@ class ResourcesOf:
 
 class SameResources:
     """The experiment's one resources dict, as a ``ResourcesOf`` gives each trial its own: what trials without
-    resources of their own get once some trials have theirs (``run(resume=..., resources_per_trial=...)``)."""
+    resources of their own get once some trials have theirs (``run(resume=..., resources_per_trial=...)``, a
+    scheduler that resizes trials)."""
 
     def __init__(self, resources: Mapping[str, float]) -> None:
         self.resources = dict(resources)
