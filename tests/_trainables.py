@@ -26,6 +26,31 @@ def fn_trainable(config: dict[str, Any]) -> None:
                 "wall": time.time()}, checkpoint=Checkpoint.from_dict({"step": step}))
 
 
+def sized_trainable(config: dict[str, Any]) -> None:
+    """``fn_trainable`` that also reports the CPUs its trial was given (``get_trial_resources()``): a resizing
+    scheduler's trials show their sizes."""
+    from actors import get_context
+
+    ckpt = get_checkpoint()
+    start = ckpt.to_dict()["step"] + 1 if ckpt else 0
+    for step in range(start, config.get("steps", STEPS)):
+        time.sleep(config.get("slow_save", 0.0))
+        cpus = get_context().get_trial_resources().required_resources["CPU"]
+        report({"loss": config.get("x", 1.0) / (step + 1), "step": step, "cpus": cpus, "wall": time.time()},
+               checkpoint=Checkpoint.from_dict({"step": step}))
+
+
+class AtMostTwoCpus:
+    """Ray's default allocation (``DistributeResources``) capped at 2 CPUs: one member's size in the tests' clusters."""
+
+    def __call__(self, tune_controller: Any, trial: Any, result: dict[str, Any], scheduler: Any) -> Any:
+        from actors import PlacementGroupFactory
+        from actors.schedulers.resource_changing_scheduler import DistributeResources
+
+        new = DistributeResources()(tune_controller, trial, result, scheduler)
+        return None if new is None else PlacementGroupFactory([{"CPU": min(2.0, new.required_resources["CPU"])}])
+
+
 def gated_trainable(config: dict[str, Any]) -> None:
     """Reports every 50 ms until the file ``config["gate"]`` exists (at most 120 s): a trial that is surely still
     running while a test looks at the experiment."""

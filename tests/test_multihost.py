@@ -258,6 +258,33 @@ def test_each_trial_s_own_resources_pick_a_member_big_enough_for_it(cluster, sto
 
 
 @pytest.mark.slow
+def test_a_resource_changing_scheduler_resizes_trials_from_the_members_totals(cluster, storage_dir, no_leaks):
+    """Two 2-CPU workers: the cluster's 4 CPUs (the members' totals the scheduler is told) are shared, each trial
+    grows from 1 CPU to 2 after its first result, restarts from its checkpoint, and a 2-CPU trial runs alone on
+    its member."""
+    from actors.schedulers import FIFOScheduler, ResourceChangingScheduler
+
+    tuner = Tuner(T.sized_trainable, param_space={"x": grid_search([1.0, 2.0]), "steps": 5, "slow_save": 0.2},
+                  tune_config=TuneConfig(metric="loss", mode="min", scheduler=ResourceChangingScheduler(
+                      FIFOScheduler(), T.AtMostTwoCpus())),
+                  run_config=RunConfig(name="mh", storage=storage_dir, system=f"tcp://127.0.0.1:{cluster.port}",
+                                       leader_runs_trials=False, verbose=0))
+    out = _fit_with_workers(cluster, tuner, [("a", 2), ("b", 2)])
+    assert "error" not in out, out.get("error")
+    grid = out["grid"]
+    assert [r.status for r in grid] == [TrialStatus.TERMINATED] * 2
+    for r in grid:
+        h = r.metrics_history
+        assert [x["training_iteration"] for x in h] == [1, 2, 3, 4, 5] and h[0]["cpus"] == 1.0, h
+        assert {x["cpus"] for x in h[1:]} == {2.0}, [(x["training_iteration"], x["cpus"]) for x in h]
+    # at 2 CPUs, each on a member of its own whenever both ran
+    runs = {r.config["x"]: [(x["wall"] - 0.2, x["wall"], x["member"]) for x in r.metrics_history[1:]] for r in grid}
+    clash = [(a, b) for a in runs[1.0] for b in runs[2.0] if a[2] == b[2] and a[0] < b[1] and b[0] < a[1]]
+    assert not clash, clash
+    cluster.stop()
+
+
+@pytest.mark.slow
 def test_trial_no_member_can_ever_hold_fails_the_experiment(cluster, storage_dir, no_leaks):
     """A GPU trial on a CPU-only cluster: a clear error after placement_timeout_s, not a hang."""
     from actors import with_resources
