@@ -247,6 +247,9 @@ class SchedulerCall(_Message):
     # the cluster's resources in audition's form (every live member's summed), for a plugin that reads them
     # (``SchedulerReady.sees_cluster``); None: unchanged since the last call that carried them
     cluster: dict[str, float] | None = None
+    # (trial, source) of the clones the controller could not apply since the last call (the source had no
+    # checkpoint to give): the plugin hears of each (``Scheduler.on_clone_skipped``) before this call's hook
+    skipped_clones: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

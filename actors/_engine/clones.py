@@ -21,6 +21,18 @@ class CloneWaits:
     def __init__(self, table: TrialTable) -> None:
         self.table = table
         self.waits: dict[str, str] = {}  # clone -> the source whose save in flight it waits for
+        # (clone, source) of the exploits skipped since the scheduler's last call: its next call tells it, so a
+        # scheduler that recorded the exploit (PBT's clocks, its exploit list) takes it back
+        self.skipped: list[tuple[str, str]] = []
+
+    def skip(self, trial_id: str, source_id: str) -> None:
+        """An exploit the scheduler asked for is not applied (its source has no checkpoint to give)."""
+        self.skipped.append((trial_id, source_id))
+
+    def take_skipped(self) -> tuple[tuple[str, str], ...]:
+        """The skipped exploits the scheduler has not heard of yet (then forgotten)."""
+        out, self.skipped = tuple(self.skipped), []
+        return out
 
     def __contains__(self, trial_id: str) -> bool:
         """Whether the trial is a clone still waiting (it must not start yet)."""
@@ -83,6 +95,7 @@ class CloneWaits:
         if rec.status is not TrialStatus.RUNNING and not rec.clone_waiting:
             return  # applied already (it did not wait): kept, as before
         rec.clone, rec.clone_checkpoint, rec.clone_waiting = None, None, False
+        self.skip(trial_id, source_id)
         if rec.status in (TrialStatus.PENDING, TrialStatus.PAUSED):  # its pause has landed: it was a plain pause
             self.table.mark(rec, MarkKind.PAUSE)
         self.table.changed.add(trial_id)

@@ -49,10 +49,10 @@ class SchedulerLink:
 
     def call(self, kind: HookKind, trial_id: str | None, results: tuple[dict[str, Any], ...], run_id: int,
              batch_seq: int, updates: tuple[TrialSnapshot, ...], order: tuple[str, ...] = (),
-             cluster: dict[str, float] | None = None) -> SchedulerCall:
+             cluster: dict[str, float] | None = None, skipped: tuple[tuple[str, str], ...] = ()) -> SchedulerCall:
         self.seq += 1
         self.calls[self.seq] = PendingCall(kind, trial_id, run_id, batch_seq)
-        return SchedulerCall(self.seq, kind, trial_id, results, updates, order, cluster)
+        return SchedulerCall(self.seq, kind, trial_id, results, updates, order, cluster, skipped)
 
     def answered(self, msg: SchedulerReply) -> list[tuple[PendingCall, SchedulerReply]]:
         """The replies now in call order (none if an earlier one is still missing)."""

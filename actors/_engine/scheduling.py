@@ -72,7 +72,8 @@ class Scheduling:
         changed.clear()
         order = self.table.take_order()  # (a retry moved to the end, a restored table: FIFO picks by list order)
         cluster = self.members.totals() if self.link.sees_cluster else None
-        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates, order, cluster)
+        call = self.link.call(kind, trial_id, results, run_id, batch_seq, updates, order, cluster,
+                              self.clone_waits.take_skipped())
         self.ops.send(SCHEDULER, call)
         return call.seq
 
@@ -108,6 +109,7 @@ class Scheduling:
                     # its source has no checkpoint to give and none on its way (never saved, or its save in
                     # flight died with its run): the exploit is skipped, as Ray's PBT skips it
                     skipped.add(action.trial_id)
+                    self.clone_waits.skip(action.trial_id, action.source_id or "")
                     continue
             effects += self.table.request(action, source, waiting=awaits)
             self.clone_waits.note(action)

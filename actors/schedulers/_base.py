@@ -206,6 +206,12 @@ class Scheduler(ABC):
     def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         """The trial was terminated by a decision other than its own completion."""
 
+    def on_clone_skipped(self, tune_controller: SchedulerController, trial_id: str, source_id: str) -> None:
+        """audition's (Ray's schedulers decide this themselves): a ``clone_trial(trial, source, ...)`` this
+        scheduler asked for was not applied, because ``source`` had no checkpoint to give (its save died with its
+        run, or gave none). The trial goes on as it was. Called before the next hook, in the scheduler actor; a
+        scheduler that recorded the exploit takes it back here. The default does nothing."""
+
     def horizon_attr(self) -> str | None:
         """The result key :meth:`decision_horizon` is measured in (usually ``time_attr``); ``None``,
         the default, declares no horizons: every result waits for its decision."""

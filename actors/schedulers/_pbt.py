@@ -58,6 +58,8 @@ class _Member:
     ended: bool = False
     errored: bool = False
     waiting: bool = False  # synch mode: parked at the sync point
+    # (last_perturbation, last_train_time) before its latest exploit: what a skipped exploit gives back
+    before_clone: tuple[float, float] | None = None
 
 
 class PopulationBasedTraining(MetricScheduler):
@@ -273,6 +275,21 @@ class PopulationBasedTraining(MetricScheduler):
     def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._ended(tune_controller, trial, errored=False)
 
+    def on_clone_skipped(self, tune_controller: SchedulerController, trial_id: str, source_id: str) -> None:
+        """The controller skipped this exploit (its source had no checkpoint to give): take it back, as Ray's PBT
+        never records one it skips (``_exploit`` returns before it copies the source's clocks or counts the
+        perturbation). The trial's config is its own again at its next result (``_on_result`` reads it). What the
+        exploit drew from the random streams (the explore step's; PB2's model and its rows) is not given back, so
+        later draws differ from Ray's, which never made them."""
+        m = self._members.get(trial_id)
+        if m is not None and m.before_clone is not None:
+            m.last_perturbation, m.last_train_time = m.before_clone
+            m.before_clone = None
+        for i in range(len(self._exploits) - 1, -1, -1):
+            if self._exploits[i]["trial_id"] == trial_id and self._exploits[i]["source"] == source_id:
+                del self._exploits[i]
+                break
+
     def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         """The waiting trial whose last perturbation (or exploit) is earliest, first added
         first on ties (Ray Tune's order); in synch mode the one furthest behind, skipping
@@ -354,6 +371,7 @@ class PopulationBasedTraining(MetricScheduler):
         tune_controller.clone_trial(trial, source, new_config, info, wait_for_checkpoint=self.wait_for_checkpoint,
                                     experiment_tag=tag)
         # the clone resumes where the source's checkpoint is, so its clocks become the source's
+        m.before_clone = (m.last_perturbation, m.last_train_time)
         m.config, m.last_perturbation, m.last_train_time = (
             copy.deepcopy(new_config), src.last_perturbation, src.last_train_time)
         self._exploits.append(copy.deepcopy(info))

@@ -138,6 +138,9 @@ class ResourceChangingScheduler(Scheduler):
     def on_trial_remove(self, tune_controller: SchedulerController, trial: TrialSnapshot) -> None:
         self._base_scheduler.on_trial_remove(tune_controller, trial)
 
+    def on_clone_skipped(self, tune_controller: SchedulerController, trial_id: str, source_id: str) -> None:
+        self._base_scheduler.on_clone_skipped(tune_controller, trial_id, source_id)
+
     def choose_trial_to_run(self, tune_controller: SchedulerController) -> TrialSnapshot | None:
         status = {t.trial_id: t.status for t in tune_controller.get_trials()}
         still: dict[str, Any] = {}
