@@ -97,3 +97,14 @@ def test_a_waiting_clone_dropped_for_want_of_its_sources_checkpoint_is_told_too(
     waits.note(clone)
     waits.landed("src", None)
     assert waits.take_skipped() == (("clone", "src"),) and waits.take_skipped() == ()
+
+
+def test_a_request_made_when_hearing_of_a_skipped_clone_travels_with_that_calls_reply() -> None:
+    class PausesIt(FIFOScheduler):
+        def on_clone_skipped(self, tune_controller: Any, trial_id: str, source_id: str) -> None:
+            tune_controller.pause_trial(trial_id)
+
+    host = SchedulerHost(PausesIt(), "loss", "min")
+    reply = host.handle(SchedulerCall(1, HookKind.CHOOSE, None, (), (TrialSnapshot("b", {}, TrialStatus.RUNNING),),
+                                      (), None, (("b", "c"),)))
+    assert [(a.kind, a.trial_id) for a in reply.actions] == [(ActionKind.PAUSE, "b")]

@@ -184,11 +184,11 @@ class SchedulerHost:
             ctl.trials[snap.trial_id] = self._mirrored(snap, ctl.trials.get(snap.trial_id))
         if call.cluster is not None:
             ctl.cluster = dict(call.cluster)
-        for trial_id, source_id in call.skipped_clones:
-            self.scheduler.on_clone_skipped(ctl, trial_id, source_id)
         if call.order:  # the table's order changed (a retry requeued, a restore): the mirror follows it
             ctl.trials = {t: ctl.trials[t] for t in (*call.order, *ctl.trials) if t in ctl.trials}
         ctl.actions = []
+        for trial_id, source_id in call.skipped_clones:  # (before the hook; its requests go with this reply)
+            self.scheduler.on_clone_skipped(ctl, trial_id, source_id)
         decision = Decision.CONTINUE
         chosen: str | None = None
         state: bytes | None = None
