@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from actors._engine.resource_request import PlacementGroupFactory
+from actors._engine.resource_request import PlacementGroupFactory, check_resources
 
 
 class ResourcesOf:
@@ -29,8 +29,6 @@ class ResourcesOf:
         self.none_is_default = none_is_default  # default_resource_request's None: Ray's default, one CPU
 
     def __call__(self, config: dict[str, Any]) -> dict[str, float]:
-        from actors._driver.config import check_resources
-
         value = self.fn(config)
         if value is None and self.none_is_default:
             return {"cpu": 1.0}

@@ -59,7 +59,8 @@ class TrialRecord:
     stop_row: int = 0  # the iteration of the result a stop was decided on (its row says done=True)
     tag: str = ""  # Ray's experiment_tag, given when the trial was drawn (suggest.TrialSource)
     run_start: dict[str, Any] = field(default_factory=dict)  # TrialSnapshot.run_start
-    # its own resources, from the experiment's function of the config (None: the experiment's resources_per_trial)
+    # its own resources: from the experiment's function of the config, a resume's resources_per_trial or a scheduler's
+    # set_trial_resources (None: the experiment's resources_per_trial)
     resources: dict[str, float] | None = None
 
     def snapshot(self) -> TrialSnapshot:

@@ -21,6 +21,11 @@ from actors._engine.errors import ConfigError
 _RAY_KEY = {"cpu": "CPU", "gpu": "GPU"}
 
 
+def ray_named(resources: Mapping[str, float]) -> dict[str, float]:
+    """audition's resource names as Ray's (``cpu`` -> ``CPU``, ``gpu`` -> ``GPU``; others as they are)."""
+    return {_RAY_KEY.get(k, k): v for k, v in resources.items()}
+
+
 def _bundle(values: Mapping[str, Any]) -> dict[str, float]:
     """Ray's bundle form: float amounts, zero amounts dropped (a zero asks for nothing)."""
     return {str(k): float(v) for k, v in values.items() if v}
@@ -46,8 +51,7 @@ class PlacementGroupFactory:
     @classmethod
     def from_resources(cls, resources: Mapping[str, float] | None) -> PlacementGroupFactory:
         """One bundle from audition's per-trial dict (``{"cpu": 1}`` when none was given)."""
-        res = dict(resources or {"cpu": 1.0})
-        return cls([{_RAY_KEY.get(k, k): v for k, v in res.items()}])
+        return cls([ray_named(resources or {"cpu": 1.0})])
 
     @property
     def bundles(self) -> list[dict[str, float]]:
@@ -136,4 +140,4 @@ def summed_resources(value: Any, where: str) -> dict[str, float]:
     return out
 
 
-__all__ = ["PlacementGroupFactory", "check_resources", "summed_resources"]
+__all__ = ["PlacementGroupFactory", "check_resources", "ray_named", "summed_resources"]

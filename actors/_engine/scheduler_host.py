@@ -17,7 +17,7 @@ from actors._engine.flat import flatten
 from actors._engine.hook_view import before_result, tagged
 from actors._engine.horizon import clean_horizon
 from actors._engine.reducer import Decision, as_decision, merge
-from actors._engine.resource_request import summed_resources
+from actors._engine.resource_request import ray_named, summed_resources
 from actors._engine.trial import TrialDescription, TrialSnapshot, TrialStatus, tag_of
 from actors._legacy import loads as legacy_loads
 from actors.messages import (
@@ -89,7 +89,7 @@ class RecordingController(SchedulerController):
         self.actions.append(SchedulerAction(ActionKind.RESOURCES, self._id(trial), False, info={"resources": new}))
 
     def cluster_resources(self) -> dict[str, float]:
-        return {_RAY_NAMES.get(k, k): v for k, v in {"cpu": 0.0, "gpu": 0.0, **self.cluster}.items()}
+        return ray_named({"cpu": 0.0, "gpu": 0.0, **self.cluster})
 
     @property
     def search_alg(self) -> _SearcherCalls:
@@ -117,7 +117,6 @@ class _SearcherCalls:
         return call
 
 
-_RAY_NAMES = {"cpu": "CPU", "gpu": "GPU"}  # audition's resource names -> Ray's
 _HOOK_METHODS = {
     HookKind.ADD: "on_trial_add",
     HookKind.RESULT: "on_trial_result",
