@@ -31,6 +31,8 @@ class CloneWaits:
 
     def take_skipped(self) -> tuple[tuple[str, str], ...]:
         """The skipped exploits the scheduler has not heard of yet (then forgotten)."""
+        if not self.skipped:  # (every scheduler call asks: nothing built then)
+            return ()
         out, self.skipped = tuple(self.skipped), []
         return out
 
